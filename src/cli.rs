@@ -1,0 +1,388 @@
+//! The command line: parsing, the pipeline per job, and exit codes
+//! (0 ok, 1 drift or lint errors, 2 usage or spec errors).
+
+use crate::config::{self, Config, Job, Target};
+use crate::diag::{Diagnostic, Diagnostics, Location};
+use crate::emit::{self, TemplateSource};
+use crate::model::{self, Api, ModelOptions};
+use crate::read::{self, Limits};
+use crate::write::{self, Planned, Status};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::{Path, PathBuf};
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_DRIFT: i32 = 1;
+pub const EXIT_ERROR: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "retrygen",
+    about = "Generate spec-driven retry-policy modules (Rust, TypeScript, Python, Go, Kotlin, C#) from an OpenAPI document",
+    long_about = "retrygen reads an OpenAPI 2.0/3.0/3.1/3.2 document, classifies every operation as idempotent, keyed, \
+non_replayable or no_retry (x-retry, streaming responses, x-idempotent, RFC 9110 method semantics, idempotency-key \
+headers), and generates for each SDK language one module with the operation table, a path matcher and the retry \
+decision of docs/contract.md.\n\nExit codes: 0 ok, 1 stale files (check) or lint errors, 2 usage or spec errors.",
+    version
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Generate modules: every job of retrygen.toml, or one ad hoc target with --spec/--lang/--out.
+    Generate(GenerateArgs),
+    /// Render in memory and print a unified diff for each stale or missing file; exit 1 on drift. Never writes.
+    Check(GenerateArgs),
+    /// List every operation with its class and the reason for it.
+    List(ListArgs),
+    /// Report diagnostics only; exit 1 when there are errors.
+    Lint(LintArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct GenerateArgs {
+    /// The config file (default: retrygen.toml in the current folder).
+    #[arg(long, conflicts_with_all = ["spec", "lang", "out"])]
+    pub config: Option<PathBuf>,
+    /// Ad hoc mode: the OpenAPI document.
+    #[arg(long, requires_all = ["lang", "out"])]
+    pub spec: Option<PathBuf>,
+    /// Ad hoc mode: the target language (rust, typescript, python, go, kotlin, csharp).
+    #[arg(long, requires = "spec")]
+    pub lang: Option<String>,
+    /// Ad hoc mode: the output file, or a folder ending in `/`.
+    #[arg(long, requires = "spec")]
+    pub out: Option<PathBuf>,
+    /// Ad hoc mode: a language option, KEY=VALUE (repeatable), e.g. package=retrypolicy.
+    #[arg(long = "option", value_name = "KEY=VALUE", requires = "spec")]
+    pub options: Vec<String>,
+    /// Ad hoc mode: require an explicit x-idempotent on every POST and PATCH.
+    #[arg(long, requires = "spec")]
+    pub strict: bool,
+    /// Use templates from DIR/<language>/ instead of the embedded ones.
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    Table,
+    Json,
+    Markdown,
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    #[arg(long)]
+    pub spec: PathBuf,
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
+    /// Require an explicit x-idempotent on every POST and PATCH.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct LintArgs {
+    #[arg(long)]
+    pub spec: PathBuf,
+    /// Require an explicit x-idempotent on every POST and PATCH, and at least one annotation.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// Reads and models one spec. Errors come back as diagnostics.
+pub fn load_api(spec: &Path, options: &ModelOptions) -> Result<(Api, Diagnostics), Diagnostics> {
+    let (raw, mut warnings) = read::read(spec, &Limits::default())?;
+    let root_file = spec.to_string_lossy().replace('\\', "/");
+    let (api, model_warnings) = model::build(&raw, &root_file, options)?;
+    warnings.extend(model_warnings);
+    Ok((api, warnings))
+}
+
+fn print_diagnostics(err: &mut dyn std::io::Write, diagnostics: &Diagnostics) {
+    for d in diagnostics.clone().into_sorted() {
+        let _ = writeln!(err, "{d}");
+    }
+}
+
+fn model_options(job: &Job, config: Option<&Path>) -> ModelOptions {
+    let mut options = ModelOptions { strict: job.strict, ..ModelOptions::default() };
+    if let Some(headers) = &job.idempotency_headers {
+        options.idempotency_headers = headers.clone();
+    }
+    options.policy_overrides = job.policy.clone();
+    options.overrides_at = config.map(|p| Location { file: p.to_string_lossy().replace('\\', "/"), line: 1, column: 1, pointer: "/job/policy".into() });
+    options
+}
+
+/// The jobs of one invocation: from the config, or one ad hoc job.
+fn jobs(args: &GenerateArgs) -> Result<(Vec<Job>, Option<PathBuf>), Diagnostic> {
+    if let (Some(spec), Some(lang), Some(out)) = (&args.spec, &args.lang, &args.out) {
+        let mut options = emit::LanguageOptions::new();
+        for pair in &args.options {
+            let Some((k, v)) = pair.split_once('=') else {
+                return Err(Diagnostic::error(Location { file: "<command line>".into(), line: 1, column: 1, pointer: String::new() }, format!("--option {pair:?} is not KEY=VALUE"), "write e.g. --option package=retrypolicy"));
+            };
+            options.insert(k.to_string(), v.to_string());
+        }
+        let out_is_folder = out.to_string_lossy().ends_with(['/', '\\']) || out.is_dir();
+        let target = Target { language: lang.clone(), out: out.clone(), out_is_folder, options };
+        let job = Job { spec: spec.clone(), strict: args.strict, idempotency_headers: None, templates: None, policy: Vec::new(), targets: vec![target] };
+        return Ok((vec![job], None));
+    }
+    let path = match &args.config {
+        Some(p) => p.clone(),
+        None => config::discover(Path::new(".")).ok_or_else(|| {
+            Diagnostic::error(
+                Location { file: config::FILE_NAME.into(), line: 1, column: 1, pointer: String::new() },
+                "no retrygen.toml in the current folder",
+                "pass --config PATH, or --spec/--lang/--out for one ad hoc target",
+            )
+        })?,
+    };
+    let Config { jobs, path } = config::load(&path)?;
+    Ok((jobs, Some(path)))
+}
+
+fn display_path(path: &Path) -> String {
+    let s = path.to_string_lossy().replace('\\', "/");
+    s.strip_prefix("./").map(str::to_string).unwrap_or(s)
+}
+
+/// Renders every target of every job. Returns the planned files, or the problems (all of them).
+pub fn plan(args: &GenerateArgs, err: &mut dyn std::io::Write) -> Result<Vec<Planned>, i32> {
+    let (jobs, config_path) = match jobs(args) {
+        Ok(j) => j,
+        Err(d) => {
+            let _ = writeln!(err, "{d}");
+            return Err(EXIT_ERROR);
+        }
+    };
+    let mut planned = Vec::new();
+    let mut problems = Diagnostics::default();
+    let mut failed = false;
+    for job in &jobs {
+        let options = model_options(job, config_path.as_deref());
+        let api = match load_api(&job.spec, &options) {
+            Ok((api, warnings)) => {
+                problems.extend(warnings);
+                api
+            }
+            Err(diagnostics) => {
+                problems.extend(diagnostics);
+                failed = true;
+                continue;
+            }
+        };
+        let templates = match args.templates.as_ref().or(job.templates.as_ref()) {
+            Some(dir) => TemplateSource::Folder(dir.clone()),
+            None => TemplateSource::Embedded,
+        };
+        for target in &job.targets {
+            let Some(backend) = emit::backend(&target.language) else {
+                let _ = writeln!(err, "error: unknown language {:?}; known: {}", target.language, emit::language_names().join(", "));
+                failed = true;
+                continue;
+            };
+            let result = emit::resolve_options(backend, &target.options).and_then(|options| {
+                let text = emit::render(&api, backend, &options, &templates)?;
+                Ok((options, text))
+            });
+            match result {
+                Ok((options, contents)) => {
+                    let path = if target.out_is_folder { target.out.join(backend.default_file_name(&options)) } else { target.out.clone() };
+                    planned.push(Planned { display: display_path(&path), path, contents });
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "error: {e}");
+                    failed = true;
+                }
+            }
+        }
+    }
+    print_diagnostics(err, &problems);
+    if failed || problems.has_errors() {
+        return Err(EXIT_ERROR);
+    }
+    Ok(planned)
+}
+
+pub fn generate(args: &GenerateArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    let planned = match plan(args, err) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    match write::write_all(&planned) {
+        Ok(statuses) => {
+            for (display, status) in statuses {
+                let word = match status {
+                    Status::Written => "wrote",
+                    Status::Unchanged => "unchanged",
+                };
+                let _ = writeln!(out, "{word} {display}");
+            }
+            EXIT_OK
+        }
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}; no file was changed");
+            EXIT_ERROR
+        }
+    }
+}
+
+pub fn check(args: &GenerateArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    let planned = match plan(args, err) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let mut stale = 0;
+    for file in &planned {
+        if let Some(diff) = write::diff(file) {
+            stale += 1;
+            let _ = write!(out, "{diff}");
+        }
+    }
+    if stale > 0 {
+        let _ = writeln!(err, "{stale} of {} generated file(s) are stale; run `retrygen generate` (or `make codegen`) and commit the result", planned.len());
+        EXIT_DRIFT
+    } else {
+        let _ = writeln!(err, "{} generated file(s) up to date", planned.len());
+        EXIT_OK
+    }
+}
+
+#[derive(serde::Serialize)]
+pub struct ListedOperation<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub operation_id: Option<&'a str>,
+    pub class: &'static str,
+    pub reason: &'a str,
+    pub idempotency_header: Option<&'a str>,
+    pub pattern: &'a str,
+}
+
+pub fn listed(api: &Api) -> Vec<ListedOperation<'_>> {
+    api.operations
+        .iter()
+        .map(|o| ListedOperation {
+            method: &o.method,
+            path: &o.path,
+            operation_id: o.operation_id.as_deref(),
+            class: o.class.name(),
+            reason: &o.reason,
+            idempotency_header: o.idempotency_header.as_deref(),
+            pattern: &o.pattern,
+        })
+        .collect()
+}
+
+/// Renders `list` output. Control characters are escaped in the human formats so a hostile spec
+/// cannot rewrite the terminal; JSON is escaped by its own rules.
+pub fn render_list(api: &Api, format: ListFormat) -> String {
+    let rows = listed(api);
+    match format {
+        ListFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&rows).expect("plain data serializes");
+            s.push('\n');
+            s
+        }
+        ListFormat::Table | ListFormat::Markdown => {
+            let safe = |s: &str| emit::comment_safe(s);
+            let header = ["METHOD", "PATH", "OPERATION ID", "CLASS", "REASON"];
+            let cells: Vec<[String; 5]> = rows
+                .iter()
+                .map(|r| [safe(r.method), safe(r.path), r.operation_id.map_or("-".to_string(), safe), r.class.to_string(), safe(r.reason)])
+                .collect();
+            let mut out = String::new();
+            if format == ListFormat::Markdown {
+                let md = |s: &str| s.replace('|', "\\|");
+                out.push_str("| method | path | operationId | class | reason |\n|---|---|---|---|---|\n");
+                for c in &cells {
+                    out.push_str(&format!("| {} | `{}` | {} | {} | {} |\n", md(&c[0]), md(&c[1]).replace('`', "'"), md(&c[2]), c[3], md(&c[4])));
+                }
+            } else {
+                let widths: Vec<usize> = (0..4).map(|i| cells.iter().map(|c| c[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0)).collect();
+                let line = |c: [&str; 5]| {
+                    let mut l = String::new();
+                    for i in 0..4 {
+                        l.push_str(c[i]);
+                        l.push_str(&" ".repeat(widths[i] - c[i].chars().count() + 2));
+                    }
+                    l.push_str(c[4]);
+                    l.push('\n');
+                    l
+                };
+                out.push_str(&line(header));
+                for c in &cells {
+                    out.push_str(&line([&c[0], &c[1], &c[2], &c[3], &c[4]]));
+                }
+            }
+            let count = |class: model::ReplayClass| api.operations.iter().filter(|o| o.class == class).count();
+            let summary: Vec<String> = model::ReplayClass::ALL.iter().map(|c| format!("{} {}", count(*c), c.name())).collect();
+            if format == ListFormat::Table {
+                out.push_str(&format!("\n{} operations: {}; base path {:?}\n", api.operations.len(), summary.join(", "), api.base_path));
+            }
+            out
+        }
+    }
+}
+
+pub fn list(args: &ListArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    let options = ModelOptions { strict: args.strict, ..ModelOptions::default() };
+    match load_api(&args.spec, &options) {
+        Ok((api, warnings)) => {
+            print_diagnostics(err, &warnings);
+            let _ = out.write_all(render_list(&api, args.format).as_bytes());
+            EXIT_OK
+        }
+        Err(diagnostics) => {
+            print_diagnostics(err, &diagnostics);
+            EXIT_ERROR
+        }
+    }
+}
+
+pub fn lint(args: &LintArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    let options = ModelOptions { strict: args.strict, ..ModelOptions::default() };
+    let (diagnostics, read_failed) = match read::read(&args.spec, &Limits::default()) {
+        Err(d) => (d, true),
+        Ok((raw, mut warnings)) => {
+            let root = args.spec.to_string_lossy().replace('\\', "/");
+            match model::build(&raw, &root, &options) {
+                Ok((_, w)) => {
+                    warnings.extend(w);
+                    (warnings, false)
+                }
+                Err(d) => {
+                    warnings.extend(d);
+                    (warnings, false)
+                }
+            }
+        }
+    };
+    print_diagnostics(err, &diagnostics);
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    let warnings = diagnostics.len() - errors;
+    let _ = writeln!(out, "{}: {errors} error(s), {warnings} warning(s)", display_path(&args.spec));
+    if errors > 0 && read_failed && diagnostics.iter().any(|d| d.message.starts_with("cannot open") || d.message.starts_with("cannot read the spec")) {
+        return EXIT_ERROR;
+    }
+    if errors > 0 {
+        EXIT_DRIFT
+    } else {
+        EXIT_OK
+    }
+}
+
+pub fn run(cli: Cli, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    match &cli.command {
+        Command::Generate(args) => generate(args, out, err),
+        Command::Check(args) => check(args, out, err),
+        Command::List(args) => list(args, out, err),
+        Command::Lint(args) => lint(args, out, err),
+    }
+}

@@ -1,0 +1,40 @@
+use super::escape::{c_like, check_identifier, quoted};
+use super::{Backend, LanguageOptions};
+use crate::model::policy::Jitter;
+use crate::model::ReplayClass;
+use heck::ToUpperCamelCase;
+
+pub struct Rust;
+
+impl Backend for Rust {
+    fn name(&self) -> &'static str {
+        "rust"
+    }
+    fn default_options(&self) -> LanguageOptions {
+        LanguageOptions::from([("module".to_string(), "retry_policy".to_string())])
+    }
+    fn check_options(&self, options: &LanguageOptions) -> Result<(), String> {
+        check_identifier("module", &options["module"], &RUST_KEYWORDS)
+    }
+    fn default_file_name(&self, options: &LanguageOptions) -> String {
+        format!("{}.rs", options["module"])
+    }
+    fn string_literal(&self, s: &str) -> String {
+        quoted(s, |c| if c == '\0' { Some("\\0") } else { c_like(c) }, |c| format!("\\u{{{:x}}}", c as u32))
+    }
+    fn null_literal(&self) -> &'static str {
+        "None"
+    }
+    fn class_ident(&self, class: ReplayClass) -> String {
+        format!("ReplayClass::{}", class.name().to_upper_camel_case())
+    }
+    fn jitter_ident(&self, jitter: Jitter) -> String {
+        format!("Jitter::{}", jitter.name().to_upper_camel_case())
+    }
+}
+
+const RUST_KEYWORDS: [&str; 51] = [
+    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut",
+    "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn",
+    "abstract", "become", "box", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try",
+];

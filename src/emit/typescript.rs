@@ -1,0 +1,51 @@
+use super::escape::{c_like, quoted, utf16_escape};
+use super::{Backend, LanguageOptions};
+use crate::model::policy::Jitter;
+use crate::model::ReplayClass;
+
+pub struct TypeScript;
+
+impl Backend for TypeScript {
+    fn name(&self) -> &'static str {
+        "typescript"
+    }
+    fn default_options(&self) -> LanguageOptions {
+        LanguageOptions::from([("file_name".to_string(), "retryPolicy.gen.ts".to_string())])
+    }
+    fn check_options(&self, options: &LanguageOptions) -> Result<(), String> {
+        let name = &options["file_name"];
+        if !name.ends_with(".ts") || name.contains(['/', '\\']) {
+            return Err(format!("file_name {name:?} must be a bare file name ending in .ts"));
+        }
+        Ok(())
+    }
+    fn default_file_name(&self, options: &LanguageOptions) -> String {
+        options["file_name"].clone()
+    }
+    fn string_literal(&self, s: &str) -> String {
+        quoted(s, c_like, utf16_escape)
+    }
+    /// A regex literal `/.../`: `/` is escaped (it would end the literal) and so is any character
+    /// outside printable ASCII; `\uXXXX` means the same inside a regex.
+    fn regex_literal(&self, pattern: &str) -> String {
+        let mut out = String::from("/");
+        for c in pattern.chars() {
+            match c {
+                '/' => out.push_str("\\/"),
+                ' '..='~' => out.push(c),
+                _ => out.push_str(&utf16_escape(c)),
+            }
+        }
+        out.push('/');
+        out
+    }
+    fn null_literal(&self) -> &'static str {
+        "null"
+    }
+    fn class_ident(&self, class: ReplayClass) -> String {
+        self.string_literal(class.name())
+    }
+    fn jitter_ident(&self, jitter: Jitter) -> String {
+        self.string_literal(jitter.name())
+    }
+}

@@ -1,0 +1,14 @@
+//! retrygen: reads an OpenAPI document, decides for every operation whether a failed attempt may
+//! be replayed, and emits the same retry policy as source code for six SDK languages.
+//!
+//! The pipeline flows one way: [`read`] (document -> raw operations) -> [`model`] (classes and
+//! policy, no language knowledge) -> [`emit`] (one backend per language) -> [`write`]
+//! (atomic writes, or a diff in check mode).
+
+pub mod diag;
+pub mod read;
+pub mod model;
+pub mod emit;
+pub mod config;
+pub mod write;
+pub mod cli;

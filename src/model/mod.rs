@@ -1,0 +1,300 @@
+//! Stage 2, model: the language-neutral result. Every operation gets exactly one replay class
+//! and a reason naming what decided it; the policy values are validated; the path matcher is
+//! compiled. Nothing here knows about any target language.
+
+pub mod matcher;
+pub mod path;
+pub mod policy;
+
+use crate::diag::{Diagnostic, Diagnostics, Location};
+use crate::read::{Located, RawOperation, RawSpec, SpecVersion};
+use matcher::Matcher;
+use path::PathTemplate;
+use policy::Policy;
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayClass {
+    Idempotent,
+    Keyed,
+    NonReplayable,
+    NoRetry,
+}
+
+impl ReplayClass {
+    pub const ALL: [ReplayClass; 4] = [ReplayClass::Idempotent, ReplayClass::Keyed, ReplayClass::NonReplayable, ReplayClass::NoRetry];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplayClass::Idempotent => "idempotent",
+            ReplayClass::Keyed => "keyed",
+            ReplayClass::NonReplayable => "non_replayable",
+            ReplayClass::NoRetry => "no_retry",
+        }
+    }
+
+    /// RFC 9110 section 9.2.2 idempotent methods, plus QUERY (OpenAPI 3.2, safe by definition).
+    pub fn method_default(method: &str) -> ReplayClass {
+        if IDEMPOTENT_METHODS.contains(&method) {
+            ReplayClass::Idempotent
+        } else {
+            ReplayClass::NonReplayable
+        }
+    }
+}
+
+pub const IDEMPOTENT_METHODS: [&str; 7] = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", "QUERY"];
+
+/// Header names that mark an operation as deduplicated by the server.
+pub const DEFAULT_IDEMPOTENCY_HEADERS: [&str; 2] = ["Idempotency-Key", "X-Idempotency-Key"];
+
+#[derive(Debug, Clone)]
+pub struct Operation {
+    pub method: String,
+    /// As written in the spec.
+    pub path: String,
+    pub template: PathTemplate,
+    /// Anchored regular expression (see [`PathTemplate::regex`]).
+    pub pattern: String,
+    pub operation_id: Option<String>,
+    pub class: ReplayClass,
+    /// Names the deciding source: an annotation with its JSON pointer, or the default applied.
+    pub reason: String,
+    /// The idempotency key header this operation declares, when it is `keyed`.
+    pub idempotency_header: Option<String>,
+    pub location: Location,
+}
+
+#[derive(Debug, Clone)]
+pub struct Api {
+    pub source_name: String,
+    pub version: SpecVersion,
+    pub base_path: String,
+    /// Sorted by path bytes, then method.
+    pub operations: Vec<Operation>,
+    pub policy: Policy,
+    pub matcher: Matcher,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModelOptions {
+    pub strict: bool,
+    pub idempotency_headers: Vec<String>,
+    /// retrygen.toml `[policy]` values, applied after the spec's `x-retry-policy`.
+    pub policy_overrides: Vec<(String, policy::RawValue)>,
+    /// Where the overrides came from, for diagnostics.
+    pub overrides_at: Option<Location>,
+}
+
+impl Default for ModelOptions {
+    fn default() -> Self {
+        ModelOptions {
+            strict: false,
+            idempotency_headers: DEFAULT_IDEMPOTENCY_HEADERS.iter().map(|s| s.to_string()).collect(),
+            policy_overrides: Vec::new(),
+            overrides_at: None,
+        }
+    }
+}
+
+/// Percent-decodes `%XX` escapes; keeps the input when the bytes are not UTF-8
+/// (docs/contract.md section 2, step 7).
+pub fn percent_decode(s: &str) -> String {
+    if !s.contains('%') {
+        return s.to_string();
+    }
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push(h * 16 + l);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| s.to_string())
+}
+
+/// `#/pointer` for the root file, `file#/pointer` for referenced files.
+fn source(at: &Location, root_file: &str) -> String {
+    if at.file == root_file {
+        format!("#{}", at.pointer)
+    } else {
+        format!("{}#{}", at.file, at.pointer)
+    }
+}
+
+fn annotation(key: &str, a: &Located<bool>, root_file: &str) -> String {
+    format!("{key}: {} at {}", a.value, source(&a.at, root_file))
+}
+
+/// Builds the model. Errors (and, with `strict`, missing annotations) fail the build; warnings
+/// are returned beside the model.
+pub fn build(raw: &RawSpec, root_file: &str, options: &ModelOptions) -> Result<(Api, Diagnostics), Diagnostics> {
+    let mut diagnostics = Diagnostics::default();
+    let mut operations = Vec::with_capacity(raw.operations.len());
+    let mut any_annotation = raw.idempotent_on_root.is_some();
+    for op in &raw.operations {
+        any_annotation |= op.idempotent_on_operation.is_some() || op.idempotent_on_path.is_some();
+        let (matched, suffix) = path::split_suffix(&op.path);
+        if let Some(suffix) = suffix {
+            diagnostics.push(Diagnostic::warning(
+                op.path_at.clone(),
+                format!("path {:?} carries {suffix:?}, which no request contains; it is matched as {matched:?}", op.path),
+                "query strings and fragments are not part of `paths` keys; keep one path item per URL",
+            ));
+        }
+        let template = match PathTemplate::parse(matched) {
+            Ok(t) => t,
+            Err(problem) => {
+                diagnostics.push(Diagnostic::error(
+                    op.path_at.clone(),
+                    format!("malformed path template {:?}: {problem}", op.path),
+                    "write path templates like `/sandboxes/{sandboxID}/files/{name}.{ext}`",
+                ));
+                continue;
+            }
+        };
+        if options.strict && matches!(op.method.as_str(), "POST" | "PATCH") && op.idempotent_on_operation.is_none() && op.idempotent_on_path.is_none() {
+            diagnostics.push(Diagnostic::error(
+                op.at.clone(),
+                format!("{} {} has no `x-idempotent` annotation (strict mode)", op.method, op.path),
+                "state whether a replay is safe: add `x-idempotent: true` or `x-idempotent: false` to the operation",
+            ));
+        }
+        let (class, reason, idempotency_header) = classify(op, raw, root_file, options);
+        operations.push(Operation {
+            pattern: template.regex(),
+            template,
+            method: op.method.clone(),
+            path: op.path.clone(),
+            operation_id: op.operation_id.as_ref().map(|id| id.value.clone()),
+            class,
+            reason,
+            idempotency_header,
+            location: op.at.clone(),
+        });
+    }
+    if options.strict && !any_annotation && !raw.operations.is_empty() {
+        diagnostics.push(Diagnostic::error(
+            Location { file: root_file.to_string(), line: 1, column: 1, pointer: String::new() },
+            "the document carries no `x-idempotent` annotation at all (strict mode)",
+            "the spec pin probably predates the extension: update it, or add the annotations",
+        ));
+    }
+    operations.sort_by(|a, b| (a.path.as_bytes(), &a.method).cmp(&(b.path.as_bytes(), &b.method)));
+    check_operation_ids(raw, &mut diagnostics);
+    check_equivalent_paths(&operations, &mut diagnostics);
+
+    let mut policy = Policy::default();
+    if let Some(node) = &raw.retry_policy {
+        policy.apply_spec(node, &mut diagnostics);
+    }
+    if !options.policy_overrides.is_empty() {
+        let at = options.overrides_at.clone().unwrap_or_else(|| Location { file: "retrygen.toml".into(), line: 1, column: 1, pointer: String::new() });
+        for (key, value) in &options.policy_overrides {
+            if let Err(message) = policy.set(key, value) {
+                diagnostics.push(Diagnostic::error(at.clone(), message, "fix the `policy` table of this job in retrygen.toml"));
+            }
+        }
+        if let Err(message) = policy.check() {
+            diagnostics.push(Diagnostic::error(at, message, "fix the `policy` table of this job in retrygen.toml"));
+        }
+    }
+    if diagnostics.has_errors() {
+        return Err(diagnostics);
+    }
+    let matcher = Matcher::build(&operations);
+    let api = Api { source_name: raw.source_name.clone(), version: raw.version, base_path: raw.base_path.clone(), operations, policy, matcher };
+    Ok((api, diagnostics))
+}
+
+/// docs/contract.md section 1 and the README's "Classification".
+fn classify(op: &RawOperation, raw: &RawSpec, root_file: &str, options: &ModelOptions) -> (ReplayClass, String, Option<String>) {
+    let retry = op.retry_on_operation.as_ref().or(op.retry_on_path.as_ref());
+    match retry {
+        Some(r) if !r.value => return (ReplayClass::NoRetry, annotation("x-retry", r, root_file), None),
+        Some(_) => {}
+        None => {
+            if let Some(at) = &op.streaming {
+                return (ReplayClass::NoRetry, format!("streams text/event-stream at {}", source(at, root_file)), None);
+            }
+        }
+    }
+    let declared = op.idempotent_on_operation.as_ref().or(op.idempotent_on_path.as_ref()).or(raw.idempotent_on_root.as_ref());
+    let (idempotent, reason) = match declared {
+        Some(a) => (a.value, annotation("x-idempotent", a, root_file)),
+        None => {
+            let default = ReplayClass::method_default(&op.method) == ReplayClass::Idempotent;
+            let verdict = if default { "is idempotent" } else { "is not idempotent" };
+            (default, format!("method default: {} {verdict} (RFC 9110)", op.method))
+        }
+    };
+    if idempotent {
+        return (ReplayClass::Idempotent, reason, None);
+    }
+    let key = op.header_parameters.iter().find(|h| options.idempotency_headers.iter().any(|k| k.eq_ignore_ascii_case(&h.value)));
+    match key {
+        Some(h) => (
+            ReplayClass::Keyed,
+            format!("{reason}; replayable with its {} header declared at {}", h.value, source(&h.at, root_file)),
+            Some(h.value.clone()),
+        ),
+        None => (ReplayClass::NonReplayable, reason, None),
+    }
+}
+
+fn check_operation_ids(raw: &RawSpec, diagnostics: &mut Diagnostics) {
+    let mut first: HashMap<&str, &RawOperation> = HashMap::new();
+    for op in &raw.operations {
+        let Some(id) = &op.operation_id else { continue };
+        match first.get(id.value.as_str()) {
+            None => {
+                first.insert(&id.value, op);
+            }
+            Some(prev) => diagnostics.push(Diagnostic::error(
+                id.at.clone(),
+                format!("duplicate operationId {:?}, also used by {} {}", id.value, prev.method, prev.path),
+                "operationIds must be unique in the document; rename one of them",
+            )),
+        }
+    }
+}
+
+/// Templates that match the same requests (`/a/{x}` beside `/a/{y}`, or `/t` beside `/t#x`):
+/// a warning, since the first in table order wins, and an error when they give one method two
+/// different classes, since then the winner would decide whether a replay is safe.
+fn check_equivalent_paths(operations: &[Operation], diagnostics: &mut Diagnostics) {
+    let mut first_by_shape: HashMap<String, &Operation> = HashMap::new();
+    let mut by_shape_method: HashMap<(String, &str), &Operation> = HashMap::new();
+    let mut reported: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for op in operations {
+        let shape = op.template.shape();
+        let first = *first_by_shape.entry(shape.clone()).or_insert(op);
+        if first.path != op.path && reported.insert(op.path.as_str()) {
+            diagnostics.push(Diagnostic::warning(
+                op.location.clone(),
+                format!("path {:?} matches the same requests as {:?}; requests match {:?}", op.path, first.path, first.path),
+                "only the first of them is reachable (OpenAPI forbids templated paths that differ only in parameter names); merge them into one path item",
+            ));
+        }
+        match by_shape_method.get(&(shape.clone(), op.method.as_str())) {
+            Some(prev) if prev.class != op.class => diagnostics.push(Diagnostic::error(
+                op.location.clone(),
+                format!("{} {:?} is {} but {} {:?}, which matches the same requests, is {}", op.method, op.path, op.class.name(), prev.method, prev.path, prev.class.name()),
+                "give both operations the same `x-idempotent`, or merge the path items",
+            )),
+            Some(_) => {}
+            None => {
+                by_shape_method.insert((shape, op.method.as_str()), op);
+            }
+        }
+    }
+}

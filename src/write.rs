@@ -1,0 +1,91 @@
+//! Stage 4, write or check. `generate` writes only files whose content changed, each through a
+//! temporary file in the same folder and a rename, and writes nothing at all when any target
+//! fails. `check` never writes: it reports a unified diff per stale or missing file.
+
+use std::path::{Path, PathBuf};
+
+/// One file retrygen wants on disk.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub path: PathBuf,
+    /// How to show the path to the user (relative to where they pointed us).
+    pub display: String,
+    pub contents: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    Unchanged,
+    Written,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {display}: {message}")]
+pub struct WriteError {
+    pub display: String,
+    pub message: String,
+}
+
+fn current(path: &Path) -> Option<String> {
+    std::fs::read(path).ok().map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+/// Writes every planned file whose contents differ. All temporary files are prepared first; the
+/// renames happen only when every one of them succeeded, and a rename that fails puts back the
+/// files already replaced.
+pub fn write_all(plan: &[Planned]) -> Result<Vec<(String, Status)>, WriteError> {
+    let mut staged = Vec::new();
+    let mut statuses = Vec::new();
+    for file in plan {
+        let previous = current(&file.path);
+        if previous.as_deref() == Some(file.contents.as_str()) {
+            statuses.push((file.display.clone(), Status::Unchanged));
+            continue;
+        }
+        let error = |message: String| WriteError { display: file.display.clone(), message };
+        let parent = file.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(|e| error(format!("cannot create folder {}: {e}", parent.display())))?;
+        if file.path.is_dir() {
+            return Err(error("a folder is in the way".into()));
+        }
+        let mut temp = tempfile::Builder::new().prefix(".retrygen-").suffix(".tmp").tempfile_in(parent).map_err(|e| error(e.to_string()))?;
+        use std::io::Write;
+        temp.write_all(file.contents.as_bytes()).and_then(|_| temp.as_file().sync_all()).map_err(|e| error(e.to_string()))?;
+        staged.push((file, temp, previous));
+        statuses.push((file.display.clone(), Status::Written));
+    }
+    let mut done: Vec<(&Planned, Option<String>)> = Vec::new();
+    for (file, temp, previous) in staged {
+        if let Err(e) = temp.persist(&file.path) {
+            for (replaced, old) in done {
+                match old {
+                    Some(old) => {
+                        let _ = std::fs::write(&replaced.path, old);
+                    }
+                    None => {
+                        let _ = std::fs::remove_file(&replaced.path);
+                    }
+                }
+            }
+            return Err(WriteError { display: file.display.clone(), message: e.error.to_string() });
+        }
+        done.push((file, previous));
+    }
+    Ok(statuses)
+}
+
+/// A unified diff from the file on disk to the planned contents, or None when they match.
+pub fn diff(file: &Planned) -> Option<String> {
+    let old = current(&file.path);
+    if old.as_deref() == Some(file.contents.as_str()) {
+        return None;
+    }
+    let old_text = old.as_deref().unwrap_or("");
+    let old_name = if old.is_some() { format!("a/{}", file.display) } else { "/dev/null".to_string() };
+    let diff = similar::TextDiff::from_lines(old_text, &file.contents);
+    let mut out = diff.unified_diff().context_radius(3).header(&old_name, &format!("b/{}", file.display)).to_string();
+    if old.is_none() {
+        out.insert_str(0, &format!("missing: {}\n", file.display));
+    }
+    Some(out)
+}
