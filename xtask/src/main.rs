@@ -1,1 +1,36 @@
-fn main(){}
+//! Project automation: `cargo xtask <command>`. See `cargo xtask help`.
+
+mod harness;
+mod toolchains;
+
+use anyhow::{bail, Result};
+
+const HELP: &str = "\
+cargo xtask <command>
+
+  harness --lang L --spec SPEC --cases FILE
+        render SPEC's module for L, lint it, build L's harness and run it on FILE (case-file format
+        of conformance/README.md); prints the harness output
+";
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(command) = args.first() else {
+        print!("{HELP}");
+        return Ok(());
+    };
+    let rest = &args[1..];
+    match command.as_str() {
+        "harness" => harness::main(rest),
+        "help" | "--help" | "-h" => {
+            print!("{HELP}");
+            Ok(())
+        }
+        other => bail!("unknown command {other:?}\n\n{HELP}"),
+    }
+}
+
+/// `--flag value` from a list of arguments.
+pub fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+}

@@ -1,0 +1,52 @@
+//! Render, lint, build and run one language's harness: the unit that `conformance` repeats for
+//! every language and spec.
+
+use crate::toolchains::{self, Built};
+use anyhow::{anyhow, Context, Result};
+use retrygen::emit::{self, TemplateSource};
+use retrygen::model::ModelOptions;
+use std::path::{Path, PathBuf};
+
+/// Renders `spec` for `language` with default options into `work/module/<file>`.
+pub fn render(language: &str, spec: &Path, work: &Path) -> Result<PathBuf> {
+    let backend = emit::backend(language).ok_or_else(|| anyhow!("unknown language {language}"))?;
+    let (api, _) = retrygen::cli::load_api(spec, &ModelOptions::default()).map_err(|d| anyhow!("{}: {d}", spec.display()))?;
+    let options = emit::resolve_options(backend, &Default::default())?;
+    let text = emit::render(&api, backend, &options, &TemplateSource::Embedded)?;
+    let dir = work.join("module");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(backend.default_file_name(&options));
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+/// Renders, lints and builds; returns how to run the harness.
+pub fn prepare(language: &str, spec: &Path, work: &Path) -> Result<Built> {
+    let toolchain = toolchains::toolchain(language).ok_or_else(|| anyhow!("no toolchain for {language}"))?;
+    if work.exists() {
+        std::fs::remove_dir_all(work)?;
+    }
+    std::fs::create_dir_all(work)?;
+    let module = render(language, spec, work)?;
+    toolchain.lint(&module, &work.join("lint")).with_context(|| format!("{language}: lint of {}", module.display()))?;
+    toolchain.build(&module, &work.join("build")).with_context(|| format!("{language}: building the harness"))
+}
+
+/// Runs a built harness on a case file and returns its standard output.
+pub fn execute(built: &Built, cases: &Path) -> Result<String> {
+    let (program, args) = built.argv.split_first().ok_or_else(|| anyhow!("empty harness command"))?;
+    let mut cmd = toolchains::command(program);
+    cmd.args(args).arg(cases).current_dir(&built.cwd);
+    toolchains::run(&mut cmd, "running the harness")
+}
+
+pub fn main(args: &[String]) -> Result<()> {
+    let language = crate::flag(args, "--lang").ok_or_else(|| anyhow!("--lang is required"))?;
+    let spec = crate::flag(args, "--spec").ok_or_else(|| anyhow!("--spec is required"))?;
+    let cases = crate::flag(args, "--cases").ok_or_else(|| anyhow!("--cases is required"))?;
+    let work = toolchains::root().join("target/xtask/harness").join(language);
+    let built = prepare(language, Path::new(spec), &work)?;
+    let cases = std::fs::canonicalize(cases)?;
+    print!("{}", execute(&built, &cases)?);
+    Ok(())
+}
