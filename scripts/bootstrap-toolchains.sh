@@ -50,6 +50,7 @@ STEP="setup"
 TMP=""
 cleanup() { if [[ -n "$TMP" && -d "$TMP" ]]; then rm -rf "$TMP"; fi; }
 trap cleanup EXIT
+# shellcheck disable=SC2154  # rc is assigned inside the trap string
 trap 'rc=$?; echo "bootstrap-toolchains: ERROR: step \"$STEP\" failed unexpectedly (exit $rc) at line $LINENO: $BASH_COMMAND" >&2; exit $rc' ERR
 
 say() { if [[ $QUIET -eq 0 ]]; then echo "bootstrap-toolchains: $*" >&2; fi; }
@@ -144,7 +145,8 @@ step_typescript() {
   fi
   ln -sfn ../node/node_modules/typescript/bin/tsc "$BIN/tsc"
 
-  local fp="ts=$TYPESCRIPT_VERSION types=$TYPES_NODE_VERSION node=$(node --version)"
+  local fp
+  fp="ts=$TYPESCRIPT_VERSION types=$TYPES_NODE_VERSION node=$(node --version)"
   if ! stamp_ok typescript "$fp"; then
     action="$action+verified"
     local d="$TMP/ts" slog="$LOGS/typescript-smoke.log"
@@ -305,7 +307,8 @@ step_kotlin() {
   printf '%s\n' "$KDIR/home/lib/kotlin-stdlib.jar" >"$CACHE/kotlin-classpath"
   write_kotlin_wrappers
 
-  local fp="kotlin=$KOTLIN_VERSION cp=$cp java=$(java_fingerprint)"
+  local fp
+  fp="kotlin=$KOTLIN_VERSION cp=$cp java=$(java_fingerprint)"
   if ! stamp_ok kotlin "$fp" || [[ ! -f "$KDIR/kotlinc.jsa" ]]; then
     action="$action+verified"
     local d="$TMP/kt" slog="$LOGS/kotlin-smoke.log"
@@ -389,7 +392,8 @@ step_csharp() {
     csharp_present || die "$what" "apt-get succeeded but mcs, mono or $MONO_LIB_DIR/{mscorlib,System,System.Core}.dll is still missing" "$log"
   fi
 
-  local fp="mcs=$(mcs --version 2>&1) mono=$(mono --version 2>&1 | head -n 1)"
+  local fp
+  fp="mcs=$(mcs --version 2>&1) mono=$(mono --version 2>&1 | head -n 1)"
   if ! stamp_ok csharp "$fp"; then
     action="$action+verified"
     local d="$TMP/cs" slog="$LOGS/csharp-smoke.log"

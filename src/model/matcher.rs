@@ -107,3 +107,50 @@ impl Matcher {
         Matcher { nodes }
     }
 }
+
+/// A mixed segment matches when its literal pieces appear in order and each parameter covers at
+/// least one character (docs/contract.md section 2, step 8.2).
+pub fn mixed_matches(segment: &str, pieces: &[Piece]) -> bool {
+    fn at(seg: &str, pieces: &[Piece]) -> bool {
+        match pieces.split_first() {
+            None => seg.is_empty(),
+            Some((Piece::Literal(l), rest)) => seg.strip_prefix(l.as_str()).is_some_and(|r| at(r, rest)),
+            Some((Piece::Param(_), rest)) => {
+                // Try every split that leaves the parameter at least one character.
+                seg.char_indices().skip(1).map(|(i, _)| i).chain([seg.len()]).filter(|&i| i > 0).any(|i| at(&seg[i..], rest))
+            }
+        }
+    }
+    at(segment, pieces)
+}
+
+impl Matcher {
+    /// The node where a request path ends, trying literal, then mixed, then parameter children,
+    /// depth first with backtracking.
+    pub fn find(&self, segments: &[String]) -> Option<usize> {
+        self.find_from(0, segments)
+    }
+
+    fn find_from(&self, node: usize, segments: &[String]) -> Option<usize> {
+        let n = &self.nodes[node];
+        let Some((first, rest)) = segments.split_first() else {
+            return (!n.operations.is_empty()).then_some(node);
+        };
+        if let Ok(i) = n.literals.binary_search_by(|(k, _)| k.as_str().cmp(first)) {
+            if let Some(found) = self.find_from(n.literals[i].1, rest) {
+                return Some(found);
+            }
+        }
+        for (pieces, child) in &n.mixed {
+            if mixed_matches(first, pieces) {
+                if let Some(found) = self.find_from(*child, rest) {
+                    return Some(found);
+                }
+            }
+        }
+        match n.param {
+            Some(child) if !first.is_empty() => self.find_from(child, rest),
+            _ => None,
+        }
+    }
+}

@@ -298,3 +298,103 @@ fn check_equivalent_paths(operations: &[Operation], diagnostics: &mut Diagnostic
         }
     }
 }
+
+/// The result of classifying one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Classification {
+    /// Index into [`Api::operations`], when an operation matched.
+    pub operation: Option<usize>,
+    pub class: ReplayClass,
+}
+
+impl Api {
+    /// docs/contract.md section 2, the reference the generated modules are checked against.
+    pub fn classify(&self, method: &str, path: &str) -> Classification {
+        let method = method.to_ascii_uppercase();
+        let end = path.find(['?', '#']).unwrap_or(path.len());
+        let mut path = &path[..end];
+        if !self.base_path.is_empty() {
+            if let Some(rest) = path.strip_prefix(self.base_path.as_str()) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    path = rest;
+                }
+            }
+        }
+        if path.is_empty() {
+            path = "/";
+        }
+        if path.len() > 1 {
+            path = path.strip_suffix('/').unwrap_or(path);
+        }
+        let trimmed = path.strip_prefix('/').unwrap_or(path);
+        let segments: Vec<String> = if trimmed.is_empty() && path == "/" { Vec::new() } else { trimmed.split('/').map(percent_decode).collect() };
+        let operation = self.matcher.find(&segments).and_then(|node| {
+            let ops = &self.matcher.nodes[node].operations;
+            ops.binary_search_by(|(m, _)| m.as_str().cmp(&method)).ok().map(|i| ops[i].1)
+        });
+        let class = operation.map_or_else(|| ReplayClass::method_default(&method), |i| self.operations[i].class);
+        Classification { operation, class }
+    }
+
+    pub fn operation_by_id(&self, id: &str) -> Option<&Operation> {
+        self.operations.iter().find(|o| o.operation_id.as_deref() == Some(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(yaml: &str) -> Api {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spec.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        let (raw, _) = crate::read::read(&path, &crate::read::Limits::default()).unwrap();
+        build(&raw, "spec.yaml", &ModelOptions::default()).unwrap().0
+    }
+
+    const SPEC: &str = r#"
+openapi: 3.0.0
+servers: [{url: "https://x.example/base"}]
+paths:
+  /a/b/c: {get: {operationId: abc, responses: {}}}
+  /a/{x}/d: {get: {operationId: axd, responses: {}}}
+  /f/{name}.{ext}: {get: {operationId: file, responses: {}}}
+  /f/{id}: {post: {operationId: fid, x-idempotent: true, responses: {}}}
+  /f/archive.tar: {get: {operationId: archive, responses: {}}}
+  /: {post: {operationId: root, responses: {}}}
+"#;
+
+    #[test]
+    fn literal_beats_parameter_with_backtracking() {
+        let api = api(SPEC);
+        let id = |m: &str, p: &str| api.classify(m, p).operation.map(|i| api.operations[i].operation_id.clone().unwrap());
+        assert_eq!(id("GET", "/base/a/b/c"), Some("abc".into()));
+        assert_eq!(id("get", "/a/b/d?x=1"), Some("axd".into()));
+        assert_eq!(id("GET", "/a/b/c/"), Some("abc".into()));
+        assert_eq!(id("GET", "/f/archive.tar"), Some("archive".into()));
+        assert_eq!(id("GET", "/f/x.y"), Some("file".into()));
+        assert_eq!(id("POST", "/f/x.y"), None, "the mixed path matched first and has no POST");
+        assert_eq!(id("POST", "/f/xy"), Some("fid".into()));
+        assert_eq!(id("POST", "/base"), Some("root".into()));
+        assert_eq!(id("POST", "/base/"), Some("root".into()));
+        assert_eq!(id("GET", "/a/%62/c"), Some("abc".into()));
+        assert_eq!(api.classify("PURGE", "/nowhere").class, ReplayClass::NonReplayable);
+        assert_eq!(api.classify("QUERY", "/nowhere").class, ReplayClass::Idempotent);
+    }
+
+    #[test]
+    fn mixed_segments() {
+        use path::Piece::*;
+        let p = [Param("n".into()), Literal(".".into()), Param("e".into())];
+        assert!(mixed_matches_pub("a.b", &p));
+        assert!(mixed_matches_pub("a.b.c", &p));
+        assert!(!mixed_matches_pub(".b", &p));
+        assert!(!mixed_matches_pub("a.", &p));
+        assert!(!mixed_matches_pub("ab", &p));
+    }
+
+    fn mixed_matches_pub(s: &str, p: &[path::Piece]) -> bool {
+        matcher::mixed_matches(s, p)
+    }
+}

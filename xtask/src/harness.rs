@@ -8,11 +8,11 @@ use retrygen::model::ModelOptions;
 use std::path::{Path, PathBuf};
 
 /// Renders `spec` for `language` with default options into `work/module/<file>`.
-pub fn render(language: &str, spec: &Path, work: &Path) -> Result<PathBuf> {
+pub fn render(language: &str, spec: &Path, work: &Path, templates: &TemplateSource) -> Result<PathBuf> {
     let backend = emit::backend(language).ok_or_else(|| anyhow!("unknown language {language}"))?;
     let (api, _) = retrygen::cli::load_api(spec, &ModelOptions::default()).map_err(|d| anyhow!("{}: {d}", spec.display()))?;
     let options = emit::resolve_options(backend, &Default::default())?;
-    let text = emit::render(&api, backend, &options, &TemplateSource::Embedded)?;
+    let text = emit::render(&api, backend, &options, templates)?;
     let dir = work.join("module");
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(backend.default_file_name(&options));
@@ -22,12 +22,17 @@ pub fn render(language: &str, spec: &Path, work: &Path) -> Result<PathBuf> {
 
 /// Renders, lints and builds; returns how to run the harness.
 pub fn prepare(language: &str, spec: &Path, work: &Path) -> Result<Built> {
+    prepare_with(language, spec, work, &TemplateSource::Embedded)
+}
+
+/// [`prepare`] with templates from anywhere (the mutation check uses altered copies).
+pub fn prepare_with(language: &str, spec: &Path, work: &Path, templates: &TemplateSource) -> Result<Built> {
     let toolchain = toolchains::toolchain(language).ok_or_else(|| anyhow!("no toolchain for {language}"))?;
     if work.exists() {
         std::fs::remove_dir_all(work)?;
     }
     std::fs::create_dir_all(work)?;
-    let module = render(language, spec, work)?;
+    let module = render(language, spec, work, templates)?;
     toolchain.lint(&module, &work.join("lint")).with_context(|| format!("{language}: lint of {}", module.display()))?;
     toolchain.build(&module, &work.join("build")).with_context(|| format!("{language}: building the harness"))
 }

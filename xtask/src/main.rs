@@ -1,5 +1,8 @@
 //! Project automation: `cargo xtask <command>`. See `cargo xtask help`.
 
+mod bless;
+mod conformance;
+mod corpus;
 mod harness;
 mod toolchains;
 
@@ -7,6 +10,18 @@ use anyhow::{bail, Result};
 
 const HELP: &str = "\
 cargo xtask <command>
+
+  bless
+        regenerate every file listed in retrygen.toml (the goldens under golden/)
+
+  corpus [DIR]
+        read, classify and render every document in DIR (default ../shared/corpus); print the table
+        and write docs/corpus.md
+
+  conformance [--vectors PATH] [--lang L[,L...]] [--spec NAME] [--templates DIR]
+        build every language's module for every spec of retrygen.toml with its real toolchain, run
+        the vectors (default conformance/vectors/) and the cases derived from each spec; fail on
+        any difference from the expected values or between languages
 
   harness --lang L --spec SPEC --cases FILE
         render SPEC's module for L, lint it, build L's harness and run it on FILE (case-file format
@@ -22,6 +37,9 @@ fn main() -> Result<()> {
     let rest = &args[1..];
     match command.as_str() {
         "harness" => harness::main(rest),
+        "conformance" => conformance::main(rest),
+        "corpus" => corpus::main(rest),
+        "bless" => bless::main(),
         "help" | "--help" | "-h" => {
             print!("{HELP}");
             Ok(())
