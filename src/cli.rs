@@ -93,13 +93,24 @@ pub struct LintArgs {
     pub strict: bool,
 }
 
-/// Reads and models one spec. Errors come back as diagnostics.
+/// Reads and models one spec. Every problem of both stages comes back in one set of
+/// diagnostics; the model is returned only when none of them is an error.
 pub fn load_api(spec: &Path, options: &ModelOptions) -> Result<(Api, Diagnostics), Diagnostics> {
-    let (raw, mut warnings) = read::read(spec, &Limits::default())?;
+    let (raw, mut diagnostics) = read::read(spec, &Limits::default())?;
     let root_file = spec.to_string_lossy().replace('\\', "/");
-    let (api, model_warnings) = model::build(&raw, &root_file, options)?;
-    warnings.extend(model_warnings);
-    Ok((api, warnings))
+    match model::build(&raw, &root_file, options) {
+        Ok((api, warnings)) => {
+            diagnostics.extend(warnings);
+            if diagnostics.has_errors() {
+                return Err(diagnostics);
+            }
+            Ok((api, diagnostics))
+        }
+        Err(errors) => {
+            diagnostics.extend(errors);
+            Err(diagnostics)
+        }
+    }
 }
 
 fn print_diagnostics(err: &mut dyn std::io::Write, diagnostics: &Diagnostics) {
@@ -348,33 +359,20 @@ pub fn list(args: &ListArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io
 
 pub fn lint(args: &LintArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
     let options = ModelOptions { strict: args.strict, ..ModelOptions::default() };
-    let (diagnostics, read_failed) = match read::read(&args.spec, &Limits::default()) {
-        Err(d) => (d, true),
-        Ok((raw, mut warnings)) => {
-            let root = args.spec.to_string_lossy().replace('\\', "/");
-            match model::build(&raw, &root, &options) {
-                Ok((_, w)) => {
-                    warnings.extend(w);
-                    (warnings, false)
-                }
-                Err(d) => {
-                    warnings.extend(d);
-                    (warnings, false)
-                }
-            }
-        }
+    // A spec path that names no file is a usage problem (exit 2); every problem inside a
+    // document is what lint reports (exit 1).
+    let unreadable = !args.spec.is_file();
+    let diagnostics = match load_api(&args.spec, &options) {
+        Ok((_, d)) | Err(d) => d,
     };
     print_diagnostics(err, &diagnostics);
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
     let warnings = diagnostics.len() - errors;
     let _ = writeln!(out, "{}: {errors} error(s), {warnings} warning(s)", display_path(&args.spec));
-    if errors > 0 && read_failed && diagnostics.iter().any(|d| d.message.starts_with("cannot open") || d.message.starts_with("cannot read the spec")) {
-        return EXIT_ERROR;
-    }
-    if errors > 0 {
-        EXIT_DRIFT
-    } else {
-        EXIT_OK
+    match (unreadable, errors) {
+        (true, _) => EXIT_ERROR,
+        (false, 0) => EXIT_OK,
+        (false, _) => EXIT_DRIFT,
     }
 }
 

@@ -64,6 +64,8 @@ pub struct Operation {
     /// The idempotency key header this operation declares, when it is `keyed`.
     pub idempotency_header: Option<String>,
     pub location: Location,
+    /// Where the path template is written (the `paths` key).
+    pub path_location: Location,
 }
 
 #[derive(Debug, Clone)]
@@ -180,6 +182,7 @@ pub fn build(raw: &RawSpec, root_file: &str, options: &ModelOptions) -> Result<(
             reason,
             idempotency_header,
             location: op.at.clone(),
+            path_location: op.path_at.clone(),
         });
     }
     if options.strict && !any_annotation && !raw.operations.is_empty() {
@@ -280,9 +283,9 @@ fn check_equivalent_paths(operations: &[Operation], diagnostics: &mut Diagnostic
         let first = *first_by_shape.entry(shape.clone()).or_insert(op);
         if first.path != op.path && reported.insert(op.path.as_str()) {
             diagnostics.push(Diagnostic::warning(
-                op.location.clone(),
-                format!("path {:?} matches the same requests as {:?}; requests match {:?}", op.path, first.path, first.path),
-                "only the first of them is reachable (OpenAPI forbids templated paths that differ only in parameter names); merge them into one path item",
+                op.path_location.clone(),
+                format!("path {:?} matches the same requests as {:?}", op.path, first.path),
+                format!("OpenAPI forbids templated paths that differ only in parameter names; where both declare a method, the operation of {:?} is used; merge them into one path item", first.path),
             ));
         }
         match by_shape_method.get(&(shape.clone(), op.method.as_str())) {

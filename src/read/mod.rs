@@ -122,8 +122,9 @@ impl Target {
     }
 }
 
-/// Reads and resolves the document at `path`. Returns the spec and any warnings, or every
-/// error found (after reading as much as possible).
+/// Reads and resolves the document at `path`. Returns the spec with every problem found
+/// (errors included: check [`Diagnostics::has_errors`]), or only the problems when the document
+/// cannot be read as an OpenAPI document at all.
 pub fn read(path: &Path, limits: &Limits) -> Result<(RawSpec, Diagnostics), Diagnostics> {
     let display = path.to_string_lossy().replace('\\', "/");
     let mut reader = Reader {
@@ -140,10 +141,11 @@ pub fn read(path: &Path, limits: &Limits) -> Result<(RawSpec, Diagnostics), Diag
         return Err(reader.diagnostics);
     };
     let root = reader.files[root_id as usize].clone();
-    let spec = reader.read_document(&root);
-    match spec {
-        Some(spec) if !reader.diagnostics.has_errors() => Ok((spec, reader.diagnostics)),
-        _ => Err(reader.diagnostics),
+    // With a readable root the spec comes back even beside errors, so the model can report its
+    // own problems in the same run; callers check `has_errors`.
+    match reader.read_document(&root) {
+        Some(spec) => Ok((spec, reader.diagnostics)),
+        None => Err(reader.diagnostics),
     }
 }
 

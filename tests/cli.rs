@@ -1,0 +1,154 @@
+//! The command line end to end: `list` output and diagnostics as insta snapshots, exit codes,
+//! generate/check round trips, and that a failed run writes nothing.
+
+use clap::Parser;
+use retrygen::cli::{run, Cli};
+use std::path::Path;
+
+/// Runs retrygen in-process; returns (exit code, stdout, stderr).
+fn retrygen(args: &[&str]) -> (i32, String, String) {
+    let cli = Cli::try_parse_from(std::iter::once("retrygen").chain(args.iter().copied())).expect("valid arguments");
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = run(cli, &mut out, &mut err);
+    (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+}
+
+#[test]
+fn list_table() {
+    let (code, out, err) = retrygen(&["list", "--spec", "specs/sandbox.yaml"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn list_markdown() {
+    let (code, out, _) = retrygen(&["list", "--spec", "specs/swagger2.json", "--format", "markdown"]);
+    assert_eq!(code, 0);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn list_json_is_the_public_interface() {
+    let (code, out, _) = retrygen(&["list", "--spec", "specs/annotations.yaml", "--format", "json"]);
+    assert_eq!(code, 0);
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for row in rows.as_array().unwrap() {
+        assert!(row["method"].as_str().unwrap().chars().all(|c| !c.is_ascii_lowercase()));
+        assert!(["idempotent", "keyed", "non_replayable", "no_retry"].contains(&row["class"].as_str().unwrap()));
+        assert!(row["operation_id"].is_string() || row["operation_id"].is_null());
+        assert!(!row["reason"].as_str().unwrap().is_empty());
+    }
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn list_multifile_names_the_referenced_files() {
+    let (code, out, _) = retrygen(&["list", "--spec", "specs/multifile/openapi.yaml"]);
+    assert_eq!(code, 0);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn every_error_in_one_run() {
+    let (code, out, err) = retrygen(&["lint", "--spec", "tests/fixtures/many-errors.yaml"]);
+    assert_eq!(code, 1, "{out}{err}");
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn generate_reports_spec_errors_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.ts");
+    let (code, _, err) = retrygen(&["generate", "--spec", "tests/fixtures/many-errors.yaml", "--lang", "typescript", "--out", out.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("`x-idempotent` must be a boolean, found the string \"false\""), "{err}");
+    assert!(!out.exists(), "nothing is written when the spec has errors");
+}
+
+#[test]
+fn duplicate_keys_are_errors() {
+    let (code, _, err) = retrygen(&["lint", "--spec", "tests/fixtures/duplicate-keys.yaml"]);
+    assert_eq!(code, 1);
+    insta::assert_snapshot!("duplicate_keys_yaml", err);
+    let (code, _, err) = retrygen(&["lint", "--spec", "tests/fixtures/duplicate-keys.json"]);
+    assert_eq!(code, 1);
+    insta::assert_snapshot!("duplicate_keys_json", err);
+}
+
+#[test]
+fn version_errors_name_the_field() {
+    let (_, _, err) = retrygen(&["lint", "--spec", "tests/fixtures/no-version.yaml"]);
+    assert!(err.contains("neither `openapi` nor `swagger`"), "{err}");
+    let (_, _, err) = retrygen(&["lint", "--spec", "tests/fixtures/numeric-version.yaml"]);
+    assert!(err.contains("`openapi` must be a string, found 3.1"), "{err}");
+}
+
+#[test]
+fn strict_mode() {
+    let (code, _, _) = retrygen(&["lint", "--spec", "tests/fixtures/unannotated.yaml"]);
+    assert_eq!(code, 0);
+    let (code, _, err) = retrygen(&["lint", "--spec", "tests/fixtures/unannotated.yaml", "--strict"]);
+    assert_eq!(code, 1);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn equivalent_paths_with_different_classes_are_errors() {
+    let (code, _, err) = retrygen(&["lint", "--spec", "tests/fixtures/equivalent-paths.yaml"]);
+    assert_eq!(code, 1);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn missing_spec_is_a_usage_error() {
+    let (code, _, err) = retrygen(&["lint", "--spec", "tests/fixtures/does-not-exist.yaml"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+fn write_config(dir: &Path) -> std::path::PathBuf {
+    let spec = std::fs::canonicalize("specs/sandbox.yaml").unwrap();
+    std::fs::write(
+        dir.join("retrygen.toml"),
+        format!("[[job]]\nspec = {:?}\n\n[[job.target]]\nlanguage = \"python\"\nout = \"sdk/python/\"\n\n[[job.target]]\nlanguage = \"typescript\"\nout = \"sdk/ts/src/retry.gen.ts\"\n", spec.to_str().unwrap()),
+    )
+    .unwrap();
+    dir.join("retrygen.toml")
+}
+
+#[test]
+fn generate_then_check_then_drift() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path());
+    let config = config.to_str().unwrap();
+    let (code, out, err) = retrygen(&["check", "--config", config]);
+    assert_eq!(code, 1, "missing files are drift: {out}{err}");
+    assert!(out.contains("missing: "), "{out}");
+
+    let (code, out, err) = retrygen(&["generate", "--config", config]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("wrote ")).count(), 2, "{out}");
+    let py = dir.path().join("sdk/python/retry_policy.py");
+    assert!(py.is_file() && dir.path().join("sdk/ts/src/retry.gen.ts").is_file());
+
+    let (code, _, _) = retrygen(&["check", "--config", config]);
+    assert_eq!(code, 0);
+    let (code, out, _) = retrygen(&["generate", "--config", config]);
+    assert_eq!((code, out.lines().filter(|l| l.starts_with("unchanged ")).count()), (0, 2), "unchanged files are not rewritten");
+
+    let original = std::fs::read_to_string(&py).unwrap();
+    std::fs::write(&py, original.replacen('\n', "\n# hand edit\n", 1)).unwrap();
+    let before = std::fs::read_to_string(&py).unwrap();
+    let (code, out, err) = retrygen(&["check", "--config", config]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.contains("-# hand edit"), "check prints a unified diff: {out}");
+    assert_eq!(std::fs::read_to_string(&py).unwrap(), before, "check never writes");
+}
+
+#[test]
+fn config_errors_have_positions() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("retrygen.toml"), "[[job]]\nspec = \"x.yaml\"\ncolour = \"blue\"\n").unwrap();
+    let (code, _, err) = retrygen(&["generate", "--config", dir.path().join("retrygen.toml").to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("retrygen.toml:3:1") && err.contains("colour"), "{err}");
+}
