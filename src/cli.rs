@@ -120,12 +120,20 @@ fn print_diagnostics(err: &mut dyn std::io::Write, diagnostics: &Diagnostics) {
 }
 
 fn model_options(job: &Job, config: Option<&Path>) -> ModelOptions {
-    let mut options = ModelOptions { strict: job.strict, ..ModelOptions::default() };
+    let mut options = ModelOptions {
+        strict: job.strict,
+        ..ModelOptions::default()
+    };
     if let Some(headers) = &job.idempotency_headers {
         options.idempotency_headers = headers.clone();
     }
     options.policy_overrides = job.policy.clone();
-    options.overrides_at = config.map(|p| Location { file: p.to_string_lossy().replace('\\', "/"), line: 1, column: 1, pointer: "/job/policy".into() });
+    options.overrides_at = config.map(|p| Location {
+        file: p.to_string_lossy().replace('\\', "/"),
+        line: 1,
+        column: 1,
+        pointer: "/job/policy".into(),
+    });
     options
 }
 
@@ -135,20 +143,46 @@ fn jobs(args: &GenerateArgs) -> Result<(Vec<Job>, Option<PathBuf>), Diagnostic> 
         let mut options = emit::LanguageOptions::new();
         for pair in &args.options {
             let Some((k, v)) = pair.split_once('=') else {
-                return Err(Diagnostic::error(Location { file: "<command line>".into(), line: 1, column: 1, pointer: String::new() }, format!("--option {pair:?} is not KEY=VALUE"), "write e.g. --option package=retrypolicy"));
+                return Err(Diagnostic::error(
+                    Location {
+                        file: "<command line>".into(),
+                        line: 1,
+                        column: 1,
+                        pointer: String::new(),
+                    },
+                    format!("--option {pair:?} is not KEY=VALUE"),
+                    "write e.g. --option package=retrypolicy",
+                ));
             };
             options.insert(k.to_string(), v.to_string());
         }
         let out_is_folder = out.to_string_lossy().ends_with(['/', '\\']) || out.is_dir();
-        let target = Target { language: lang.clone(), out: out.clone(), out_is_folder, options };
-        let job = Job { spec: spec.clone(), strict: args.strict, idempotency_headers: None, templates: None, policy: Vec::new(), targets: vec![target] };
+        let target = Target {
+            language: lang.clone(),
+            out: out.clone(),
+            out_is_folder,
+            options,
+        };
+        let job = Job {
+            spec: spec.clone(),
+            strict: args.strict,
+            idempotency_headers: None,
+            templates: None,
+            policy: Vec::new(),
+            targets: vec![target],
+        };
         return Ok((vec![job], None));
     }
     let path = match &args.config {
         Some(p) => p.clone(),
         None => config::discover(Path::new(".")).ok_or_else(|| {
             Diagnostic::error(
-                Location { file: config::FILE_NAME.into(), line: 1, column: 1, pointer: String::new() },
+                Location {
+                    file: config::FILE_NAME.into(),
+                    line: 1,
+                    column: 1,
+                    pointer: String::new(),
+                },
                 "no retrygen.toml in the current folder",
                 "pass --config PATH, or --spec/--lang/--out for one ad hoc target",
             )
@@ -194,7 +228,12 @@ pub fn plan(args: &GenerateArgs, err: &mut dyn std::io::Write) -> Result<Vec<Pla
         };
         for target in &job.targets {
             let Some(backend) = emit::backend(&target.language) else {
-                let _ = writeln!(err, "error: unknown language {:?}; known: {}", target.language, emit::language_names().join(", "));
+                let _ = writeln!(
+                    err,
+                    "error: unknown language {:?}; known: {}",
+                    target.language,
+                    emit::language_names().join(", ")
+                );
                 failed = true;
                 continue;
             };
@@ -204,8 +243,16 @@ pub fn plan(args: &GenerateArgs, err: &mut dyn std::io::Write) -> Result<Vec<Pla
             });
             match result {
                 Ok((options, contents)) => {
-                    let path = if target.out_is_folder { target.out.join(backend.default_file_name(&options)) } else { target.out.clone() };
-                    planned.push(Planned { display: display_path(&path), path, contents });
+                    let path = if target.out_is_folder {
+                        target.out.join(backend.default_file_name(&options))
+                    } else {
+                        target.out.clone()
+                    };
+                    planned.push(Planned {
+                        display: display_path(&path),
+                        path,
+                        contents,
+                    });
                 }
                 Err(e) => {
                     let _ = writeln!(err, "error: {e}");
@@ -221,7 +268,11 @@ pub fn plan(args: &GenerateArgs, err: &mut dyn std::io::Write) -> Result<Vec<Pla
     Ok(planned)
 }
 
-pub fn generate(args: &GenerateArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+pub fn generate(
+    args: &GenerateArgs,
+    out: &mut dyn std::io::Write,
+    err: &mut dyn std::io::Write,
+) -> i32 {
     let planned = match plan(args, err) {
         Ok(p) => p,
         Err(code) => return code,
@@ -244,7 +295,11 @@ pub fn generate(args: &GenerateArgs, out: &mut dyn std::io::Write, err: &mut dyn
     }
 }
 
-pub fn check(args: &GenerateArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+pub fn check(
+    args: &GenerateArgs,
+    out: &mut dyn std::io::Write,
+    err: &mut dyn std::io::Write,
+) -> i32 {
     let planned = match plan(args, err) {
         Ok(p) => p,
         Err(code) => return code,
@@ -306,17 +361,43 @@ pub fn render_list(api: &Api, format: ListFormat) -> String {
             let header = ["METHOD", "PATH", "OPERATION ID", "CLASS", "REASON"];
             let cells: Vec<[String; 5]> = rows
                 .iter()
-                .map(|r| [safe(r.method), safe(r.path), r.operation_id.map_or("-".to_string(), safe), r.class.to_string(), safe(r.reason)])
+                .map(|r| {
+                    [
+                        safe(r.method),
+                        safe(r.path),
+                        r.operation_id.map_or("-".to_string(), safe),
+                        r.class.to_string(),
+                        safe(r.reason),
+                    ]
+                })
                 .collect();
             let mut out = String::new();
             if format == ListFormat::Markdown {
                 let md = |s: &str| s.replace('|', "\\|");
-                out.push_str("| method | path | operationId | class | reason |\n|---|---|---|---|---|\n");
+                out.push_str(
+                    "| method | path | operationId | class | reason |\n|---|---|---|---|---|\n",
+                );
                 for c in &cells {
-                    out.push_str(&format!("| {} | `{}` | {} | {} | {} |\n", md(&c[0]), md(&c[1]).replace('`', "'"), md(&c[2]), c[3], md(&c[4])));
+                    out.push_str(&format!(
+                        "| {} | `{}` | {} | {} | {} |\n",
+                        md(&c[0]),
+                        md(&c[1]).replace('`', "'"),
+                        md(&c[2]),
+                        c[3],
+                        md(&c[4])
+                    ));
                 }
             } else {
-                let widths: Vec<usize> = (0..4).map(|i| cells.iter().map(|c| c[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0)).collect();
+                let widths: Vec<usize> = (0..4)
+                    .map(|i| {
+                        cells
+                            .iter()
+                            .map(|c| c[i].chars().count())
+                            .chain([header[i].len()])
+                            .max()
+                            .unwrap_or(0)
+                    })
+                    .collect();
                 let line = |c: [&str; 5]| {
                     let mut l = String::new();
                     for i in 0..4 {
@@ -332,10 +413,20 @@ pub fn render_list(api: &Api, format: ListFormat) -> String {
                     out.push_str(&line([&c[0], &c[1], &c[2], &c[3], &c[4]]));
                 }
             }
-            let count = |class: model::ReplayClass| api.operations.iter().filter(|o| o.class == class).count();
-            let summary: Vec<String> = model::ReplayClass::ALL.iter().map(|c| format!("{} {}", count(*c), c.name())).collect();
+            let count = |class: model::ReplayClass| {
+                api.operations.iter().filter(|o| o.class == class).count()
+            };
+            let summary: Vec<String> = model::ReplayClass::ALL
+                .iter()
+                .map(|c| format!("{} {}", count(*c), c.name()))
+                .collect();
             if format == ListFormat::Table {
-                out.push_str(&format!("\n{} operations: {}; base path {:?}\n", api.operations.len(), summary.join(", "), api.base_path));
+                out.push_str(&format!(
+                    "\n{} operations: {}; base path {:?}\n",
+                    api.operations.len(),
+                    summary.join(", "),
+                    api.base_path
+                ));
             }
             out
         }
@@ -343,7 +434,10 @@ pub fn render_list(api: &Api, format: ListFormat) -> String {
 }
 
 pub fn list(args: &ListArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
-    let options = ModelOptions { strict: args.strict, ..ModelOptions::default() };
+    let options = ModelOptions {
+        strict: args.strict,
+        ..ModelOptions::default()
+    };
     match load_api(&args.spec, &options) {
         Ok((api, warnings)) => {
             print_diagnostics(err, &warnings);
@@ -358,7 +452,10 @@ pub fn list(args: &ListArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io
 }
 
 pub fn lint(args: &LintArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
-    let options = ModelOptions { strict: args.strict, ..ModelOptions::default() };
+    let options = ModelOptions {
+        strict: args.strict,
+        ..ModelOptions::default()
+    };
     // A spec path that names no file is a usage problem (exit 2); every problem inside a
     // document is what lint reports (exit 1).
     let unreadable = !args.spec.is_file();
@@ -368,7 +465,11 @@ pub fn lint(args: &LintArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io
     print_diagnostics(err, &diagnostics);
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
     let warnings = diagnostics.len() - errors;
-    let _ = writeln!(out, "{}: {errors} error(s), {warnings} warning(s)", display_path(&args.spec));
+    let _ = writeln!(
+        out,
+        "{}: {errors} error(s), {warnings} warning(s)",
+        display_path(&args.spec)
+    );
     match (unreadable, errors) {
         (true, _) => EXIT_ERROR,
         (false, 0) => EXIT_OK,

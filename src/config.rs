@@ -69,7 +69,10 @@ pub struct Config {
 fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
-    let column = before.rfind('\n').map_or(before.chars().count(), |i| before[i + 1..].chars().count()) + 1;
+    let column = before
+        .rfind('\n')
+        .map_or(before.chars().count(), |i| before[i + 1..].chars().count())
+        + 1;
     (line, column)
 }
 
@@ -81,17 +84,42 @@ pub fn discover(dir: &Path) -> Option<PathBuf> {
 
 pub fn load(path: &Path) -> Result<Config, Diagnostic> {
     let display = path.to_string_lossy().replace('\\', "/");
-    let whole = |line, column| Location { file: display.clone(), line, column, pointer: String::new() };
-    let text = std::fs::read_to_string(path).map_err(|e| Diagnostic::error(whole(1, 1), format!("cannot read the config: {e}"), "pass --config PATH, or run in the folder holding retrygen.toml"))?;
+    let whole = |line, column| Location {
+        file: display.clone(),
+        line,
+        column,
+        pointer: String::new(),
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Diagnostic::error(
+            whole(1, 1),
+            format!("cannot read the config: {e}"),
+            "pass --config PATH, or run in the folder holding retrygen.toml",
+        )
+    })?;
     let raw: RawConfig = toml::from_str(&text).map_err(|e| {
         let (line, column) = e.span().map_or((1, 1), |s| line_column(&text, s.start));
-        Diagnostic::error(whole(line, column), format!("invalid config: {}", e.message()), "see \"Configuration\" in README.md")
+        Diagnostic::error(
+            whole(line, column),
+            format!("invalid config: {}", e.message()),
+            "see \"Configuration\" in README.md",
+        )
     })?;
     if raw.job.is_empty() {
-        return Err(Diagnostic::error(whole(1, 1), "the config declares no [[job]]", "add a [[job]] with a spec and at least one [[job.target]]"));
+        return Err(Diagnostic::error(
+            whole(1, 1),
+            "the config declares no [[job]]",
+            "add a [[job]] with a spec and at least one [[job.target]]",
+        ));
     }
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let resolve = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { base.join(p) };
+    let resolve = |p: &Path| {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            base.join(p)
+        }
+    };
     let jobs = raw
         .job
         .into_iter()
@@ -100,17 +128,29 @@ pub fn load(path: &Path) -> Result<Config, Diagnostic> {
             strict: job.strict,
             idempotency_headers: job.idempotency_headers,
             templates: job.templates.as_deref().map(resolve),
-            policy: job.policy.iter().map(|(k, v)| (k.clone(), RawValue::from_toml(v))).collect(),
+            policy: job
+                .policy
+                .iter()
+                .map(|(k, v)| (k.clone(), RawValue::from_toml(v)))
+                .collect(),
             targets: job
                 .target
                 .into_iter()
                 .map(|t| {
                     let written_as_folder = t.out.to_string_lossy().ends_with(['/', '\\']);
                     let out = resolve(&t.out);
-                    Target { language: t.language, out_is_folder: written_as_folder || out.is_dir(), out, options: t.options }
+                    Target {
+                        language: t.language,
+                        out_is_folder: written_as_folder || out.is_dir(),
+                        out,
+                        options: t.options,
+                    }
                 })
                 .collect(),
         })
         .collect();
-    Ok(Config { path: path.to_path_buf(), jobs })
+    Ok(Config {
+        path: path.to_path_buf(),
+        jobs,
+    })
 }

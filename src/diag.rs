@@ -31,11 +31,25 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(location: Location, message: impl Into<String>, help: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Error, location, message: message.into(), help: help.into() }
+        Diagnostic {
+            severity: Severity::Error,
+            location,
+            message: message.into(),
+            help: help.into(),
+        }
     }
 
-    pub fn warning(location: Location, message: impl Into<String>, help: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Warning, location, message: message.into(), help: help.into() }
+    pub fn warning(
+        location: Location,
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            location,
+            message: message.into(),
+            help: help.into(),
+        }
     }
 
     pub fn is_error(&self) -> bool {
@@ -50,8 +64,16 @@ impl fmt::Display for Diagnostic {
             Severity::Warning => "warning",
         };
         let loc = &self.location;
-        write!(f, "{kind}: {}:{}:{}: {}", loc.file, loc.line, loc.column, self.message)?;
-        let pointer = if loc.pointer.is_empty() { "(document root)" } else { &loc.pointer };
+        write!(
+            f,
+            "{kind}: {}:{}:{}: {}",
+            loc.file, loc.line, loc.column, self.message
+        )?;
+        let pointer = if loc.pointer.is_empty() {
+            "(document root)"
+        } else {
+            &loc.pointer
+        };
         write!(f, "\n  at: {pointer}")?;
         if !self.help.is_empty() {
             write!(f, "\n  help: {}", self.help)?;

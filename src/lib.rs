@@ -5,10 +5,10 @@
 //! policy, no language knowledge) -> [`emit`] (one backend per language) -> [`write`]
 //! (atomic writes, or a diff in check mode).
 
-pub mod diag;
-pub mod read;
-pub mod model;
-pub mod emit;
-pub mod config;
-pub mod write;
 pub mod cli;
+pub mod config;
+pub mod diag;
+pub mod emit;
+pub mod model;
+pub mod read;
+pub mod write;

@@ -27,7 +27,9 @@ pub struct WriteError {
 }
 
 fn current(path: &Path) -> Option<String> {
-    std::fs::read(path).ok().map(|b| String::from_utf8_lossy(&b).into_owned())
+    std::fs::read(path)
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 /// Writes every planned file whose contents differ. All temporary files are prepared first; the
@@ -42,15 +44,29 @@ pub fn write_all(plan: &[Planned]) -> Result<Vec<(String, Status)>, WriteError> 
             statuses.push((file.display.clone(), Status::Unchanged));
             continue;
         }
-        let error = |message: String| WriteError { display: file.display.clone(), message };
-        let parent = file.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent).map_err(|e| error(format!("cannot create folder {}: {e}", parent.display())))?;
+        let error = |message: String| WriteError {
+            display: file.display.clone(),
+            message,
+        };
+        let parent = file
+            .path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent)
+            .map_err(|e| error(format!("cannot create folder {}: {e}", parent.display())))?;
         if file.path.is_dir() {
             return Err(error("a folder is in the way".into()));
         }
-        let mut temp = tempfile::Builder::new().prefix(".retrygen-").suffix(".tmp").tempfile_in(parent).map_err(|e| error(e.to_string()))?;
+        let mut temp = tempfile::Builder::new()
+            .prefix(".retrygen-")
+            .suffix(".tmp")
+            .tempfile_in(parent)
+            .map_err(|e| error(e.to_string()))?;
         use std::io::Write;
-        temp.write_all(file.contents.as_bytes()).and_then(|_| temp.as_file().sync_all()).map_err(|e| error(e.to_string()))?;
+        temp.write_all(file.contents.as_bytes())
+            .and_then(|_| temp.as_file().sync_all())
+            .map_err(|e| error(e.to_string()))?;
         staged.push((file, temp, previous));
         statuses.push((file.display.clone(), Status::Written));
     }
@@ -67,7 +83,10 @@ pub fn write_all(plan: &[Planned]) -> Result<Vec<(String, Status)>, WriteError> 
                     }
                 }
             }
-            return Err(WriteError { display: file.display.clone(), message: e.error.to_string() });
+            return Err(WriteError {
+                display: file.display.clone(),
+                message: e.error.to_string(),
+            });
         }
         done.push((file, previous));
     }
@@ -81,9 +100,17 @@ pub fn diff(file: &Planned) -> Option<String> {
         return None;
     }
     let old_text = old.as_deref().unwrap_or("");
-    let old_name = if old.is_some() { format!("a/{}", file.display) } else { "/dev/null".to_string() };
+    let old_name = if old.is_some() {
+        format!("a/{}", file.display)
+    } else {
+        "/dev/null".to_string()
+    };
     let diff = similar::TextDiff::from_lines(old_text, &file.contents);
-    let mut out = diff.unified_diff().context_radius(3).header(&old_name, &format!("b/{}", file.display)).to_string();
+    let mut out = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(&old_name, &format!("b/{}", file.display))
+        .to_string();
     if old.is_none() {
         out.insert_str(0, &format!("missing: {}\n", file.display));
     }

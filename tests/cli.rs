@@ -7,10 +7,15 @@ use std::path::Path;
 
 /// Runs retrygen in-process; returns (exit code, stdout, stderr).
 fn retrygen(args: &[&str]) -> (i32, String, String) {
-    let cli = Cli::try_parse_from(std::iter::once("retrygen").chain(args.iter().copied())).expect("valid arguments");
+    let cli = Cli::try_parse_from(std::iter::once("retrygen").chain(args.iter().copied()))
+        .expect("valid arguments");
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let code = run(cli, &mut out, &mut err);
-    (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
 }
 
 #[test]
@@ -22,19 +27,36 @@ fn list_table() {
 
 #[test]
 fn list_markdown() {
-    let (code, out, _) = retrygen(&["list", "--spec", "specs/swagger2.json", "--format", "markdown"]);
+    let (code, out, _) = retrygen(&[
+        "list",
+        "--spec",
+        "specs/swagger2.json",
+        "--format",
+        "markdown",
+    ]);
     assert_eq!(code, 0);
     insta::assert_snapshot!(out);
 }
 
 #[test]
 fn list_json_is_the_public_interface() {
-    let (code, out, _) = retrygen(&["list", "--spec", "specs/annotations.yaml", "--format", "json"]);
+    let (code, out, _) = retrygen(&[
+        "list",
+        "--spec",
+        "specs/annotations.yaml",
+        "--format",
+        "json",
+    ]);
     assert_eq!(code, 0);
     let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
     for row in rows.as_array().unwrap() {
-        assert!(row["method"].as_str().unwrap().chars().all(|c| !c.is_ascii_lowercase()));
-        assert!(["idempotent", "keyed", "non_replayable", "no_retry"].contains(&row["class"].as_str().unwrap()));
+        assert!(row["method"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .all(|c| !c.is_ascii_lowercase()));
+        assert!(["idempotent", "keyed", "non_replayable", "no_retry"]
+            .contains(&row["class"].as_str().unwrap()));
         assert!(row["operation_id"].is_string() || row["operation_id"].is_null());
         assert!(!row["reason"].as_str().unwrap().is_empty());
     }
@@ -59,9 +81,20 @@ fn every_error_in_one_run() {
 fn generate_reports_spec_errors_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.ts");
-    let (code, _, err) = retrygen(&["generate", "--spec", "tests/fixtures/many-errors.yaml", "--lang", "typescript", "--out", out.to_str().unwrap()]);
+    let (code, _, err) = retrygen(&[
+        "generate",
+        "--spec",
+        "tests/fixtures/many-errors.yaml",
+        "--lang",
+        "typescript",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(code, 2);
-    assert!(err.contains("`x-idempotent` must be a boolean, found the string \"false\""), "{err}");
+    assert!(
+        err.contains("`x-idempotent` must be a boolean, found the string \"false\""),
+        "{err}"
+    );
     assert!(!out.exists(), "nothing is written when the spec has errors");
 }
 
@@ -80,14 +113,22 @@ fn version_errors_name_the_field() {
     let (_, _, err) = retrygen(&["lint", "--spec", "tests/fixtures/no-version.yaml"]);
     assert!(err.contains("neither `openapi` nor `swagger`"), "{err}");
     let (_, _, err) = retrygen(&["lint", "--spec", "tests/fixtures/numeric-version.yaml"]);
-    assert!(err.contains("`openapi` must be a string, found 3.1"), "{err}");
+    assert!(
+        err.contains("`openapi` must be a string, found 3.1"),
+        "{err}"
+    );
 }
 
 #[test]
 fn strict_mode() {
     let (code, _, _) = retrygen(&["lint", "--spec", "tests/fixtures/unannotated.yaml"]);
     assert_eq!(code, 0);
-    let (code, _, err) = retrygen(&["lint", "--spec", "tests/fixtures/unannotated.yaml", "--strict"]);
+    let (code, _, err) = retrygen(&[
+        "lint",
+        "--spec",
+        "tests/fixtures/unannotated.yaml",
+        "--strict",
+    ]);
     assert_eq!(code, 1);
     insta::assert_snapshot!(err);
 }
@@ -126,29 +167,58 @@ fn generate_then_check_then_drift() {
 
     let (code, out, err) = retrygen(&["generate", "--config", config]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out.lines().filter(|l| l.starts_with("wrote ")).count(), 2, "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("wrote ")).count(),
+        2,
+        "{out}"
+    );
     let py = dir.path().join("sdk/python/retry_policy.py");
     assert!(py.is_file() && dir.path().join("sdk/ts/src/retry.gen.ts").is_file());
 
     let (code, _, _) = retrygen(&["check", "--config", config]);
     assert_eq!(code, 0);
     let (code, out, _) = retrygen(&["generate", "--config", config]);
-    assert_eq!((code, out.lines().filter(|l| l.starts_with("unchanged ")).count()), (0, 2), "unchanged files are not rewritten");
+    assert_eq!(
+        (
+            code,
+            out.lines().filter(|l| l.starts_with("unchanged ")).count()
+        ),
+        (0, 2),
+        "unchanged files are not rewritten"
+    );
 
     let original = std::fs::read_to_string(&py).unwrap();
     std::fs::write(&py, original.replacen('\n', "\n# hand edit\n", 1)).unwrap();
     let before = std::fs::read_to_string(&py).unwrap();
     let (code, out, err) = retrygen(&["check", "--config", config]);
     assert_eq!(code, 1, "{err}");
-    assert!(out.contains("-# hand edit"), "check prints a unified diff: {out}");
-    assert_eq!(std::fs::read_to_string(&py).unwrap(), before, "check never writes");
+    assert!(
+        out.contains("-# hand edit"),
+        "check prints a unified diff: {out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&py).unwrap(),
+        before,
+        "check never writes"
+    );
 }
 
 #[test]
 fn config_errors_have_positions() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("retrygen.toml"), "[[job]]\nspec = \"x.yaml\"\ncolour = \"blue\"\n").unwrap();
-    let (code, _, err) = retrygen(&["generate", "--config", dir.path().join("retrygen.toml").to_str().unwrap()]);
+    std::fs::write(
+        dir.path().join("retrygen.toml"),
+        "[[job]]\nspec = \"x.yaml\"\ncolour = \"blue\"\n",
+    )
+    .unwrap();
+    let (code, _, err) = retrygen(&[
+        "generate",
+        "--config",
+        dir.path().join("retrygen.toml").to_str().unwrap(),
+    ]);
     assert_eq!(code, 2);
-    assert!(err.contains("retrygen.toml:3:1") && err.contains("colour"), "{err}");
+    assert!(
+        err.contains("retrygen.toml:3:1") && err.contains("colour"),
+        "{err}"
+    );
 }

@@ -5,7 +5,11 @@
 /// Builds the body of a double-quoted literal: `special` handles characters with a short escape
 /// in the language (quotes, backslash, `$`...), `escape` renders any other non-printable or
 /// non-ASCII character.
-pub fn quoted(s: &str, special: impl Fn(char) -> Option<&'static str>, escape: impl Fn(char) -> String) -> String {
+pub fn quoted(
+    s: &str,
+    special: impl Fn(char) -> Option<&'static str>,
+    escape: impl Fn(char) -> String,
+) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -24,7 +28,10 @@ pub fn quoted(s: &str, special: impl Fn(char) -> Option<&'static str>, escape: i
 /// `\uXXXX`, with a UTF-16 surrogate pair outside the BMP (JavaScript, Kotlin/Java, C#).
 pub fn utf16_escape(c: char) -> String {
     let mut buf = [0u16; 2];
-    c.encode_utf16(&mut buf).iter().map(|u| format!("\\u{u:04X}")).collect()
+    c.encode_utf16(&mut buf)
+        .iter()
+        .map(|u| format!("\\u{u:04X}"))
+        .collect()
 }
 
 /// The usual escapes shared by C-family languages.
@@ -42,7 +49,11 @@ pub fn c_like(c: char) -> Option<&'static str> {
 /// Checks an identifier option: ASCII letters, digits and `_`, not starting with a digit, and
 /// not one of `keywords`.
 pub fn check_identifier(what: &str, value: &str, keywords: &[&str]) -> Result<(), String> {
-    let valid = value.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let valid = value
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !valid {
         return Err(format!("{what} {value:?} is not a valid identifier (ASCII letters, digits and `_`, not starting with a digit)"));
     }

@@ -32,7 +32,10 @@ impl Backend for Go {
     }
     /// Go writes regular expressions as raw strings when it can.
     fn regex_literal(&self, pattern: &str) -> String {
-        if pattern.chars().all(|c| (' '..='~').contains(&c) && c != '`') {
+        if pattern
+            .chars()
+            .all(|c| (' '..='~').contains(&c) && c != '`')
+        {
             format!("`{pattern}`")
         } else {
             self.string_literal(pattern)
@@ -50,6 +53,29 @@ impl Backend for Go {
 }
 
 const GO_KEYWORDS: [&str; 25] = [
-    "break", "case", "chan", "const", "continue", "default", "defer", "else", "fallthrough", "for", "func", "go", "goto", "if", "import", "interface", "map",
-    "package", "range", "return", "select", "struct", "switch", "type", "var",
+    "break",
+    "case",
+    "chan",
+    "const",
+    "continue",
+    "default",
+    "defer",
+    "else",
+    "fallthrough",
+    "for",
+    "func",
+    "go",
+    "goto",
+    "if",
+    "import",
+    "interface",
+    "map",
+    "package",
+    "range",
+    "return",
+    "select",
+    "struct",
+    "switch",
+    "type",
+    "var",
 ];

@@ -26,7 +26,11 @@ impl Backend for Kotlin {
         format!("{}.kt", options["object"])
     }
     fn string_literal(&self, s: &str) -> String {
-        quoted(s, |c| if c == '$' { Some("\\$") } else { c_like(c) }, utf16_escape)
+        quoted(
+            s,
+            |c| if c == '$' { Some("\\$") } else { c_like(c) },
+            utf16_escape,
+        )
     }
     fn null_literal(&self) -> &'static str {
         "null"
@@ -40,6 +44,32 @@ impl Backend for Kotlin {
 }
 
 const KOTLIN_KEYWORDS: [&str; 28] = [
-    "as", "break", "class", "continue", "do", "else", "false", "for", "fun", "if", "in", "interface", "is", "null", "object", "package", "return", "super",
-    "this", "throw", "true", "try", "typealias", "typeof", "val", "var", "when", "while",
+    "as",
+    "break",
+    "class",
+    "continue",
+    "do",
+    "else",
+    "false",
+    "for",
+    "fun",
+    "if",
+    "in",
+    "interface",
+    "is",
+    "null",
+    "object",
+    "package",
+    "return",
+    "super",
+    "this",
+    "throw",
+    "true",
+    "try",
+    "typealias",
+    "typeof",
+    "val",
+    "var",
+    "when",
+    "while",
 ];

@@ -109,10 +109,13 @@ impl TemplateSource {
     fn load(&self, language: &str) -> Result<Vec<(String, String)>, EmitError> {
         match self {
             TemplateSource::Embedded => {
-                let dir = EMBEDDED_TEMPLATES.get_dir(language).ok_or_else(|| EmitError::Template {
-                    template: format!("{language}/"),
-                    message: "no embedded templates for this language".into(),
-                })?;
+                let dir =
+                    EMBEDDED_TEMPLATES
+                        .get_dir(language)
+                        .ok_or_else(|| EmitError::Template {
+                            template: format!("{language}/"),
+                            message: "no embedded templates for this language".into(),
+                        })?;
                 let mut out = Vec::new();
                 collect_embedded(dir, language, &mut out);
                 Ok(out)
@@ -124,7 +127,10 @@ impl TemplateSource {
                     return TemplateSource::Embedded.load(language);
                 }
                 let mut out = Vec::new();
-                collect_folder(&dir, &dir, &mut out).map_err(|e| EmitError::TemplateDir { path: dir.clone(), message: e.to_string() })?;
+                collect_folder(&dir, &dir, &mut out).map_err(|e| EmitError::TemplateDir {
+                    path: dir.clone(),
+                    message: e.to_string(),
+                })?;
                 out.sort();
                 Ok(out)
             }
@@ -134,7 +140,12 @@ impl TemplateSource {
 
 fn collect_embedded(dir: &Dir<'static>, language: &str, out: &mut Vec<(String, String)>) {
     for file in dir.files() {
-        let name = file.path().strip_prefix(language).unwrap_or(file.path()).to_string_lossy().replace('\\', "/");
+        let name = file
+            .path()
+            .strip_prefix(language)
+            .unwrap_or(file.path())
+            .to_string_lossy()
+            .replace('\\', "/");
         out.push((name, file.contents_utf8().unwrap_or_default().to_string()));
     }
     for sub in dir.dirs() {
@@ -149,7 +160,11 @@ fn collect_folder(base: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> s
         if path.is_dir() {
             collect_folder(base, &path, out)?;
         } else {
-            let name = path.strip_prefix(base).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+            let name = path
+                .strip_prefix(base)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .replace('\\', "/");
             out.push((name, std::fs::read_to_string(&path)?));
         }
     }
@@ -160,7 +175,10 @@ fn collect_folder(base: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> s
 pub const ENTRY_TEMPLATE: &str = "module.j2";
 
 /// Fills option defaults and validates the result.
-pub fn resolve_options(backend: &dyn Backend, given: &LanguageOptions) -> Result<LanguageOptions, EmitError> {
+pub fn resolve_options(
+    backend: &dyn Backend,
+    given: &LanguageOptions,
+) -> Result<LanguageOptions, EmitError> {
     let mut options = backend.default_options();
     for (key, value) in given {
         if !options.contains_key(key) {
@@ -172,7 +190,12 @@ pub fn resolve_options(backend: &dyn Backend, given: &LanguageOptions) -> Result
         }
         options.insert(key.clone(), value.clone());
     }
-    backend.check_options(&options).map_err(|message| EmitError::Options { language: backend.name().into(), message })?;
+    backend
+        .check_options(&options)
+        .map_err(|message| EmitError::Options {
+            language: backend.name().into(),
+            message,
+        })?;
     Ok(options)
 }
 
@@ -262,7 +285,10 @@ fn context(api: &Api, backend: &dyn Backend, options: &LanguageOptions) -> Conte
             path_literal: lit(&op.path),
             path_comment: backend.comment_text(&op.path),
             pattern_literal: backend.regex_literal(&op.pattern),
-            operation_id_literal: op.operation_id.as_deref().map_or_else(|| backend.null_literal().to_string(), lit),
+            operation_id_literal: op
+                .operation_id
+                .as_deref()
+                .map_or_else(|| backend.null_literal().to_string(), lit),
             has_operation_id: op.operation_id.is_some(),
             class: op.class.name(),
             class_ident: backend.class_ident(op.class),
@@ -283,8 +309,14 @@ fn context(api: &Api, backend: &dyn Backend, options: &LanguageOptions) -> Conte
                     pieces: pieces
                         .iter()
                         .map(|p| match p {
-                            crate::model::path::Piece::Literal(l) => PieceContext { is_param: false, literal: lit(l) },
-                            crate::model::path::Piece::Param(_) => PieceContext { is_param: true, literal: String::new() },
+                            crate::model::path::Piece::Literal(l) => PieceContext {
+                                is_param: false,
+                                literal: lit(l),
+                            },
+                            crate::model::path::Piece::Param(_) => PieceContext {
+                                is_param: true,
+                                literal: String::new(),
+                            },
                         })
                         .collect(),
                     child: *child,
@@ -296,11 +328,20 @@ fn context(api: &Api, backend: &dyn Backend, options: &LanguageOptions) -> Conte
         .collect();
     let p = &api.policy;
     Context {
-        header: backend.comment_text(&format!("Code generated by retrygen from {}. DO NOT EDIT.", api.source_name)),
+        header: backend.comment_text(&format!(
+            "Code generated by retrygen from {}. DO NOT EDIT.",
+            api.source_name
+        )),
         source_name_literal: lit(&api.source_name),
         base_path_literal: lit(&api.base_path),
         spec_version: api.version.as_str(),
-        non_replayable: api.operations.iter().enumerate().filter(|(_, o)| o.class == ReplayClass::NonReplayable).map(|(i, _)| i).collect(),
+        non_replayable: api
+            .operations
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.class == ReplayClass::NonReplayable)
+            .map(|(i, _)| i)
+            .collect(),
         operations,
         nodes,
         policy: PolicyContext {
@@ -315,7 +356,13 @@ fn context(api: &Api, backend: &dyn Backend, options: &LanguageOptions) -> Conte
             retry_after_cap_ms: p.retry_after_cap_ms,
             deadline_ms: p.deadline_ms,
         },
-        classes: ReplayClass::ALL.iter().map(|c| ClassContext { name: c.name(), ident: backend.class_ident(*c) }).collect(),
+        classes: ReplayClass::ALL
+            .iter()
+            .map(|c| ClassContext {
+                name: c.name(),
+                ident: backend.class_ident(*c),
+            })
+            .collect(),
         idempotent_methods: IDEMPOTENT_METHODS.iter().map(|m| lit(m)).collect(),
         options: options.clone(),
     }
@@ -323,7 +370,9 @@ fn context(api: &Api, backend: &dyn Backend, options: &LanguageOptions) -> Conte
 
 /// A template environment that fails on any undefined value, so a typo in a template is an
 /// error, never silently empty output.
-fn environment(templates: Vec<(String, String)>) -> Result<minijinja::Environment<'static>, EmitError> {
+fn environment(
+    templates: Vec<(String, String)>,
+) -> Result<minijinja::Environment<'static>, EmitError> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     let syntax = minijinja::syntax::SyntaxConfig::builder()
@@ -335,22 +384,35 @@ fn environment(templates: Vec<(String, String)>) -> Result<minijinja::Environmen
     env.set_syntax(syntax);
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     for (name, source) in templates {
-        env.add_template_owned(name.clone(), source).map_err(|e| EmitError::Template { template: name, message: format!("{e:#}") })?;
+        env.add_template_owned(name.clone(), source)
+            .map_err(|e| EmitError::Template {
+                template: name,
+                message: format!("{e:#}"),
+            })?;
     }
     Ok(env)
 }
 
 /// Renders the module of one language for `api`.
-pub fn render(api: &Api, backend: &dyn Backend, options: &LanguageOptions, templates: &TemplateSource) -> Result<String, EmitError> {
+pub fn render(
+    api: &Api,
+    backend: &dyn Backend,
+    options: &LanguageOptions,
+    templates: &TemplateSource,
+) -> Result<String, EmitError> {
     let env = environment(templates.load(backend.name())?)?;
-    let template = env.get_template(ENTRY_TEMPLATE).map_err(|e| EmitError::Template {
-        template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
-        message: format!("{e:#}"),
-    })?;
-    let text = template.render(minijinja::value::Serde(context(api, backend, options))).map_err(|e| EmitError::Template {
-        template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
-        message: format!("{e:#}"),
-    })?;
+    let template = env
+        .get_template(ENTRY_TEMPLATE)
+        .map_err(|e| EmitError::Template {
+            template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
+            message: format!("{e:#}"),
+        })?;
+    let text = template
+        .render(minijinja::value::Serde(context(api, backend, options)))
+        .map_err(|e| EmitError::Template {
+            template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
+            message: format!("{e:#}"),
+        })?;
     let mut text = text.trim_end().to_string();
     text.push('\n');
     Ok(text)
@@ -364,14 +426,23 @@ mod tests {
     #[test]
     fn every_embedded_template_loads() {
         for backend in BACKENDS {
-            let templates = TemplateSource::Embedded.load(backend.name()).expect("templates exist");
-            assert!(templates.iter().any(|(n, _)| n == ENTRY_TEMPLATE), "{} has no {ENTRY_TEMPLATE}", backend.name());
+            let templates = TemplateSource::Embedded
+                .load(backend.name())
+                .expect("templates exist");
+            assert!(
+                templates.iter().any(|(n, _)| n == ENTRY_TEMPLATE),
+                "{} has no {ENTRY_TEMPLATE}",
+                backend.name()
+            );
             environment(templates).unwrap_or_else(|e| panic!("{}: {e}", backend.name()));
         }
     }
 
     #[test]
     fn comments_cannot_be_broken() {
-        assert_eq!(comment_safe("a\nb\u{2028}c\u{202e}d"), "a\\u{a}b\\u{2028}c\\u{202e}d");
+        assert_eq!(
+            comment_safe("a\nb\u{2028}c\u{202e}d"),
+            "a\\u{a}b\\u{2028}c\\u{202e}d"
+        );
     }
 }

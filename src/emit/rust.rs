@@ -20,7 +20,11 @@ impl Backend for Rust {
         format!("{}.rs", options["module"])
     }
     fn string_literal(&self, s: &str) -> String {
-        quoted(s, |c| if c == '\0' { Some("\\0") } else { c_like(c) }, |c| format!("\\u{{{:x}}}", c as u32))
+        quoted(
+            s,
+            |c| if c == '\0' { Some("\\0") } else { c_like(c) },
+            |c| format!("\\u{{{:x}}}", c as u32),
+        )
     }
     fn null_literal(&self) -> &'static str {
         "None"
@@ -34,7 +38,9 @@ impl Backend for Rust {
 }
 
 const RUST_KEYWORDS: [&str; 51] = [
-    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut",
-    "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn",
-    "abstract", "become", "box", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try",
+    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for",
+    "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return",
+    "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where",
+    "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro",
+    "override", "priv", "typeof", "unsized", "virtual", "yield", "try",
 ];

@@ -15,7 +15,9 @@ impl Backend for TypeScript {
     fn check_options(&self, options: &LanguageOptions) -> Result<(), String> {
         let name = &options["file_name"];
         if !name.ends_with(".ts") || name.contains(['/', '\\']) {
-            return Err(format!("file_name {name:?} must be a bare file name ending in .ts"));
+            return Err(format!(
+                "file_name {name:?} must be a bare file name ending in .ts"
+            ));
         }
         Ok(())
     }

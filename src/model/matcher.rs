@@ -43,7 +43,16 @@ fn mixed_key(pieces: &[Piece]) -> Vec<Piece> {
 }
 
 fn literal_len(pieces: &[Piece]) -> usize {
-    pieces.iter().map(|p| if let Piece::Literal(l) = p { l.len() } else { 0 }).sum()
+    pieces
+        .iter()
+        .map(|p| {
+            if let Piece::Literal(l) = p {
+                l.len()
+            } else {
+                0
+            }
+        })
+        .sum()
 }
 
 impl Matcher {
@@ -90,12 +99,19 @@ impl Matcher {
                 }
                 at = child;
             }
-            nodes[at].operations.entry(op.method.clone()).or_insert(index);
+            nodes[at]
+                .operations
+                .entry(op.method.clone())
+                .or_insert(index);
         }
         let nodes = nodes
             .into_iter()
             .map(|mut b| {
-                b.mixed.sort_by(|a, b| literal_len(&b.0).cmp(&literal_len(&a.0)).then_with(|| a.0.cmp(&b.0)));
+                b.mixed.sort_by(|a, b| {
+                    literal_len(&b.0)
+                        .cmp(&literal_len(&a.0))
+                        .then_with(|| a.0.cmp(&b.0))
+                });
                 MatchNode {
                     literals: b.literals.into_iter().collect(),
                     mixed: b.mixed,
@@ -114,10 +130,17 @@ pub fn mixed_matches(segment: &str, pieces: &[Piece]) -> bool {
     fn at(seg: &str, pieces: &[Piece]) -> bool {
         match pieces.split_first() {
             None => seg.is_empty(),
-            Some((Piece::Literal(l), rest)) => seg.strip_prefix(l.as_str()).is_some_and(|r| at(r, rest)),
+            Some((Piece::Literal(l), rest)) => {
+                seg.strip_prefix(l.as_str()).is_some_and(|r| at(r, rest))
+            }
             Some((Piece::Param(_), rest)) => {
                 // Try every split that leaves the parameter at least one character.
-                seg.char_indices().skip(1).map(|(i, _)| i).chain([seg.len()]).filter(|&i| i > 0).any(|i| at(&seg[i..], rest))
+                seg.char_indices()
+                    .skip(1)
+                    .map(|(i, _)| i)
+                    .chain([seg.len()])
+                    .filter(|&i| i > 0)
+                    .any(|i| at(&seg[i..], rest))
             }
         }
     }

@@ -23,7 +23,12 @@ pub enum ReplayClass {
 }
 
 impl ReplayClass {
-    pub const ALL: [ReplayClass; 4] = [ReplayClass::Idempotent, ReplayClass::Keyed, ReplayClass::NonReplayable, ReplayClass::NoRetry];
+    pub const ALL: [ReplayClass; 4] = [
+        ReplayClass::Idempotent,
+        ReplayClass::Keyed,
+        ReplayClass::NonReplayable,
+        ReplayClass::NoRetry,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -44,7 +49,8 @@ impl ReplayClass {
     }
 }
 
-pub const IDEMPOTENT_METHODS: [&str; 7] = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", "QUERY"];
+pub const IDEMPOTENT_METHODS: [&str; 7] =
+    ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", "QUERY"];
 
 /// Header names that mark an operation as deduplicated by the server.
 pub const DEFAULT_IDEMPOTENCY_HEADERS: [&str; 2] = ["Idempotency-Key", "X-Idempotency-Key"];
@@ -93,7 +99,10 @@ impl Default for ModelOptions {
     fn default() -> Self {
         ModelOptions {
             strict: false,
-            idempotency_headers: DEFAULT_IDEMPOTENCY_HEADERS.iter().map(|s| s.to_string()).collect(),
+            idempotency_headers: DEFAULT_IDEMPOTENCY_HEADERS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             policy_overrides: Vec::new(),
             overrides_at: None,
         }
@@ -139,7 +148,11 @@ fn annotation(key: &str, a: &Located<bool>, root_file: &str) -> String {
 
 /// Builds the model. Errors (and, with `strict`, missing annotations) fail the build; warnings
 /// are returned beside the model.
-pub fn build(raw: &RawSpec, root_file: &str, options: &ModelOptions) -> Result<(Api, Diagnostics), Diagnostics> {
+pub fn build(
+    raw: &RawSpec,
+    root_file: &str,
+    options: &ModelOptions,
+) -> Result<(Api, Diagnostics), Diagnostics> {
     let mut diagnostics = Diagnostics::default();
     let mut operations = Vec::with_capacity(raw.operations.len());
     let mut any_annotation = raw.idempotent_on_root.is_some();
@@ -164,7 +177,11 @@ pub fn build(raw: &RawSpec, root_file: &str, options: &ModelOptions) -> Result<(
                 continue;
             }
         };
-        if options.strict && matches!(op.method.as_str(), "POST" | "PATCH") && op.idempotent_on_operation.is_none() && op.idempotent_on_path.is_none() {
+        if options.strict
+            && matches!(op.method.as_str(), "POST" | "PATCH")
+            && op.idempotent_on_operation.is_none()
+            && op.idempotent_on_path.is_none()
+        {
             diagnostics.push(Diagnostic::error(
                 op.at.clone(),
                 format!("{} {} has no `x-idempotent` annotation (strict mode)", op.method, op.path),
@@ -187,7 +204,12 @@ pub fn build(raw: &RawSpec, root_file: &str, options: &ModelOptions) -> Result<(
     }
     if options.strict && !any_annotation && !raw.operations.is_empty() {
         diagnostics.push(Diagnostic::error(
-            Location { file: root_file.to_string(), line: 1, column: 1, pointer: String::new() },
+            Location {
+                file: root_file.to_string(),
+                line: 1,
+                column: 1,
+                pointer: String::new(),
+            },
             "the document carries no `x-idempotent` annotation at all (strict mode)",
             "the spec pin probably predates the extension: update it, or add the annotations",
         ));
@@ -201,53 +223,108 @@ pub fn build(raw: &RawSpec, root_file: &str, options: &ModelOptions) -> Result<(
         policy.apply_spec(node, &mut diagnostics);
     }
     if !options.policy_overrides.is_empty() {
-        let at = options.overrides_at.clone().unwrap_or_else(|| Location { file: "retrygen.toml".into(), line: 1, column: 1, pointer: String::new() });
+        let at = options.overrides_at.clone().unwrap_or_else(|| Location {
+            file: "retrygen.toml".into(),
+            line: 1,
+            column: 1,
+            pointer: String::new(),
+        });
         for (key, value) in &options.policy_overrides {
             if let Err(message) = policy.set(key, value) {
-                diagnostics.push(Diagnostic::error(at.clone(), message, "fix the `policy` table of this job in retrygen.toml"));
+                diagnostics.push(Diagnostic::error(
+                    at.clone(),
+                    message,
+                    "fix the `policy` table of this job in retrygen.toml",
+                ));
             }
         }
         if let Err(message) = policy.check() {
-            diagnostics.push(Diagnostic::error(at, message, "fix the `policy` table of this job in retrygen.toml"));
+            diagnostics.push(Diagnostic::error(
+                at,
+                message,
+                "fix the `policy` table of this job in retrygen.toml",
+            ));
         }
     }
     if diagnostics.has_errors() {
         return Err(diagnostics);
     }
     let matcher = Matcher::build(&operations);
-    let api = Api { source_name: raw.source_name.clone(), version: raw.version, base_path: raw.base_path.clone(), operations, policy, matcher };
+    let api = Api {
+        source_name: raw.source_name.clone(),
+        version: raw.version,
+        base_path: raw.base_path.clone(),
+        operations,
+        policy,
+        matcher,
+    };
     Ok((api, diagnostics))
 }
 
 /// docs/contract.md section 1 and the README's "Classification".
-fn classify(op: &RawOperation, raw: &RawSpec, root_file: &str, options: &ModelOptions) -> (ReplayClass, String, Option<String>) {
+fn classify(
+    op: &RawOperation,
+    raw: &RawSpec,
+    root_file: &str,
+    options: &ModelOptions,
+) -> (ReplayClass, String, Option<String>) {
     let retry = op.retry_on_operation.as_ref().or(op.retry_on_path.as_ref());
     match retry {
-        Some(r) if !r.value => return (ReplayClass::NoRetry, annotation("x-retry", r, root_file), None),
+        Some(r) if !r.value => {
+            return (
+                ReplayClass::NoRetry,
+                annotation("x-retry", r, root_file),
+                None,
+            )
+        }
         Some(_) => {}
         None => {
             if let Some(at) = &op.streaming {
-                return (ReplayClass::NoRetry, format!("streams text/event-stream at {}", source(at, root_file)), None);
+                return (
+                    ReplayClass::NoRetry,
+                    format!("streams text/event-stream at {}", source(at, root_file)),
+                    None,
+                );
             }
         }
     }
-    let declared = op.idempotent_on_operation.as_ref().or(op.idempotent_on_path.as_ref()).or(raw.idempotent_on_root.as_ref());
+    let declared = op
+        .idempotent_on_operation
+        .as_ref()
+        .or(op.idempotent_on_path.as_ref())
+        .or(raw.idempotent_on_root.as_ref());
     let (idempotent, reason) = match declared {
         Some(a) => (a.value, annotation("x-idempotent", a, root_file)),
         None => {
             let default = ReplayClass::method_default(&op.method) == ReplayClass::Idempotent;
-            let verdict = if default { "is idempotent" } else { "is not idempotent" };
-            (default, format!("method default: {} {verdict} (RFC 9110)", op.method))
+            let verdict = if default {
+                "is idempotent"
+            } else {
+                "is not idempotent"
+            };
+            (
+                default,
+                format!("method default: {} {verdict} (RFC 9110)", op.method),
+            )
         }
     };
     if idempotent {
         return (ReplayClass::Idempotent, reason, None);
     }
-    let key = op.header_parameters.iter().find(|h| options.idempotency_headers.iter().any(|k| k.eq_ignore_ascii_case(&h.value)));
+    let key = op.header_parameters.iter().find(|h| {
+        options
+            .idempotency_headers
+            .iter()
+            .any(|k| k.eq_ignore_ascii_case(&h.value))
+    });
     match key {
         Some(h) => (
             ReplayClass::Keyed,
-            format!("{reason}; replayable with its {} header declared at {}", h.value, source(&h.at, root_file)),
+            format!(
+                "{reason}; replayable with its {} header declared at {}",
+                h.value,
+                source(&h.at, root_file)
+            ),
             Some(h.value.clone()),
         ),
         None => (ReplayClass::NonReplayable, reason, None),
@@ -264,7 +341,10 @@ fn check_operation_ids(raw: &RawSpec, diagnostics: &mut Diagnostics) {
             }
             Some(prev) => diagnostics.push(Diagnostic::error(
                 id.at.clone(),
-                format!("duplicate operationId {:?}, also used by {} {}", id.value, prev.method, prev.path),
+                format!(
+                    "duplicate operationId {:?}, also used by {} {}",
+                    id.value, prev.method, prev.path
+                ),
                 "operationIds must be unique in the document; rename one of them",
             )),
         }
@@ -291,7 +371,15 @@ fn check_equivalent_paths(operations: &[Operation], diagnostics: &mut Diagnostic
         match by_shape_method.get(&(shape.clone(), op.method.as_str())) {
             Some(prev) if prev.class != op.class => diagnostics.push(Diagnostic::error(
                 op.location.clone(),
-                format!("{} {:?} is {} but {} {:?}, which matches the same requests, is {}", op.method, op.path, op.class.name(), prev.method, prev.path, prev.class.name()),
+                format!(
+                    "{} {:?} is {} but {} {:?}, which matches the same requests, is {}",
+                    op.method,
+                    op.path,
+                    op.class.name(),
+                    prev.method,
+                    prev.path,
+                    prev.class.name()
+                ),
                 "give both operations the same `x-idempotent`, or merge the path items",
             )),
             Some(_) => {}
@@ -330,17 +418,28 @@ impl Api {
             path = path.strip_suffix('/').unwrap_or(path);
         }
         let trimmed = path.strip_prefix('/').unwrap_or(path);
-        let segments: Vec<String> = if trimmed.is_empty() && path == "/" { Vec::new() } else { trimmed.split('/').map(percent_decode).collect() };
+        let segments: Vec<String> = if trimmed.is_empty() && path == "/" {
+            Vec::new()
+        } else {
+            trimmed.split('/').map(percent_decode).collect()
+        };
         let operation = self.matcher.find(&segments).and_then(|node| {
             let ops = &self.matcher.nodes[node].operations;
-            ops.binary_search_by(|(m, _)| m.as_str().cmp(&method)).ok().map(|i| ops[i].1)
+            ops.binary_search_by(|(m, _)| m.as_str().cmp(&method))
+                .ok()
+                .map(|i| ops[i].1)
         });
-        let class = operation.map_or_else(|| ReplayClass::method_default(&method), |i| self.operations[i].class);
+        let class = operation.map_or_else(
+            || ReplayClass::method_default(&method),
+            |i| self.operations[i].class,
+        );
         Classification { operation, class }
     }
 
     pub fn operation_by_id(&self, id: &str) -> Option<&Operation> {
-        self.operations.iter().find(|o| o.operation_id.as_deref() == Some(id))
+        self.operations
+            .iter()
+            .find(|o| o.operation_id.as_deref() == Some(id))
     }
 }
 
@@ -353,7 +452,9 @@ mod tests {
         let path = dir.path().join("spec.yaml");
         std::fs::write(&path, yaml).unwrap();
         let (raw, _) = crate::read::read(&path, &crate::read::Limits::default()).unwrap();
-        build(&raw, "spec.yaml", &ModelOptions::default()).unwrap().0
+        build(&raw, "spec.yaml", &ModelOptions::default())
+            .unwrap()
+            .0
     }
 
     const SPEC: &str = r#"
@@ -371,19 +472,33 @@ paths:
     #[test]
     fn literal_beats_parameter_with_backtracking() {
         let api = api(SPEC);
-        let id = |m: &str, p: &str| api.classify(m, p).operation.map(|i| api.operations[i].operation_id.clone().unwrap());
+        let id = |m: &str, p: &str| {
+            api.classify(m, p)
+                .operation
+                .map(|i| api.operations[i].operation_id.clone().unwrap())
+        };
         assert_eq!(id("GET", "/base/a/b/c"), Some("abc".into()));
         assert_eq!(id("get", "/a/b/d?x=1"), Some("axd".into()));
         assert_eq!(id("GET", "/a/b/c/"), Some("abc".into()));
         assert_eq!(id("GET", "/f/archive.tar"), Some("archive".into()));
         assert_eq!(id("GET", "/f/x.y"), Some("file".into()));
-        assert_eq!(id("POST", "/f/x.y"), None, "the mixed path matched first and has no POST");
+        assert_eq!(
+            id("POST", "/f/x.y"),
+            None,
+            "the mixed path matched first and has no POST"
+        );
         assert_eq!(id("POST", "/f/xy"), Some("fid".into()));
         assert_eq!(id("POST", "/base"), Some("root".into()));
         assert_eq!(id("POST", "/base/"), Some("root".into()));
         assert_eq!(id("GET", "/a/%62/c"), Some("abc".into()));
-        assert_eq!(api.classify("PURGE", "/nowhere").class, ReplayClass::NonReplayable);
-        assert_eq!(api.classify("QUERY", "/nowhere").class, ReplayClass::Idempotent);
+        assert_eq!(
+            api.classify("PURGE", "/nowhere").class,
+            ReplayClass::NonReplayable
+        );
+        assert_eq!(
+            api.classify("QUERY", "/nowhere").class,
+            ReplayClass::Idempotent
+        );
     }
 
     #[test]

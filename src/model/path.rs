@@ -31,9 +31,14 @@ impl PathTemplate {
         };
         let rest = rest.strip_suffix('/').unwrap_or(rest);
         if rest.is_empty() {
-            return Ok(PathTemplate { segments: Vec::new() });
+            return Ok(PathTemplate {
+                segments: Vec::new(),
+            });
         }
-        let segments = rest.split('/').map(parse_segment).collect::<Result<Vec<_>, _>>()?;
+        let segments = rest
+            .split('/')
+            .map(parse_segment)
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(PathTemplate { segments })
     }
 
@@ -44,12 +49,16 @@ impl PathTemplate {
         for s in &self.segments {
             out.push('/');
             match s {
-                Segment::Literal(l) => out.push_str(&escape_shape(&crate::model::percent_decode(l))),
+                Segment::Literal(l) => {
+                    out.push_str(&escape_shape(&crate::model::percent_decode(l)))
+                }
                 Segment::Param(_) => out.push_str("{}"),
                 Segment::Mixed(pieces) => {
                     for p in pieces {
                         match p {
-                            Piece::Literal(l) => out.push_str(&escape_shape(&crate::model::percent_decode(l))),
+                            Piece::Literal(l) => {
+                                out.push_str(&escape_shape(&crate::model::percent_decode(l)))
+                            }
                             Piece::Param(_) => out.push_str("{}"),
                         }
                     }
@@ -125,7 +134,9 @@ fn parse_segment(segment: &str) -> Result<Segment, String> {
                     pieces.push(Piece::Literal(rest[..i].to_string()));
                 }
                 let after = &rest[i + 1..];
-                let close = after.find('}').ok_or_else(|| format!("unclosed `{{` in segment {segment:?}"))?;
+                let close = after
+                    .find('}')
+                    .ok_or_else(|| format!("unclosed `{{` in segment {segment:?}"))?;
                 let name = &after[..close];
                 if name.contains('{') {
                     return Err(format!("nested `{{` in segment {segment:?}"));
@@ -162,7 +173,11 @@ mod tests {
             t.segments,
             vec![
                 Segment::Literal("files".into()),
-                Segment::Mixed(vec![Piece::Param("name".into()), Piece::Literal(".".into()), Piece::Param("ext".into())]),
+                Segment::Mixed(vec![
+                    Piece::Param("name".into()),
+                    Piece::Literal(".".into()),
+                    Piece::Param("ext".into())
+                ]),
                 Segment::Mixed(vec![Piece::Literal("v".into()), Piece::Param("n".into())]),
                 Segment::Literal("raw".into()),
             ]

@@ -15,7 +15,12 @@ pub enum Jitter {
 }
 
 impl Jitter {
-    pub const ALL: [Jitter; 4] = [Jitter::Full, Jitter::Equal, Jitter::Decorrelated, Jitter::None];
+    pub const ALL: [Jitter; 4] = [
+        Jitter::Full,
+        Jitter::Equal,
+        Jitter::Decorrelated,
+        Jitter::None,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -83,7 +88,10 @@ impl RawValue {
         match &node.value {
             Value::Number(n) => match n.parse::<i64>() {
                 Ok(i) => RawValue::Integer(i),
-                Err(_) => n.parse::<f64>().map(RawValue::Float).unwrap_or(RawValue::Other("a number")),
+                Err(_) => n
+                    .parse::<f64>()
+                    .map(RawValue::Float)
+                    .unwrap_or(RawValue::Other("a number")),
             },
             Value::String(s) => RawValue::Text(s.clone()),
             Value::Seq(items) => RawValue::List(items.iter().map(RawValue::from_node).collect()),
@@ -100,7 +108,9 @@ impl RawValue {
             toml::Value::Integer(i) => RawValue::Integer(*i),
             toml::Value::Float(f) => RawValue::Float(*f),
             toml::Value::String(s) => RawValue::Text(s.clone()),
-            toml::Value::Array(items) => RawValue::List(items.iter().map(RawValue::from_toml).collect()),
+            toml::Value::Array(items) => {
+                RawValue::List(items.iter().map(RawValue::from_toml).collect())
+            }
             toml::Value::Boolean(_) => RawValue::Other("a boolean"),
             _ => RawValue::Other("a table or date"),
         }
@@ -123,17 +133,24 @@ fn integer(key: &str, v: &RawValue, min: u64, max: u64) -> Result<u64, String> {
     match v {
         RawValue::Integer(i) if *i >= min as i64 && *i <= max as i64 => Ok(*i as u64),
         RawValue::Integer(i) => Err(format!("`{key}` is {i}, outside {min}..={max}")),
-        other => Err(format!("`{key}` must be an integer, found {}", other.describe())),
+        other => Err(format!(
+            "`{key}` must be an integer, found {}",
+            other.describe()
+        )),
     }
 }
 
 fn statuses(key: &str, v: &RawValue) -> Result<Vec<u16>, String> {
     let RawValue::List(items) = v else {
-        return Err(format!("`{key}` must be a list of status codes, found {}", v.describe()));
+        return Err(format!(
+            "`{key}` must be a list of status codes, found {}",
+            v.describe()
+        ));
     };
     let mut out = Vec::new();
     for item in items {
-        let code = integer(key, item, 100, 599).map_err(|e| format!("{e} (HTTP statuses are 100-599)"))? as u16;
+        let code = integer(key, item, 100, 599)
+            .map_err(|e| format!("{e} (HTTP statuses are 100-599)"))? as u16;
         if !out.contains(&code) {
             out.push(code);
         }
@@ -155,7 +172,12 @@ impl Policy {
                 let m = match value {
                     RawValue::Integer(i) => *i as f64,
                     RawValue::Float(f) => *f,
-                    other => return Err(format!("`multiplier` must be a number, found {}", other.describe())),
+                    other => {
+                        return Err(format!(
+                            "`multiplier` must be a number, found {}",
+                            other.describe()
+                        ))
+                    }
                 };
                 if !(1.0..=10.0).contains(&m) {
                     return Err(format!("`multiplier` is {m}, outside 1.0..=10.0"));
@@ -164,16 +186,28 @@ impl Policy {
             }
             "jitter" => {
                 let RawValue::Text(name) = value else {
-                    return Err(format!("`jitter` must be a string, found {}", value.describe()));
+                    return Err(format!(
+                        "`jitter` must be a string, found {}",
+                        value.describe()
+                    ));
                 };
                 self.jitter = Jitter::ALL
                     .into_iter()
                     .find(|j| j.name() == name)
-                    .ok_or_else(|| format!("unknown `jitter` {name:?}; use one of full, equal, decorrelated, none"))?;
+                    .ok_or_else(|| {
+                        format!(
+                            "unknown `jitter` {name:?}; use one of full, equal, decorrelated, none"
+                        )
+                    })?;
             }
             "retryable_statuses" => self.retryable_statuses = statuses(key, value)?,
             "rejected_statuses" => self.rejected_statuses = statuses(key, value)?,
-            _ => return Err(format!("unknown retry policy key `{key}`; known keys: {}", KEYS.join(", "))),
+            _ => {
+                return Err(format!(
+                    "unknown retry policy key `{key}`; known keys: {}",
+                    KEYS.join(", ")
+                ))
+            }
         }
         Ok(())
     }
@@ -195,7 +229,10 @@ impl Policy {
         if !policy.node.is_map() {
             diagnostics.push(Diagnostic::error(
                 policy.at.clone(),
-                format!("`x-retry-policy` must be a mapping, found {}", policy.node.kind()),
+                format!(
+                    "`x-retry-policy` must be a mapping, found {}",
+                    policy.node.kind()
+                ),
                 help,
             ));
             return;
@@ -221,13 +258,27 @@ mod tests {
     fn validates_values() {
         let mut p = Policy::default();
         assert!(p.set("max_retries", &RawValue::Integer(-1)).is_err());
-        assert!(p.set("retryable_statuses", &RawValue::List(vec![RawValue::Integer(600)])).is_err());
+        assert!(p
+            .set(
+                "retryable_statuses",
+                &RawValue::List(vec![RawValue::Integer(600)])
+            )
+            .is_err());
         assert!(p.set("jitter", &RawValue::Text("fancy".into())).is_err());
         assert!(p.set("nope", &RawValue::Integer(1)).is_err());
         assert!(p.set("multiplier", &RawValue::Text("2".into())).is_err());
-        p.set("initial_backoff_ms", &RawValue::Integer(40_000)).unwrap();
+        p.set("initial_backoff_ms", &RawValue::Integer(40_000))
+            .unwrap();
         assert!(p.check().unwrap_err().contains("above `max_backoff_ms`"));
-        p.set("rejected_statuses", &RawValue::List(vec![RawValue::Integer(503), RawValue::Integer(429), RawValue::Integer(503)])).unwrap();
+        p.set(
+            "rejected_statuses",
+            &RawValue::List(vec![
+                RawValue::Integer(503),
+                RawValue::Integer(429),
+                RawValue::Integer(503),
+            ]),
+        )
+        .unwrap();
         assert_eq!(p.rejected_statuses, vec![429, 503]);
     }
 }

@@ -3,7 +3,7 @@
 //! that JSON allows and real documents use, and because it is several times faster on the
 //! multi-megabyte documents retrygen is run on in every build.
 
-use super::load::{LoadError, Limits};
+use super::load::{Limits, LoadError};
 use super::node::{Entry, FileId, Mark, Node, Value};
 
 struct Reader<'a> {
@@ -24,8 +24,13 @@ type Fail = (Mark, String);
 impl<'a> Reader<'a> {
     fn mark(&self) -> Mark {
         // Columns count characters, not bytes.
-        let column = std::str::from_utf8(&self.text[self.line_start..self.pos]).map_or(self.pos - self.line_start, |s| s.chars().count());
-        Mark { file: self.file, line: self.line, column: column as u32 + 1 }
+        let column = std::str::from_utf8(&self.text[self.line_start..self.pos])
+            .map_or(self.pos - self.line_start, |s| s.chars().count());
+        Mark {
+            file: self.file,
+            line: self.line,
+            column: column as u32 + 1,
+        }
     }
 
     fn fail<T>(&self, message: impl Into<String>) -> Result<T, Fail> {
@@ -60,9 +65,16 @@ impl<'a> Reader<'a> {
     }
 
     fn hex4(&mut self) -> Result<u32, Fail> {
-        let digits = self.text.get(self.pos..self.pos + 4).ok_or_else(|| (self.mark(), "truncated \\u escape".to_string()))?;
-        let s = std::str::from_utf8(digits).ok().filter(|s| s.bytes().all(|b| b.is_ascii_hexdigit()));
-        let Some(s) = s else { return self.fail("invalid \\u escape") };
+        let digits = self
+            .text
+            .get(self.pos..self.pos + 4)
+            .ok_or_else(|| (self.mark(), "truncated \\u escape".to_string()))?;
+        let s = std::str::from_utf8(digits)
+            .ok()
+            .filter(|s| s.bytes().all(|b| b.is_ascii_hexdigit()));
+        let Some(s) = s else {
+            return self.fail("invalid \\u escape");
+        };
         self.pos += 4;
         Ok(u32::from_str_radix(s, 16).expect("checked hex digits"))
     }
@@ -88,7 +100,9 @@ impl<'a> Reader<'a> {
                 }
                 Some(b'\\') => {
                     self.pos += 1;
-                    let Some(e) = self.peek() else { return self.fail("unterminated string") };
+                    let Some(e) = self.peek() else {
+                        return self.fail("unterminated string");
+                    };
                     self.pos += 1;
                     match e {
                         b'"' => out.push('"'),
@@ -101,12 +115,16 @@ impl<'a> Reader<'a> {
                         b't' => out.push('\t'),
                         b'u' => {
                             let first = self.hex4()?;
-                            let c = if (0xD800..0xDC00).contains(&first) && self.text[self.pos..].starts_with(b"\\u") {
+                            let c = if (0xD800..0xDC00).contains(&first)
+                                && self.text[self.pos..].starts_with(b"\\u")
+                            {
                                 let save = self.pos;
                                 self.pos += 2;
                                 let second = self.hex4()?;
                                 if (0xDC00..0xE000).contains(&second) {
-                                    char::from_u32(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))
+                                    char::from_u32(
+                                        0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00),
+                                    )
                                 } else {
                                     self.pos = save;
                                     None
@@ -139,7 +157,10 @@ impl<'a> Reader<'a> {
             let t = text.strip_prefix('-').unwrap_or(text);
             let int_end = t.find(['.', 'e', 'E']).unwrap_or(t.len());
             let int = &t[..int_end];
-            !int.is_empty() && int.bytes().all(|b| b.is_ascii_digit()) && (int == "0" || !int.starts_with('0')) && text.parse::<f64>().is_ok()
+            !int.is_empty()
+                && int.bytes().all(|b| b.is_ascii_digit())
+                && (int == "0" || !int.starts_with('0'))
+                && text.parse::<f64>().is_ok()
         };
         if !valid {
             self.pos = start;
@@ -151,7 +172,13 @@ impl<'a> Reader<'a> {
 
 /// Parses one JSON document. Iterative, so nesting costs heap, not stack, up to `max_depth`.
 pub fn load(text: &str, file: FileId, limits: &Limits) -> Result<Node, Vec<LoadError>> {
-    let mut r = Reader { text: text.as_bytes(), pos: 0, line: 1, line_start: 0, file };
+    let mut r = Reader {
+        text: text.as_bytes(),
+        pos: 0,
+        line: 1,
+        line_start: 0,
+        file,
+    };
     let mut pointer = String::new();
     parse(&mut r, limits, &mut pointer).map_err(|(mark, message)| {
         vec![LoadError {
@@ -180,7 +207,10 @@ fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String) -> Result<Node, 
             None => return r.fail("unexpected end of input"),
             Some(b'{') | Some(b'[') => {
                 if stack.len() >= limits.max_depth {
-                    return r.fail(format!("the document nests deeper than {} levels", limits.max_depth));
+                    return r.fail(format!(
+                        "the document nests deeper than {} levels",
+                        limits.max_depth
+                    ));
                 }
                 let is_map = r.peek() == Some(b'{');
                 r.pos += 1;
@@ -188,12 +218,21 @@ fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String) -> Result<Node, 
                 let close = if is_map { b'}' } else { b']' };
                 if r.peek() == Some(close) {
                     r.pos += 1;
-                    Some(if is_map { Value::Map(Vec::new()) } else { Value::Seq(Vec::new()) })
+                    Some(if is_map {
+                        Value::Map(Vec::new())
+                    } else {
+                        Value::Seq(Vec::new())
+                    })
                 } else {
                     if is_map {
                         let (key, key_mark) = read_key(r)?;
                         pointer_enter(pointer, &key);
-                        stack.push(Frame::Map(Vec::new(), mark, pointer.len() - 1 - crate::diag::pointer_token(&key).len(), Some((key, key_mark))));
+                        stack.push(Frame::Map(
+                            Vec::new(),
+                            mark,
+                            pointer.len() - 1 - crate::diag::pointer_token(&key).len(),
+                            Some((key, key_mark)),
+                        ));
                     } else {
                         let len = pointer.len();
                         pointer.push_str("/0");
@@ -238,7 +277,11 @@ fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String) -> Result<Node, 
                 }
                 Frame::Map(entries, _, base, pending) => {
                     let (key, key_mark) = pending.take().expect("a key precedes every value");
-                    entries.push(Entry { key, key_mark, value: node });
+                    entries.push(Entry {
+                        key,
+                        key_mark,
+                        value: node,
+                    });
                     match r.peek() {
                         Some(b',') => {
                             r.pos += 1;
@@ -260,11 +303,17 @@ fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String) -> Result<Node, 
             node = match stack.pop().expect("non-empty") {
                 Frame::Seq(items, mark, base) => {
                     pointer.truncate(base);
-                    Node { value: Value::Seq(items), mark }
+                    Node {
+                        value: Value::Seq(items),
+                        mark,
+                    }
                 }
                 Frame::Map(entries, mark, base, _) => {
                     pointer.truncate(base);
-                    Node { value: Value::Map(entries), mark }
+                    Node {
+                        value: Value::Map(entries),
+                        mark,
+                    }
                 }
             };
         }
@@ -302,7 +351,10 @@ mod tests {
     #[test]
     fn reads_values_with_positions() {
         let n = ok("{\n  \"a\": [1, -2.5e3, true, null],\n  \"b\": {\"c\": \"\\ud83d\\udc4d \\u00e9\\n\"}\n}");
-        assert_eq!(n.get("b").unwrap().get("c").unwrap().as_str(), Some("\u{1F44D} \u{e9}\n"));
+        assert_eq!(
+            n.get("b").unwrap().get("c").unwrap().as_str(),
+            Some("\u{1F44D} \u{e9}\n")
+        );
         let a = n.get("a").unwrap();
         assert_eq!(a.items()[1].value, Value::Number("-2.5e3".into()));
         assert_eq!((a.mark.line, a.mark.column), (2, 8));
@@ -311,14 +363,28 @@ mod tests {
 
     #[test]
     fn duplicate_keys_are_reported_with_pointer() {
-        let errs = load("{\"paths\": {\"/a\": {}, \"/a\": {}}}", 0, &Limits::default()).unwrap_err();
+        let errs = load(
+            "{\"paths\": {\"/a\": {}, \"/a\": {}}}",
+            0,
+            &Limits::default(),
+        )
+        .unwrap_err();
         assert!(errs[0].message.contains("duplicate"), "{errs:?}");
         assert_eq!(errs[0].pointer, "/paths/~1a");
     }
 
     #[test]
     fn rejects_bad_json() {
-        for bad in ["", "{", "{\"a\" 1}", "[1,]", "{\"a\":1}x", "01", "\"\\x\"", "[tru]"] {
+        for bad in [
+            "",
+            "{",
+            "{\"a\" 1}",
+            "[1,]",
+            "{\"a\":1}x",
+            "01",
+            "\"\\x\"",
+            "[tru]",
+        ] {
             assert!(load(bad, 0, &Limits::default()).is_err(), "{bad}");
         }
     }

@@ -20,7 +20,12 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_depth: 256, max_alias_nodes: 100_000, max_bytes: 256 * 1024 * 1024, max_ref_chain: 64 }
+        Limits {
+            max_depth: 256,
+            max_alias_nodes: 100_000,
+            max_bytes: 256 * 1024 * 1024,
+            max_ref_chain: 64,
+        }
     }
 }
 
@@ -38,8 +43,19 @@ pub(crate) const TOO_DEEP_HELP: &str =
     "retrygen refuses such documents to bound memory and stack use; flatten the structure or check the file is really an OpenAPI document";
 
 enum Frame {
-    Seq { items: Vec<Node>, mark: Mark, anchor: usize, pointer_len: usize },
-    Map { entries: Vec<Entry>, mark: Mark, anchor: usize, pending_key: Option<(String, Mark)>, pointer_len: usize },
+    Seq {
+        items: Vec<Node>,
+        mark: Mark,
+        anchor: usize,
+        pointer_len: usize,
+    },
+    Map {
+        entries: Vec<Entry>,
+        mark: Mark,
+        anchor: usize,
+        pending_key: Option<(String, Mark)>,
+        pointer_len: usize,
+    },
 }
 
 struct Builder {
@@ -55,7 +71,11 @@ struct Builder {
 }
 
 fn mark_of(file: FileId, m: &Marker) -> Mark {
-    Mark { file, line: m.line() as u32, column: m.col() as u32 + 1 }
+    Mark {
+        file,
+        line: m.line() as u32,
+        column: m.col() as u32 + 1,
+    }
 }
 
 /// YAML 1.2 core schema resolution of plain scalars; quoted scalars are always strings, so the
@@ -93,7 +113,10 @@ fn is_number(t: &str) -> bool {
         None => (mantissa, None),
     };
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(int) || !frac.map_or(true, digits) || (int.is_empty() && frac.map_or(true, str::is_empty)) {
+    if !digits(int)
+        || !frac.map_or(true, digits)
+        || (int.is_empty() && frac.map_or(true, str::is_empty))
+    {
         return false;
     }
     match exponent {
@@ -118,7 +141,14 @@ impl Builder {
 
     fn depth_ok(&mut self, mark: Mark) -> bool {
         if self.stack.len() >= self.limits.max_depth {
-            self.error(mark, format!("the document nests deeper than {} levels", self.limits.max_depth), TOO_DEEP_HELP);
+            self.error(
+                mark,
+                format!(
+                    "the document nests deeper than {} levels",
+                    self.limits.max_depth
+                ),
+                TOO_DEEP_HELP,
+            );
             return false;
         }
         true
@@ -135,9 +165,17 @@ impl Builder {
                 items.push(node);
                 self.pop_pointer_token();
             }
-            Some(Frame::Map { entries, pending_key, .. }) => match pending_key.take() {
+            Some(Frame::Map {
+                entries,
+                pending_key,
+                ..
+            }) => match pending_key.take() {
                 Some((key, key_mark)) => {
-                    entries.push(Entry { key, key_mark, value: node });
+                    entries.push(Entry {
+                        key,
+                        key_mark,
+                        value: node,
+                    });
                     self.pop_pointer_token();
                 }
                 None => {
@@ -147,12 +185,23 @@ impl Builder {
                         Value::Null => String::from("null"),
                         Value::Seq(_) | Value::Map(_) => {
                             let mark = node.mark;
-                            self.error(mark, "a mapping key is not a scalar".into(), "use plain string keys");
+                            self.error(
+                                mark,
+                                "a mapping key is not a scalar".into(),
+                                "use plain string keys",
+                            );
                             String::new()
                         }
                     };
                     let key_mark = node.mark;
-                    let Some(Frame::Map { entries, pending_key, .. }) = self.stack.last_mut() else { unreachable!() };
+                    let Some(Frame::Map {
+                        entries,
+                        pending_key,
+                        ..
+                    }) = self.stack.last_mut()
+                    else {
+                        unreachable!()
+                    };
                     let duplicate = entries.iter().any(|e| e.key == key);
                     *pending_key = Some((key.clone(), key_mark));
                     self.pointer.push('/');
@@ -201,7 +250,12 @@ impl Builder {
                     return false;
                 }
                 let pointer_len = self.pointer.len();
-                self.stack.push(Frame::Seq { items: Vec::new(), mark, anchor, pointer_len });
+                self.stack.push(Frame::Seq {
+                    items: Vec::new(),
+                    mark,
+                    anchor,
+                    pointer_len,
+                });
             }
             Event::MappingStart(anchor, _) => {
                 self.enter_value();
@@ -209,12 +263,43 @@ impl Builder {
                     return false;
                 }
                 let pointer_len = self.pointer.len();
-                self.stack.push(Frame::Map { entries: Vec::new(), mark, anchor, pending_key: None, pointer_len });
+                self.stack.push(Frame::Map {
+                    entries: Vec::new(),
+                    mark,
+                    anchor,
+                    pending_key: None,
+                    pointer_len,
+                });
             }
             Event::SequenceEnd | Event::MappingEnd => {
                 let (node, anchor, pointer_len) = match self.stack.pop() {
-                    Some(Frame::Seq { items, mark, anchor, pointer_len }) => (Node { value: Value::Seq(items), mark }, anchor, pointer_len),
-                    Some(Frame::Map { entries, mark, anchor, pointer_len, .. }) => (Node { value: Value::Map(entries), mark }, anchor, pointer_len),
+                    Some(Frame::Seq {
+                        items,
+                        mark,
+                        anchor,
+                        pointer_len,
+                    }) => (
+                        Node {
+                            value: Value::Seq(items),
+                            mark,
+                        },
+                        anchor,
+                        pointer_len,
+                    ),
+                    Some(Frame::Map {
+                        entries,
+                        mark,
+                        anchor,
+                        pointer_len,
+                        ..
+                    }) => (
+                        Node {
+                            value: Value::Map(entries),
+                            mark,
+                        },
+                        anchor,
+                        pointer_len,
+                    ),
                     None => return true,
                 };
                 self.pointer.truncate(pointer_len);
@@ -222,8 +307,18 @@ impl Builder {
             }
             Event::Alias(id) => {
                 self.enter_value();
-                let Some(target) = self.anchors.iter().rev().find(|(a, _)| *a == id).map(|(_, n)| n) else {
-                    self.error(mark, "alias to an unknown anchor".into(), "define the anchor before using it");
+                let Some(target) = self
+                    .anchors
+                    .iter()
+                    .rev()
+                    .find(|(a, _)| *a == id)
+                    .map(|(_, n)| n)
+                else {
+                    self.error(
+                        mark,
+                        "alias to an unknown anchor".into(),
+                        "define the anchor before using it",
+                    );
                     return false;
                 };
                 let size = target.size();
@@ -240,7 +335,11 @@ impl Builder {
                 copy.mark = mark;
                 self.finish(copy, 0);
             }
-            Event::StreamStart | Event::StreamEnd | Event::DocumentStart | Event::DocumentEnd | Event::Nothing => {}
+            Event::StreamStart
+            | Event::StreamEnd
+            | Event::DocumentStart
+            | Event::DocumentEnd
+            | Event::Nothing => {}
         }
         true
     }
@@ -287,9 +386,20 @@ pub fn load(text: &str, file: FileId, limits: &Limits) -> Result<Node, Vec<LoadE
                 let mark = mark_of(file, m);
                 if e.info().contains("recursion limit") {
                     // The parser's own bound on flow nesting; report it like ours.
-                    builder.error(mark, format!("the document nests deeper than {} levels", limits.max_depth.min(256)), TOO_DEEP_HELP);
+                    builder.error(
+                        mark,
+                        format!(
+                            "the document nests deeper than {} levels",
+                            limits.max_depth.min(256)
+                        ),
+                        TOO_DEEP_HELP,
+                    );
                 } else {
-                    builder.error(mark, format!("not valid YAML or JSON: {}", e.info()), "fix the syntax at this position");
+                    builder.error(
+                        mark,
+                        format!("not valid YAML or JSON: {}", e.info()),
+                        "fix the syntax at this position",
+                    );
                 }
                 break;
             }
@@ -300,7 +410,14 @@ pub fn load(text: &str, file: FileId, limits: &Limits) -> Result<Node, Vec<LoadE
         // recursive drop shallow enough.
         return Err(builder.errors);
     }
-    Ok(builder.root.unwrap_or(Node { value: Value::Null, mark: Mark { file, line: 1, column: 1 } }))
+    Ok(builder.root.unwrap_or(Node {
+        value: Value::Null,
+        mark: Mark {
+            file,
+            line: 1,
+            column: 1,
+        },
+    }))
 }
 
 #[cfg(test)]
@@ -364,7 +481,9 @@ mod tests {
 
     #[test]
     fn numbers() {
-        for t in ["1", "-2", "1.5", ".5", "1e3", "0x1F", "0o7", ".inf", "-.inf", ".nan"] {
+        for t in [
+            "1", "-2", "1.5", ".5", "1e3", "0x1F", "0o7", ".inf", "-.inf", ".nan",
+        ] {
             assert!(is_number(t), "{t}");
         }
         for t in ["", "-", "1.2.3", "e3", "0x", "abc", "1e", "."] {

@@ -86,7 +86,12 @@ pub struct PolicyNode {
 impl PolicyNode {
     /// Location of a node inside the policy object (the object lives in the root file).
     pub fn location_of(&self, node: &Node, pointer: &str) -> Location {
-        Location { file: self.file.clone(), line: node.mark.line as usize, column: node.mark.column as usize, pointer: pointer.to_string() }
+        Location {
+            file: self.file.clone(),
+            line: node.mark.line as usize,
+            column: node.mark.column as usize,
+            pointer: pointer.to_string(),
+        }
     }
 }
 
@@ -96,7 +101,9 @@ pub struct SourceFile {
     pub root: Node,
 }
 
-const FIXED_METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+const FIXED_METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
 
 struct Reader {
     limits: Limits,
@@ -118,7 +125,10 @@ struct Target {
 
 impl Target {
     fn node(&self) -> &Node {
-        self.file.root.pointer(&self.tokens).expect("target pointer was checked when resolved")
+        self.file
+            .root
+            .pointer(&self.tokens)
+            .expect("target pointer was checked when resolved")
     }
 }
 
@@ -133,7 +143,10 @@ pub fn read(path: &Path, limits: &Limits) -> Result<(RawSpec, Diagnostics), Diag
         by_path: HashMap::new(),
         failed: HashSet::new(),
         root_dir: PathBuf::new(),
-        root_display_dir: Path::new(&display).parent().map(Path::to_path_buf).unwrap_or_default(),
+        root_display_dir: Path::new(&display)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
         diagnostics: Diagnostics::default(),
         version: SpecVersion::OpenApi30,
     };
@@ -174,7 +187,11 @@ fn percent_decode(s: &str) -> String {
 fn relative_path(base: &Path, target: &Path) -> PathBuf {
     let base: Vec<Component> = base.components().collect();
     let target_c: Vec<Component> = target.components().collect();
-    let common = base.iter().zip(&target_c).take_while(|(a, b)| a == b).count();
+    let common = base
+        .iter()
+        .zip(&target_c)
+        .take_while(|(a, b)| a == b)
+        .count();
     let mut out = PathBuf::new();
     for _ in common..base.len() {
         out.push("..");
@@ -187,7 +204,12 @@ fn relative_path(base: &Path, target: &Path) -> PathBuf {
 
 impl Reader {
     fn location(&self, file: &SourceFile, mark: Mark, pointer: &str) -> Location {
-        Location { file: file.display.clone(), line: mark.line as usize, column: mark.column as usize, pointer: pointer.to_string() }
+        Location {
+            file: file.display.clone(),
+            line: mark.line as usize,
+            column: mark.column as usize,
+            pointer: pointer.to_string(),
+        }
     }
 
     fn error(&mut self, at: Location, message: impl Into<String>, help: impl Into<String>) {
@@ -195,17 +217,26 @@ impl Reader {
     }
 
     fn warning(&mut self, at: Location, message: impl Into<String>, help: impl Into<String>) {
-        self.diagnostics.push(Diagnostic::warning(at, message, help));
+        self.diagnostics
+            .push(Diagnostic::warning(at, message, help));
     }
 
     fn whole_file(display: &str) -> Location {
-        Location { file: display.to_string(), line: 1, column: 1, pointer: String::new() }
+        Location {
+            file: display.to_string(),
+            line: 1,
+            column: 1,
+            pointer: String::new(),
+        }
     }
 
     fn load_root(&mut self, path: &Path, display: &str) -> Option<FileId> {
         match path.canonicalize() {
             Ok(canonical) => {
-                self.root_dir = canonical.parent().map(Path::to_path_buf).unwrap_or_default();
+                self.root_dir = canonical
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_default();
                 self.load_file(&canonical, display.to_string(), None)
             }
             Err(e) => {
@@ -216,21 +247,35 @@ impl Reader {
     }
 
     /// Loads a file once; `referrer` locates the `$ref` that asked for it.
-    fn load_file(&mut self, canonical: &Path, display: String, referrer: Option<&Location>) -> Option<FileId> {
+    fn load_file(
+        &mut self,
+        canonical: &Path,
+        display: String,
+        referrer: Option<&Location>,
+    ) -> Option<FileId> {
         if let Some(&id) = self.by_path.get(canonical) {
             return Some(id);
         }
         if self.failed.contains(canonical) {
             return None;
         }
-        let at = referrer.cloned().unwrap_or_else(|| Self::whole_file(&display));
+        let at = referrer
+            .cloned()
+            .unwrap_or_else(|| Self::whole_file(&display));
         let text = match std::fs::metadata(canonical) {
-            Ok(meta) if meta.len() > self.limits.max_bytes => {
-                Err(format!("the file is {} bytes, above the limit of {} bytes", meta.len(), self.limits.max_bytes))
-            }
+            Ok(meta) if meta.len() > self.limits.max_bytes => Err(format!(
+                "the file is {} bytes, above the limit of {} bytes",
+                meta.len(),
+                self.limits.max_bytes
+            )),
             Ok(meta) if meta.is_dir() => Err("it is a folder, not a file".to_string()),
             Ok(_) => match std::fs::read(canonical) {
-                Ok(bytes) => String::from_utf8(bytes).map_err(|e| format!("it is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to())),
+                Ok(bytes) => String::from_utf8(bytes).map_err(|e| {
+                    format!(
+                        "it is not UTF-8 text (invalid byte at offset {})",
+                        e.utf8_error().valid_up_to()
+                    )
+                }),
                 Err(e) => Err(e.to_string()),
             },
             Err(e) => Err(e.to_string()),
@@ -238,25 +283,48 @@ impl Reader {
         let text = match text {
             Ok(t) => t,
             Err(why) => {
-                let what = if referrer.is_some() { format!("cannot read the referenced file {display}: {why}") } else { format!("cannot read the spec: {why}") };
-                self.error(at, what, "OpenAPI documents are UTF-8 YAML or JSON files; check the path");
+                let what = if referrer.is_some() {
+                    format!("cannot read the referenced file {display}: {why}")
+                } else {
+                    format!("cannot read the spec: {why}")
+                };
+                self.error(
+                    at,
+                    what,
+                    "OpenAPI documents are UTF-8 YAML or JSON files; check the path",
+                );
                 self.failed.insert(canonical.to_path_buf());
                 return None;
             }
         };
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let id = self.files.len() as FileId;
-        let is_json = canonical.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
-        let loaded = if is_json { json::load(text, id, &self.limits) } else { load::load(text, id, &self.limits) };
+        let is_json = canonical
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let loaded = if is_json {
+            json::load(text, id, &self.limits)
+        } else {
+            load::load(text, id, &self.limits)
+        };
         match loaded {
             Ok(root) => {
-                self.files.push(Rc::new(SourceFile { path: canonical.to_path_buf(), display, root }));
+                self.files.push(Rc::new(SourceFile {
+                    path: canonical.to_path_buf(),
+                    display,
+                    root,
+                }));
                 self.by_path.insert(canonical.to_path_buf(), id);
                 Some(id)
             }
             Err(errors) => {
                 for e in errors {
-                    let at = Location { file: display.clone(), line: e.line as usize, column: e.column as usize, pointer: e.pointer };
+                    let at = Location {
+                        file: display.clone(),
+                        line: e.line as usize,
+                        column: e.column as usize,
+                        pointer: e.pointer,
+                    };
                     self.error(at, e.message, e.help);
                 }
                 self.failed.insert(canonical.to_path_buf());
@@ -267,7 +335,12 @@ impl Reader {
 
     /// Follows `$ref`s starting at `node` (in `file`, at `pointer`) until a non-reference node.
     /// Returns None when `node` is not a reference; Some(Err) after reporting a broken chain.
-    fn follow(&mut self, file: &Rc<SourceFile>, node: &Node, pointer: &str) -> Option<Result<Target, ()>> {
+    fn follow(
+        &mut self,
+        file: &Rc<SourceFile>,
+        node: &Node,
+        pointer: &str,
+    ) -> Option<Result<Target, ()>> {
         let reference = node.get("$ref")?;
         let mut current_file = file.clone();
         let mut current_ref = reference.clone();
@@ -277,12 +350,23 @@ impl Reader {
         loop {
             let at = self.location(&current_file, current_ref.mark, &current_pointer);
             let Some(text) = current_ref.as_str() else {
-                self.error(at, format!("`$ref` must be a string, found {}", current_ref.kind()), "write the reference as a string such as \"#/components/parameters/Name\"");
+                self.error(
+                    at,
+                    format!("`$ref` must be a string, found {}", current_ref.kind()),
+                    "write the reference as a string such as \"#/components/parameters/Name\"",
+                );
                 return Some(Err(()));
             };
             hops += 1;
             if hops > self.limits.max_ref_chain {
-                self.error(at, format!("`$ref` chain longer than {} references", self.limits.max_ref_chain), "point the reference at its final target");
+                self.error(
+                    at,
+                    format!(
+                        "`$ref` chain longer than {} references",
+                        self.limits.max_ref_chain
+                    ),
+                    "point the reference at its final target",
+                );
                 return Some(Err(()));
             }
             let (file_part, fragment) = text.split_once('#').unwrap_or((text, ""));
@@ -294,7 +378,11 @@ impl Reader {
                 current_file.clone()
             } else {
                 let relative = percent_decode(file_part);
-                let base = current_file.path.parent().map(Path::to_path_buf).unwrap_or_default();
+                let base = current_file
+                    .path
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_default();
                 let joined = base.join(&relative);
                 let canonical = match joined.canonicalize() {
                     Ok(c) => c,
@@ -303,7 +391,11 @@ impl Reader {
                         return Some(Err(()));
                     }
                 };
-                let display = self.root_display_dir.join(relative_path(&self.root_dir, &canonical)).to_string_lossy().replace('\\', "/");
+                let display = self
+                    .root_display_dir
+                    .join(relative_path(&self.root_dir, &canonical))
+                    .to_string_lossy()
+                    .replace('\\', "/");
                 match self.load_file(&canonical, display, Some(&at)) {
                     Some(id) => self.files[id as usize].clone(),
                     None => return Some(Err(())),
@@ -311,13 +403,20 @@ impl Reader {
             };
             let fragment = percent_decode(fragment);
             if !fragment.is_empty() && !fragment.starts_with('/') {
-                self.error(at, format!("unsupported reference fragment {fragment:?}"), "use a JSON pointer fragment such as \"#/components/schemas/Name\"");
+                self.error(
+                    at,
+                    format!("unsupported reference fragment {fragment:?}"),
+                    "use a JSON pointer fragment such as \"#/components/schemas/Name\"",
+                );
                 return Some(Err(()));
             }
             let tokens: Vec<String> = if fragment.is_empty() {
                 Vec::new()
             } else {
-                fragment[1..].split('/').map(|t| t.replace("~1", "/").replace("~0", "~")).collect()
+                fragment[1..]
+                    .split('/')
+                    .map(|t| t.replace("~1", "/").replace("~0", "~"))
+                    .collect()
             };
             let target_id = self.by_path[&target_file.path];
             if !seen.insert((target_id, fragment.clone())) {
@@ -325,7 +424,14 @@ impl Reader {
                 return Some(Err(()));
             }
             let Some(target) = target_file.root.pointer(&tokens) else {
-                self.error(at, format!("`$ref` target {text:?} does not exist in {}", target_file.display), "check the JSON pointer after `#`");
+                self.error(
+                    at,
+                    format!(
+                        "`$ref` target {text:?} does not exist in {}",
+                        target_file.display
+                    ),
+                    "check the JSON pointer after `#`",
+                );
                 return Some(Err(()));
             };
             match target.get("$ref") {
@@ -334,13 +440,25 @@ impl Reader {
                     current_pointer = pointer_push(&fragment, "$ref");
                     current_file = target_file.clone();
                 }
-                None => return Some(Ok(Target { file: target_file.clone(), tokens, pointer: fragment })),
+                None => {
+                    return Some(Ok(Target {
+                        file: target_file.clone(),
+                        tokens,
+                        pointer: fragment,
+                    }))
+                }
             }
         }
     }
 
     /// Reads an optional boolean extension, reporting any non-boolean value.
-    fn bool_extension(&mut self, file: &SourceFile, node: &Node, pointer: &str, key: &str) -> Option<Located<bool>> {
+    fn bool_extension(
+        &mut self,
+        file: &SourceFile,
+        node: &Node,
+        pointer: &str,
+        key: &str,
+    ) -> Option<Located<bool>> {
         let value = node.get(key)?;
         let p = pointer_push(pointer, key);
         let at = self.location(file, value.mark, &p);
@@ -351,7 +469,11 @@ impl Reader {
                     Value::String(s) => format!("the string {s:?}"),
                     _ => value.kind().to_string(),
                 };
-                self.error(at, format!("`{key}` must be a boolean, found {found}"), format!("write `{key}: true` or `{key}: false` without quotes"));
+                self.error(
+                    at,
+                    format!("`{key}` must be a boolean, found {found}"),
+                    format!("write `{key}: true` or `{key}: false` without quotes"),
+                );
                 None
             }
         }
@@ -360,7 +482,11 @@ impl Reader {
     fn read_document(&mut self, root: &Rc<SourceFile>) -> Option<RawSpec> {
         let doc = &root.root;
         if !doc.is_map() {
-            self.error(self.location(root, doc.mark, ""), format!("the document is {}, not an OpenAPI object", doc.kind()), "an OpenAPI document is a mapping with an `openapi` (or `swagger`) field");
+            self.error(
+                self.location(root, doc.mark, ""),
+                format!("the document is {}, not an OpenAPI object", doc.kind()),
+                "an OpenAPI document is a mapping with an `openapi` (or `swagger`) field",
+            );
             return None;
         }
         self.version = self.read_version(root)?;
@@ -371,11 +497,18 @@ impl Reader {
             at: self.location(root, n.mark, "/x-retry-policy"),
             file: root.display.clone(),
         });
-        let source_name = Path::new(&root.display).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let source_name = Path::new(&root.display)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let mut operations = Vec::new();
         if let Some(paths) = doc.get("paths") {
             if !paths.is_map() && paths.value != Value::Null {
-                self.error(self.location(root, paths.mark, "/paths"), format!("`paths` must be a mapping, found {}", paths.kind()), "map each path template to its path item");
+                self.error(
+                    self.location(root, paths.mark, "/paths"),
+                    format!("`paths` must be a mapping, found {}", paths.kind()),
+                    "map each path template to its path item",
+                );
             }
             for entry in paths.entries() {
                 if entry.key.starts_with("x-") {
@@ -383,10 +516,24 @@ impl Reader {
                 }
                 let pointer = pointer_push("/paths", &entry.key);
                 let path_at = self.location(root, entry.key_mark, &pointer);
-                self.read_path_item(root, &entry.key, path_at, &entry.value, &pointer, &mut operations);
+                self.read_path_item(
+                    root,
+                    &entry.key,
+                    path_at,
+                    &entry.value,
+                    &pointer,
+                    &mut operations,
+                );
             }
         }
-        Some(RawSpec { source_name, version: self.version, base_path, idempotent_on_root, retry_policy, operations })
+        Some(RawSpec {
+            source_name,
+            version: self.version,
+            base_path,
+            idempotent_on_root,
+            retry_policy,
+            operations,
+        })
     }
 
     fn read_version(&mut self, root: &Rc<SourceFile>) -> Option<SpecVersion> {
@@ -395,7 +542,11 @@ impl Reader {
             (Some(n), _) => ("openapi", n),
             (None, Some(n)) => ("swagger", n),
             (None, None) => {
-                self.error(self.location(root, doc.mark, ""), "missing version field: neither `openapi` nor `swagger` is present", "add `openapi: 3.1.0` (or `swagger: \"2.0\"` for Swagger 2.0) at the top level");
+                self.error(
+                    self.location(root, doc.mark, ""),
+                    "missing version field: neither `openapi` nor `swagger` is present",
+                    "add `openapi: 3.1.0` (or `swagger: \"2.0\"` for Swagger 2.0) at the top level",
+                );
                 return None;
             }
         };
@@ -405,7 +556,11 @@ impl Reader {
                 Value::Number(n) => n.clone(),
                 _ => node.kind().to_string(),
             };
-            self.error(at, format!("`{field}` must be a string, found {shown}"), format!("quote the version: `{field}: \"{shown}\"`"));
+            self.error(
+                at,
+                format!("`{field}` must be a string, found {shown}"),
+                format!("quote the version: `{field}: \"{shown}\"`"),
+            );
             return None;
         };
         let version = match (field, text) {
@@ -416,7 +571,11 @@ impl Reader {
             _ => None,
         };
         if version.is_none() {
-            self.error(at, format!("unsupported `{field}` version {text:?}"), "retrygen reads Swagger 2.0 and OpenAPI 3.0.x, 3.1.x and 3.2.x");
+            self.error(
+                at,
+                format!("unsupported `{field}` version {text:?}"),
+                "retrygen reads Swagger 2.0 and OpenAPI 3.0.x, 3.1.x and 3.2.x",
+            );
         }
         version
     }
@@ -428,7 +587,11 @@ impl Reader {
                 Some(n) => match n.as_str() {
                     Some(s) => normalize_base_path(s),
                     None => {
-                        self.error(self.location(root, n.mark, "/basePath"), format!("`basePath` must be a string, found {}", n.kind()), "write it like `basePath: /v1`");
+                        self.error(
+                            self.location(root, n.mark, "/basePath"),
+                            format!("`basePath` must be a string, found {}", n.kind()),
+                            "write it like `basePath: /v1`",
+                        );
                         String::new()
                     }
                 },
@@ -438,9 +601,15 @@ impl Reader {
         let Some(server) = doc.get("servers").and_then(|s| s.items().first()) else {
             return String::new();
         };
-        let Some(url_node) = server.get("url") else { return String::new() };
+        let Some(url_node) = server.get("url") else {
+            return String::new();
+        };
         let Some(url) = url_node.as_str() else {
-            self.error(self.location(root, url_node.mark, "/servers/0/url"), format!("server `url` must be a string, found {}", url_node.kind()), "write the server URL as a string");
+            self.error(
+                self.location(root, url_node.mark, "/servers/0/url"),
+                format!("server `url` must be a string, found {}", url_node.kind()),
+                "write the server URL as a string",
+            );
             return String::new();
         };
         let mut resolved = String::new();
@@ -453,10 +622,14 @@ impl Reader {
                 break;
             };
             let name = &rest[open + 1..open + close];
-            let default = server.get("variables").and_then(|v| v.get(name)).and_then(|v| v.get("default")).and_then(|d| match &d.value {
-                Value::String(s) | Value::Number(s) => Some(s.clone()),
-                _ => None,
-            });
+            let default = server
+                .get("variables")
+                .and_then(|v| v.get(name))
+                .and_then(|v| v.get("default"))
+                .and_then(|d| match &d.value {
+                    Value::String(s) | Value::Number(s) => Some(s.clone()),
+                    _ => None,
+                });
             match default {
                 Some(d) => resolved.push_str(&d),
                 None => {
@@ -474,7 +647,15 @@ impl Reader {
         normalize_base_path(&server_url_path(&resolved))
     }
 
-    fn read_path_item(&mut self, file: &Rc<SourceFile>, path: &str, path_at: Location, item: &Node, pointer: &str, out: &mut Vec<RawOperation>) {
+    fn read_path_item(
+        &mut self,
+        file: &Rc<SourceFile>,
+        path: &str,
+        path_at: Location,
+        item: &Node,
+        pointer: &str,
+        out: &mut Vec<RawOperation>,
+    ) {
         // A path item may itself be a reference (3.1 components/pathItems, or another file);
         // sibling keys beside `$ref` are read from the referring object and take precedence.
         let target = match self.follow(file, item, pointer) {
@@ -487,10 +668,16 @@ impl Reader {
             None => (file.clone(), item, pointer.to_string()),
         };
         if !item_node.is_map() {
-            self.error(self.location(&item_file, item_node.mark, &item_pointer), format!("a path item must be a mapping, found {}", item_node.kind()), "map HTTP methods to operations");
+            self.error(
+                self.location(&item_file, item_node.mark, &item_pointer),
+                format!("a path item must be a mapping, found {}", item_node.kind()),
+                "map HTTP methods to operations",
+            );
             return;
         }
-        let local = target.as_ref().map(|_| (file.clone(), item, pointer.to_string()));
+        let local = target
+            .as_ref()
+            .map(|_| (file.clone(), item, pointer.to_string()));
         // The layers of the path item, most specific first.
         let mut layers: Vec<(Rc<SourceFile>, &Node, String)> = Vec::new();
         if let Some((f, n, p)) = &local {
@@ -526,7 +713,17 @@ impl Reader {
                         continue; // the referring object's sibling overrides the referenced one
                     }
                     seen_methods.push(method.clone());
-                    if let Some(op) = self.read_operation(f, &method, path, &path_at, &entry.value, &method_pointer, &path_params, &idempotent_on_path, &retry_on_path) {
+                    if let Some(op) = self.read_operation(
+                        f,
+                        &method,
+                        path,
+                        &path_at,
+                        &entry.value,
+                        &method_pointer,
+                        &path_params,
+                        &idempotent_on_path,
+                        &retry_on_path,
+                    ) {
                         out.push(op);
                     }
                 } else if key == "additionalOperations" {
@@ -534,8 +731,16 @@ impl Reader {
                         let method = extra.key.to_ascii_uppercase();
                         let extra_pointer = pointer_push(&method_pointer, &extra.key);
                         let at = self.location(f, extra.key_mark, &extra_pointer);
-                        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)) {
-                            self.error(at, format!("{:?} is not a valid HTTP method name", extra.key), "use an RFC 9110 token such as `LINK`");
+                        if method.is_empty()
+                            || !method.bytes().all(|b| {
+                                b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+                            })
+                        {
+                            self.error(
+                                at,
+                                format!("{:?} is not a valid HTTP method name", extra.key),
+                                "use an RFC 9110 token such as `LINK`",
+                            );
                             continue;
                         }
                         if seen_methods.contains(&method) {
@@ -543,7 +748,17 @@ impl Reader {
                             continue;
                         }
                         seen_methods.push(method.clone());
-                        if let Some(op) = self.read_operation(f, &method, path, &path_at, &extra.value, &extra_pointer, &path_params, &idempotent_on_path, &retry_on_path) {
+                        if let Some(op) = self.read_operation(
+                            f,
+                            &method,
+                            path,
+                            &path_at,
+                            &extra.value,
+                            &extra_pointer,
+                            &path_params,
+                            &idempotent_on_path,
+                            &retry_on_path,
+                        ) {
                             out.push(op);
                         }
                     }
@@ -576,35 +791,60 @@ impl Reader {
         };
         let at = self.location(&op_file, op.mark, &op_pointer);
         if !op.is_map() {
-            self.error(at, format!("an operation must be a mapping, found {}", op.kind()), "describe the operation as an object with `responses`");
+            self.error(
+                at,
+                format!("an operation must be a mapping, found {}", op.kind()),
+                "describe the operation as an object with `responses`",
+            );
             return None;
         }
         let operation_id = match op.get("operationId") {
             None => None,
             Some(n) => {
-                let id_at = self.location(&op_file, n.mark, &pointer_push(&op_pointer, "operationId"));
+                let id_at =
+                    self.location(&op_file, n.mark, &pointer_push(&op_pointer, "operationId"));
                 match n.as_str() {
-                    Some(s) => Some(Located { value: s.to_string(), at: id_at }),
+                    Some(s) => Some(Located {
+                        value: s.to_string(),
+                        at: id_at,
+                    }),
                     None => {
-                        self.error(id_at, format!("`operationId` must be a string, found {}", n.kind()), "quote the operationId");
+                        self.error(
+                            id_at,
+                            format!("`operationId` must be a string, found {}", n.kind()),
+                            "quote the operationId",
+                        );
                         None
                     }
                 }
             }
         };
-        let idempotent_on_operation = self.bool_extension(&op_file, op, &op_pointer, "x-idempotent");
+        let idempotent_on_operation =
+            self.bool_extension(&op_file, op, &op_pointer, "x-idempotent");
         let retry_on_operation = self.bool_extension(&op_file, op, &op_pointer, "x-retry");
         let mut params: Vec<(String, String, Located<String>)> = Vec::new();
         if let Some(p) = op.get("parameters") {
-            self.read_parameters(&op_file, p, &pointer_push(&op_pointer, "parameters"), &mut params);
+            self.read_parameters(
+                &op_file,
+                p,
+                &pointer_push(&op_pointer, "parameters"),
+                &mut params,
+            );
         }
         // Operation parameters override path-item parameters with the same name and location.
         for inherited in path_params {
-            if !params.iter().any(|(n, i, _)| n == &inherited.0 && i == &inherited.1) {
+            if !params
+                .iter()
+                .any(|(n, i, _)| n == &inherited.0 && i == &inherited.1)
+            {
                 params.push(inherited.clone());
             }
         }
-        let header_parameters = params.into_iter().filter(|(_, location, _)| location == "header").map(|(_, _, named)| named).collect();
+        let header_parameters = params
+            .into_iter()
+            .filter(|(_, location, _)| location == "header")
+            .map(|(_, _, named)| named)
+            .collect();
         let streaming = self.find_streaming(&op_file, op, &op_pointer);
         Some(RawOperation {
             method: method.to_string(),
@@ -622,9 +862,19 @@ impl Reader {
     }
 
     /// Collects (name, in, located name) of each parameter, following references.
-    fn read_parameters(&mut self, file: &Rc<SourceFile>, list: &Node, pointer: &str, out: &mut Vec<(String, String, Located<String>)>) {
+    fn read_parameters(
+        &mut self,
+        file: &Rc<SourceFile>,
+        list: &Node,
+        pointer: &str,
+        out: &mut Vec<(String, String, Located<String>)>,
+    ) {
         if !matches!(list.value, Value::Seq(_)) {
-            self.error(self.location(file, list.mark, pointer), format!("`parameters` must be a sequence, found {}", list.kind()), "list the parameters with `- name: ...`");
+            self.error(
+                self.location(file, list.mark, pointer),
+                format!("`parameters` must be a sequence, found {}", list.kind()),
+                "list the parameters with `- name: ...`",
+            );
             return;
         }
         for (i, param) in list.items().iter().enumerate() {
@@ -638,24 +888,50 @@ impl Reader {
                 Some(t) => (t.file.clone(), t.node(), t.pointer.clone()),
                 None => (file.clone(), param, p),
             };
-            let (Some(name), Some(location)) = (pn.get("name").and_then(Node::as_str), pn.get("in").and_then(Node::as_str)) else {
+            let (Some(name), Some(location)) = (
+                pn.get("name").and_then(Node::as_str),
+                pn.get("in").and_then(Node::as_str),
+            ) else {
                 continue; // not a parameter retry policy can use; schema validators report it
             };
             let at = self.location(&pf, pn.mark, &pp);
-            out.push((name.to_string(), location.to_string(), Located { value: name.to_string(), at }));
+            out.push((
+                name.to_string(),
+                location.to_string(),
+                Located {
+                    value: name.to_string(),
+                    at,
+                },
+            ));
         }
     }
 
-    fn find_streaming(&mut self, file: &Rc<SourceFile>, op: &Node, pointer: &str) -> Option<Location> {
+    fn find_streaming(
+        &mut self,
+        file: &Rc<SourceFile>,
+        op: &Node,
+        pointer: &str,
+    ) -> Option<Location> {
         if self.version == SpecVersion::Swagger2 {
             // 2.0 has no per-response media types: the operation's `produces`, else the root's.
             let root = self.files[0].clone();
             let (f, list, p) = match op.get("produces") {
                 Some(n) => (file.clone(), n, pointer_push(pointer, "produces")),
-                None => (root.clone(), root.root.get("produces")?, "/produces".to_string()),
+                None => (
+                    root.clone(),
+                    root.root.get("produces")?,
+                    "/produces".to_string(),
+                ),
             };
-            let hit = list.items().iter().position(|m| m.as_str().is_some_and(is_event_stream))?;
-            return Some(self.location(&f, list.items()[hit].mark, &pointer_push(&p, &hit.to_string())));
+            let hit = list
+                .items()
+                .iter()
+                .position(|m| m.as_str().is_some_and(is_event_stream))?;
+            return Some(self.location(
+                &f,
+                list.items()[hit].mark,
+                &pointer_push(&p, &hit.to_string()),
+            ));
         }
         let responses = op.get("responses")?;
         let responses_pointer = pointer_push(pointer, "responses");
@@ -688,7 +964,12 @@ impl Reader {
 
 /// `text/event-stream`, ignoring case and media-type parameters.
 fn is_event_stream(media_type: &str) -> bool {
-    media_type.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("text/event-stream")
+    media_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .eq_ignore_ascii_case("text/event-stream")
 }
 
 /// The path component of a server URL (absolute, protocol-relative or a bare path).
@@ -723,9 +1004,18 @@ mod tests {
 
     #[test]
     fn base_paths_from_server_urls() {
-        assert_eq!(normalize_base_path(&server_url_path("https://api.example.com/v1/")), "/v1");
-        assert_eq!(normalize_base_path(&server_url_path("https://api.example.com")), "");
-        assert_eq!(normalize_base_path(&server_url_path("//host/api/v10?x=1")), "/api/v10");
+        assert_eq!(
+            normalize_base_path(&server_url_path("https://api.example.com/v1/")),
+            "/v1"
+        );
+        assert_eq!(
+            normalize_base_path(&server_url_path("https://api.example.com")),
+            ""
+        );
+        assert_eq!(
+            normalize_base_path(&server_url_path("//host/api/v10?x=1")),
+            "/api/v10"
+        );
         assert_eq!(normalize_base_path(&server_url_path("/2.0")), "/2.0");
         assert_eq!(normalize_base_path(&server_url_path("v2")), "/v2");
     }

@@ -1,6 +1,6 @@
-//! `cargo xtask corpus [DIR]`: reads, classifies and renders (all six languages, in memory) every
-//! OpenAPI document in DIR (default ../shared/corpus), prints a table and writes it to
-//! docs/corpus.md. Any document that fails is an error.
+//! `cargo xtask corpus [DIR] [--write-docs]`: reads, classifies and renders (all six languages, in memory) every
+//! OpenAPI document in DIR (default ../shared/corpus), prints a table and, with --write-docs,
+//! writes it to docs/corpus.md. Any document that fails is an error.
 
 use crate::toolchains::root;
 use anyhow::{bail, Result};
@@ -15,19 +15,35 @@ use std::time::Instant;
 /// single file under `specification/`.
 pub fn documents(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut docs = Vec::new();
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
     entries.sort();
     for path in entries {
-        let is_spec = |p: &Path| p.extension().is_some_and(|e| e == "json" || e == "yaml" || e == "yml");
+        let is_spec = |p: &Path| {
+            p.extension()
+                .is_some_and(|e| e == "json" || e == "yaml" || e == "yml")
+        };
         if path.is_file() && is_spec(&path) {
             docs.push(path);
         } else if path.is_dir() {
             // A multi-file document: its root is the spec file that no other file of it refers
             // to; by convention the corpus keeps it under specification/ with a name ending
             // in .v2.yaml or as the only top-level spec of the folder.
-            let mut candidates: Vec<PathBuf> = walk(&path).into_iter().filter(|p| is_spec(p)).filter(|p| {
-                std::fs::read_to_string(p).map(|t| t.starts_with("openapi:") || t.contains("\nopenapi:") || t.contains("\"openapi\"") || t.contains("\nswagger:")).unwrap_or(false)
-            }).collect();
+            let mut candidates: Vec<PathBuf> = walk(&path)
+                .into_iter()
+                .filter(|p| is_spec(p))
+                .filter(|p| {
+                    std::fs::read_to_string(p)
+                        .map(|t| {
+                            t.starts_with("openapi:")
+                                || t.contains("\nopenapi:")
+                                || t.contains("\"openapi\"")
+                                || t.contains("\nswagger:")
+                        })
+                        .unwrap_or(false)
+                })
+                .collect();
             candidates.sort();
             docs.extend(candidates);
         }
@@ -51,14 +67,22 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 pub fn main(args: &[String]) -> Result<()> {
-    let dir = args.first().map_or_else(|| root().join("../shared/corpus"), PathBuf::from);
+    let write_docs = args.iter().any(|a| a == "--write-docs");
+    let dir = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
+        .map_or_else(|| root().join("../shared/corpus"), PathBuf::from);
     if !dir.is_dir() {
         bail!("corpus folder {} does not exist", dir.display());
     }
     let mut table = String::from("| document | version | operations | idempotent | keyed | non_replayable | no_retry | base path | read+classify ms | render 6 languages ms |\n|---|---|---:|---:|---:|---:|---:|---|---:|---:|\n");
     let mut failures = 0;
     for doc in documents(&dir)? {
-        let shown = doc.strip_prefix(&dir).unwrap_or(&doc).to_string_lossy().replace('\\', "/");
+        let shown = doc
+            .strip_prefix(&dir)
+            .unwrap_or(&doc)
+            .to_string_lossy()
+            .replace('\\', "/");
         let started = Instant::now();
         let loaded = retrygen::cli::load_api(&doc, &ModelOptions::default());
         let read_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -88,7 +112,11 @@ pub fn main(args: &[String]) -> Result<()> {
             count(ReplayClass::Keyed),
             count(ReplayClass::NonReplayable),
             count(ReplayClass::NoRetry),
-            if api.base_path.is_empty() { "/" } else { &api.base_path },
+            if api.base_path.is_empty() {
+                "/"
+            } else {
+                &api.base_path
+            },
         );
         println!("{row}");
         writeln!(table, "{row}").unwrap();
@@ -99,8 +127,9 @@ pub fn main(args: &[String]) -> Result<()> {
     let text = format!(
         "# Corpus run\n\nEvery public document in `../shared/corpus` read, classified and rendered for all six languages\n(in memory), by `cargo xtask corpus` (debug or release build as invoked; times are one run on the\nmachine described in docs/benchmarks.md). None of these documents carries `x-idempotent`: classes\ncome from method defaults, idempotency-key headers and streaming responses.\n\n{table}"
     );
-    std::fs::create_dir_all(root().join("docs"))?;
-    std::fs::write(root().join("docs/corpus.md"), text)?;
-    println!("wrote docs/corpus.md");
+    if write_docs {
+        std::fs::write(root().join("docs/corpus.md"), text)?;
+        println!("wrote docs/corpus.md");
+    }
     Ok(())
 }

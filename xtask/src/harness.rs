@@ -8,9 +8,15 @@ use retrygen::model::ModelOptions;
 use std::path::{Path, PathBuf};
 
 /// Renders `spec` for `language` with default options into `work/module/<file>`.
-pub fn render(language: &str, spec: &Path, work: &Path, templates: &TemplateSource) -> Result<PathBuf> {
+pub fn render(
+    language: &str,
+    spec: &Path,
+    work: &Path,
+    templates: &TemplateSource,
+) -> Result<PathBuf> {
     let backend = emit::backend(language).ok_or_else(|| anyhow!("unknown language {language}"))?;
-    let (api, _) = retrygen::cli::load_api(spec, &ModelOptions::default()).map_err(|d| anyhow!("{}: {d}", spec.display()))?;
+    let (api, _) = retrygen::cli::load_api(spec, &ModelOptions::default())
+        .map_err(|d| anyhow!("{}: {d}", spec.display()))?;
     let options = emit::resolve_options(backend, &Default::default())?;
     let text = emit::render(&api, backend, &options, templates)?;
     let dir = work.join("module");
@@ -26,20 +32,33 @@ pub fn prepare(language: &str, spec: &Path, work: &Path) -> Result<Built> {
 }
 
 /// [`prepare`] with templates from anywhere (the mutation check uses altered copies).
-pub fn prepare_with(language: &str, spec: &Path, work: &Path, templates: &TemplateSource) -> Result<Built> {
-    let toolchain = toolchains::toolchain(language).ok_or_else(|| anyhow!("no toolchain for {language}"))?;
+pub fn prepare_with(
+    language: &str,
+    spec: &Path,
+    work: &Path,
+    templates: &TemplateSource,
+) -> Result<Built> {
+    let toolchain =
+        toolchains::toolchain(language).ok_or_else(|| anyhow!("no toolchain for {language}"))?;
     if work.exists() {
         std::fs::remove_dir_all(work)?;
     }
     std::fs::create_dir_all(work)?;
     let module = render(language, spec, work, templates)?;
-    toolchain.lint(&module, &work.join("lint")).with_context(|| format!("{language}: lint of {}", module.display()))?;
-    toolchain.build(&module, &work.join("build")).with_context(|| format!("{language}: building the harness"))
+    toolchain
+        .lint(&module, &work.join("lint"))
+        .with_context(|| format!("{language}: lint of {}", module.display()))?;
+    toolchain
+        .build(&module, &work.join("build"))
+        .with_context(|| format!("{language}: building the harness"))
 }
 
 /// Runs a built harness on a case file and returns its standard output.
 pub fn execute(built: &Built, cases: &Path) -> Result<String> {
-    let (program, args) = built.argv.split_first().ok_or_else(|| anyhow!("empty harness command"))?;
+    let (program, args) = built
+        .argv
+        .split_first()
+        .ok_or_else(|| anyhow!("empty harness command"))?;
     let mut cmd = toolchains::command(program);
     cmd.args(args).arg(cases).current_dir(&built.cwd);
     toolchains::run(&mut cmd, "running the harness")
@@ -49,7 +68,9 @@ pub fn main(args: &[String]) -> Result<()> {
     let language = crate::flag(args, "--lang").ok_or_else(|| anyhow!("--lang is required"))?;
     let spec = crate::flag(args, "--spec").ok_or_else(|| anyhow!("--spec is required"))?;
     let cases = crate::flag(args, "--cases").ok_or_else(|| anyhow!("--cases is required"))?;
-    let work = toolchains::root().join("target/xtask/harness").join(language);
+    let work = toolchains::root()
+        .join("target/xtask/harness")
+        .join(language);
     let built = prepare(language, Path::new(spec), &work)?;
     let cases = std::fs::canonicalize(cases)?;
     print!("{}", execute(&built, &cases)?);

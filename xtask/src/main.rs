@@ -14,9 +14,9 @@ cargo xtask <command>
   bless
         regenerate every file listed in retrygen.toml (the goldens under golden/)
 
-  corpus [DIR]
+  corpus [DIR] [--write-docs]
         read, classify and render every document in DIR (default ../shared/corpus); print the table
-        and write docs/corpus.md
+        (and write it to docs/corpus.md)
 
   conformance [--vectors PATH] [--lang L[,L...]] [--spec NAME] [--templates DIR]
         build every language's module for every spec of retrygen.toml with its real toolchain, run
@@ -50,5 +50,8 @@ fn main() -> Result<()> {
 
 /// `--flag value` from a list of arguments.
 pub fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
 }

@@ -31,15 +31,28 @@ pub trait Toolchain: Sync {
     fn build(&self, module: &Path, work: &Path) -> Result<Built>;
 }
 
-pub static TOOLCHAINS: [&dyn Toolchain; 6] = [&rust::Rust, &typescript::TypeScript, &python::Python, &go::Go, &kotlin::Kotlin, &csharp::CSharp];
+pub static TOOLCHAINS: [&dyn Toolchain; 6] = [
+    &rust::Rust,
+    &typescript::TypeScript,
+    &python::Python,
+    &go::Go,
+    &kotlin::Kotlin,
+    &csharp::CSharp,
+];
 
 pub fn toolchain(language: &str) -> Option<&'static dyn Toolchain> {
-    TOOLCHAINS.iter().copied().find(|t| t.language() == language)
+    TOOLCHAINS
+        .iter()
+        .copied()
+        .find(|t| t.language() == language)
 }
 
 /// The repository root (xtask lives one level below it).
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask is inside the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask is inside the workspace")
+        .to_path_buf()
 }
 
 /// Where scripts/bootstrap-toolchains.sh installs what the machine lacks.
@@ -55,7 +68,10 @@ pub fn command(program: &str) -> Command {
         paths.extend(std::env::split_paths(&existing));
     }
     let path = std::env::join_paths(paths).expect("paths without separators");
-    let resolved = std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file()).unwrap_or_else(|| PathBuf::from(program));
+    let resolved = std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(program));
     let mut cmd = Command::new(resolved);
     cmd.env("PATH", path);
     cmd
@@ -68,7 +84,12 @@ pub fn run(cmd: &mut Command, what: &str) -> Result<String> {
     })?;
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     if !output.status.success() {
-        bail!("{what} failed ({}):\n{}{}", output.status, stdout, String::from_utf8_lossy(&output.stderr));
+        bail!(
+            "{what} failed ({}):\n{}{}",
+            output.status,
+            stdout,
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
     Ok(stdout)
 }

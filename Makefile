@@ -1,0 +1,42 @@
+# retrygen's own tasks. `make test` is the README's test command and what .ci/run runs.
+CARGO ?= cargo
+CORPUS ?= ../shared/corpus
+
+.PHONY: build toolchains codegen check-codegen lint unit conformance corpus bench test
+
+build:
+	$(CARGO) build --release
+
+# Installs what the conformance run needs beyond the machine's own toolchains (TypeScript,
+# a Kotlin compiler, mono's C# compiler) into .cache/toolchains; idempotent and fast when done.
+toolchains:
+	bash scripts/bootstrap-toolchains.sh
+
+# Regenerates every generated file of retrygen.toml (the goldens under golden/).
+codegen:
+	$(CARGO) run --quiet --release -- generate
+
+# Fails with a diff when a committed generated file is stale.
+check-codegen:
+	$(CARGO) run --quiet --release -- check
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets --quiet -- -D warnings
+
+unit:
+	$(CARGO) test --workspace --quiet
+
+# Every language's module built with its real toolchain and run on the shared vectors.
+conformance: toolchains
+	$(CARGO) xtask conformance
+
+# Every public document of the corpus read, classified and rendered (skipped only when the
+# corpus folder is absent, which is the case outside this workspace).
+corpus:
+	@if [ -d "$(CORPUS)" ]; then $(CARGO) xtask corpus "$(CORPUS)"; else echo "no corpus at $(CORPUS)"; fi
+
+bench:
+	$(CARGO) xtask bench
+
+test: toolchains lint unit check-codegen conformance corpus
