@@ -106,11 +106,12 @@ fn vector_probe(case: &Value, file: &str, spec_key: &str) -> Result<Option<Probe
             let i = &case["input"];
             let outcome = &i["outcome"];
             let (kind, status, ra, ram) = match outcome.get("failure").and_then(Value::as_str) {
+                // Failures may carry header values too; the decision must ignore them.
                 Some(f) => (
                     f.to_string(),
                     "-".to_string(),
-                    "-".to_string(),
-                    "-".to_string(),
+                    opt_hex(outcome.get("retry_after").and_then(Value::as_str)),
+                    opt_hex(outcome.get("retry_after_ms").and_then(Value::as_str)),
                 ),
                 None => (
                     "status".to_string(),
