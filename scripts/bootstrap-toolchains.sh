@@ -24,6 +24,8 @@ set -Eeuo pipefail
 # ---- pinned versions (bump here; a bump reinstalls on the next run) --------
 TYPESCRIPT_VERSION="5.9.3"        # stay on 5.x: typescript@7 is the native (Go) port
 TYPES_NODE_VERSION="20.19.43"     # matches the preinstalled Node 20
+PRETTIER_VERSION="3.10.1"         # the TypeScript formatter the generated module must satisfy
+PYTHON_TOOLS=(black==26.10.1 ruff==0.17.6 mypy==1.20.2)   # mypy 2.x refuses --python-version 3.9
 KOTLIN_VERSION="2.4.21"
 MAVEN_DEPENDENCY_PLUGIN_VERSION="3.8.1"
 APT_CSHARP_PACKAGES=(mono-mcs mono-runtime libmono-corlib4.5-cil libmono-system4.0-cil libmono-system-core4.0-cil)
@@ -129,14 +131,15 @@ step_typescript() {
   local t0=$EPOCHREALTIME what="TypeScript (tsc $TYPESCRIPT_VERSION, @types/node $TYPES_NODE_VERSION)"
   local log="$LOGS/typescript.log" action="cached"
   if [[ "$(installed_npm_version typescript)" != "$TYPESCRIPT_VERSION" \
-     || "$(installed_npm_version @types/node)" != "$TYPES_NODE_VERSION" ]]; then
+     || "$(installed_npm_version @types/node)" != "$TYPES_NODE_VERSION" \
+     || "$(installed_npm_version prettier)" != "$PRETTIER_VERSION" ]]; then
     action="installed"
     command -v npm >/dev/null 2>&1 || die "$what" "npm is not on PATH (needed to install from the npm registry)"
     mkdir -p "$CACHE/node"
     [[ -f "$CACHE/node/package.json" ]] || echo '{ "private": true }' >"$CACHE/node/package.json"
     # --prefer-offline: exact pins + integrity hashes, so npm's own cache is fine to reuse.
     run_logged "$log" npm install --prefix "$CACHE/node" --no-audit --no-fund --save-exact --prefer-offline \
-      "typescript@$TYPESCRIPT_VERSION" "@types/node@$TYPES_NODE_VERSION" \
+      "typescript@$TYPESCRIPT_VERSION" "@types/node@$TYPES_NODE_VERSION" "prettier@$PRETTIER_VERSION" \
       || die "$what" "npm install failed (npm registry unreachable, or version missing?)" "$log"
     [[ "$(installed_npm_version typescript)" == "$TYPESCRIPT_VERSION" ]] \
       || die "$what" "after npm install, node_modules/typescript is not version $TYPESCRIPT_VERSION" "$log"
@@ -453,6 +456,30 @@ EOF
   say "csharp: mcs/mono $action ($(elapsed "$t0"))"
 }
 
+# =============================================================================
+# 5. Python formatter and linters -> $CACHE/python (run as python3 -m X with PYTHONPATH)
+# =============================================================================
+step_python_tools() {
+  STEP="python-tools"
+  local t0=$EPOCHREALTIME what="Python tools (${PYTHON_TOOLS[*]})"
+  local log="$LOGS/python-tools.log" action="cached" stamp="$CACHE/python/.pinned"
+  if [[ ! -f "$stamp" || "$(cat "$stamp")" != "${PYTHON_TOOLS[*]}" ]]; then
+    action="installed"
+    # pip --target does not replace an older tree cleanly: start from an empty folder.
+    rm -rf "$CACHE/python"
+    run_logged "$log" python3 -m pip install --disable-pip-version-check --no-input --quiet \
+      --target "$CACHE/python" "${PYTHON_TOOLS[@]}" \
+      || die "$what" "pip install failed (PyPI unreachable, or version missing?)" "$log"
+    local tool
+    for tool in black ruff mypy; do
+      PYTHONPATH="$CACHE/python" run_logged "$log" python3 -m "$tool" --version \
+        || die "$what" "after pip install, python3 -m $tool does not run" "$log"
+    done
+    printf '%s' "${PYTHON_TOOLS[*]}" >"$stamp"
+  fi
+  say "python tools: ${PYTHON_TOOLS[*]} $action ($(elapsed "$t0"))"
+}
+
 print_versions() {
   STEP="versions"
   echo "tsc:     $("$BIN/tsc" --version)"
@@ -473,6 +500,7 @@ step_preinstalled
 step_typescript
 step_kotlin
 step_csharp
+step_python_tools
 STEP="done"
 say "all toolchains ready in $(elapsed "$T_ALL"); use: source scripts/toolchain-env.sh"
 if [[ $VERSIONS -eq 1 ]]; then print_versions; fi

@@ -26,6 +26,19 @@ impl Backend for Python {
             u => format!("\\U{u:08x}"),
         })
     }
+    /// A raw string `r"..."` when the pattern is printable ASCII without `"` (every backslash of
+    /// a pattern then stands for itself); otherwise an ordinary escaped literal.
+    fn regex_literal(&self, pattern: &str) -> String {
+        let raw_safe = pattern
+            .chars()
+            .all(|c| (' '..='~').contains(&c) && c != '"')
+            && pattern.chars().rev().take_while(|&c| c == '\\').count() % 2 == 0;
+        if raw_safe {
+            format!("r\"{pattern}\"")
+        } else {
+            self.string_literal(pattern)
+        }
+    }
     fn null_literal(&self) -> &'static str {
         "None"
     }
@@ -43,3 +56,35 @@ const PYTHON_KEYWORDS: [&str; 35] = [
     "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
     "with", "yield",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regex_literals_are_raw_when_they_can_be() {
+        assert_eq!(
+            Python.regex_literal(r"^/a\.b/[^/]+/?$"),
+            r#"r"^/a\.b/[^/]+/?$""#
+        );
+        assert_eq!(
+            Python.regex_literal(r"^/back\\slash/?$"),
+            r#"r"^/back\\slash/?$""#
+        );
+        // A quote, a control or a non-ASCII character needs an ordinary literal.
+        assert_eq!(Python.regex_literal("^/q\"/?$"), r#""^/q\"/?$""#);
+        assert_eq!(
+            Python.regex_literal("^/a\nb\u{2028}/?$"),
+            r#""^/a\nb\u2028/?$""#
+        );
+        assert_eq!(Python.regex_literal("^/\u{1F600}$"), r#""^/\U0001f600$""#);
+    }
+
+    #[test]
+    fn string_literals_escape_everything_unusual() {
+        assert_eq!(
+            Python.string_literal("a\"b\\c\u{7}\u{e9}"),
+            r#""a\"b\\c\x07\xe9""#
+        );
+    }
+}

@@ -26,6 +26,18 @@ impl Backend for Rust {
             |c| format!("\\u{{{:x}}}", c as u32),
         )
     }
+    /// A raw string when the pattern has backslashes to spare and nothing a raw string cannot hold.
+    fn regex_literal(&self, pattern: &str) -> String {
+        if pattern.contains('\\')
+            && pattern
+                .chars()
+                .all(|c| (' '..='~').contains(&c) && c != '"')
+        {
+            format!("r\"{pattern}\"")
+        } else {
+            self.string_literal(pattern)
+        }
+    }
     fn null_literal(&self) -> &'static str {
         "None"
     }
@@ -37,10 +49,10 @@ impl Backend for Rust {
     }
 }
 
-const RUST_KEYWORDS: [&str; 51] = [
+const RUST_KEYWORDS: [&str; 52] = [
     "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for",
     "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return",
     "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where",
     "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro",
-    "override", "priv", "typeof", "unsized", "virtual", "yield", "try",
+    "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
 ];

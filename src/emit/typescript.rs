@@ -51,3 +51,33 @@ impl Backend for TypeScript {
         self.string_literal(jitter.name())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regex_literals_escape_slashes_and_non_ascii() {
+        assert_eq!(
+            TypeScript.regex_literal(r"^/a\.b/[^/]+/?$"),
+            r"/^\/a\.b\/[^\/]+\/?$/"
+        );
+        assert_eq!(
+            TypeScript.regex_literal("^/\u{2028}\u{1F600}$"),
+            r"/^\/\u2028\uD83D\uDE00$/"
+        );
+    }
+
+    #[test]
+    fn file_name_must_be_a_bare_ts_file() {
+        let with =
+            |name: &str| LanguageOptions::from([("file_name".to_string(), name.to_string())]);
+        assert!(TypeScript
+            .check_options(&with("retryPolicy.gen.ts"))
+            .is_ok());
+        assert!(TypeScript.check_options(&with("retryPolicy.js")).is_err());
+        assert!(TypeScript
+            .check_options(&with("src/retryPolicy.ts"))
+            .is_err());
+    }
+}

@@ -4,36 +4,44 @@
 //! multi-megabyte documents retrygen is run on in every build.
 
 use super::load::{Limits, LoadError};
-use super::node::{Entry, FileId, Mark, Node, Value};
+use super::node::{Entry, FileId, KeySet, Mark, Node, Value};
 
 struct Reader<'a> {
     text: &'a [u8],
     pos: usize,
     line: u32,
     line_start: usize,
+    /// The column of `column_at` on the current line: columns are counted from the last mark
+    /// forward, so a document on one long line costs linear time, not quadratic.
+    column_at: usize,
+    column: usize,
     file: FileId,
 }
 
 enum Frame {
     Seq(Vec<Node>, Mark, usize),
-    Map(Vec<Entry>, Mark, usize, Option<(String, Mark)>),
+    Map(Vec<Entry>, Mark, usize, Option<(String, Mark)>, KeySet),
 }
 
 type Fail = (Mark, String);
 
 impl<'a> Reader<'a> {
-    fn mark(&self) -> Mark {
-        // Columns count characters, not bytes.
-        let column = std::str::from_utf8(&self.text[self.line_start..self.pos])
-            .map_or(self.pos - self.line_start, |s| s.chars().count());
+    fn mark(&mut self) -> Mark {
+        // Columns count characters (UTF-8 lead bytes), not bytes.
+        if self.column_at < self.line_start || self.column_at > self.pos {
+            self.column_at = self.line_start;
+            self.column = 0;
+        }
+        self.column += self.text[self.column_at..self.pos].iter().filter(|&&b| b & 0xC0 != 0x80).count();
+        self.column_at = self.pos;
         Mark {
             file: self.file,
             line: self.line,
-            column: column as u32 + 1,
+            column: self.column as u32 + 1,
         }
     }
 
-    fn fail<T>(&self, message: impl Into<String>) -> Result<T, Fail> {
+    fn fail<T>(&mut self, message: impl Into<String>) -> Result<T, Fail> {
         Err((self.mark(), message.into()))
     }
 
@@ -177,6 +185,8 @@ pub fn load(text: &str, file: FileId, limits: &Limits) -> Result<Node, Vec<LoadE
         pos: 0,
         line: 1,
         line_start: 0,
+        column_at: 0,
+        column: 0,
         file,
     };
     let mut pointer = String::new();
@@ -232,6 +242,7 @@ fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String) -> Result<Node, 
                             mark,
                             pointer.len() - 1 - crate::diag::pointer_token(&key).len(),
                             Some((key, key_mark)),
+                            KeySet::default(),
                         ));
                     } else {
                         let len = pointer.len();
@@ -275,7 +286,7 @@ fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String) -> Result<Node, 
                         _ => return r.fail("expected `,` or `]`"),
                     }
                 }
-                Frame::Map(entries, _, base, pending) => {
+                Frame::Map(entries, _, base, pending, keys) => {
                     let (key, key_mark) = pending.take().expect("a key precedes every value");
                     entries.push(Entry {
                         key,
@@ -288,7 +299,7 @@ fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String) -> Result<Node, 
                             pointer.truncate(*base);
                             let (key, key_mark) = read_key(r)?;
                             pointer_enter(pointer, &key);
-                            if entries.iter().any(|e| e.key == key) {
+                            if !keys.insert(entries, &key) {
                                 return Err((key_mark, format!("duplicate mapping key {key:?}")));
                             }
                             *pending = Some((key, key_mark));
@@ -308,7 +319,7 @@ fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String) -> Result<Node, 
                         mark,
                     }
                 }
-                Frame::Map(entries, mark, base, _) => {
+                Frame::Map(entries, mark, base, _, _) => {
                     pointer.truncate(base);
                     Node {
                         value: Value::Map(entries),

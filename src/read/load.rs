@@ -1,7 +1,7 @@
 //! Turns YAML or JSON text into a [`Node`] tree with positions, enforcing the limits that make
 //! reading untrusted documents safe: nesting depth, alias expansion, duplicate keys.
 
-use super::node::{Entry, FileId, Mark, Node, Value};
+use super::node::{Entry, FileId, KeySet, Mark, Node, Value};
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
@@ -54,6 +54,7 @@ enum Frame {
         mark: Mark,
         anchor: usize,
         pending_key: Option<(String, Mark)>,
+        keys: KeySet,
         pointer_len: usize,
     },
 }
@@ -197,12 +198,13 @@ impl Builder {
                     let Some(Frame::Map {
                         entries,
                         pending_key,
+                        keys,
                         ..
                     }) = self.stack.last_mut()
                     else {
                         unreachable!()
                     };
-                    let duplicate = entries.iter().any(|e| e.key == key);
+                    let duplicate = !keys.insert(entries, &key);
                     *pending_key = Some((key.clone(), key_mark));
                     self.pointer.push('/');
                     self.pointer.push_str(&crate::diag::pointer_token(&key));
@@ -268,6 +270,7 @@ impl Builder {
                     mark,
                     anchor,
                     pending_key: None,
+                    keys: KeySet::default(),
                     pointer_len,
                 });
             }

@@ -110,3 +110,28 @@ impl Node {
         }
     }
 }
+
+/// The keys of one mapping being built, for duplicate detection: a scan while the mapping is
+/// small, a hash set once it grows, so a mapping with a million keys costs linear time.
+#[derive(Debug, Default)]
+pub struct KeySet {
+    large: Option<std::collections::HashSet<String>>,
+}
+
+impl KeySet {
+    const SCAN_LIMIT: usize = 32;
+
+    /// Records `key`; false when `entries` (the mapping so far) already holds it.
+    pub fn insert(&mut self, entries: &[Entry], key: &str) -> bool {
+        if let Some(set) = &mut self.large {
+            return set.insert(key.to_string());
+        }
+        if entries.iter().any(|e| e.key == key) {
+            return false;
+        }
+        if entries.len() >= Self::SCAN_LIMIT {
+            self.large = Some(entries.iter().map(|e| e.key.clone()).chain([key.to_string()]).collect());
+        }
+        true
+    }
+}

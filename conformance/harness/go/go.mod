@@ -1,0 +1,3 @@
+module retrygen.example/harness
+
+go 1.21
