@@ -34,8 +34,50 @@ fn current(path: &Path) -> Option<String> {
 
 /// Writes every planned file whose contents differ. All temporary files are prepared first; the
 /// renames happen only when every one of them succeeded, and a rename that fails puts back the
-/// files already replaced.
+/// files already replaced. Folders created for a failed run are removed again.
 pub fn write_all(plan: &[Planned]) -> Result<Vec<(String, Status)>, WriteError> {
+    write_all_with(plan, &|temp, bytes| {
+        use std::io::Write;
+        temp.write_all(bytes)?;
+        temp.sync_all()
+    })
+}
+
+/// The first missing ancestor of `dir` (what `create_dir_all` would create first).
+fn first_missing(dir: &Path) -> Option<PathBuf> {
+    let mut missing = None;
+    let mut at = Some(dir);
+    while let Some(d) = at {
+        if d.as_os_str().is_empty() || d.exists() {
+            break;
+        }
+        missing = Some(d.to_path_buf());
+        at = d.parent();
+    }
+    missing
+}
+
+/// [`write_all`] with the step that fills each temporary file supplied, so tests can make it
+/// fail like a full disk would.
+pub fn write_all_with(
+    plan: &[Planned],
+    fill: &dyn Fn(&mut std::fs::File, &[u8]) -> std::io::Result<()>,
+) -> Result<Vec<(String, Status)>, WriteError> {
+    let mut created_dirs: Vec<PathBuf> = Vec::new();
+    let result = stage_and_persist(plan, fill, &mut created_dirs);
+    if result.is_err() {
+        for dir in created_dirs.iter().rev() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    result
+}
+
+fn stage_and_persist(
+    plan: &[Planned],
+    fill: &dyn Fn(&mut std::fs::File, &[u8]) -> std::io::Result<()>,
+    created_dirs: &mut Vec<PathBuf>,
+) -> Result<Vec<(String, Status)>, WriteError> {
     let mut staged = Vec::new();
     let mut statuses = Vec::new();
     for file in plan {
@@ -53,8 +95,11 @@ pub fn write_all(plan: &[Planned]) -> Result<Vec<(String, Status)>, WriteError> 
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent)
-            .map_err(|e| error(format!("cannot create folder {}: {e}", parent.display())))?;
+        if let Some(top) = first_missing(parent) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| error(format!("cannot create folder {}: {e}", parent.display())))?;
+            created_dirs.push(top);
+        }
         if file.path.is_dir() {
             return Err(error("a folder is in the way".into()));
         }
@@ -63,10 +108,7 @@ pub fn write_all(plan: &[Planned]) -> Result<Vec<(String, Status)>, WriteError> 
             .suffix(".tmp")
             .tempfile_in(parent)
             .map_err(|e| error(e.to_string()))?;
-        use std::io::Write;
-        temp.write_all(file.contents.as_bytes())
-            .and_then(|_| temp.as_file().sync_all())
-            .map_err(|e| error(e.to_string()))?;
+        fill(temp.as_file_mut(), file.contents.as_bytes()).map_err(|e| error(e.to_string()))?;
         staged.push((file, temp, previous));
         statuses.push((file.display.clone(), Status::Written));
     }
