@@ -12,11 +12,18 @@ fn retrygen(args: &[&str]) -> (i32, String, String) {
     let cli = Cli::try_parse_from(std::iter::once("retrygen").chain(args.iter().copied())).unwrap();
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let code = run(cli, &mut out, &mut err);
-    (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
 }
 
 fn sandbox_spec() -> String {
-    std::fs::canonicalize("specs/sandbox.yaml").unwrap().to_string_lossy().into_owned()
+    std::fs::canonicalize("specs/sandbox.yaml")
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
 }
 
 const LANGUAGES: [&str; 6] = ["rust", "typescript", "python", "go", "kotlin", "csharp"];
@@ -24,13 +31,18 @@ const LANGUAGES: [&str; 6] = ["rust", "typescript", "python", "go", "kotlin", "c
 /// A config with six targets under `dir/out/<language>/`, the third of which (python) is
 /// redirected to `python_out` when given.
 fn six_target_config(dir: &Path, python_out: Option<&str>, max_retries: u32) -> PathBuf {
-    let mut text = format!("[[job]]\nspec = {:?}\n[job.policy]\nmax_retries = {max_retries}\n", sandbox_spec());
+    let mut text = format!(
+        "[[job]]\nspec = {:?}\n[job.policy]\nmax_retries = {max_retries}\n",
+        sandbox_spec()
+    );
     for language in LANGUAGES {
         let out = match (language, python_out) {
             ("python", Some(p)) => p.to_string(),
             _ => format!("out/{language}/"),
         };
-        text.push_str(&format!("\n[[job.target]]\nlanguage = \"{language}\"\nout = {out:?}\n"));
+        text.push_str(&format!(
+            "\n[[job.target]]\nlanguage = \"{language}\"\nout = {out:?}\n"
+        ));
     }
     let path = dir.join(format!("retrygen-{max_retries}.toml"));
     std::fs::write(&path, text).unwrap();
@@ -57,7 +69,10 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 fn a_target_whose_parent_is_a_file_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let good = six_target_config(dir.path(), None, 3);
-    assert_eq!(retrygen(&["generate", "--config", good.to_str().unwrap()]).0, 0);
+    assert_eq!(
+        retrygen(&["generate", "--config", good.to_str().unwrap()]).0,
+        0
+    );
     std::fs::write(dir.path().join("blocker"), "a file").unwrap();
     let before = snapshot(dir.path());
     // Same targets with a different policy (so every file would change), python's parent a file.
@@ -65,7 +80,11 @@ fn a_target_whose_parent_is_a_file_changes_nothing() {
     let before_bad = std::fs::read(&bad).unwrap();
     let (code, _, err) = retrygen(&["generate", "--config", bad.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("cannot write blocker/retry_policy.py") || err.contains("blocker/retry_policy.py"), "names the file: {err}");
+    assert!(
+        err.contains("cannot write blocker/retry_policy.py")
+            || err.contains("blocker/retry_policy.py"),
+        "names the file: {err}"
+    );
     let mut after = snapshot(dir.path());
     after.retain(|(p, _)| p != &bad);
     let mut expected = before;
@@ -79,7 +98,10 @@ fn an_unwritable_folder_changes_nothing() {
     // /proc refuses new files even for root, unlike permission bits.
     let dir = tempfile::tempdir().unwrap();
     let good = six_target_config(dir.path(), None, 3);
-    assert_eq!(retrygen(&["generate", "--config", good.to_str().unwrap()]).0, 0);
+    assert_eq!(
+        retrygen(&["generate", "--config", good.to_str().unwrap()]).0,
+        0
+    );
     let before = snapshot(&dir.path().join("out"));
     let bad = six_target_config(dir.path(), Some("/proc/retrygen-test/retry_policy.py"), 5);
     let (code, _, err) = retrygen(&["generate", "--config", bad.to_str().unwrap()]);
@@ -113,12 +135,20 @@ fn a_full_disk_on_the_third_of_six_targets_changes_nothing() {
     };
     // A target in a new folder first (its folder must go again), then the six; the fourth file
     // written, the third of the six, finds the disk full.
-    let mut plan = vec![Planned { path: dir.path().join("new/sub/file.txt"), display: "new/sub/file.txt".into(), contents: "x".into() }];
+    let mut plan = vec![Planned {
+        path: dir.path().join("new/sub/file.txt"),
+        display: "new/sub/file.txt".into(),
+        contents: "x".into(),
+    }];
     plan.extend(plan_for("v2"));
     let err = write_all_with(&plan, &full_disk).unwrap_err();
     assert_eq!(err.display, "gen/python/module.txt");
     assert!(err.message.contains("No space left"), "{}", err.message);
-    assert_eq!(snapshot(dir.path()), before, "no file changed, no temporary file or new folder left");
+    assert_eq!(
+        snapshot(dir.path()),
+        before,
+        "no file changed, no temporary file or new folder left"
+    );
 }
 
 #[test]
@@ -127,20 +157,41 @@ fn concurrent_runs_never_tear_a_file() {
     let a = six_target_config(dir.path(), None, 3);
     let b = six_target_config(dir.path(), None, 7);
     let render = |config: &Path| -> Vec<Planned> {
-        let args = GenerateArgs { config: Some(config.to_path_buf()), spec: None, lang: None, out: None, options: Vec::new(), strict: false, templates: None };
+        let args = GenerateArgs {
+            config: Some(config.to_path_buf()),
+            spec: None,
+            lang: None,
+            out: None,
+            options: Vec::new(),
+            strict: false,
+            templates: None,
+        };
         plan(&args, &mut Vec::new()).unwrap()
     };
     let (plan_a, plan_b) = (render(&a), render(&b));
     for round in 0..15 {
-        let spawn = |config: &Path| Command::new(env!("CARGO_BIN_EXE_retrygen")).args(["generate", "--config"]).arg(config).spawn().unwrap();
+        let spawn = |config: &Path| {
+            Command::new(env!("CARGO_BIN_EXE_retrygen"))
+                .args(["generate", "--config"])
+                .arg(config)
+                .spawn()
+                .unwrap()
+        };
         let (mut one, mut two) = (spawn(&a), spawn(&b));
         assert!(one.wait().unwrap().success() && two.wait().unwrap().success());
         for (pa, pb) in plan_a.iter().zip(&plan_b) {
             let on_disk = std::fs::read_to_string(&pa.path).unwrap();
-            assert!(on_disk == pa.contents || on_disk == pb.contents, "round {round}: {} is torn", pa.display);
+            assert!(
+                on_disk == pa.contents || on_disk == pb.contents,
+                "round {round}: {} is torn",
+                pa.display
+            );
         }
     }
-    let leftovers: Vec<_> = snapshot(dir.path()).into_iter().filter(|(p, _)| p.to_string_lossy().contains(".retrygen-")).collect();
+    let leftovers: Vec<_> = snapshot(dir.path())
+        .into_iter()
+        .filter(|(p, _)| p.to_string_lossy().contains(".retrygen-"))
+        .collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
 
@@ -148,13 +199,22 @@ fn concurrent_runs_never_tear_a_file() {
 fn check_never_writes() {
     let dir = tempfile::tempdir().unwrap();
     let config = six_target_config(dir.path(), None, 3);
-    assert_eq!(retrygen(&["check", "--config", config.to_str().unwrap()]).0, 1);
+    assert_eq!(
+        retrygen(&["check", "--config", config.to_str().unwrap()]).0,
+        1
+    );
     assert!(!dir.path().join("out").exists(), "check created nothing");
-    assert_eq!(retrygen(&["generate", "--config", config.to_str().unwrap()]).0, 0);
+    assert_eq!(
+        retrygen(&["generate", "--config", config.to_str().unwrap()]).0,
+        0
+    );
     let ts = dir.path().join("out/typescript/retryPolicy.gen.ts");
     std::fs::write(&ts, "stale\n").unwrap();
     let before = snapshot(dir.path());
-    assert_eq!(retrygen(&["check", "--config", config.to_str().unwrap()]).0, 1);
+    assert_eq!(
+        retrygen(&["check", "--config", config.to_str().unwrap()]).0,
+        1
+    );
     assert_eq!(snapshot(dir.path()), before);
 }
 
@@ -163,34 +223,59 @@ fn check_never_writes() {
 #[test]
 fn output_is_independent_of_the_environment() {
     let base = tempfile::tempdir().unwrap();
-    let generate = |name: &str, env: &[(&str, &str)], cwd_is_dir: bool| -> Vec<(PathBuf, Vec<u8>)> {
-        let dir = base.path().join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        let config = six_target_config(&dir, None, 3);
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_retrygen"));
-        cmd.arg("generate").arg("--config");
-        if cwd_is_dir {
-            cmd.arg(config.file_name().unwrap()).current_dir(&dir);
-        } else {
-            cmd.arg(&config).current_dir("/");
-        }
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        assert!(cmd.status().unwrap().success());
-        snapshot(&dir.join("out")).into_iter().map(|(p, b)| (p.strip_prefix(&dir).unwrap().to_path_buf(), b)).collect()
-    };
+    let generate =
+        |name: &str, env: &[(&str, &str)], cwd_is_dir: bool| -> Vec<(PathBuf, Vec<u8>)> {
+            let dir = base.path().join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            let config = six_target_config(&dir, None, 3);
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_retrygen"));
+            cmd.arg("generate").arg("--config");
+            if cwd_is_dir {
+                cmd.arg(config.file_name().unwrap()).current_dir(&dir);
+            } else {
+                cmd.arg(&config).current_dir("/");
+            }
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            assert!(cmd.status().unwrap().success());
+            snapshot(&dir.join("out"))
+                .into_iter()
+                .map(|(p, b)| (p.strip_prefix(&dir).unwrap().to_path_buf(), b))
+                .collect()
+        };
     let reference = generate("a", &[], true);
     assert_eq!(reference.len(), 6);
     let variants = [
-        generate("b", &[("LC_ALL", "tr_TR.UTF-8"), ("LANG", "tr_TR.UTF-8"), ("TZ", "Pacific/Kiritimati")], false),
-        generate("c", &[("LC_ALL", "C"), ("TZ", "America/St_Johns"), ("HOME", "/nonexistent"), ("RETRYGEN_UNRELATED", "1")], true),
+        generate(
+            "b",
+            &[
+                ("LC_ALL", "tr_TR.UTF-8"),
+                ("LANG", "tr_TR.UTF-8"),
+                ("TZ", "Pacific/Kiritimati"),
+            ],
+            false,
+        ),
+        generate(
+            "c",
+            &[
+                ("LC_ALL", "C"),
+                ("TZ", "America/St_Johns"),
+                ("HOME", "/nonexistent"),
+                ("RETRYGEN_UNRELATED", "1"),
+            ],
+            true,
+        ),
     ];
     for variant in variants {
         assert_eq!(variant, reference);
     }
     for (path, bytes) in &reference {
         let text = String::from_utf8_lossy(bytes);
-        assert!(!text.contains(&*base.path().to_string_lossy()) && !text.contains("/work/"), "{} holds an absolute path", path.display());
+        assert!(
+            !text.contains(&*base.path().to_string_lossy()) && !text.contains("/work/"),
+            "{} holds an absolute path",
+            path.display()
+        );
     }
 }

@@ -26,7 +26,11 @@ fn lint(spec: &Path) -> Run {
         .output()
         .expect("/usr/bin/time runs retrygen");
     let measured = std::fs::read_to_string(&report).unwrap();
-    let mut fields = measured.split_whitespace().rev().take(2).collect::<Vec<_>>();
+    let mut fields = measured
+        .split_whitespace()
+        .rev()
+        .take(2)
+        .collect::<Vec<_>>();
     fields.reverse();
     let run = Run {
         code: out.status.code().unwrap_or(-1),
@@ -34,13 +38,27 @@ fn lint(spec: &Path) -> Run {
         seconds: fields[0].parse().unwrap(),
         peak_kib: fields[1].parse().unwrap(),
     };
-    eprintln!("{}: exit {} in {:.2} s, peak {} MiB", spec.file_name().unwrap().to_string_lossy(), run.code, run.seconds, run.peak_kib / 1024);
+    eprintln!(
+        "{}: exit {} in {:.2} s, peak {} MiB",
+        spec.file_name().unwrap().to_string_lossy(),
+        run.code,
+        run.seconds,
+        run.peak_kib / 1024
+    );
     run
 }
 
 fn within(run: &Run, seconds: u64, mib: u64) {
-    assert!(run.seconds < Duration::from_secs(seconds).as_secs_f64(), "took {} s, bound {seconds} s", run.seconds);
-    assert!(run.peak_kib < mib * 1024, "peak {} KiB, bound {mib} MiB", run.peak_kib);
+    assert!(
+        run.seconds < Duration::from_secs(seconds).as_secs_f64(),
+        "took {} s, bound {seconds} s",
+        run.seconds
+    );
+    assert!(
+        run.peak_kib < mib * 1024,
+        "peak {} KiB, bound {mib} MiB",
+        run.peak_kib
+    );
 }
 
 const HEAD: &str = "openapi: 3.0.3\ninfo: {title: t, version: '1'}\n";
@@ -51,14 +69,22 @@ fn billion_laughs_is_refused() {
     let mut doc = String::from(HEAD);
     doc.push_str("x-bomb:\n  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
     for i in 1..10 {
-        doc.push_str(&format!("  a{i}: &a{i} [{}]\n", vec![format!("*a{}", i - 1); 10].join(", ")));
+        doc.push_str(&format!(
+            "  a{i}: &a{i} [{}]\n",
+            vec![format!("*a{}", i - 1); 10].join(", ")
+        ));
     }
     doc.push_str("paths: {}\n");
     let spec = dir.path().join("laughs.yaml");
     std::fs::write(&spec, doc).unwrap();
     let run = lint(&spec);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("aliases expand to more than 100000 nodes"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("aliases expand to more than 100000 nodes"),
+        "{}",
+        run.stderr
+    );
     within(&run, 5, 64);
 }
 
@@ -66,7 +92,14 @@ fn billion_laughs_is_refused() {
 fn deep_nesting_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     for (name, doc) in [
-        ("deep.yaml", format!("{HEAD}x-deep: {}{}\npaths: {{}}\n", "[".repeat(10_000), "]".repeat(10_000))),
+        (
+            "deep.yaml",
+            format!(
+                "{HEAD}x-deep: {}{}\npaths: {{}}\n",
+                "[".repeat(10_000),
+                "]".repeat(10_000)
+            ),
+        ),
         ("deep-block.yaml", {
             let mut d = String::from(HEAD);
             d.push_str("x-deep:\n");
@@ -75,13 +108,24 @@ fn deep_nesting_is_refused() {
             }
             d
         }),
-        ("deep.json", format!("{{\"openapi\": \"3.0.3\", \"x-deep\": {}{}, \"paths\": {{}}}}", "[".repeat(10_000), "]".repeat(10_000))),
+        (
+            "deep.json",
+            format!(
+                "{{\"openapi\": \"3.0.3\", \"x-deep\": {}{}, \"paths\": {{}}}}",
+                "[".repeat(10_000),
+                "]".repeat(10_000)
+            ),
+        ),
     ] {
         let spec = dir.path().join(name);
         std::fs::write(&spec, doc).unwrap();
         let run = lint(&spec);
         assert_eq!(run.code, 1, "{name}: {}", run.stderr);
-        assert!(run.stderr.contains("nests deeper than"), "{name}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("nests deeper than"),
+            "{name}: {}",
+            run.stderr
+        );
         within(&run, 5, 64);
     }
 }
@@ -135,24 +179,46 @@ fn a_ten_thousand_long_ref_chain_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("chain.yaml");
     let mut doc = String::from(HEAD);
-    doc.push_str("paths:\n  /a:\n    $ref: '#/components/pathItems/P0'\ncomponents:\n  pathItems:\n");
+    doc.push_str(
+        "paths:\n  /a:\n    $ref: '#/components/pathItems/P0'\ncomponents:\n  pathItems:\n",
+    );
     for i in 0..10_000 {
-        doc.push_str(&format!("    P{i}: {{$ref: '#/components/pathItems/P{}'}}\n", i + 1));
+        doc.push_str(&format!(
+            "    P{i}: {{$ref: '#/components/pathItems/P{}'}}\n",
+            i + 1
+        ));
     }
     doc.push_str("    P10000: {get: {responses: {}}}\n");
     std::fs::write(&spec, doc).unwrap();
     let run = lint(&spec);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("`$ref` chain longer than 64 references"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("`$ref` chain longer than 64 references"),
+        "{}",
+        run.stderr
+    );
     within(&run, 5, 64);
 }
 
 #[test]
 fn a_ref_cycle_through_files_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("root.yaml"), format!("{HEAD}paths:\n  /a:\n    $ref: './a.yaml#/item'\n")).unwrap();
-    std::fs::write(dir.path().join("a.yaml"), "item:\n  $ref: './b.yaml#/item'\n").unwrap();
-    std::fs::write(dir.path().join("b.yaml"), "item:\n  $ref: './a.yaml#/item'\n").unwrap();
+    std::fs::write(
+        dir.path().join("root.yaml"),
+        format!("{HEAD}paths:\n  /a:\n    $ref: './a.yaml#/item'\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("a.yaml"),
+        "item:\n  $ref: './b.yaml#/item'\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("b.yaml"),
+        "item:\n  $ref: './a.yaml#/item'\n",
+    )
+    .unwrap();
     let run = lint(&dir.path().join("root.yaml"));
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("`$ref` cycle"), "{}", run.stderr);

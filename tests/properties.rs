@@ -10,7 +10,10 @@ use serde_json::{json, Map, Value};
 fn check_located(d: &retrygen::diag::Diagnostics) {
     for diagnostic in d.iter() {
         let at = &diagnostic.location;
-        assert!(at.line >= 1 && at.column >= 1 && !at.file.is_empty(), "unlocated: {diagnostic}");
+        assert!(
+            at.line >= 1 && at.column >= 1 && !at.file.is_empty(),
+            "unlocated: {diagnostic}"
+        );
         assert!(!diagnostic.message.is_empty());
     }
 }
@@ -47,7 +50,9 @@ fn yamlish() -> impl Strategy<Value = String> {
     prop::collection::vec(fragment, 0..12).prop_map(|v| v.concat())
 }
 
-const METHODS: [&str; 8] = ["get", "put", "post", "delete", "patch", "options", "head", "trace"];
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "patch", "options", "head", "trace",
+];
 
 #[derive(Debug, Clone)]
 struct GenOp {
@@ -73,19 +78,47 @@ fn segment() -> impl Strategy<Value = String> {
         Just("v{n}".to_string()),
         Just("a%20b".to_string()),
         "[\\x20-\\x7e&&[^{}/?#]]{1,4}",
-        "\\PC{1,3}".prop_filter("no template characters", |s| !s.contains(['{', '}', '/', '?', '#'])),
+        "\\PC{1,3}".prop_filter("no template characters", |s| !s
+            .contains(['{', '}', '/', '?', '#'])),
     ]
 }
 
 fn gen_op() -> impl Strategy<Value = GenOp> {
-    (0..METHODS.len(), prop::option::of(any::<bool>()), prop::option::of(any::<bool>()), prop::option::of(prop_oneof![Just("Idempotency-Key"), Just("x-idempotency-key"), Just("X-Request-Id")]), any::<bool>())
-        .prop_map(|(method, annotation, retry, key_header, streaming)| GenOp { method, annotation, retry, key_header, streaming })
+    (
+        0..METHODS.len(),
+        prop::option::of(any::<bool>()),
+        prop::option::of(any::<bool>()),
+        prop::option::of(prop_oneof![
+            Just("Idempotency-Key"),
+            Just("x-idempotency-key"),
+            Just("X-Request-Id")
+        ]),
+        any::<bool>(),
+    )
+        .prop_map(|(method, annotation, retry, key_header, streaming)| GenOp {
+            method,
+            annotation,
+            retry,
+            key_header,
+            streaming,
+        })
 }
 
 fn gen_spec() -> impl Strategy<Value = (Option<bool>, Vec<GenPath>)> {
-    let path = (prop::collection::vec(segment(), 0..4), prop::option::of(any::<bool>()), prop::collection::vec(gen_op(), 1..4))
-        .prop_map(|(segments, annotation, ops)| GenPath { segments, annotation, ops });
-    (prop::option::of(any::<bool>()), prop::collection::vec(path, 0..10))
+    let path = (
+        prop::collection::vec(segment(), 0..4),
+        prop::option::of(any::<bool>()),
+        prop::collection::vec(gen_op(), 1..4),
+    )
+        .prop_map(|(segments, annotation, ops)| GenPath {
+            segments,
+            annotation,
+            ops,
+        });
+    (
+        prop::option::of(any::<bool>()),
+        prop::collection::vec(path, 0..10),
+    )
 }
 
 fn spec_json(root: Option<bool>, paths: &[GenPath]) -> Value {
@@ -105,10 +138,20 @@ fn spec_json(root: Option<bool>, paths: &[GenPath]) -> Value {
                 o.insert("x-retry".into(), json!(r));
             }
             if let Some(h) = op.key_header {
-                o.insert("parameters".into(), json!([{"name": h, "in": "header", "schema": {"type": "string"}}]));
+                o.insert(
+                    "parameters".into(),
+                    json!([{"name": h, "in": "header", "schema": {"type": "string"}}]),
+                );
             }
-            let content = if op.streaming { json!({"text/event-stream": {}}) } else { json!({"application/json": {}}) };
-            o.insert("responses".into(), json!({"200": {"description": "ok", "content": content}}));
+            let content = if op.streaming {
+                json!({"text/event-stream": {}})
+            } else {
+                json!({"application/json": {}})
+            };
+            o.insert(
+                "responses".into(),
+                json!({"200": {"description": "ok", "content": content}}),
+            );
             item.insert(METHODS[op.method].into(), Value::Object(o));
         }
         paths_json.insert(key, Value::Object(item));

@@ -32,7 +32,10 @@ impl<'a> Reader<'a> {
             self.column_at = self.line_start;
             self.column = 0;
         }
-        self.column += self.text[self.column_at..self.pos].iter().filter(|&&b| b & 0xC0 != 0x80).count();
+        self.column += self.text[self.column_at..self.pos]
+            .iter()
+            .filter(|&&b| b & 0xC0 != 0x80)
+            .count();
         self.column_at = self.pos;
         Mark {
             file: self.file,

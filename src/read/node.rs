@@ -130,7 +130,13 @@ impl KeySet {
             return false;
         }
         if entries.len() >= Self::SCAN_LIMIT {
-            self.large = Some(entries.iter().map(|e| e.key.clone()).chain([key.to_string()]).collect());
+            self.large = Some(
+                entries
+                    .iter()
+                    .map(|e| e.key.clone())
+                    .chain([key.to_string()])
+                    .collect(),
+            );
         }
         true
     }
