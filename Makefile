@@ -2,7 +2,7 @@
 CARGO ?= cargo
 CORPUS ?= ../shared/corpus
 
-.PHONY: build toolchains codegen check-codegen lint unit conformance corpus bench test
+.PHONY: build toolchains codegen check-codegen lint unit conformance mutation corpus bench test
 
 build:
 	$(CARGO) build --release
@@ -31,6 +31,10 @@ unit:
 conformance: toolchains
 	$(CARGO) xtask conformance
 
+# A changed rule in any language's template must make the conformance run fail.
+mutation: toolchains
+	$(CARGO) xtask mutation
+
 # Every public document of the corpus read, classified and rendered (skipped only when the
 # corpus folder is absent, which is the case outside this workspace).
 corpus:
@@ -39,4 +43,4 @@ corpus:
 bench:
 	$(CARGO) xtask bench
 
-test: toolchains lint unit check-codegen conformance corpus
+test: toolchains lint unit check-codegen conformance mutation corpus

@@ -4,6 +4,8 @@ mod bless;
 mod conformance;
 mod corpus;
 mod harness;
+mod injection;
+mod mutation;
 mod toolchains;
 
 use anyhow::{bail, Result};
@@ -23,6 +25,10 @@ cargo xtask <command>
         the vectors (default conformance/vectors/) and the cases derived from each spec; fail on
         any difference from the expected values or between languages
 
+  mutation [--lang L[,L...]]
+        change one contract rule in each language's template and check that the conformance run
+        fails for that language (it must: otherwise the vectors prove nothing)
+
   harness --lang L --spec SPEC --cases FILE
         render SPEC's module for L, lint it, build L's harness and run it on FILE (case-file format
         of conformance/README.md); prints the harness output
@@ -38,6 +44,8 @@ fn main() -> Result<()> {
     match command.as_str() {
         "harness" => harness::main(rest),
         "conformance" => conformance::main(rest),
+        "injection" => injection::main(rest),
+        "mutation" => mutation::main(rest),
         "corpus" => corpus::main(rest),
         "bless" => bless::main(),
         "help" | "--help" | "-h" => {
