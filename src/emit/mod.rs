@@ -43,7 +43,7 @@ pub trait Backend: Sync {
     fn jitter_ident(&self, jitter: Jitter) -> String;
     /// Text safe inside a line comment of this language.
     fn comment_text(&self, s: &str) -> String {
-        comment_safe(s)
+        comment_line(s)
     }
 }
 
@@ -71,6 +71,23 @@ pub fn comment_safe(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if is_unsafe_in_source(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// [`comment_safe`] for a line comment of generated code, which must also survive the
+/// language's formatter unchanged: rustfmt, gofmt and black trim trailing whitespace, Unicode
+/// whitespace such as U+3000 included. So whitespace other than the ASCII space is escaped
+/// wherever it is, and spaces at the end are too.
+pub fn comment_line(s: &str) -> String {
+    let kept = s.trim_end_matches(' ').len();
+    let mut out = String::with_capacity(s.len());
+    for (i, c) in s.char_indices() {
+        if is_unsafe_in_source(c) || (c.is_whitespace() && (c != ' ' || i >= kept)) {
             out.push_str(&format!("\\u{{{:x}}}", c as u32));
         } else {
             out.push(c);
@@ -436,6 +453,15 @@ mod tests {
             );
             environment(templates).unwrap_or_else(|e| panic!("{}: {e}", backend.name()));
         }
+    }
+
+    #[test]
+    fn comment_lines_survive_formatters() {
+        assert_eq!(
+            comment_line("/a b\u{3000}c\u{a0}/d  "),
+            "/a b\\u{3000}c\\u{a0}/d\\u{20}\\u{20}"
+        );
+        assert_eq!(comment_line("/x\n\u{202e}"), "/x\\u{a}\\u{202e}");
     }
 
     #[test]

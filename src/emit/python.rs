@@ -1,5 +1,5 @@
 use super::escape::{c_like, check_identifier, quoted};
-use super::{Backend, LanguageOptions};
+use super::{comment_line, Backend, LanguageOptions};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToShoutySnakeCase;
@@ -42,6 +42,20 @@ impl Backend for Python {
     fn null_literal(&self) -> &'static str {
         "None"
     }
+    /// Only ASCII: ruff's RUF003 flags any character in a comment that looks like an ASCII one
+    /// (the Kelvin sign, Cyrillic and full-width letters...), a list that grows with each release.
+    fn comment_text(&self, s: &str) -> String {
+        comment_line(s)
+            .chars()
+            .map(|c| {
+                if c.is_ascii() {
+                    c.to_string()
+                } else {
+                    format!("\\u{{{:x}}}", c as u32)
+                }
+            })
+            .collect()
+    }
     fn class_ident(&self, class: ReplayClass) -> String {
         format!("ReplayClass.{}", class.name().to_shouty_snake_case())
     }
@@ -78,6 +92,14 @@ mod tests {
             r#""^/a\nb\u2028/?$""#
         );
         assert_eq!(Python.regex_literal("^/\u{1F600}$"), r#""^/\U0001f600$""#);
+    }
+
+    #[test]
+    fn comments_are_ascii() {
+        assert_eq!(
+            Python.comment_text("from \u{212a}caf\u{e9}\u{1F600} .json "),
+            "from \\u{212a}caf\\u{e9}\\u{1f600} .json\\u{20}"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! retrygen's own model.
 
 use crate::harness;
-use crate::toolchains::root;
+use crate::toolchains::{self, root, Built};
 use anyhow::{anyhow, bail, Context, Result};
 use retrygen::emit::{self, TemplateSource};
 use retrygen::model::policy::{Policy, RawValue};
@@ -22,7 +22,7 @@ pub fn hex(s: &str) -> String {
     s.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
-fn opt_hex(s: Option<&str>) -> String {
+pub fn opt_hex(s: Option<&str>) -> String {
     s.map_or_else(|| "-".to_string(), hex)
 }
 
@@ -214,7 +214,7 @@ fn vector_probe(case: &Value, file: &str, spec_key: &str) -> Result<Option<Probe
 }
 
 /// A concrete request path for an operation's template.
-fn concrete_path(op: &retrygen::model::Operation) -> String {
+pub fn concrete_path(op: &retrygen::model::Operation) -> String {
     use retrygen::model::path::{Piece, Segment};
     let mut out = String::new();
     for (i, s) in op.template.segments.iter().enumerate() {
@@ -238,7 +238,7 @@ fn concrete_path(op: &retrygen::model::Operation) -> String {
     out
 }
 
-fn classify_probe(api: &Api, name: &str, method: &str, path: &str) -> Probe {
+pub fn classify_probe(api: &Api, name: &str, method: &str, path: &str) -> Probe {
     let c = api.classify(method, path);
     let id = c
         .operation
@@ -247,12 +247,12 @@ fn classify_probe(api: &Api, name: &str, method: &str, path: &str) -> Probe {
     Probe {
         input: format!("C\t{n}\t{}\t{}", hex(method), hex(path)),
         expected: format!("C\t{n}\t{}\t{}", c.class.name(), opt_hex(id)),
-        origin: format!("derived: {name}"),
+        origin: format!("derived: {}", shown(name)),
     }
 }
 
 /// Cases derived from the model of one spec, expected values from retrygen itself.
-fn derived_probes(api: &Api) -> Result<Vec<Probe>> {
+pub fn derived_probes(api: &Api) -> Result<Vec<Probe>> {
     let mut probes = Vec::new();
     let patterns: Vec<(String, regex::Regex)> = api
         .operations
@@ -286,7 +286,7 @@ fn derived_probes(api: &Api) -> Result<Vec<Probe>> {
             probes.push(Probe {
                 input: format!("I\t{n}\t{}", hex(id)),
                 expected: format!("I\t{n}\t{}\t{}", hex(&op.method), hex(&op.path)),
-                origin: format!("derived: {label} lookup"),
+                origin: format!("derived: {} lookup", shown(&label)),
             });
         }
         for method in [op.method.as_str(), "POST", "GET"] {
@@ -297,7 +297,7 @@ fn derived_probes(api: &Api) -> Result<Vec<Probe>> {
             probes.push(Probe {
                 input: format!("N\t{n}\t{}\t{}", hex(method), hex(&path)),
                 expected: format!("N\t{n}\t{}", u8::from(listed)),
-                origin: format!("derived: {label} list"),
+                origin: format!("derived: {} list", shown(&label)),
             });
         }
     }
@@ -395,13 +395,226 @@ pub struct Options {
     pub specs: Vec<(String, PathBuf)>,
 }
 
+/// One spec and the probes every language's module must answer for it.
+pub struct Suite {
+    /// Short name for output and the work folder's contents.
+    pub name: String,
+    pub spec: PathBuf,
+    pub probes: Vec<Probe>,
+}
+
+/// How one language did on one suite.
+pub struct LanguageResult {
+    pub language: String,
+    pub cases: usize,
+    pub failures: usize,
+    pub status: String,
+    /// Seconds spent rendering and linting (0 when the lint was skipped), building the harness,
+    /// and running it.
+    pub lint_seconds: f64,
+    pub build_seconds: f64,
+    pub run_seconds: f64,
+}
+
+impl LanguageResult {
+    pub fn seconds(&self) -> f64 {
+        self.lint_seconds + self.build_seconds + self.run_seconds
+    }
+}
+
+/// [`harness::prepare_with`] with the lint optional and each step timed: the corpus run builds
+/// every document in every language but may lint only some of them.
+fn prepare_timed(
+    language: &str,
+    spec: &Path,
+    work: &Path,
+    templates: &TemplateSource,
+    lint: bool,
+    result: &mut LanguageResult,
+) -> Result<Built> {
+    let toolchain =
+        toolchains::toolchain(language).ok_or_else(|| anyhow!("no toolchain for {language}"))?;
+    if work.exists() {
+        std::fs::remove_dir_all(work)?;
+    }
+    std::fs::create_dir_all(work)?;
+    // Times are recorded before any error is returned, so that a failure still shows its cost.
+    let started = Instant::now();
+    let module = harness::render(language, spec, work, templates)?;
+    let linted = if lint {
+        toolchain
+            .lint(&module, &work.join("lint"))
+            .with_context(|| format!("{language}: lint of {}", module.display()))
+    } else {
+        Ok(())
+    };
+    result.lint_seconds = started.elapsed().as_secs_f64();
+    linted?;
+    let started = Instant::now();
+    let built = toolchain
+        .build(&module, &work.join("build"))
+        .with_context(|| format!("{language}: building the harness"));
+    result.build_seconds = started.elapsed().as_secs_f64();
+    built
+}
+
+/// A mismatching output line, with every differing hex field decoded so that the offending
+/// string is readable (and shown escaped: it may hold controls or bidi characters).
+fn describe_mismatch(want: &str, have: &str) -> String {
+    let mut out = format!("  expected: {}\n  got:      {}", shown(want), shown(have));
+    let (w, h): (Vec<&str>, Vec<&str>) = (want.split('\t').collect(), have.split('\t').collect());
+    for (i, (a, b)) in w.iter().zip(&h).enumerate() {
+        if a != b {
+            if let (Some(a), Some(b)) = (unhex(a), unhex(b)) {
+                write!(out, "\n  field {i}: expected {a:?}, got {b:?}").unwrap();
+            }
+        }
+    }
+    out
+}
+
+/// `s` as is when it is printable ASCII (tabs allowed), else Rust-escaped.
+pub fn shown(s: &str) -> String {
+    if s.chars().all(|c| c == '\t' || (' '..='~').contains(&c)) {
+        s.to_string()
+    } else {
+        format!("{s:?}")
+    }
+}
+
+/// Decodes a hex field of the case-file format; None when it is not hex of UTF-8.
+pub fn unhex(s: &str) -> Option<String> {
+    let bytes: Option<Vec<u8>> = s
+        .as_bytes()
+        .chunks(2)
+        .map(|pair| match pair {
+            [h, l] => {
+                Some((char::from(*h).to_digit(16)? * 16 + char::from(*l).to_digit(16)?) as u8)
+            }
+            _ => None,
+        })
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+/// Builds `suite.spec` in every language (linting those in `lint`), runs the probes and compares
+/// each output line with the expected one; prints every failure and a line per language.
+/// The work happens in `work/<language>`.
+pub fn run_suite(
+    suite: &Suite,
+    languages: &[String],
+    templates: &TemplateSource,
+    work: &Path,
+    lint: &[String],
+    log: &mut dyn FnMut(String),
+) -> Result<Vec<LanguageResult>> {
+    let name = &suite.name;
+    let input: String = suite
+        .probes
+        .iter()
+        .map(|p| format!("{}\n", p.input))
+        .collect();
+    let expected: Vec<&str> = suite
+        .probes
+        .iter()
+        .flat_map(|p| p.expected.lines())
+        .collect();
+    let origins: Vec<&str> = suite
+        .probes
+        .iter()
+        .flat_map(|p| p.expected.lines().map(|_| p.origin.as_str()))
+        .collect();
+    std::fs::create_dir_all(work)?;
+    let cases_file = work.join("cases.txt");
+    std::fs::write(&cases_file, &input)?;
+    let mut results = Vec::new();
+    let mut outputs: Vec<(&String, Vec<String>)> = Vec::new();
+    for language in languages {
+        let mut result = LanguageResult {
+            language: language.clone(),
+            cases: 0,
+            failures: 0,
+            status: String::new(),
+            lint_seconds: 0.0,
+            build_seconds: 0.0,
+            run_seconds: 0.0,
+        };
+        let built = prepare_timed(
+            language,
+            &suite.spec,
+            &work.join(language),
+            templates,
+            lint.contains(language),
+            &mut result,
+        );
+        let started = Instant::now();
+        let output = built.and_then(|built| harness::execute(&built, &cases_file));
+        result.run_seconds = started.elapsed().as_secs_f64();
+        match output {
+            Err(e) => {
+                result.failures = 1;
+                result.status = "build or run failed".into();
+                log(format!("FAIL {name} {language}: {e:#}"));
+            }
+            Ok(output) => {
+                let got: Vec<String> = output.lines().map(str::to_string).collect();
+                for (i, want) in expected.iter().enumerate() {
+                    let have = got.get(i).map_or("<missing>", String::as_str);
+                    if have != *want {
+                        result.failures += 1;
+                        if result.failures <= 20 {
+                            log(format!(
+                                "FAIL {name} {language} [{}]\n{}",
+                                origins[i],
+                                describe_mismatch(want, have)
+                            ));
+                        }
+                    }
+                }
+                if got.len() > expected.len() {
+                    result.failures += 1;
+                    log(format!(
+                        "FAIL {name} {language}: {} extra output lines",
+                        got.len() - expected.len()
+                    ));
+                }
+                result.cases = suite.probes.len();
+                result.status = if result.failures == 0 {
+                    "pass".into()
+                } else {
+                    format!("{} failed", result.failures)
+                };
+                outputs.push((language, got));
+            }
+        }
+        log(format!(
+            "{name:<12} {language:<10} {:>5} cases  {}  ({:.1}s)",
+            result.cases,
+            result.status,
+            result.seconds()
+        ));
+        results.push(result);
+    }
+    // Pairwise agreement: with every language equal to the expected lines this is implied, but
+    // it names the languages when a vector itself is wrong.
+    if let Some(((first_lang, first), rest)) = outputs.split_first() {
+        for (lang, out) in rest {
+            if out != first {
+                log(format!(
+                    "DISAGREE {name}: {first_lang} and {lang} print different results"
+                ));
+            }
+        }
+    }
+    Ok(results)
+}
+
 /// Runs everything; returns the number of failures (and prints them).
 pub fn run(options: &Options) -> Result<usize> {
     let vectors = load_vectors(&options.vectors)?;
     let mut failures = 0;
     let mut table =
         String::from("| spec | language | cases | result | seconds |\n|---|---|---:|---|---:|\n");
-    let mut outputs: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for (name, spec) in &options.specs {
         let (api, _) = retrygen::cli::load_api(spec, &ModelOptions::default())
             .map_err(|d| anyhow!("{}:\n{d}", spec.display()))?;
@@ -442,93 +655,199 @@ pub fn run(options: &Options) -> Result<usize> {
             }
         }
         probes.extend(derived_probes(&api)?);
-        let input: String = probes.iter().map(|p| format!("{}\n", p.input)).collect();
-        let expected: Vec<String> = probes
-            .iter()
-            .flat_map(|p| p.expected.lines().map(str::to_string).collect::<Vec<_>>())
-            .collect();
-        let origins: Vec<&str> = probes
-            .iter()
-            .flat_map(|p| p.expected.lines().map(|_| p.origin.as_str()))
-            .collect();
+        let suite = Suite {
+            name: name.clone(),
+            spec: spec.clone(),
+            probes,
+        };
         let work = root().join("target/xtask/conformance").join(name);
-        std::fs::create_dir_all(&work)?;
-        let cases_file = work.join("cases.txt");
-        std::fs::write(&cases_file, &input)?;
-        for language in &options.languages {
-            let started = Instant::now();
-            let result =
-                harness::prepare_with(language, spec, &work.join(language), &options.templates)
-                    .and_then(|built| harness::execute(&built, &cases_file));
-            let seconds = started.elapsed().as_secs_f64();
-            let (status, count) = match result {
-                Err(e) => {
-                    failures += 1;
-                    println!("FAIL {name} {language}: {e:#}");
-                    ("build or run failed".to_string(), 0)
-                }
-                Ok(output) => {
-                    let got: Vec<String> = output.lines().map(str::to_string).collect();
-                    let mut bad = 0;
-                    for (i, want) in expected.iter().enumerate() {
-                        let have = got.get(i).map(String::as_str).unwrap_or("<missing>");
-                        if have != want {
-                            bad += 1;
-                            if bad <= 20 {
-                                println!("FAIL {name} {language} [{}]\n  expected: {want}\n  got:      {have}", origins[i]);
-                            }
-                        }
-                    }
-                    if got.len() > expected.len() {
-                        bad += 1;
-                        println!(
-                            "FAIL {name} {language}: {} extra output lines",
-                            got.len() - expected.len()
-                        );
-                    }
-                    failures += bad;
-                    outputs.insert((name.clone(), language.clone()), got);
-                    (
-                        if bad == 0 {
-                            "pass".to_string()
-                        } else {
-                            format!("{bad} failed")
-                        },
-                        probes.len(),
-                    )
-                }
-            };
+        let results = run_suite(
+            &suite,
+            &options.languages,
+            &options.templates,
+            &work,
+            &options.languages,
+            &mut |line| println!("{line}"),
+        )?;
+        for r in &results {
+            failures += r.failures;
             writeln!(
                 table,
-                "| {name} | {language} | {count} | {status} | {seconds:.1} |"
+                "| {name} | {} | {} | {} | {:.1} |",
+                r.language,
+                r.cases,
+                r.status,
+                r.seconds()
             )
             .unwrap();
-            println!("{name:<12} {language:<10} {count:>5} cases  {status}  ({seconds:.1}s)");
-        }
-    }
-    // Pairwise agreement: with every language equal to the expected lines this is implied, but
-    // it names the languages when a vector itself is wrong.
-    for (name, _) in &options.specs {
-        let per_lang: Vec<(&String, &Vec<String>)> = options
-            .languages
-            .iter()
-            .filter_map(|l| outputs.get(&(name.clone(), l.clone())).map(|o| (l, o)))
-            .collect();
-        if let Some((first_lang, first)) = per_lang.first() {
-            for (lang, out) in &per_lang[1..] {
-                if out != first {
-                    println!("DISAGREE {name}: {first_lang} and {lang} print different results");
-                }
-            }
         }
     }
     std::fs::write(root().join("target/xtask/conformance/summary.md"), &table)?;
     Ok(failures)
 }
 
-pub fn main(args: &[String]) -> Result<()> {
-    let vectors = crate::flag(args, "--vectors")
-        .map_or_else(|| root().join("conformance/vectors"), PathBuf::from);
+/// Which languages a run lints (formatters and linters) beside building and running them:
+/// `--lint all|none|L,...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LintScope {
+    All,
+    None,
+    Languages(Vec<String>),
+}
+
+impl LintScope {
+    pub fn parse(s: &str) -> Result<LintScope> {
+        Ok(match s {
+            "all" => LintScope::All,
+            "none" => LintScope::None,
+            list => {
+                let langs: Vec<String> = list.split(',').map(str::to_string).collect();
+                if let Some(bad) = langs.iter().find(|l| emit::backend(l).is_none()) {
+                    bail!("--lint: unknown language {bad:?} (all, none or a list of languages)");
+                }
+                LintScope::Languages(langs)
+            }
+        })
+    }
+
+    pub fn languages(&self, all: &[String]) -> Vec<String> {
+        match self {
+            LintScope::All => all.to_vec(),
+            LintScope::None => Vec::new(),
+            LintScope::Languages(l) => l.clone(),
+        }
+    }
+}
+
+/// `conformance --corpus DIR`: every document of the corpus rendered in every language, built
+/// with each harness and probed on every operation (the derived cases and the table dump), so
+/// every real document is classified identically in all six languages. `jobs` documents are
+/// worked on at once (the toolchains are mostly single-threaded, and a compiler's start-up,
+/// not the document, dominates each build). Returns the number of failures.
+pub fn run_corpus(
+    dir: &Path,
+    languages: &[String],
+    templates: &TemplateSource,
+    lint: &LintScope,
+    only: Option<&str>,
+    jobs: usize,
+) -> Result<usize> {
+    let started = Instant::now();
+    let lint = lint.languages(languages);
+    let base = root().join("target/xtask/corpus");
+    let documents: Vec<(usize, PathBuf, String)> = crate::corpus::documents(dir)?
+        .into_iter()
+        .enumerate()
+        .map(|(index, doc)| {
+            let shown = doc
+                .strip_prefix(dir)
+                .unwrap_or(&doc)
+                .to_string_lossy()
+                .replace('\\', "/");
+            (index, doc, shown)
+        })
+        .filter(|(_, _, shown)| match only {
+            Some(o) => shown.contains(o),
+            None => true,
+        })
+        .collect();
+    // Each document: (operations, results) or the reason it could not be read; printed as one
+    // block when done so that parallel documents do not interleave.
+    type Outcome = Result<(usize, Vec<LanguageResult>), String>;
+    let outcomes: std::sync::Mutex<BTreeMap<usize, Outcome>> = Default::default();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || -> Result<()> {
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let Some((index, doc, shown)) = documents.get(i) else {
+                return Ok(());
+            };
+            let mut log = String::new();
+            let outcome = match retrygen::cli::load_api(doc, &ModelOptions::default()) {
+                Err(d) => Err(format!("FAIL {shown}: cannot be read:\n{d}")),
+                Ok((api, _)) => {
+                    let suite = Suite {
+                        name: shown.clone(),
+                        spec: doc.clone(),
+                        probes: derived_probes(&api)?,
+                    };
+                    let results = run_suite(
+                        &suite,
+                        languages,
+                        templates,
+                        &base.join(format!("doc{index:02}")),
+                        &lint,
+                        &mut |line| {
+                            log.push_str(&line);
+                            log.push('\n');
+                        },
+                    )?;
+                    Ok((api.operations.len(), results))
+                }
+            };
+            match &outcome {
+                Err(message) => println!("{message}"),
+                Ok(_) => print!("{log}"),
+            }
+            outcomes.lock().unwrap().insert(*index, outcome);
+        }
+    };
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs.max(1)).map(|_| scope.spawn(work)).collect();
+        workers
+            .into_iter()
+            .try_for_each(|w| w.join().expect("a corpus worker panicked"))
+    })?;
+
+    let mut failures = 0;
+    let mut per_language: BTreeMap<String, [f64; 3]> = BTreeMap::new();
+    let mut table = String::from(
+        "| document | operations | language | cases | result | lint s | build s | run s |\n|---|---:|---|---:|---|---:|---:|---:|\n",
+    );
+    let outcomes = outcomes.into_inner().unwrap();
+    for (index, _, shown) in &documents {
+        let (operations, results) = match &outcomes[index] {
+            Err(_) => {
+                failures += 1;
+                continue;
+            }
+            Ok(ok) => ok,
+        };
+        for r in results {
+            failures += r.failures;
+            let t = per_language.entry(r.language.clone()).or_default();
+            t[0] += r.lint_seconds;
+            t[1] += r.build_seconds;
+            t[2] += r.run_seconds;
+            writeln!(
+                table,
+                "| {shown} | {operations} | {} | {} | {} | {:.1} | {:.1} | {:.1} |",
+                r.language, r.cases, r.status, r.lint_seconds, r.build_seconds, r.run_seconds
+            )
+            .unwrap();
+        }
+    }
+    let mut totals =
+        String::from("| language | render and lint s | build s | run s |\n|---|---:|---:|---:|\n");
+    for (language, [l, b, r]) in &per_language {
+        writeln!(totals, "| {language} | {l:.1} | {b:.1} | {r:.1} |").unwrap();
+    }
+    let total = started.elapsed().as_secs_f64();
+    println!(
+        "\n{totals}\ncorpus conformance: {} documents, {total:.1}s in all ({jobs} at a time, lint: {})",
+        documents.len(),
+        if lint.is_empty() { "none".to_string() } else { lint.join(",") }
+    );
+    std::fs::create_dir_all(&base)?;
+    std::fs::write(
+        base.join("summary.md"),
+        format!("{table}\n{totals}\ntotal: {total:.1}s with {jobs} job(s)\n"),
+    )?;
+    Ok(failures)
+}
+
+/// `--lang L,...` or every language.
+pub fn languages_flag(args: &[String]) -> Result<Vec<String>> {
     let languages: Vec<String> = match crate::flag(args, "--lang") {
         Some(list) => list.split(',').map(str::to_string).collect(),
         None => emit::language_names()
@@ -541,9 +860,42 @@ pub fn main(args: &[String]) -> Result<()> {
             bail!("unknown language {l:?}");
         }
     }
+    Ok(languages)
+}
+
+pub fn main(args: &[String]) -> Result<()> {
+    let vectors = crate::flag(args, "--vectors")
+        .map_or_else(|| root().join("conformance/vectors"), PathBuf::from);
+    let languages = languages_flag(args)?;
     let templates = crate::flag(args, "--templates").map_or(TemplateSource::Embedded, |d| {
         TemplateSource::Folder(PathBuf::from(d))
     });
+    if let Some(dir) = crate::flag(args, "--corpus") {
+        let dir = PathBuf::from(dir);
+        if !dir.is_dir() {
+            bail!("corpus folder {} does not exist", dir.display());
+        }
+        let lint = LintScope::parse(crate::flag(args, "--lint").unwrap_or("all"))?;
+        let jobs = match crate::flag(args, "--jobs") {
+            Some(n) => n
+                .parse()
+                .with_context(|| format!("--jobs takes a number, not {n:?}"))?,
+            None => std::thread::available_parallelism().map_or(1, usize::from),
+        };
+        let failures = run_corpus(
+            &dir,
+            &languages,
+            &templates,
+            &lint,
+            crate::flag(args, "--spec"),
+            jobs,
+        )?;
+        if failures > 0 {
+            bail!("corpus conformance: {failures} failure(s)");
+        }
+        println!("corpus conformance: every document builds and agrees in every language");
+        return Ok(());
+    }
     let mut specs = project_specs()?;
     if let Some(only) = crate::flag(args, "--spec") {
         specs.retain(|(name, path)| name == only || path.ends_with(only));

@@ -1,5 +1,6 @@
 //! Project automation: `cargo xtask <command>`. See `cargo xtask help`.
 
+mod bench;
 mod bless;
 mod conformance;
 mod corpus;
@@ -13,6 +14,11 @@ use anyhow::{bail, Result};
 const HELP: &str = "\
 cargo xtask <command>
 
+  bench [--quick] [--lang L[,L...]] [--corpus DIR] [--out FILE] [--skip-generation] [--skip-matching]
+        measure generation (vs the parse floor, peak memory, check mode, perf profile) and matching
+        (classify vs the linear regex scan in all six languages); write docs/benchmarks.md, or with
+        --quick (CI: small specs, few iterations, all cross-checks) target/xtask/bench/quick.md
+
   bless
         regenerate every file listed in retrygen.toml (the goldens under golden/)
 
@@ -24,6 +30,18 @@ cargo xtask <command>
         build every language's module for every spec of retrygen.toml with its real toolchain, run
         the vectors (default conformance/vectors/) and the cases derived from each spec; fail on
         any difference from the expected values or between languages
+
+  conformance --corpus DIR [--lang L[,L...]] [--lint all|none|L[,L...]] [--jobs N] [--spec TEXT]
+        every document of DIR (e.g. ../shared/corpus) rendered, built and run in every language on
+        the cases derived from each of its operations and the table dump; --lint names the
+        languages also linted (default all); N documents at a time (default: one per CPU); --spec
+        keeps the documents whose path contains TEXT; timings in target/xtask/corpus/summary.md
+
+  injection [--seed S] [--specs N] [--ops N] [--lang L[,L...]] [--lint all|none|L[,L...]] [--templates DIR]
+        generate N specs (default 4) of N operations (default 40) whose paths, operationIds, server
+        URL and file name are made of hostile fragments (quotes, escapes, comment and template
+        delimiters, controls, separators, bidi, non-BMP), seeded by S (default 1); every language's
+        module must lint, build and print each string back exactly
 
   mutation [--lang L[,L...]]
         change one contract rule in each language's template and check that the conformance run
@@ -47,6 +65,7 @@ fn main() -> Result<()> {
         "injection" => injection::main(rest),
         "mutation" => mutation::main(rest),
         "corpus" => corpus::main(rest),
+        "bench" => bench::main(rest),
         "bless" => bless::main(),
         "help" | "--help" | "-h" => {
             print!("{HELP}");

@@ -21,7 +21,10 @@ const MUTANTS: [(&str, &str); 6] = [
 
 pub fn main(args: &[String]) -> Result<()> {
     let only: Option<Vec<&str>> = crate::flag(args, "--lang").map(|l| l.split(',').collect());
-    let specs: Vec<_> = project_specs()?.into_iter().filter(|(name, _)| name == "sandbox").collect();
+    let specs: Vec<_> = project_specs()?
+        .into_iter()
+        .filter(|(name, _)| name == "sandbox")
+        .collect();
     let mut survivors = Vec::new();
     for (language, rule) in MUTANTS {
         if only.as_ref().is_some_and(|o| !o.contains(&language)) {
@@ -44,7 +47,10 @@ pub fn main(args: &[String]) -> Result<()> {
             bail!("{language}: the rule {rule:?} is no longer written exactly once in templates/{language}/module.j2; update MUTANTS");
         }
         std::fs::write(&entry, text.replace(rule, &rule.replace(">=", ">")))?;
-        println!("mutant {language}: `{rule}` -> `{}`", rule.replace(">=", ">"));
+        println!(
+            "mutant {language}: `{rule}` -> `{}`",
+            rule.replace(">=", ">")
+        );
         let failures = conformance::run(&conformance::Options {
             vectors: root().join("conformance/vectors"),
             languages: vec![language.to_string()],

@@ -1243,14 +1243,14 @@ namespace Retrygen.Generated
 
         private static ReadOnlyCollection<Operation> LoadOperations()
         {
-            var table = new List<Operation>(12);
+            var table = new List<Operation>(13);
             LoadOperations0(table);
             return table.AsReadOnly();
         }
 
         private static TrieNode[] LoadTrie()
         {
-            var nodes = new TrieNode[39];
+            var nodes = new TrieNode[42];
             for (int i = 0; i < nodes.Length; i++)
             {
                 nodes[i] = new TrieNode();
@@ -1274,6 +1274,7 @@ namespace Retrygen.Generated
             table.Add(new Operation("GET", "/separators/\u2028/\u2029/\u0085", new Regex("^/separators/\u2028/\u2029/\u0085/?$", RegexOptions.CultureInvariant), "ls\u2028ps\u2029nel\u0085", ReplayClass.Idempotent));
             table.Add(new Operation("POST", "/triple/\"\"\"/'''", new Regex("^/triple/\"\"\"/'''/?$", RegexOptions.CultureInvariant), "\"\"\" ''' @\"verbatim\" r\"raw\" `raw`", ReplayClass.NonReplayable));
             table.Add(new Operation("GET", "/unicode/caf\u00E9/\uD83D\uDE00/\u4E2D\u6587", new Regex("^/unicode/caf\u00E9/\uD83D\uDE00/\u4E2D\u6587/?$", RegexOptions.CultureInvariant), "emoji\uD83D\uDE00\uD83D\uDC4Dcaf\u00E9\u4E2D", ReplayClass.Idempotent));
+            table.Add(new Operation("POST", "/whitespace/ideographic\u3000nbsp\u00A0/trailing ", new Regex("^/whitespace/ideographic\u3000nbsp\u00A0/trailing /?$", RegexOptions.CultureInvariant), "whitespace\u3000\u00A0 ", ReplayClass.NonReplayable));
         }
 
         private static void LoadTrie0(TrieNode[] nodes)
@@ -1290,6 +1291,7 @@ namespace Retrygen.Generated
             nodes[0].Literals.Add("separators", 28);
             nodes[0].Literals.Add("triple", 32);
             nodes[0].Literals.Add("unicode", 35);
+            nodes[0].Literals.Add("whitespace", 39);
             nodes[1].Param = 2;
             nodes[2].Operations.Add("PUT", 0); // /back\slash\u0041\n/{x}
             nodes[3].Literals.Add("\u202E\u2066\u200F", 4);
@@ -1328,6 +1330,9 @@ namespace Retrygen.Generated
             nodes[36].Literals.Add("\uD83D\uDE00", 37);
             nodes[37].Literals.Add("\u4E2D\u6587", 38);
             nodes[38].Operations.Add("GET", 11); // /unicode/café/😀/中文
+            nodes[39].Literals.Add("ideographic\u3000nbsp\u00A0", 40);
+            nodes[40].Literals.Add("trailing ", 41);
+            nodes[41].Operations.Add("POST", 12); // /whitespace/ideographic\u{3000}nbsp\u{a0}/trailing\u{20}
         }
 
         /// <summary>One node of the segment trie; filled once by the LoadTrie methods.</summary>

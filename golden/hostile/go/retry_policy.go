@@ -166,6 +166,15 @@ var Operations = []Operation{
 		Class:          ClassIdempotent,
 		Pattern:        regexp.MustCompile("^/unicode/caf\u00e9/\U0001f600/\u4e2d\u6587/?$"),
 	},
+	// 12: /whitespace/ideographic\u{3000}nbsp\u{a0}/trailing\u{20}
+	{
+		Method:         "POST",
+		Path:           "/whitespace/ideographic\u3000nbsp\u00a0/trailing ",
+		OperationID:    "whitespace\u3000\u00a0 ",
+		HasOperationID: true,
+		Class:          ClassNonReplayable,
+		Pattern:        regexp.MustCompile("^/whitespace/ideographic\u3000nbsp\u00a0/trailing /?$"),
+	},
 }
 
 // NonReplayableRoute is the method and path pattern of a non-replayable operation.
@@ -186,6 +195,8 @@ var NonReplayableOperations = []NonReplayableRoute{
 	{Method: "POST", Pattern: Operations[8].Pattern},
 	// /triple/"""/'''
 	{Method: "POST", Pattern: Operations[10].Pattern},
+	// /whitespace/ideographic\u{3000}nbsp\u{a0}/trailing\u{20}
+	{Method: "POST", Pattern: Operations[12].Pattern},
 }
 
 // Classification is the result of Classify.
@@ -342,7 +353,7 @@ type segmentPiece struct {
 
 // routes is the segment trie; routes[0] is the root.
 var routes = [...]routeNode{
-	0:  {literals: map[string]int{"back\\slash\\u0041\\n": 1, "bidi": 3, "comment*": 6, "dollar": 11, "lines": 16, "percent": 18, "q\"uote": 21, "regex": 23, "s'ingle": 26, "separators": 28, "triple": 32, "unicode": 35}, param: -1},
+	0:  {literals: map[string]int{"back\\slash\\u0041\\n": 1, "bidi": 3, "comment*": 6, "dollar": 11, "lines": 16, "percent": 18, "q\"uote": 21, "regex": 23, "s'ingle": 26, "separators": 28, "triple": 32, "unicode": 35, "whitespace": 39}, param: -1},
 	1:  {param: 2},
 	2:  {param: -1, methods: map[string]int{"PUT": 0}},
 	3:  {literals: map[string]int{"\u202e\u2066\u200f": 4}, param: -1},
@@ -381,6 +392,9 @@ var routes = [...]routeNode{
 	36: {literals: map[string]int{"\U0001f600": 37}, param: -1},
 	37: {literals: map[string]int{"\u4e2d\u6587": 38}, param: -1},
 	38: {param: -1, methods: map[string]int{"GET": 11}},
+	39: {literals: map[string]int{"ideographic\u3000nbsp\u00a0": 40}, param: -1},
+	40: {literals: map[string]int{"trailing ": 41}, param: -1},
+	41: {param: -1, methods: map[string]int{"POST": 12}},
 }
 
 // findRoute walks the trie depth first from node and returns the node where segments end at a

@@ -175,6 +175,13 @@ OPERATIONS: Tuple[Operation, ...] = (
         operation_id="emoji\U0001f600\U0001f44dcaf\xe9\u4e2d",
         replay_class=ReplayClass.IDEMPOTENT,
     ),
+    Operation(
+        method="POST",
+        path="/whitespace/ideographic\u3000nbsp\xa0/trailing ",
+        pattern=re.compile("^/whitespace/ideographic\u3000nbsp\xa0/trailing /?$"),
+        operation_id="whitespace\u3000\xa0 ",
+        replay_class=ReplayClass.NON_REPLAYABLE,
+    ),
 )
 """Every operation of the API, sorted by path, then method."""
 # fmt: on
@@ -229,6 +236,7 @@ _NODES: Tuple[_Node, ...] = (
             "separators": 28,
             "triple": 32,
             "unicode": 35,
+            "whitespace": 39,
         },
         mixed=(),
         param=-1,
@@ -566,6 +574,33 @@ _NODES: Tuple[_Node, ...] = (
             "GET": 11,
         },
     ),
+    # 39
+    _Node(
+        literals={
+            "ideographic\u3000nbsp\xa0": 40,
+        },
+        mixed=(),
+        param=-1,
+        operations={},
+    ),
+    # 40
+    _Node(
+        literals={
+            "trailing ": 41,
+        },
+        mixed=(),
+        param=-1,
+        operations={},
+    ),
+    # 41
+    _Node(
+        literals={},
+        mixed=(),
+        param=-1,
+        operations={
+            "POST": 12,
+        },
+    ),
 )
 # fmt: on
 
@@ -581,8 +616,12 @@ _IDEMPOTENT_METHODS = frozenset(
     )
 )
 _ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_QUERY_OR_FRAGMENT = re.compile(r"[?#]")
+_UPPER_CASE_METHODS = _IDEMPOTENT_METHODS | {"POST", "PATCH", "CONNECT"}
 _PERCENT_ESCAPE = re.compile(rb"%([0-9A-Fa-f]{2})")
+# classify returns these shared (frozen) results rather than building one per call.
+_MATCHED = tuple(Classification(op, op.replay_class) for op in OPERATIONS)
+_UNMATCHED_IDEMPOTENT = Classification(None, ReplayClass.IDEMPOTENT)
+_UNMATCHED_NON_REPLAYABLE = Classification(None, ReplayClass.NON_REPLAYABLE)
 
 
 def classify(method: str, path: str) -> Classification:
@@ -591,22 +630,24 @@ def classify(method: str, path: str) -> Classification:
     ``method`` may be in any case; ``path`` is the request target as sent, with or
     without the base path, query string and fragment.
     """
-    upper = method.translate(_ASCII_UPPER)
+    upper = method if method in _UPPER_CASE_METHODS else method.translate(_ASCII_UPPER)
     node = _match(0, _request_segments(path), 0)
     if node >= 0:
         index = _NODES[node].operations.get(upper)
         if index is not None:
-            operation = OPERATIONS[index]
-            return Classification(operation, operation.replay_class)
+            return _MATCHED[index]
     if upper in _IDEMPOTENT_METHODS:
-        return Classification(None, ReplayClass.IDEMPOTENT)
-    return Classification(None, ReplayClass.NON_REPLAYABLE)
+        return _UNMATCHED_IDEMPOTENT
+    return _UNMATCHED_NON_REPLAYABLE
 
 
 def _request_segments(path: str) -> List[str]:
     """Return the decoded segments of a request path (steps 2-7)."""
-    cut = _QUERY_OR_FRAGMENT.search(path)
-    p = path if cut is None else path[: cut.start()]
+    p = path
+    if "?" in p:
+        p = p[: p.index("?")]
+    if "#" in p:
+        p = p[: p.index("#")]
     if BASE_PATH and (p == BASE_PATH or p.startswith(BASE_PATH + "/")):
         p = p[len(BASE_PATH) :]
     if p == "":
@@ -614,7 +655,12 @@ def _request_segments(path: str) -> List[str]:
     if len(p) > 1 and p.endswith("/"):
         p = p[:-1]
     rest = p[1:] if p.startswith("/") else p
-    return [] if rest == "" else [_percent_decode(s) for s in rest.split("/")]
+    if rest == "":
+        return []
+    segments = rest.split("/")
+    if "%" in rest:
+        return [_percent_decode(s) for s in segments]
+    return segments
 
 
 def _percent_decode(segment: str) -> str:

@@ -71,7 +71,7 @@ pub struct Operation {
 }
 
 /// Every operation of the API, sorted by path and then method, each with its index.
-pub static OPERATIONS: [Operation; 12] = [
+pub static OPERATIONS: [Operation; 13] = [
     // 0: /back\slash\u0041\n/{x}
     Operation {
         method: "PUT",
@@ -168,19 +168,32 @@ pub static OPERATIONS: [Operation; 12] = [
         operation_id: Some("emoji\u{1f600}\u{1f44d}caf\u{e9}\u{4e2d}"),
         class: ReplayClass::Idempotent,
     },
+    // 12: /whitespace/ideographic\u{3000}nbsp\u{a0}/trailing\u{20}
+    Operation {
+        method: "POST",
+        path: "/whitespace/ideographic\u{3000}nbsp\u{a0}/trailing ",
+        pattern: "^/whitespace/ideographic\u{3000}nbsp\u{a0}/trailing /?$",
+        operation_id: Some("whitespace\u{3000}\u{a0} "),
+        class: ReplayClass::NonReplayable,
+    },
 ];
 
 /// The operations of class [`ReplayClass::NonReplayable`] as `(method, pattern)`, for SDKs that used
 /// to keep such a list by hand. A request is on the list when its method equals `method` and its
 /// path, without query, fragment and base path, matches the regular expression `pattern` (see
 /// [`Operation::pattern`]).
-pub static NON_REPLAYABLE_OPERATIONS: [(&str, &str); 3] = [
+pub static NON_REPLAYABLE_OPERATIONS: [(&str, &str); 4] = [
     // /regex/.+*^$|()[]\d/{n}.{ext}
     ("PATCH", r"^/regex/\.\+\*\^\$\|\(\)\[\]\\d/[^/]+\.[^/]+/?$"),
     // /s'ingle/`back`tick
     ("POST", "^/s'ingle/`back`tick/?$"),
     // /triple/"""/'''
     ("POST", "^/triple/\"\"\"/'''/?$"),
+    // /whitespace/ideographic\u{3000}nbsp\u{a0}/trailing\u{20}
+    (
+        "POST",
+        "^/whitespace/ideographic\u{3000}nbsp\u{a0}/trailing /?$",
+    ),
 ];
 
 /// The result of [`classify`].
@@ -321,10 +334,10 @@ enum Piece {
 }
 
 /// The number of nodes of the segment trie; node 0 is the root.
-const ROUTE_NODES: usize = 39;
+const ROUTE_NODES: usize = 42;
 
 /// The literal edges of the segment trie.
-static LITERAL_EDGES: [(usize, &str, usize); 30] = [
+static LITERAL_EDGES: [(usize, &str, usize); 33] = [
     // (node, percent-decoded segment, child)
     (0, "back\\slash\\u0041\\n", 1),
     (0, "bidi", 3),
@@ -338,6 +351,7 @@ static LITERAL_EDGES: [(usize, &str, usize); 30] = [
     (0, "separators", 28),
     (0, "triple", 32),
     (0, "unicode", 35),
+    (0, "whitespace", 39),
     (3, "\u{202e}\u{2066}\u{200f}", 4),
     (6, "end", 7),
     (7, "*start", 8),
@@ -356,6 +370,8 @@ static LITERAL_EDGES: [(usize, &str, usize); 30] = [
     (35, "caf\u{e9}", 36),
     (36, "\u{1f600}", 37),
     (37, "\u{4e2d}\u{6587}", 38),
+    (39, "ideographic\u{3000}nbsp\u{a0}", 40),
+    (40, "trailing ", 41),
 ];
 
 /// The pieces of the mixed segments of the segment trie, each segment's pieces in order and the
@@ -382,7 +398,7 @@ static PARAM_EDGES: [(usize, usize); 5] = [
 ];
 
 /// The operations of the paths that end at a node of the segment trie.
-static ROUTE_METHODS: [(usize, &str, usize); 12] = [
+static ROUTE_METHODS: [(usize, &str, usize); 13] = [
     // (node, method, index in OPERATIONS)
     (2, "PUT", 0),
     (5, "POST", 1),
@@ -396,6 +412,7 @@ static ROUTE_METHODS: [(usize, &str, usize); 12] = [
     (31, "GET", 9),
     (34, "POST", 10),
     (38, "GET", 11),
+    (41, "POST", 12),
 ];
 
 /// The segment trie, built on first use.

@@ -629,7 +629,9 @@ const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set([
  * or without the base path, query string and fragment.
  */
 export function classify(method: string, path: string): Classification {
-  const upper = method.replace(/[a-z]+/g, (run) => run.toUpperCase());
+  const upper = /[a-z]/.test(method)
+    ? method.replace(/[a-z]+/g, (run) => run.toUpperCase())
+    : method;
   const node = NODES[matchNode(0, requestSegments(path), 0)];
   const index = node?.operations.get(upper);
   const operation = index === undefined ? undefined : OPERATIONS[index];
@@ -646,8 +648,15 @@ export function classify(method: string, path: string): Classification {
 
 /** Steps 2-7: the decoded segments of a request path. */
 function requestSegments(path: string): string[] {
-  const cut = path.search(/[?#]/);
-  let p = cut < 0 ? path : path.slice(0, cut);
+  let p = path;
+  const query = p.indexOf("?");
+  if (query >= 0) {
+    p = p.slice(0, query);
+  }
+  const fragment = p.indexOf("#");
+  if (fragment >= 0) {
+    p = p.slice(0, fragment);
+  }
   if (BASE_PATH !== "" && (p === BASE_PATH || p.startsWith(BASE_PATH + "/"))) {
     p = p.slice(BASE_PATH.length);
   }
@@ -658,7 +667,23 @@ function requestSegments(path: string): string[] {
     p = p.slice(0, -1);
   }
   const rest = p.startsWith("/") ? p.slice(1) : p;
-  return rest === "" ? [] : rest.split("/").map(percentDecode);
+  if (rest === "") {
+    return [];
+  }
+  // The same as rest.split("/"), which V8 runs slower than this loop.
+  const segments: string[] = [];
+  const decode = rest.includes("%");
+  let start = 0;
+  let end = rest.indexOf("/");
+  while (end >= 0) {
+    const segment = rest.slice(start, end);
+    segments.push(decode ? percentDecode(segment) : segment);
+    start = end + 1;
+    end = rest.indexOf("/", start);
+  }
+  const last = rest.slice(start);
+  segments.push(decode ? percentDecode(last) : last);
+  return segments;
 }
 
 /**

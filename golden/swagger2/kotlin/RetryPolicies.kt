@@ -12,7 +12,9 @@ import kotlin.math.floor
  *
  * @property wireName the class's name in the retry contract, as logs and conformance vectors spell it.
  */
-public enum class ReplayClass(public val wireName: String) {
+public enum class ReplayClass(
+    public val wireName: String,
+) {
     /** A replay has the same effect as one request. */
     IDEMPOTENT("idempotent"),
 
@@ -34,7 +36,9 @@ public enum class ReplayClass(public val wireName: String) {
  *
  * @property wireName the jitter's name in the retry contract.
  */
-public enum class Jitter(public val wireName: String) {
+public enum class Jitter(
+    public val wireName: String,
+) {
     /** A uniformly random delay between zero and the exponential backoff. */
     FULL("full"),
 
@@ -53,7 +57,9 @@ public enum class Jitter(public val wireName: String) {
  *
  * @property wireName the reason's name in the retry contract.
  */
-public enum class DecisionReason(public val wireName: String) {
+public enum class DecisionReason(
+    public val wireName: String,
+) {
     /** Stop: the caller cancelled. */
     ABORTED("aborted"),
 
@@ -229,9 +235,10 @@ public object RetryPolicies {
 
     /** Every operation of the API, sorted by path, then method. */
     @JvmField
-    public val OPERATIONS: List<Operation> = ArrayList<Operation>(7).also { table ->
-        OperationChunk0.load(table)
-    }
+    public val OPERATIONS: List<Operation> =
+        ArrayList<Operation>(7).also { table ->
+            OperationChunk0.load(table)
+        }
 
     /**
      * The `non_replayable` operations as (method, anchored path expression) pairs, for SDKs that kept
@@ -255,18 +262,20 @@ public object RetryPolicies {
     private const val MS_PER_DAY: Long = 86_400_000L
     private const val MAX_DIGITS: Int = 15
 
-    private val operationsById: Map<String, Operation> = HashMap<String, Operation>().also { byId ->
-        for (operation in OPERATIONS) {
-            val id = operation.operationId
-            if (id != null && id !in byId) {
-                byId[id] = operation
+    private val operationsById: Map<String, Operation> =
+        HashMap<String, Operation>().also { byId ->
+            for (operation in OPERATIONS) {
+                val id = operation.operationId
+                if (id != null && id !in byId) {
+                    byId[id] = operation
+                }
             }
         }
-    }
 
-    private val trie: Array<TrieNode> = Array(5) { TrieNode() }.also { nodes ->
-        TrieChunk0.load(nodes)
-    }
+    private val trie: Array<TrieNode> =
+        Array(5) { TrieNode() }.also { nodes ->
+            TrieChunk0.load(nodes)
+        }
 
     private val shortDayNames = listOf("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
     private val longDayNames = listOf("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -281,7 +290,10 @@ public object RetryPolicies {
      * @param path the request target as sent; it may carry the base path, a query and a fragment.
      */
     @JvmStatic
-    public fun classify(method: String, path: String): Classification {
+    public fun classify(
+        method: String,
+        path: String,
+    ): Classification {
         val upperMethod = asciiUpperCase(method)
         val node = match(0, segmentsOf(path), 0)
         if (node >= 0) {
@@ -304,8 +316,10 @@ public object RetryPolicies {
      * the whole of [path] (without base path and query).
      */
     @JvmStatic
-    public fun isNonReplayable(method: String, path: String): Boolean =
-        NON_REPLAYABLE_OPERATIONS.any { (entryMethod, pattern) -> entryMethod == method && pattern.matches(path) }
+    public fun isNonReplayable(
+        method: String,
+        path: String,
+    ): Boolean = NON_REPLAYABLE_OPERATIONS.any { (entryMethod, pattern) -> entryMethod == method && pattern.matches(path) }
 
     /**
      * Decides whether to retry a failed attempt, and after how long.
@@ -314,7 +328,10 @@ public object RetryPolicies {
      * @param input the request's class, what the attempt ended with, the clock and a random draw.
      */
     @JvmStatic
-    public fun decide(policy: RetryPolicy, input: DecisionInput): Decision {
+    public fun decide(
+        policy: RetryPolicy,
+        input: DecisionInput,
+    ): Decision {
         val outcome = input.outcome
         if (outcome == Outcome.Aborted) {
             return stop(DecisionReason.ABORTED)
@@ -325,19 +342,31 @@ public object RetryPolicies {
         if (input.retriesUsed >= policy.maxRetries) {
             return stop(DecisionReason.EXHAUSTED)
         }
-        val replayable = input.replayClass == ReplayClass.IDEMPOTENT ||
-            (input.replayClass == ReplayClass.KEYED && input.hasIdempotencyKey)
-        val reason = when (outcome) {
-            Outcome.Aborted -> return stop(DecisionReason.ABORTED)
-            Outcome.Connect -> DecisionReason.CONNECT_FAILURE
-            Outcome.Transport -> if (replayable) DecisionReason.TRANSPORT_FAILURE else return stop(DecisionReason.NOT_REPLAYABLE)
-            is Outcome.Status -> when (outcome.status) {
-                in policy.rejectedStatuses -> DecisionReason.REJECTED_STATUS
-                in policy.retryableStatuses ->
-                    if (replayable) DecisionReason.RETRYABLE_STATUS else return stop(DecisionReason.NOT_REPLAYABLE)
-                else -> return stop(DecisionReason.STATUS_NOT_RETRYABLE)
+        val replayable =
+            input.replayClass == ReplayClass.IDEMPOTENT ||
+                (input.replayClass == ReplayClass.KEYED && input.hasIdempotencyKey)
+        val reason =
+            when (outcome) {
+                Outcome.Aborted -> {
+                    return stop(DecisionReason.ABORTED)
+                }
+
+                Outcome.Connect -> {
+                    DecisionReason.CONNECT_FAILURE
+                }
+
+                Outcome.Transport -> {
+                    if (replayable) DecisionReason.TRANSPORT_FAILURE else return stop(DecisionReason.NOT_REPLAYABLE)
+                }
+
+                is Outcome.Status -> {
+                    when (outcome.status) {
+                        in policy.rejectedStatuses -> DecisionReason.REJECTED_STATUS
+                        !in policy.retryableStatuses -> return stop(DecisionReason.STATUS_NOT_RETRYABLE)
+                        else -> if (replayable) DecisionReason.RETRYABLE_STATUS else return stop(DecisionReason.NOT_REPLAYABLE)
+                    }
+                }
             }
-        }
         var serverDelay: Long? = null
         if (outcome is Outcome.Status) {
             serverDelay = serverDelayMs(outcome.retryAfter, outcome.retryAfterMs, input.nowMs)
@@ -362,7 +391,12 @@ public object RetryPolicies {
      * @param random a uniformly random number in [0, 1).
      */
     @JvmStatic
-    public fun backoffMs(policy: RetryPolicy, retriesUsed: Int, previousDelayMs: Long, random: Double): Long {
+    public fun backoffMs(
+        policy: RetryPolicy,
+        retriesUsed: Int,
+        previousDelayMs: Long,
+        random: Double,
+    ): Long {
         val initial = policy.initialBackoffMs.toDouble()
         val max = policy.maxBackoffMs.toDouble()
         var base = initial
@@ -374,15 +408,14 @@ public object RetryPolicies {
             }
         }
         base = minOf(base, max)
-        val delay = when (policy.jitter) {
-            Jitter.FULL -> random * base
-            Jitter.EQUAL -> base / 2 + random * (base / 2)
-            Jitter.NONE -> base
-            Jitter.DECORRELATED -> {
-                val previous = if (previousDelayMs > 0) previousDelayMs.toDouble() else initial
-                minOf(initial + random * (previous * 3 - initial), max)
+        val previous = if (previousDelayMs > 0) previousDelayMs.toDouble() else initial
+        val delay =
+            when (policy.jitter) {
+                Jitter.FULL -> random * base
+                Jitter.EQUAL -> base / 2 + random * (base / 2)
+                Jitter.NONE -> base
+                Jitter.DECORRELATED -> minOf(initial + random * (previous * 3 - initial), max)
             }
-        }
         return floor(delay).toLong()
     }
 
@@ -392,7 +425,11 @@ public object RetryPolicies {
      * a valid value, and [BEYOND_ANY_CAP_MS] for a delay larger than any cap.
      */
     @JvmStatic
-    public fun serverDelayMs(retryAfter: String?, retryAfterMs: String?, nowMs: Long): Long? {
+    public fun serverDelayMs(
+        retryAfter: String?,
+        retryAfterMs: String?,
+        nowMs: Long,
+    ): Long? {
         if (retryAfterMs != null) {
             val milliseconds = parseNumber(trimSpacesAndTabs(retryAfterMs), allowFraction = true)
             if (milliseconds != null) {
@@ -413,7 +450,10 @@ public object RetryPolicies {
     private fun stop(reason: DecisionReason): Decision = Decision(false, 0, reason)
 
     /** `-?[0-9]+` (with [allowFraction] `(\.[0-9]+)?`): the integer part, 0 when negative, or null. */
-    private fun parseNumber(text: String, allowFraction: Boolean): Long? {
+    private fun parseNumber(
+        text: String,
+        allowFraction: Boolean,
+    ): Long? {
         val negative = text.startsWith('-')
         val start = if (negative) 1 else 0
         var end = start
@@ -449,7 +489,10 @@ public object RetryPolicies {
     }
 
     /** The delay until an IMF-fixdate, RFC 850 or asctime date, 0 when past, or null when [text] is none. */
-    private fun httpDateDelayMs(text: String, nowMs: Long): Long? {
+    private fun httpDateDelayMs(
+        text: String,
+        nowMs: Long,
+    ): Long? {
         val nowDays = Math.floorDiv(nowMs, MS_PER_DAY)
         val year: Long
         val month: Int
@@ -511,17 +554,21 @@ public object RetryPolicies {
             return null
         }
         val dayDifference = daysFromCivil(year, month, day) - nowDays
-        val delay = try {
-            Math.addExact(Math.multiplyExact(dayDifference, MS_PER_DAY), time * 1000L - Math.floorMod(nowMs, MS_PER_DAY))
-        } catch (overflow: ArithmeticException) {
-            // Beyond 64 bits: larger than any cap when ahead, long past when behind.
-            if (dayDifference > 0) BEYOND_ANY_CAP_MS else 0L
-        }
+        val delay =
+            try {
+                Math.addExact(Math.multiplyExact(dayDifference, MS_PER_DAY), time * 1000L - Math.floorMod(nowMs, MS_PER_DAY))
+            } catch (overflow: ArithmeticException) {
+                // Beyond 64 bits: larger than any cap when ahead, long past when behind.
+                if (dayDifference > 0) BEYOND_ANY_CAP_MS else 0L
+            }
         return maxOf(delay, 0L)
     }
 
     /** `hh:mm:ss` at [start] as seconds of the day (a leap second counts as 60), or -1. */
-    private fun timeOfDay(text: String, start: Int): Int {
+    private fun timeOfDay(
+        text: String,
+        start: Int,
+    ): Int {
         if (text[start + 2] != ':' || text[start + 5] != ':') {
             return -1
         }
@@ -535,7 +582,11 @@ public object RetryPolicies {
     }
 
     /** The [count] ASCII digits at [start] as a number, or -1 when one is not a digit. */
-    private fun digits(text: String, start: Int, count: Int): Int {
+    private fun digits(
+        text: String,
+        start: Int,
+        count: Int,
+    ): Int {
         var value = 0
         for (i in start until start + count) {
             val c = text[i]
@@ -547,17 +598,24 @@ public object RetryPolicies {
         return value
     }
 
-    private fun isLeapYear(year: Long): Boolean =
-        Math.floorMod(year, 4L) == 0L && (Math.floorMod(year, 100L) != 0L || Math.floorMod(year, 400L) == 0L)
+    private fun isLeapYear(year: Long): Boolean = year % 4 == 0L && (year % 100 != 0L || year % 400 == 0L)
 
-    private fun daysInMonth(year: Long, month: Int): Int = when (month) {
-        2 -> if (isLeapYear(year)) 29 else 28
-        4, 6, 9, 11 -> 30
-        else -> 31
+    private fun daysInMonth(
+        year: Long,
+        month: Int,
+    ): Int {
+        if (month == 2) {
+            return if (isLeapYear(year)) 29 else 28
+        }
+        return if (month == 4 || month == 6 || month == 9 || month == 11) 30 else 31
     }
 
     /** Days since 1970-01-01 of a proleptic Gregorian date. */
-    private fun daysFromCivil(year: Long, month: Int, day: Int): Long {
+    private fun daysFromCivil(
+        year: Long,
+        month: Int,
+        day: Int,
+    ): Long {
         val y = if (month <= 2) year - 1 else year
         val era = Math.floorDiv(y, 400L)
         val yearOfEra = y - era * 400
@@ -582,10 +640,11 @@ public object RetryPolicies {
     private fun trimSpacesAndTabs(text: String): String = text.trim { it == ' ' || it == '\t' }
 
     private fun asciiUpperCase(text: String): String {
-        val chars = CharArray(text.length) { i ->
-            val c = text[i]
-            if (c in 'a'..'z') c - ('a' - 'A') else c
-        }
+        val chars =
+            CharArray(text.length) { i ->
+                val c = text[i]
+                if (c in 'a'..'z') c - ('a' - 'A') else c
+            }
         return String(chars)
     }
 
@@ -632,9 +691,11 @@ public object RetryPolicies {
             }
             decoded[length++] = bytes[i++]
         }
-        val decoder = Charsets.UTF_8.newDecoder()
-            .onMalformedInput(CodingErrorAction.REPORT)
-            .onUnmappableCharacter(CodingErrorAction.REPORT)
+        val decoder =
+            Charsets.UTF_8
+                .newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT)
+                .onUnmappableCharacter(CodingErrorAction.REPORT)
         return try {
             decoder.decode(ByteBuffer.wrap(decoded, 0, length)).toString()
         } catch (invalid: CharacterCodingException) {
@@ -642,18 +703,25 @@ public object RetryPolicies {
         }
     }
 
-    private fun hexValue(b: Byte): Int = when (val c = b.toInt().toChar()) {
-        in '0'..'9' -> c - '0'
-        in 'a'..'f' -> c - 'a' + 10
-        in 'A'..'F' -> c - 'A' + 10
-        else -> -1
+    private fun hexValue(b: Byte): Int {
+        val c = b.toInt().toChar()
+        return when (c) {
+            in '0'..'9' -> c - '0'
+            in 'a'..'f' -> c - 'a' + 10
+            in 'A'..'F' -> c - 'A' + 10
+            else -> -1
+        }
     }
 
     /**
      * Depth-first walk from [node] over [segments] from [depth]: literal child, then mixed children in
      * order, then the parameter child. Returns the node where a path template ends, or -1.
      */
-    private fun match(node: Int, segments: List<String>, depth: Int): Int {
+    private fun match(
+        node: Int,
+        segments: List<String>,
+        depth: Int,
+    ): Int {
         val current = trie[node]
         if (depth == segments.size) {
             return if (current.operations.isEmpty()) -1 else node
@@ -692,7 +760,10 @@ public object RetryPolicies {
      * A segment such as `{name}.{ext}` or `v{version}`: [pieces] holds its literal text, with null
      * for each parameter. Literal and parameter pieces alternate.
      */
-    private class MixedSegment(val pieces: List<String?>, val child: Int) {
+    private class MixedSegment(
+        val pieces: List<String?>,
+        val child: Int,
+    ) {
         /** The literal pieces appear in order and each parameter covers at least one character. */
         fun matches(segment: String): Boolean {
             var position = 0
@@ -743,14 +814,21 @@ public object RetryPolicies {
             nodes[0].literals["orders"] = 1
             nodes[0].literals["payments"] = 4
             nodes[1].param = 2
-            nodes[1].operations["GET"] = 0 // /orders
-            nodes[1].operations["POST"] = 1 // /orders
+            // /orders
+            nodes[1].operations["GET"] = 0
+            // /orders
+            nodes[1].operations["POST"] = 1
             nodes[2].literals["feed"] = 3
-            nodes[2].operations["DELETE"] = 2 // /orders/{orderId}
-            nodes[2].operations["GET"] = 3 // /orders/{orderId}
-            nodes[2].operations["PATCH"] = 4 // /orders/{orderId}
-            nodes[3].operations["GET"] = 5 // /orders/{orderId}/feed
-            nodes[4].operations["POST"] = 6 // /payments
+            // /orders/{orderId}
+            nodes[2].operations["DELETE"] = 2
+            // /orders/{orderId}
+            nodes[2].operations["GET"] = 3
+            // /orders/{orderId}
+            nodes[2].operations["PATCH"] = 4
+            // /orders/{orderId}/feed
+            nodes[3].operations["GET"] = 5
+            // /payments
+            nodes[4].operations["POST"] = 6
         }
     }
 }

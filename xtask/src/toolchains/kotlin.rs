@@ -1,5 +1,7 @@
-//! Kotlin/JVM: `kotlinc` (installed by scripts/bootstrap-toolchains.sh) compiles the module with
-//! warnings as errors and explicit API mode; the harness runs on `java` with the Kotlin stdlib.
+//! Kotlin/JVM: `ktlint` (the Kotlin ecosystem's linter and formatter) must report nothing on the
+//! module, and `kotlinc` compiles it with warnings as errors and explicit API mode; the harness
+//! runs on `java` with the Kotlin stdlib. Both tools are installed by
+//! scripts/bootstrap-toolchains.sh; versions are pinned so findings never drift between machines.
 
 use super::{command, copy_harness, root, Built, Toolchain};
 use anyhow::{bail, Context, Result};
@@ -10,6 +12,28 @@ pub struct Kotlin;
 /// Flags of every compile: warnings are errors, and every public declaration states its
 /// visibility and type as library code must.
 const KOTLINC_FLAGS: [&str; 2] = ["-Werror", "-Xexplicit-api=strict"];
+
+/// The ktlint release scripts/bootstrap-toolchains.sh installs (KTLINT_VERSION there).
+pub const KTLINT_VERSION: &str = "1.8.0";
+
+/// The `.editorconfig` ktlint runs with, written next to the copy of the module so that no
+/// `.editorconfig` of the surrounding checkout applies (`root = true` stops the search upwards).
+///
+/// Code style `ktlint_official`: ktlint's default since 1.0, so it is what an SDK gets when it adds
+/// ktlint and configures nothing, and the strictest about layout (multi-line wrapping, trailing
+/// commas, 140 columns). The module happens to pass `intellij_idea` as well; `android_studio`
+/// (100 columns, no trailing commas) contradicts `ktlint_official`, so one style has to be
+/// chosen. Every rule keeps its default: a generated file must not need exemptions from the SDK
+/// that vendors it.
+const KTLINT_EDITORCONFIG: &str = "root = true
+
+[*.{kt,kts}]
+ktlint_code_style = ktlint_official
+";
+
+fn ktlint_install_hint() -> String {
+    format!("run `bash scripts/bootstrap-toolchains.sh` to install ktlint {KTLINT_VERSION}")
+}
 
 impl Toolchain for Kotlin {
     fn language(&self) -> &'static str {
@@ -29,6 +53,7 @@ impl Toolchain for Kotlin {
             );
         }
         std::fs::create_dir_all(work)?;
+        ktlint(module, &work.join("ktlint"))?;
         kotlinc(
             &[module.to_path_buf()],
             &work.join("classes"),
@@ -52,6 +77,71 @@ impl Toolchain for Kotlin {
             cwd: work.to_path_buf(),
         })
     }
+}
+
+/// Runs ktlint (default rules, [`KTLINT_EDITORCONFIG`]) over a copy of `module` in `dir`; any
+/// finding fails, and the error lists every finding line (`File.kt:LINE:COL: message (rule)`).
+fn ktlint(module: &Path, dir: &Path) -> Result<()> {
+    let version = command("ktlint")
+        .arg("--version")
+        .output()
+        .with_context(|| {
+            format!(
+                "kotlin lint: ktlint is not installed; {}",
+                ktlint_install_hint()
+            )
+        })?;
+    let printed = String::from_utf8_lossy(&version.stdout);
+    // "ktlint version 1.8.0"
+    if !version.status.success() || printed.split_whitespace().last() != Some(KTLINT_VERSION) {
+        bail!(
+            "kotlin lint: ktlint {KTLINT_VERSION} is required (`ktlint --version` printed {:?}{}); {}",
+            printed.trim(),
+            if version.status.success() { String::new() } else { format!(", {}", version.status) },
+            ktlint_install_hint()
+        );
+    }
+    std::fs::create_dir_all(dir)?;
+    let name = module
+        .file_name()
+        .context("module path has no file name")?
+        .to_string_lossy()
+        .into_owned();
+    std::fs::copy(module, dir.join(&name))?;
+    std::fs::write(dir.join(".editorconfig"), KTLINT_EDITORCONFIG)?;
+    // The file is named relative to `dir`, so findings read `RetryPolicies.kt:12:5: ...`.
+    let output = command("ktlint")
+        .args(["--relative", "--reporter=plain", "--log-level=error"])
+        .arg(&name)
+        .current_dir(dir)
+        .output()
+        .with_context(|| {
+            format!(
+                "kotlin lint: cannot start ktlint; {}",
+                ktlint_install_hint()
+            )
+        })?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let findings: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.starts_with(&format!("{name}:")))
+        .collect();
+    if !findings.is_empty() {
+        bail!(
+            "kotlin lint: ktlint {KTLINT_VERSION} found {} problem(s) in {} (`ktlint --format` shows the expected layout):\n{}",
+            findings.len(),
+            module.display(),
+            findings.join("\n")
+        );
+    }
+    if !output.status.success() {
+        bail!(
+            "kotlin lint: ktlint failed ({}):\n{stdout}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
 }
 
 /// Compiles `sources` into `out`; any diagnostic (warnings are errors) fails.
@@ -100,6 +190,9 @@ fn style_findings(text: &str) -> Vec<String> {
         findings.push("the file must end with exactly one newline".to_string());
     }
     let lines: Vec<&str> = text.split('\n').collect();
+    // The indentation of the `class X(` line whose primary constructor is open, laid out one
+    // parameter per line until the `)` at that same indentation.
+    let mut constructor: Option<usize> = None;
     for (index, line) in lines.iter().enumerate() {
         let at = index + 1;
         let code_part = line.rfind(" // ").map_or(*line, |comment| &line[..comment]);
@@ -115,6 +208,16 @@ fn style_findings(text: &str) -> Vec<String> {
             findings.push(format!("line {at}: trailing whitespace"));
         }
         let code = line.trim_start();
+        let indent = line.len() - code.len();
+        if let Some(open) = constructor {
+            if indent == open && code.starts_with(')') {
+                constructor = None;
+            }
+            continue;
+        }
+        if code.contains("class ") && code.ends_with('(') {
+            constructor = Some(indent);
+        }
         if code.starts_with("public ") && !code.ends_with(',') {
             let documented = lines[..index]
                 .iter()
@@ -142,6 +245,14 @@ mod tests {
         let findings = style_findings(text);
         assert_eq!(findings.len(), 1, "{findings:?}");
         assert!(findings[0].starts_with("line 5:"));
+    }
+
+    #[test]
+    fn wrapped_constructor_properties_need_no_kdoc() {
+        let text = "/** Doc. */\npublic class A(\n    public val b: Set<Int> =\n        setOf(\n            1,\n        ),\n    public val c: Set<Int> =\n        setOf(),\n) {\n    public fun d(\n        e: Int,\n    ): Int = e\n}\n";
+        let findings = style_findings(text);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert!(findings[0].starts_with("line 10:"), "{findings:?}");
     }
 
     #[test]

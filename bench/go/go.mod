@@ -1,0 +1,3 @@
+module retrygen.example/bench
+
+go 1.21

@@ -1,0 +1,167 @@
+// Command bench times the generated Go module's Classify against the baseline linear regex scan
+// (see bench/README.md). `cargo xtask bench` places the module in the retrypolicy folder.
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"retrygen.example/bench/retrypolicy"
+)
+
+// entry is one [method, anchored regex] pair of the baseline, in table order.
+type entry struct {
+	method  string
+	pattern *regexp.Regexp
+}
+
+var table = func() []entry {
+	t := make([]entry, len(retrypolicy.Operations))
+	for i := range retrypolicy.Operations {
+		t[i] = entry{retrypolicy.Operations[i].Method, retrypolicy.Operations[i].Pattern}
+	}
+	return t
+}()
+
+func scan(method, path string) int {
+	if cut := strings.IndexAny(path, "?#"); cut >= 0 {
+		path = path[:cut]
+	}
+	base := retrypolicy.BasePath
+	if base != "" && strings.HasPrefix(path, base) && (len(path) == len(base) || path[len(base)] == '/') {
+		path = path[len(base):]
+	}
+	for i := range table {
+		if table[i].method == method && table[i].pattern.MatchString(path) {
+			return i
+		}
+	}
+	return -1
+}
+
+func letter(c retrypolicy.ReplayClass) byte {
+	switch c {
+	case retrypolicy.ClassIdempotent:
+		return 'i'
+	case retrypolicy.ClassKeyed:
+		return 'k'
+	case retrypolicy.ClassNonReplayable:
+		return 'n'
+	case retrypolicy.ClassNoRetry:
+		return 'r'
+	}
+	return '?'
+}
+
+// calibrate warms run up, then doubles the passes until one measurement lasts min.
+func calibrate(warm, min time.Duration, run func()) int {
+	start := time.Now()
+	run()
+	for time.Since(start) < warm {
+		run()
+	}
+	rounds := 1
+	for {
+		t := time.Now()
+		for r := 0; r < rounds; r++ {
+			run()
+		}
+		if time.Since(t) >= min || rounds >= 1<<24 {
+			return rounds
+		}
+		rounds *= 2
+	}
+}
+
+func sample(requests, rounds int, run func()) float64 {
+	t := time.Now()
+	for r := 0; r < rounds; r++ {
+		run()
+	}
+	return float64(time.Since(t).Nanoseconds()) / float64(rounds*requests)
+}
+
+func median(values []float64) float64 {
+	sort.Float64s(values)
+	return values[len(values)/2]
+}
+
+func main() {
+	if len(os.Args) != 5 {
+		fmt.Fprintln(os.Stderr, "usage: bench MIXFILE WARM_MS MIN_MS SAMPLES")
+		os.Exit(2)
+	}
+	data, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var methods, paths []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" {
+			continue
+		}
+		m, p, _ := strings.Cut(line, "\t")
+		methods = append(methods, m)
+		paths = append(paths, p)
+	}
+	number := func(s string) int {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		return n
+	}
+	warm := time.Duration(number(os.Args[2])) * time.Millisecond
+	min := time.Duration(number(os.Args[3])) * time.Millisecond
+	samples := number(os.Args[4])
+	n := len(methods)
+	sink := 0
+	classifyPass := func() {
+		for i := 0; i < n; i++ {
+			if retrypolicy.Classify(methods[i], paths[i]).Operation != nil {
+				sink++
+			}
+		}
+	}
+	scanPass := func() {
+		for i := 0; i < n; i++ {
+			sink += scan(methods[i], paths[i])
+		}
+	}
+	classifyRounds := calibrate(warm, min, classifyPass)
+	scanRounds := calibrate(warm, min, scanPass)
+	// Samples alternate between the two, so that both see the same machine.
+	var classifySamples, scanSamples []float64
+	for s := 0; s < samples; s++ {
+		classifySamples = append(classifySamples, sample(n, classifyRounds, classifyPass))
+		scanSamples = append(scanSamples, sample(n, scanRounds, scanPass))
+	}
+	classifyNs := median(classifySamples)
+	scanNs := median(scanSamples)
+	ops := make([]string, n)
+	classes := make([]byte, n)
+	scanned := make([]string, n)
+	for i := 0; i < n; i++ {
+		c := retrypolicy.Classify(methods[i], paths[i])
+		index := -1
+		for j := range retrypolicy.Operations {
+			if c.Operation == &retrypolicy.Operations[j] {
+				index = j
+				break
+			}
+		}
+		ops[i] = strconv.Itoa(index)
+		classes[i] = letter(c.Class)
+		scanned[i] = strconv.Itoa(scan(methods[i], paths[i]))
+	}
+	fmt.Printf("classify_ns %.2f\nscan_ns %.2f\n", classifyNs, scanNs)
+	fmt.Printf("classify_ops %s\nclassify_classes %s\n", strings.Join(ops, ","), classes)
+	fmt.Printf("scan_ops %s\nsink %d\n", strings.Join(scanned, ","), sink)
+}

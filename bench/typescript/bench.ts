@@ -1,0 +1,139 @@
+// Matching bench for the generated TypeScript module (see bench/README.md). Compiled by
+// `cargo xtask bench` next to retryPolicy.gen.ts and run by node.
+
+import { readFileSync } from "node:fs";
+import { BASE_PATH, OPERATIONS, classify } from "./retryPolicy.gen.js";
+import type { Operation, ReplayClass } from "./retryPolicy.gen.js";
+
+const LETTERS: Record<ReplayClass, string> = {
+  idempotent: "i",
+  keyed: "k",
+  non_replayable: "n",
+  no_retry: "r",
+};
+
+// The baseline: [method, anchored regex] pairs of every operation, in table order.
+const METHODS: string[] = OPERATIONS.map((op) => op.method);
+const PATTERNS: RegExp[] = OPERATIONS.map((op) => op.pattern);
+
+function scan(method: string, path: string): number {
+  const cut = path.search(/[?#]/);
+  if (cut >= 0) {
+    path = path.slice(0, cut);
+  }
+  if (
+    BASE_PATH !== "" &&
+    path.startsWith(BASE_PATH) &&
+    (path.length === BASE_PATH.length || path[BASE_PATH.length] === "/")
+  ) {
+    path = path.slice(BASE_PATH.length);
+  }
+  for (let i = 0; i < METHODS.length; i++) {
+    if (METHODS[i] === method && (PATTERNS[i] as RegExp).test(path)) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+function now(): bigint {
+  return process.hrtime.bigint();
+}
+
+/** Warms up, then doubles the passes until one measurement lasts `minMs`. */
+function calibrate(warmMs: number, minMs: number, run: () => void): number {
+  const start = now();
+  run();
+  while (now() - start < BigInt(warmMs) * 1000000n) {
+    run();
+  }
+  let rounds = 1;
+  for (;;) {
+    const t = now();
+    for (let r = 0; r < rounds; r++) {
+      run();
+    }
+    if (now() - t >= BigInt(minMs) * 1000000n || rounds >= 1 << 24) {
+      return rounds;
+    }
+    rounds *= 2;
+  }
+}
+
+function sample(requests: number, rounds: number, run: () => void): number {
+  const t = now();
+  for (let r = 0; r < rounds; r++) {
+    run();
+  }
+  return Number(now() - t) / (rounds * requests);
+}
+
+function median(values: number[]): number {
+  values.sort((a, b) => a - b);
+  return values[Math.floor(values.length / 2)] as number;
+}
+
+function main(): number {
+  const args = process.argv.slice(2);
+  if (args.length !== 4) {
+    process.stderr.write("usage: bench MIXFILE WARM_MS MIN_MS SAMPLES\n");
+    return 2;
+  }
+  const methods: string[] = [];
+  const paths: string[] = [];
+  for (const line of readFileSync(args[0] as string, "utf8").split("\n")) {
+    if (line === "") continue;
+    const tab = line.indexOf("\t");
+    methods.push(line.slice(0, tab));
+    paths.push(line.slice(tab + 1));
+  }
+  const [warmMs, minMs, samples] = args.slice(1).map(Number) as [
+    number,
+    number,
+    number,
+  ];
+  const n = methods.length;
+  let sink = 0;
+  const classifyPass = (): void => {
+    for (let i = 0; i < n; i++) {
+      if (classify(methods[i] as string, paths[i] as string).operation !== null) {
+        sink++;
+      }
+    }
+  };
+  const scanPass = (): void => {
+    for (let i = 0; i < n; i++) {
+      sink += scan(methods[i] as string, paths[i] as string);
+    }
+  };
+  const classifyRounds = calibrate(warmMs, minMs, classifyPass);
+  const scanRounds = calibrate(warmMs, minMs, scanPass);
+  // Samples alternate between the two, so that both see the same machine.
+  const classifySamples: number[] = [];
+  const scanSamples: number[] = [];
+  for (let s = 0; s < samples; s++) {
+    classifySamples.push(sample(n, classifyRounds, classifyPass));
+    scanSamples.push(sample(n, scanRounds, scanPass));
+  }
+  const classifyNs = median(classifySamples);
+  const scanNs = median(scanSamples);
+  const index = new Map<Operation, number>();
+  OPERATIONS.forEach((op, i) => index.set(op, i));
+  const ops: number[] = [];
+  let classes = "";
+  const scanned: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const c = classify(methods[i] as string, paths[i] as string);
+    ops.push(c.operation === null ? -1 : (index.get(c.operation) as number));
+    classes += LETTERS[c.replayClass];
+    scanned.push(scan(methods[i] as string, paths[i] as string));
+  }
+  process.stdout.write(
+    `classify_ns ${classifyNs.toFixed(2)}\nscan_ns ${scanNs.toFixed(2)}\n` +
+      `classify_ops ${ops.join(",")}\nclassify_classes ${classes}\n` +
+      `scan_ops ${scanned.join(",")}\nsink ${sink}\n`,
+  );
+  return 0;
+}
+
+process.exitCode = main();
