@@ -19,12 +19,10 @@ impl Backend for Rust {
     fn default_file_name(&self, options: &LanguageOptions) -> String {
         format!("{}.rs", options["module"])
     }
+    /// NUL is written `\u{0}`, never `\0`: followed by a digit, `\0` looks like an octal escape,
+    /// which clippy's `octal_escapes` warns about (an error under `-D warnings`).
     fn string_literal(&self, s: &str) -> String {
-        quoted(
-            s,
-            |c| if c == '\0' { Some("\\0") } else { c_like(c) },
-            |c| format!("\\u{{{:x}}}", c as u32),
-        )
+        quoted(s, c_like, |c| format!("\\u{{{:x}}}", c as u32))
     }
     /// A raw string when the pattern has backslashes to spare and nothing a raw string cannot hold.
     fn regex_literal(&self, pattern: &str) -> String {
@@ -56,3 +54,13 @@ const RUST_KEYWORDS: [&str; 52] = [
     "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro",
     "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_is_never_octal_looking() {
+        assert_eq!(Rust.string_literal("\0\x00\u{1}7"), r#""\u{0}\u{0}\u{1}7""#);
+    }
+}

@@ -1243,14 +1243,14 @@ namespace Retrygen.Generated
 
         private static ReadOnlyCollection<Operation> LoadOperations()
         {
-            var table = new List<Operation>(13);
+            var table = new List<Operation>(14);
             LoadOperations0(table);
             return table.AsReadOnly();
         }
 
         private static TrieNode[] LoadTrie()
         {
-            var nodes = new TrieNode[42];
+            var nodes = new TrieNode[44];
             for (int i = 0; i < nodes.Length; i++)
             {
                 nodes[i] = new TrieNode();
@@ -1267,6 +1267,7 @@ namespace Retrygen.Generated
             table.Add(new Operation("DELETE", "/comment*/end/*start//line#hash", new Regex("^/comment\\*/end/\\*start//line/?$", RegexOptions.CultureInvariant), "*/ /* // # -- <!-- -->", ReplayClass.Idempotent));
             table.Add(new Operation("GET", "/dollar/${interp}/$x/%{ruby}/{jinja}", new Regex("^/dollar/\\$[^/]+/\\$x/%[^/]+/[^/]+/?$", RegexOptions.CultureInvariant), "${process.exit(1)}$x#{1}{{ 7*7 }}{% raw %}%s%d%n", ReplayClass.Idempotent));
             table.Add(new Operation("GET", "/lines/a\nb\rc\td", new Regex("^/lines/a\nb\rc\td/?$", RegexOptions.CultureInvariant), "new\nline\r\ncarriage\ttab\0nul\u0007bell\u001Besc\u007Fdel", ReplayClass.Idempotent));
+            table.Add(new Operation("GET", "/nul/a\00b", new Regex("^/nul/a\00b/?$", RegexOptions.CultureInvariant), "nul\07", ReplayClass.Idempotent));
             table.Add(new Operation("GET", "/percent/%41%zz%/{p}", new Regex("^/percent/%41%zz%/[^/]+/?$", RegexOptions.CultureInvariant), "percent%41%%s", ReplayClass.Idempotent));
             table.Add(new Operation("GET", "/q\"uote/{id}", new Regex("^/q\"uote/[^/]+/?$", RegexOptions.CultureInvariant), "double\"quote", ReplayClass.Idempotent));
             table.Add(new Operation("PATCH", "/regex/.+*^$|()[]\\d/{n}.{ext}", new Regex("^/regex/\\.\\+\\*\\^\\$\\|\\(\\)\\[\\]\\\\d/[^/]+\\.[^/]+/?$", RegexOptions.CultureInvariant), "regex.+*?^$|()[]{}\\d", ReplayClass.NonReplayable));
@@ -1284,14 +1285,15 @@ namespace Retrygen.Generated
             nodes[0].Literals.Add("comment*", 6);
             nodes[0].Literals.Add("dollar", 11);
             nodes[0].Literals.Add("lines", 16);
-            nodes[0].Literals.Add("percent", 18);
-            nodes[0].Literals.Add("q\"uote", 21);
-            nodes[0].Literals.Add("regex", 23);
-            nodes[0].Literals.Add("s'ingle", 26);
-            nodes[0].Literals.Add("separators", 28);
-            nodes[0].Literals.Add("triple", 32);
-            nodes[0].Literals.Add("unicode", 35);
-            nodes[0].Literals.Add("whitespace", 39);
+            nodes[0].Literals.Add("nul", 18);
+            nodes[0].Literals.Add("percent", 20);
+            nodes[0].Literals.Add("q\"uote", 23);
+            nodes[0].Literals.Add("regex", 25);
+            nodes[0].Literals.Add("s'ingle", 28);
+            nodes[0].Literals.Add("separators", 30);
+            nodes[0].Literals.Add("triple", 34);
+            nodes[0].Literals.Add("unicode", 37);
+            nodes[0].Literals.Add("whitespace", 41);
             nodes[1].Param = 2;
             nodes[2].Operations.Add("PUT", 0); // /back\slash\u0041\n/{x}
             nodes[3].Literals.Add("\u202E\u2066\u200F", 4);
@@ -1309,30 +1311,32 @@ namespace Retrygen.Generated
             nodes[15].Operations.Add("GET", 3); // /dollar/${interp}/$x/%{ruby}/{jinja}
             nodes[16].Literals.Add("a\nb\rc\td", 17);
             nodes[17].Operations.Add("GET", 4); // /lines/a\u{a}b\u{d}c\u{9}d
-            nodes[18].Literals.Add("A%zz%", 19);
-            nodes[19].Param = 20;
-            nodes[20].Operations.Add("GET", 5); // /percent/%41%zz%/{p}
+            nodes[18].Literals.Add("a\00b", 19);
+            nodes[19].Operations.Add("GET", 5); // /nul/a\u{0}0b
+            nodes[20].Literals.Add("A%zz%", 21);
             nodes[21].Param = 22;
-            nodes[22].Operations.Add("GET", 6); // /q"uote/{id}
-            nodes[23].Literals.Add(".+*^$|()[]\\d", 24);
-            nodes[24].Mixed.Add(new MixedSegment(new string[] { null, ".", null }, 25));
-            nodes[25].Operations.Add("PATCH", 7); // /regex/.+*^$|()[]\d/{n}.{ext}
-            nodes[26].Literals.Add("`back`tick", 27);
-            nodes[27].Operations.Add("POST", 8); // /s'ingle/`back`tick
-            nodes[28].Literals.Add("\u2028", 29);
-            nodes[29].Literals.Add("\u2029", 30);
-            nodes[30].Literals.Add("\u0085", 31);
-            nodes[31].Operations.Add("GET", 9); // /separators/\u{2028}/\u{2029}/\u{85}
-            nodes[32].Literals.Add("\"\"\"", 33);
-            nodes[33].Literals.Add("'''", 34);
-            nodes[34].Operations.Add("POST", 10); // /triple/"""/'''
-            nodes[35].Literals.Add("caf\u00E9", 36);
-            nodes[36].Literals.Add("\uD83D\uDE00", 37);
-            nodes[37].Literals.Add("\u4E2D\u6587", 38);
-            nodes[38].Operations.Add("GET", 11); // /unicode/café/😀/中文
-            nodes[39].Literals.Add("ideographic\u3000nbsp\u00A0", 40);
-            nodes[40].Literals.Add("trailing ", 41);
-            nodes[41].Operations.Add("POST", 12); // /whitespace/ideographic\u{3000}nbsp\u{a0}/trailing\u{20}
+            nodes[22].Operations.Add("GET", 6); // /percent/%41%zz%/{p}
+            nodes[23].Param = 24;
+            nodes[24].Operations.Add("GET", 7); // /q"uote/{id}
+            nodes[25].Literals.Add(".+*^$|()[]\\d", 26);
+            nodes[26].Mixed.Add(new MixedSegment(new string[] { null, ".", null }, 27));
+            nodes[27].Operations.Add("PATCH", 8); // /regex/.+*^$|()[]\d/{n}.{ext}
+            nodes[28].Literals.Add("`back`tick", 29);
+            nodes[29].Operations.Add("POST", 9); // /s'ingle/`back`tick
+            nodes[30].Literals.Add("\u2028", 31);
+            nodes[31].Literals.Add("\u2029", 32);
+            nodes[32].Literals.Add("\u0085", 33);
+            nodes[33].Operations.Add("GET", 10); // /separators/\u{2028}/\u{2029}/\u{85}
+            nodes[34].Literals.Add("\"\"\"", 35);
+            nodes[35].Literals.Add("'''", 36);
+            nodes[36].Operations.Add("POST", 11); // /triple/"""/'''
+            nodes[37].Literals.Add("caf\u00E9", 38);
+            nodes[38].Literals.Add("\uD83D\uDE00", 39);
+            nodes[39].Literals.Add("\u4E2D\u6587", 40);
+            nodes[40].Operations.Add("GET", 12); // /unicode/café/😀/中文
+            nodes[41].Literals.Add("ideographic\u3000nbsp\u00A0", 42);
+            nodes[42].Literals.Add("trailing ", 43);
+            nodes[43].Operations.Add("POST", 13); // /whitespace/ideographic\u{3000}nbsp\u{a0}/trailing\u{20}
         }
 
         /// <summary>One node of the segment trie; filled once by the LoadTrie methods.</summary>

@@ -103,7 +103,16 @@ var Operations = []Operation{
 		Class:          ClassIdempotent,
 		Pattern:        regexp.MustCompile("^/lines/a\nb\rc\td/?$"),
 	},
-	// 5: /percent/%41%zz%/{p}
+	// 5: /nul/a\u{0}0b
+	{
+		Method:         "GET",
+		Path:           "/nul/a\u00000b",
+		OperationID:    "nul\u00007",
+		HasOperationID: true,
+		Class:          ClassIdempotent,
+		Pattern:        regexp.MustCompile("^/nul/a\u00000b/?$"),
+	},
+	// 6: /percent/%41%zz%/{p}
 	{
 		Method:         "GET",
 		Path:           "/percent/%41%zz%/{p}",
@@ -112,7 +121,7 @@ var Operations = []Operation{
 		Class:          ClassIdempotent,
 		Pattern:        regexp.MustCompile(`^/percent/%41%zz%/[^/]+/?$`),
 	},
-	// 6: /q"uote/{id}
+	// 7: /q"uote/{id}
 	{
 		Method:         "GET",
 		Path:           "/q\"uote/{id}",
@@ -121,7 +130,7 @@ var Operations = []Operation{
 		Class:          ClassIdempotent,
 		Pattern:        regexp.MustCompile(`^/q"uote/[^/]+/?$`),
 	},
-	// 7: /regex/.+*^$|()[]\d/{n}.{ext}
+	// 8: /regex/.+*^$|()[]\d/{n}.{ext}
 	{
 		Method:         "PATCH",
 		Path:           "/regex/.+*^$|()[]\\d/{n}.{ext}",
@@ -130,7 +139,7 @@ var Operations = []Operation{
 		Class:          ClassNonReplayable,
 		Pattern:        regexp.MustCompile(`^/regex/\.\+\*\^\$\|\(\)\[\]\\d/[^/]+\.[^/]+/?$`),
 	},
-	// 8: /s'ingle/`back`tick
+	// 9: /s'ingle/`back`tick
 	{
 		Method:         "POST",
 		Path:           "/s'ingle/`back`tick",
@@ -139,7 +148,7 @@ var Operations = []Operation{
 		Class:          ClassNonReplayable,
 		Pattern:        regexp.MustCompile("^/s'ingle/`back`tick/?$"),
 	},
-	// 9: /separators/\u{2028}/\u{2029}/\u{85}
+	// 10: /separators/\u{2028}/\u{2029}/\u{85}
 	{
 		Method:         "GET",
 		Path:           "/separators/\u2028/\u2029/\u0085",
@@ -148,7 +157,7 @@ var Operations = []Operation{
 		Class:          ClassIdempotent,
 		Pattern:        regexp.MustCompile("^/separators/\u2028/\u2029/\u0085/?$"),
 	},
-	// 10: /triple/"""/'''
+	// 11: /triple/"""/'''
 	{
 		Method:         "POST",
 		Path:           "/triple/\"\"\"/'''",
@@ -157,7 +166,7 @@ var Operations = []Operation{
 		Class:          ClassNonReplayable,
 		Pattern:        regexp.MustCompile(`^/triple/"""/'''/?$`),
 	},
-	// 11: /unicode/café/😀/中文
+	// 12: /unicode/café/😀/中文
 	{
 		Method:         "GET",
 		Path:           "/unicode/caf\u00e9/\U0001f600/\u4e2d\u6587",
@@ -166,7 +175,7 @@ var Operations = []Operation{
 		Class:          ClassIdempotent,
 		Pattern:        regexp.MustCompile("^/unicode/caf\u00e9/\U0001f600/\u4e2d\u6587/?$"),
 	},
-	// 12: /whitespace/ideographic\u{3000}nbsp\u{a0}/trailing\u{20}
+	// 13: /whitespace/ideographic\u{3000}nbsp\u{a0}/trailing\u{20}
 	{
 		Method:         "POST",
 		Path:           "/whitespace/ideographic\u3000nbsp\u00a0/trailing ",
@@ -190,13 +199,13 @@ type NonReplayableRoute struct {
 // path, without query, fragment and base path, matches Pattern.
 var NonReplayableOperations = []NonReplayableRoute{
 	// /regex/.+*^$|()[]\d/{n}.{ext}
-	{Method: "PATCH", Pattern: Operations[7].Pattern},
+	{Method: "PATCH", Pattern: Operations[8].Pattern},
 	// /s'ingle/`back`tick
-	{Method: "POST", Pattern: Operations[8].Pattern},
+	{Method: "POST", Pattern: Operations[9].Pattern},
 	// /triple/"""/'''
-	{Method: "POST", Pattern: Operations[10].Pattern},
+	{Method: "POST", Pattern: Operations[11].Pattern},
 	// /whitespace/ideographic\u{3000}nbsp\u{a0}/trailing\u{20}
-	{Method: "POST", Pattern: Operations[12].Pattern},
+	{Method: "POST", Pattern: Operations[13].Pattern},
 }
 
 // Classification is the result of Classify.
@@ -353,7 +362,7 @@ type segmentPiece struct {
 
 // routes is the segment trie; routes[0] is the root.
 var routes = [...]routeNode{
-	0:  {literals: map[string]int{"back\\slash\\u0041\\n": 1, "bidi": 3, "comment*": 6, "dollar": 11, "lines": 16, "percent": 18, "q\"uote": 21, "regex": 23, "s'ingle": 26, "separators": 28, "triple": 32, "unicode": 35, "whitespace": 39}, param: -1},
+	0:  {literals: map[string]int{"back\\slash\\u0041\\n": 1, "bidi": 3, "comment*": 6, "dollar": 11, "lines": 16, "nul": 18, "percent": 20, "q\"uote": 23, "regex": 25, "s'ingle": 28, "separators": 30, "triple": 34, "unicode": 37, "whitespace": 41}, param: -1},
 	1:  {param: 2},
 	2:  {param: -1, methods: map[string]int{"PUT": 0}},
 	3:  {literals: map[string]int{"\u202e\u2066\u200f": 4}, param: -1},
@@ -371,30 +380,32 @@ var routes = [...]routeNode{
 	15: {param: -1, methods: map[string]int{"GET": 3}},
 	16: {literals: map[string]int{"a\nb\rc\td": 17}, param: -1},
 	17: {param: -1, methods: map[string]int{"GET": 4}},
-	18: {literals: map[string]int{"A%zz%": 19}, param: -1},
-	19: {param: 20},
-	20: {param: -1, methods: map[string]int{"GET": 5}},
+	18: {literals: map[string]int{"a\u00000b": 19}, param: -1},
+	19: {param: -1, methods: map[string]int{"GET": 5}},
+	20: {literals: map[string]int{"A%zz%": 21}, param: -1},
 	21: {param: 22},
 	22: {param: -1, methods: map[string]int{"GET": 6}},
-	23: {literals: map[string]int{".+*^$|()[]\\d": 24}, param: -1},
-	24: {mixed: []mixedSegment{{pieces: []segmentPiece{{param: true}, {text: "."}, {param: true}}, child: 25}}, param: -1},
-	25: {param: -1, methods: map[string]int{"PATCH": 7}},
-	26: {literals: map[string]int{"`back`tick": 27}, param: -1},
-	27: {param: -1, methods: map[string]int{"POST": 8}},
-	28: {literals: map[string]int{"\u2028": 29}, param: -1},
-	29: {literals: map[string]int{"\u2029": 30}, param: -1},
-	30: {literals: map[string]int{"\u0085": 31}, param: -1},
-	31: {param: -1, methods: map[string]int{"GET": 9}},
-	32: {literals: map[string]int{"\"\"\"": 33}, param: -1},
-	33: {literals: map[string]int{"'''": 34}, param: -1},
-	34: {param: -1, methods: map[string]int{"POST": 10}},
-	35: {literals: map[string]int{"caf\u00e9": 36}, param: -1},
-	36: {literals: map[string]int{"\U0001f600": 37}, param: -1},
-	37: {literals: map[string]int{"\u4e2d\u6587": 38}, param: -1},
-	38: {param: -1, methods: map[string]int{"GET": 11}},
-	39: {literals: map[string]int{"ideographic\u3000nbsp\u00a0": 40}, param: -1},
-	40: {literals: map[string]int{"trailing ": 41}, param: -1},
-	41: {param: -1, methods: map[string]int{"POST": 12}},
+	23: {param: 24},
+	24: {param: -1, methods: map[string]int{"GET": 7}},
+	25: {literals: map[string]int{".+*^$|()[]\\d": 26}, param: -1},
+	26: {mixed: []mixedSegment{{pieces: []segmentPiece{{param: true}, {text: "."}, {param: true}}, child: 27}}, param: -1},
+	27: {param: -1, methods: map[string]int{"PATCH": 8}},
+	28: {literals: map[string]int{"`back`tick": 29}, param: -1},
+	29: {param: -1, methods: map[string]int{"POST": 9}},
+	30: {literals: map[string]int{"\u2028": 31}, param: -1},
+	31: {literals: map[string]int{"\u2029": 32}, param: -1},
+	32: {literals: map[string]int{"\u0085": 33}, param: -1},
+	33: {param: -1, methods: map[string]int{"GET": 10}},
+	34: {literals: map[string]int{"\"\"\"": 35}, param: -1},
+	35: {literals: map[string]int{"'''": 36}, param: -1},
+	36: {param: -1, methods: map[string]int{"POST": 11}},
+	37: {literals: map[string]int{"caf\u00e9": 38}, param: -1},
+	38: {literals: map[string]int{"\U0001f600": 39}, param: -1},
+	39: {literals: map[string]int{"\u4e2d\u6587": 40}, param: -1},
+	40: {param: -1, methods: map[string]int{"GET": 12}},
+	41: {literals: map[string]int{"ideographic\u3000nbsp\u00a0": 42}, param: -1},
+	42: {literals: map[string]int{"trailing ": 43}, param: -1},
+	43: {param: -1, methods: map[string]int{"POST": 13}},
 }
 
 // findRoute walks the trie depth first from node and returns the node where segments end at a

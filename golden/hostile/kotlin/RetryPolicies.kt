@@ -236,7 +236,7 @@ public object RetryPolicies {
     /** Every operation of the API, sorted by path, then method. */
     @JvmField
     public val OPERATIONS: List<Operation> =
-        ArrayList<Operation>(13).also { table ->
+        ArrayList<Operation>(14).also { table ->
             OperationChunk0.load(table)
         }
 
@@ -273,7 +273,7 @@ public object RetryPolicies {
         }
 
     private val trie: Array<TrieNode> =
-        Array(42) { TrieNode() }.also { nodes ->
+        Array(44) { TrieNode() }.also { nodes ->
             TrieChunk0.load(nodes)
         }
 
@@ -839,6 +839,7 @@ public object RetryPolicies {
                     "new\nline\r\ncarriage\ttab\u0000nul\u0007bell\u001Besc\u007Fdel",
                     ReplayClass.IDEMPOTENT,
                 )
+            table += Operation("GET", "/nul/a\u00000b", Regex("^/nul/a\u00000b/?\$"), "nul\u00007", ReplayClass.IDEMPOTENT)
             table += Operation("GET", "/percent/%41%zz%/{p}", Regex("^/percent/%41%zz%/[^/]+/?\$"), "percent%41%%s", ReplayClass.IDEMPOTENT)
             table += Operation("GET", "/q\"uote/{id}", Regex("^/q\"uote/[^/]+/?\$"), "double\"quote", ReplayClass.IDEMPOTENT)
             table +=
@@ -899,14 +900,15 @@ public object RetryPolicies {
             nodes[0].literals["comment*"] = 6
             nodes[0].literals["dollar"] = 11
             nodes[0].literals["lines"] = 16
-            nodes[0].literals["percent"] = 18
-            nodes[0].literals["q\"uote"] = 21
-            nodes[0].literals["regex"] = 23
-            nodes[0].literals["s'ingle"] = 26
-            nodes[0].literals["separators"] = 28
-            nodes[0].literals["triple"] = 32
-            nodes[0].literals["unicode"] = 35
-            nodes[0].literals["whitespace"] = 39
+            nodes[0].literals["nul"] = 18
+            nodes[0].literals["percent"] = 20
+            nodes[0].literals["q\"uote"] = 23
+            nodes[0].literals["regex"] = 25
+            nodes[0].literals["s'ingle"] = 28
+            nodes[0].literals["separators"] = 30
+            nodes[0].literals["triple"] = 34
+            nodes[0].literals["unicode"] = 37
+            nodes[0].literals["whitespace"] = 41
             nodes[1].param = 2
             // /back\slash\u0041\n/{x}
             nodes[2].operations["PUT"] = 0
@@ -929,38 +931,41 @@ public object RetryPolicies {
             nodes[16].literals["a\nb\rc\td"] = 17
             // /lines/a\u{a}b\u{d}c\u{9}d
             nodes[17].operations["GET"] = 4
-            nodes[18].literals["A%zz%"] = 19
-            nodes[19].param = 20
-            // /percent/%41%zz%/{p}
-            nodes[20].operations["GET"] = 5
+            nodes[18].literals["a\u00000b"] = 19
+            // /nul/a\u{0}0b
+            nodes[19].operations["GET"] = 5
+            nodes[20].literals["A%zz%"] = 21
             nodes[21].param = 22
-            // /q"uote/{id}
+            // /percent/%41%zz%/{p}
             nodes[22].operations["GET"] = 6
-            nodes[23].literals[".+*^\$|()[]\\d"] = 24
-            nodes[24].mixed += MixedSegment(listOf(null, ".", null), 25)
+            nodes[23].param = 24
+            // /q"uote/{id}
+            nodes[24].operations["GET"] = 7
+            nodes[25].literals[".+*^\$|()[]\\d"] = 26
+            nodes[26].mixed += MixedSegment(listOf(null, ".", null), 27)
             // /regex/.+*^$|()[]\d/{n}.{ext}
-            nodes[25].operations["PATCH"] = 7
-            nodes[26].literals["`back`tick"] = 27
+            nodes[27].operations["PATCH"] = 8
+            nodes[28].literals["`back`tick"] = 29
             // /s'ingle/`back`tick
-            nodes[27].operations["POST"] = 8
-            nodes[28].literals["\u2028"] = 29
-            nodes[29].literals["\u2029"] = 30
-            nodes[30].literals["\u0085"] = 31
+            nodes[29].operations["POST"] = 9
+            nodes[30].literals["\u2028"] = 31
+            nodes[31].literals["\u2029"] = 32
+            nodes[32].literals["\u0085"] = 33
             // /separators/\u{2028}/\u{2029}/\u{85}
-            nodes[31].operations["GET"] = 9
-            nodes[32].literals["\"\"\""] = 33
-            nodes[33].literals["'''"] = 34
+            nodes[33].operations["GET"] = 10
+            nodes[34].literals["\"\"\""] = 35
+            nodes[35].literals["'''"] = 36
             // /triple/"""/'''
-            nodes[34].operations["POST"] = 10
-            nodes[35].literals["caf\u00E9"] = 36
-            nodes[36].literals["\uD83D\uDE00"] = 37
-            nodes[37].literals["\u4E2D\u6587"] = 38
+            nodes[36].operations["POST"] = 11
+            nodes[37].literals["caf\u00E9"] = 38
+            nodes[38].literals["\uD83D\uDE00"] = 39
+            nodes[39].literals["\u4E2D\u6587"] = 40
             // /unicode/café/😀/中文
-            nodes[38].operations["GET"] = 11
-            nodes[39].literals["ideographic\u3000nbsp\u00A0"] = 40
-            nodes[40].literals["trailing "] = 41
+            nodes[40].operations["GET"] = 12
+            nodes[41].literals["ideographic\u3000nbsp\u00A0"] = 42
+            nodes[42].literals["trailing "] = 43
             // /whitespace/ideographic\u{3000}nbsp\u{a0}/trailing\u{20}
-            nodes[41].operations["POST"] = 12
+            nodes[43].operations["POST"] = 13
         }
     }
 }

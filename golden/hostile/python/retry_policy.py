@@ -128,6 +128,13 @@ OPERATIONS: Tuple[Operation, ...] = (
     ),
     Operation(
         method="GET",
+        path="/nul/a\x000b",
+        pattern=re.compile("^/nul/a\x000b/?$"),
+        operation_id="nul\x007",
+        replay_class=ReplayClass.IDEMPOTENT,
+    ),
+    Operation(
+        method="GET",
         path="/percent/%41%zz%/{p}",
         pattern=re.compile(r"^/percent/%41%zz%/[^/]+/?$"),
         operation_id="percent%41%%s",
@@ -229,14 +236,15 @@ _NODES: Tuple[_Node, ...] = (
             "comment*": 6,
             "dollar": 11,
             "lines": 16,
-            "percent": 18,
-            "q\"uote": 21,
-            "regex": 23,
-            "s'ingle": 26,
-            "separators": 28,
-            "triple": 32,
-            "unicode": 35,
-            "whitespace": 39,
+            "nul": 18,
+            "percent": 20,
+            "q\"uote": 23,
+            "regex": 25,
+            "s'ingle": 28,
+            "separators": 30,
+            "triple": 34,
+            "unicode": 37,
+            "whitespace": 41,
         },
         mixed=(),
         param=-1,
@@ -392,7 +400,7 @@ _NODES: Tuple[_Node, ...] = (
     # 18
     _Node(
         literals={
-            "A%zz%": 19,
+            "a\x000b": 19,
         },
         mixed=(),
         param=-1,
@@ -402,17 +410,19 @@ _NODES: Tuple[_Node, ...] = (
     _Node(
         literals={},
         mixed=(),
-        param=20,
-        operations={},
-    ),
-    # 20
-    _Node(
-        literals={},
-        mixed=(),
         param=-1,
         operations={
             "GET": 5,
         },
+    ),
+    # 20
+    _Node(
+        literals={
+            "A%zz%": 21,
+        },
+        mixed=(),
+        param=-1,
+        operations={},
     ),
     # 21
     _Node(
@@ -432,37 +442,35 @@ _NODES: Tuple[_Node, ...] = (
     ),
     # 23
     _Node(
-        literals={
-            ".+*^$|()[]\\d": 24,
-        },
+        literals={},
         mixed=(),
-        param=-1,
+        param=24,
         operations={},
     ),
     # 24
     _Node(
         literals={},
-        mixed=(
-            ((None, ".", None), 25),
-        ),
-        param=-1,
-        operations={},
-    ),
-    # 25
-    _Node(
-        literals={},
         mixed=(),
         param=-1,
         operations={
-            "PATCH": 7,
+            "GET": 7,
         },
+    ),
+    # 25
+    _Node(
+        literals={
+            ".+*^$|()[]\\d": 26,
+        },
+        mixed=(),
+        param=-1,
+        operations={},
     ),
     # 26
     _Node(
-        literals={
-            "`back`tick": 27,
-        },
-        mixed=(),
+        literals={},
+        mixed=(
+            ((None, ".", None), 27),
+        ),
         param=-1,
         operations={},
     ),
@@ -472,13 +480,13 @@ _NODES: Tuple[_Node, ...] = (
         mixed=(),
         param=-1,
         operations={
-            "POST": 8,
+            "PATCH": 8,
         },
     ),
     # 28
     _Node(
         literals={
-            "\u2028": 29,
+            "`back`tick": 29,
         },
         mixed=(),
         param=-1,
@@ -486,17 +494,17 @@ _NODES: Tuple[_Node, ...] = (
     ),
     # 29
     _Node(
-        literals={
-            "\u2029": 30,
-        },
+        literals={},
         mixed=(),
         param=-1,
-        operations={},
+        operations={
+            "POST": 9,
+        },
     ),
     # 30
     _Node(
         literals={
-            "\x85": 31,
+            "\u2028": 31,
         },
         mixed=(),
         param=-1,
@@ -504,17 +512,17 @@ _NODES: Tuple[_Node, ...] = (
     ),
     # 31
     _Node(
-        literals={},
+        literals={
+            "\u2029": 32,
+        },
         mixed=(),
         param=-1,
-        operations={
-            "GET": 9,
-        },
+        operations={},
     ),
     # 32
     _Node(
         literals={
-            "\"\"\"": 33,
+            "\x85": 33,
         },
         mixed=(),
         param=-1,
@@ -522,26 +530,26 @@ _NODES: Tuple[_Node, ...] = (
     ),
     # 33
     _Node(
+        literals={},
+        mixed=(),
+        param=-1,
+        operations={
+            "GET": 10,
+        },
+    ),
+    # 34
+    _Node(
         literals={
-            "'''": 34,
+            "\"\"\"": 35,
         },
         mixed=(),
         param=-1,
         operations={},
     ),
-    # 34
-    _Node(
-        literals={},
-        mixed=(),
-        param=-1,
-        operations={
-            "POST": 10,
-        },
-    ),
     # 35
     _Node(
         literals={
-            "caf\xe9": 36,
+            "'''": 36,
         },
         mixed=(),
         param=-1,
@@ -549,17 +557,17 @@ _NODES: Tuple[_Node, ...] = (
     ),
     # 36
     _Node(
-        literals={
-            "\U0001f600": 37,
-        },
+        literals={},
         mixed=(),
         param=-1,
-        operations={},
+        operations={
+            "POST": 11,
+        },
     ),
     # 37
     _Node(
         literals={
-            "\u4e2d\u6587": 38,
+            "caf\xe9": 38,
         },
         mixed=(),
         param=-1,
@@ -567,17 +575,17 @@ _NODES: Tuple[_Node, ...] = (
     ),
     # 38
     _Node(
-        literals={},
+        literals={
+            "\U0001f600": 39,
+        },
         mixed=(),
         param=-1,
-        operations={
-            "GET": 11,
-        },
+        operations={},
     ),
     # 39
     _Node(
         literals={
-            "ideographic\u3000nbsp\xa0": 40,
+            "\u4e2d\u6587": 40,
         },
         mixed=(),
         param=-1,
@@ -585,20 +593,38 @@ _NODES: Tuple[_Node, ...] = (
     ),
     # 40
     _Node(
+        literals={},
+        mixed=(),
+        param=-1,
+        operations={
+            "GET": 12,
+        },
+    ),
+    # 41
+    _Node(
         literals={
-            "trailing ": 41,
+            "ideographic\u3000nbsp\xa0": 42,
         },
         mixed=(),
         param=-1,
         operations={},
     ),
-    # 41
+    # 42
+    _Node(
+        literals={
+            "trailing ": 43,
+        },
+        mixed=(),
+        param=-1,
+        operations={},
+    ),
+    # 43
     _Node(
         literals={},
         mixed=(),
         param=-1,
         operations={
-            "POST": 12,
+            "POST": 13,
         },
     ),
 )

@@ -71,7 +71,7 @@ pub struct Operation {
 }
 
 /// Every operation of the API, sorted by path and then method, each with its index.
-pub static OPERATIONS: [Operation; 13] = [
+pub static OPERATIONS: [Operation; 14] = [
     // 0: /back\slash\u0041\n/{x}
     Operation {
         method: "PUT",
@@ -109,10 +109,18 @@ pub static OPERATIONS: [Operation; 13] = [
         method: "GET",
         path: "/lines/a\nb\rc\td",
         pattern: "^/lines/a\nb\rc\td/?$",
-        operation_id: Some("new\nline\r\ncarriage\ttab\0nul\u{7}bell\u{1b}esc\u{7f}del"),
+        operation_id: Some("new\nline\r\ncarriage\ttab\u{0}nul\u{7}bell\u{1b}esc\u{7f}del"),
         class: ReplayClass::Idempotent,
     },
-    // 5: /percent/%41%zz%/{p}
+    // 5: /nul/a\u{0}0b
+    Operation {
+        method: "GET",
+        path: "/nul/a\u{0}0b",
+        pattern: "^/nul/a\u{0}0b/?$",
+        operation_id: Some("nul\u{0}7"),
+        class: ReplayClass::Idempotent,
+    },
+    // 6: /percent/%41%zz%/{p}
     Operation {
         method: "GET",
         path: "/percent/%41%zz%/{p}",
@@ -120,7 +128,7 @@ pub static OPERATIONS: [Operation; 13] = [
         operation_id: Some("percent%41%%s"),
         class: ReplayClass::Idempotent,
     },
-    // 6: /q"uote/{id}
+    // 7: /q"uote/{id}
     Operation {
         method: "GET",
         path: "/q\"uote/{id}",
@@ -128,7 +136,7 @@ pub static OPERATIONS: [Operation; 13] = [
         operation_id: Some("double\"quote"),
         class: ReplayClass::Idempotent,
     },
-    // 7: /regex/.+*^$|()[]\d/{n}.{ext}
+    // 8: /regex/.+*^$|()[]\d/{n}.{ext}
     Operation {
         method: "PATCH",
         path: "/regex/.+*^$|()[]\\d/{n}.{ext}",
@@ -136,7 +144,7 @@ pub static OPERATIONS: [Operation; 13] = [
         operation_id: Some("regex.+*?^$|()[]{}\\d"),
         class: ReplayClass::NonReplayable,
     },
-    // 8: /s'ingle/`back`tick
+    // 9: /s'ingle/`back`tick
     Operation {
         method: "POST",
         path: "/s'ingle/`back`tick",
@@ -144,7 +152,7 @@ pub static OPERATIONS: [Operation; 13] = [
         operation_id: Some("single'quote`tick"),
         class: ReplayClass::NonReplayable,
     },
-    // 9: /separators/\u{2028}/\u{2029}/\u{85}
+    // 10: /separators/\u{2028}/\u{2029}/\u{85}
     Operation {
         method: "GET",
         path: "/separators/\u{2028}/\u{2029}/\u{85}",
@@ -152,7 +160,7 @@ pub static OPERATIONS: [Operation; 13] = [
         operation_id: Some("ls\u{2028}ps\u{2029}nel\u{85}"),
         class: ReplayClass::Idempotent,
     },
-    // 10: /triple/"""/'''
+    // 11: /triple/"""/'''
     Operation {
         method: "POST",
         path: "/triple/\"\"\"/'''",
@@ -160,7 +168,7 @@ pub static OPERATIONS: [Operation; 13] = [
         operation_id: Some("\"\"\" ''' @\"verbatim\" r\"raw\" `raw`"),
         class: ReplayClass::NonReplayable,
     },
-    // 11: /unicode/café/😀/中文
+    // 12: /unicode/café/😀/中文
     Operation {
         method: "GET",
         path: "/unicode/caf\u{e9}/\u{1f600}/\u{4e2d}\u{6587}",
@@ -168,7 +176,7 @@ pub static OPERATIONS: [Operation; 13] = [
         operation_id: Some("emoji\u{1f600}\u{1f44d}caf\u{e9}\u{4e2d}"),
         class: ReplayClass::Idempotent,
     },
-    // 12: /whitespace/ideographic\u{3000}nbsp\u{a0}/trailing\u{20}
+    // 13: /whitespace/ideographic\u{3000}nbsp\u{a0}/trailing\u{20}
     Operation {
         method: "POST",
         path: "/whitespace/ideographic\u{3000}nbsp\u{a0}/trailing ",
@@ -334,24 +342,25 @@ enum Piece {
 }
 
 /// The number of nodes of the segment trie; node 0 is the root.
-const ROUTE_NODES: usize = 42;
+const ROUTE_NODES: usize = 44;
 
 /// The literal edges of the segment trie.
-static LITERAL_EDGES: [(usize, &str, usize); 33] = [
+static LITERAL_EDGES: [(usize, &str, usize); 35] = [
     // (node, percent-decoded segment, child)
     (0, "back\\slash\\u0041\\n", 1),
     (0, "bidi", 3),
     (0, "comment*", 6),
     (0, "dollar", 11),
     (0, "lines", 16),
-    (0, "percent", 18),
-    (0, "q\"uote", 21),
-    (0, "regex", 23),
-    (0, "s'ingle", 26),
-    (0, "separators", 28),
-    (0, "triple", 32),
-    (0, "unicode", 35),
-    (0, "whitespace", 39),
+    (0, "nul", 18),
+    (0, "percent", 20),
+    (0, "q\"uote", 23),
+    (0, "regex", 25),
+    (0, "s'ingle", 28),
+    (0, "separators", 30),
+    (0, "triple", 34),
+    (0, "unicode", 37),
+    (0, "whitespace", 41),
     (3, "\u{202e}\u{2066}\u{200f}", 4),
     (6, "end", 7),
     (7, "*start", 8),
@@ -359,19 +368,20 @@ static LITERAL_EDGES: [(usize, &str, usize); 33] = [
     (9, "line", 10),
     (12, "$x", 13),
     (16, "a\nb\rc\td", 17),
-    (18, "A%zz%", 19),
-    (23, ".+*^$|()[]\\d", 24),
-    (26, "`back`tick", 27),
-    (28, "\u{2028}", 29),
-    (29, "\u{2029}", 30),
-    (30, "\u{85}", 31),
-    (32, "\"\"\"", 33),
-    (33, "'''", 34),
-    (35, "caf\u{e9}", 36),
-    (36, "\u{1f600}", 37),
-    (37, "\u{4e2d}\u{6587}", 38),
-    (39, "ideographic\u{3000}nbsp\u{a0}", 40),
-    (40, "trailing ", 41),
+    (18, "a\u{0}0b", 19),
+    (20, "A%zz%", 21),
+    (25, ".+*^$|()[]\\d", 26),
+    (28, "`back`tick", 29),
+    (30, "\u{2028}", 31),
+    (31, "\u{2029}", 32),
+    (32, "\u{85}", 33),
+    (34, "\"\"\"", 35),
+    (35, "'''", 36),
+    (37, "caf\u{e9}", 38),
+    (38, "\u{1f600}", 39),
+    (39, "\u{4e2d}\u{6587}", 40),
+    (41, "ideographic\u{3000}nbsp\u{a0}", 42),
+    (42, "trailing ", 43),
 ];
 
 /// The pieces of the mixed segments of the segment trie, each segment's pieces in order and the
@@ -382,9 +392,9 @@ static MIXED_PIECES: [(usize, usize, Piece); 7] = [
     (11, 12, Piece::Param),
     (13, 14, Piece::Literal("%")),
     (13, 14, Piece::Param),
-    (24, 25, Piece::Param),
-    (24, 25, Piece::Literal(".")),
-    (24, 25, Piece::Param),
+    (26, 27, Piece::Param),
+    (26, 27, Piece::Literal(".")),
+    (26, 27, Piece::Param),
 ];
 
 /// The parameter edges of the segment trie.
@@ -393,26 +403,27 @@ static PARAM_EDGES: [(usize, usize); 5] = [
     (1, 2),
     (4, 5),
     (14, 15),
-    (19, 20),
     (21, 22),
+    (23, 24),
 ];
 
 /// The operations of the paths that end at a node of the segment trie.
-static ROUTE_METHODS: [(usize, &str, usize); 13] = [
+static ROUTE_METHODS: [(usize, &str, usize); 14] = [
     // (node, method, index in OPERATIONS)
     (2, "PUT", 0),
     (5, "POST", 1),
     (10, "DELETE", 2),
     (15, "GET", 3),
     (17, "GET", 4),
-    (20, "GET", 5),
+    (19, "GET", 5),
     (22, "GET", 6),
-    (25, "PATCH", 7),
-    (27, "POST", 8),
-    (31, "GET", 9),
-    (34, "POST", 10),
-    (38, "GET", 11),
-    (41, "POST", 12),
+    (24, "GET", 7),
+    (27, "PATCH", 8),
+    (29, "POST", 9),
+    (33, "GET", 10),
+    (36, "POST", 11),
+    (40, "GET", 12),
+    (43, "POST", 13),
 ];
 
 /// The segment trie, built on first use.

@@ -99,6 +99,13 @@ export const OPERATIONS: readonly Operation[] = [
   },
   {
     method: "GET",
+    path: "/nul/a\u00000b",
+    pattern: /^\/nul\/a\u00000b\/?$/,
+    operationId: "nul\u00007",
+    replayClass: "idempotent",
+  },
+  {
+    method: "GET",
     path: "/percent/%41%zz%/{p}",
     pattern: /^\/percent\/%41%zz%\/[^\/]+\/?$/,
     operationId: "percent%41%%s",
@@ -201,14 +208,15 @@ const NODES: readonly MatchNode[] = [
       ["comment*", 6],
       ["dollar", 11],
       ["lines", 16],
-      ["percent", 18],
-      ["q\"uote", 21],
-      ["regex", 23],
-      ["s'ingle", 26],
-      ["separators", 28],
-      ["triple", 32],
-      ["unicode", 35],
-      ["whitespace", 39],
+      ["nul", 18],
+      ["percent", 20],
+      ["q\"uote", 23],
+      ["regex", 25],
+      ["s'ingle", 28],
+      ["separators", 30],
+      ["triple", 34],
+      ["unicode", 37],
+      ["whitespace", 41],
     ]),
     mixed: [],
     param: -1,
@@ -364,7 +372,7 @@ const NODES: readonly MatchNode[] = [
   // 18
   {
     literals: new Map([
-      ["A%zz%", 19],
+      ["a\u00000b", 19],
     ]),
     mixed: [],
     param: -1,
@@ -374,17 +382,19 @@ const NODES: readonly MatchNode[] = [
   {
     literals: new Map(),
     mixed: [],
-    param: 20,
-    operations: new Map(),
-  },
-  // 20
-  {
-    literals: new Map(),
-    mixed: [],
     param: -1,
     operations: new Map([
       ["GET", 5],
     ]),
+  },
+  // 20
+  {
+    literals: new Map([
+      ["A%zz%", 21],
+    ]),
+    mixed: [],
+    param: -1,
+    operations: new Map(),
   },
   // 21
   {
@@ -404,37 +414,35 @@ const NODES: readonly MatchNode[] = [
   },
   // 23
   {
-    literals: new Map([
-      [".+*^$|()[]\\d", 24],
-    ]),
+    literals: new Map(),
     mixed: [],
-    param: -1,
+    param: 24,
     operations: new Map(),
   },
   // 24
   {
     literals: new Map(),
-    mixed: [
-      [[null, ".", null], 25],
-    ],
-    param: -1,
-    operations: new Map(),
-  },
-  // 25
-  {
-    literals: new Map(),
     mixed: [],
     param: -1,
     operations: new Map([
-      ["PATCH", 7],
+      ["GET", 7],
     ]),
+  },
+  // 25
+  {
+    literals: new Map([
+      [".+*^$|()[]\\d", 26],
+    ]),
+    mixed: [],
+    param: -1,
+    operations: new Map(),
   },
   // 26
   {
-    literals: new Map([
-      ["`back`tick", 27],
-    ]),
-    mixed: [],
+    literals: new Map(),
+    mixed: [
+      [[null, ".", null], 27],
+    ],
     param: -1,
     operations: new Map(),
   },
@@ -444,13 +452,13 @@ const NODES: readonly MatchNode[] = [
     mixed: [],
     param: -1,
     operations: new Map([
-      ["POST", 8],
+      ["PATCH", 8],
     ]),
   },
   // 28
   {
     literals: new Map([
-      ["\u2028", 29],
+      ["`back`tick", 29],
     ]),
     mixed: [],
     param: -1,
@@ -458,17 +466,17 @@ const NODES: readonly MatchNode[] = [
   },
   // 29
   {
-    literals: new Map([
-      ["\u2029", 30],
-    ]),
+    literals: new Map(),
     mixed: [],
     param: -1,
-    operations: new Map(),
+    operations: new Map([
+      ["POST", 9],
+    ]),
   },
   // 30
   {
     literals: new Map([
-      ["\u0085", 31],
+      ["\u2028", 31],
     ]),
     mixed: [],
     param: -1,
@@ -476,17 +484,17 @@ const NODES: readonly MatchNode[] = [
   },
   // 31
   {
-    literals: new Map(),
+    literals: new Map([
+      ["\u2029", 32],
+    ]),
     mixed: [],
     param: -1,
-    operations: new Map([
-      ["GET", 9],
-    ]),
+    operations: new Map(),
   },
   // 32
   {
     literals: new Map([
-      ["\"\"\"", 33],
+      ["\u0085", 33],
     ]),
     mixed: [],
     param: -1,
@@ -494,26 +502,26 @@ const NODES: readonly MatchNode[] = [
   },
   // 33
   {
+    literals: new Map(),
+    mixed: [],
+    param: -1,
+    operations: new Map([
+      ["GET", 10],
+    ]),
+  },
+  // 34
+  {
     literals: new Map([
-      ["'''", 34],
+      ["\"\"\"", 35],
     ]),
     mixed: [],
     param: -1,
     operations: new Map(),
   },
-  // 34
-  {
-    literals: new Map(),
-    mixed: [],
-    param: -1,
-    operations: new Map([
-      ["POST", 10],
-    ]),
-  },
   // 35
   {
     literals: new Map([
-      ["caf\u00E9", 36],
+      ["'''", 36],
     ]),
     mixed: [],
     param: -1,
@@ -521,17 +529,17 @@ const NODES: readonly MatchNode[] = [
   },
   // 36
   {
-    literals: new Map([
-      ["\uD83D\uDE00", 37],
-    ]),
+    literals: new Map(),
     mixed: [],
     param: -1,
-    operations: new Map(),
+    operations: new Map([
+      ["POST", 11],
+    ]),
   },
   // 37
   {
     literals: new Map([
-      ["\u4E2D\u6587", 38],
+      ["caf\u00E9", 38],
     ]),
     mixed: [],
     param: -1,
@@ -539,17 +547,17 @@ const NODES: readonly MatchNode[] = [
   },
   // 38
   {
-    literals: new Map(),
+    literals: new Map([
+      ["\uD83D\uDE00", 39],
+    ]),
     mixed: [],
     param: -1,
-    operations: new Map([
-      ["GET", 11],
-    ]),
+    operations: new Map(),
   },
   // 39
   {
     literals: new Map([
-      ["ideographic\u3000nbsp\u00A0", 40],
+      ["\u4E2D\u6587", 40],
     ]),
     mixed: [],
     param: -1,
@@ -557,20 +565,38 @@ const NODES: readonly MatchNode[] = [
   },
   // 40
   {
+    literals: new Map(),
+    mixed: [],
+    param: -1,
+    operations: new Map([
+      ["GET", 12],
+    ]),
+  },
+  // 41
+  {
     literals: new Map([
-      ["trailing ", 41],
+      ["ideographic\u3000nbsp\u00A0", 42],
     ]),
     mixed: [],
     param: -1,
     operations: new Map(),
   },
-  // 41
+  // 42
+  {
+    literals: new Map([
+      ["trailing ", 43],
+    ]),
+    mixed: [],
+    param: -1,
+    operations: new Map(),
+  },
+  // 43
   {
     literals: new Map(),
     mixed: [],
     param: -1,
     operations: new Map([
-      ["POST", 12],
+      ["POST", 13],
     ]),
   },
 ];
