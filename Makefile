@@ -54,4 +54,4 @@ bench:
 bench-quick: toolchains
 	$(CARGO) xtask bench --quick
 
-test: toolchains lint unit check-codegen conformance mutation injection corpus bench-quick
+test: toolchains lint unit check-codegen conformance mutation injection corpus
