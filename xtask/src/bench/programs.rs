@@ -42,10 +42,14 @@ fn lossy(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// The cargo project of the Rust program; every spec's build shares one target folder, so the
-/// `regex` crate is compiled once.
-const RUST_MANIFEST: &str = r#"[package]
-name = "retrygen-bench"
+/// The cargo project of the Rust program. Every spec's build shares one target folder, so the
+/// `regex` crate is compiled once; each gets its own package name, so that cargo never takes one
+/// spec's program for another's (a shared name gives the same unit hash, and cargo's mtime check
+/// then sees sources copied while another build ran as already built).
+fn rust_manifest(name: &str) -> String {
+    format!(
+        r#"[package]
+name = "{name}"
 version = "0.0.0"
 edition = "2021"
 publish = false
@@ -58,12 +62,14 @@ codegen-units = 1
 
 # Not a member of the retrygen workspace this folder sits in.
 [workspace]
-"#;
+"#
+    )
+}
 
-fn build_rust(module: &Path, work: &Path, shared_target: &Path) -> Result<Vec<String>> {
+fn build_rust(module: &Path, work: &Path, shared_target: &Path, name: &str) -> Result<Vec<String>> {
     let src = work.join("src");
     std::fs::create_dir_all(&src)?;
-    std::fs::write(work.join("Cargo.toml"), RUST_MANIFEST)?;
+    std::fs::write(work.join("Cargo.toml"), rust_manifest(name))?;
     std::fs::copy(root().join("bench/rust/main.rs"), src.join("main.rs"))?;
     std::fs::copy(module, src.join("retry_policy.rs"))?;
     let cargo = |offline: bool| {
@@ -87,7 +93,7 @@ fn build_rust(module: &Path, work: &Path, shared_target: &Path) -> Result<Vec<St
         run(&mut cargo(false), "cargo build (Rust bench)")?;
     }
     let binary = work.join("bench");
-    std::fs::copy(shared_target.join("release/retrygen-bench"), &binary)?;
+    std::fs::copy(shared_target.join("release").join(name), &binary)?;
     Ok(vec![lossy(&binary)])
 }
 
@@ -217,7 +223,19 @@ pub fn build(language: &str, spec: &Path, work: &Path, shared: &Path) -> Result<
     let module = harness::render(language, spec, work, &TemplateSource::Embedded)
         .with_context(|| format!("rendering {} for {language}", spec.display()))?;
     let argv = match language {
-        "rust" => build_rust(&module, work, &shared.join("cargo-target"))?,
+        "rust" => {
+            // The name of the spec's folder (a slug) makes the package name unique.
+            let spec_dir = work
+                .parent()
+                .and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let name: String = format!("retrygen-bench-{spec_dir}")
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect();
+            build_rust(&module, work, &shared.join("cargo-target"), &name)?
+        }
         "typescript" => build_typescript(&module, work)?,
         "python" => build_python(&module, work)?,
         "go" => build_go(&module, work)?,
