@@ -226,6 +226,9 @@ pub fn plan(args: &GenerateArgs, err: &mut dyn std::io::Write) -> Result<Vec<Pla
             Some(dir) => TemplateSource::Folder(dir.clone()),
             None => TemplateSource::Embedded,
         };
+        // Options are checked for every target first (cheap, reported in order); the renders
+        // then run in parallel.
+        let mut accepted = Vec::new();
         for target in &job.targets {
             let Some(backend) = emit::backend(&target.language) else {
                 let _ = writeln!(
@@ -237,14 +240,27 @@ pub fn plan(args: &GenerateArgs, err: &mut dyn std::io::Write) -> Result<Vec<Pla
                 failed = true;
                 continue;
             };
-            let result = emit::resolve_options(backend, &target.options).and_then(|options| {
-                let text = emit::render(&api, backend, &options, &templates)?;
-                Ok((options, text))
-            });
+            match emit::resolve_options(backend, &target.options) {
+                Ok(options) => accepted.push((target, backend, options)),
+                Err(e) => {
+                    let _ = writeln!(err, "error: {e}");
+                    failed = true;
+                }
+            }
+        }
+        let render_jobs: Vec<emit::RenderJob<'_>> = accepted
+            .iter()
+            .map(|(_, backend, options)| emit::RenderJob {
+                backend: *backend,
+                options,
+            })
+            .collect();
+        let rendered = emit::render_all(&api, &render_jobs, &templates);
+        for ((target, backend, options), result) in accepted.iter().zip(rendered) {
             match result {
-                Ok((options, contents)) => {
+                Ok(contents) => {
                     let path = if target.out_is_folder {
-                        target.out.join(backend.default_file_name(&options))
+                        target.out.join(backend.default_file_name(options))
                     } else {
                         target.out.clone()
                     };

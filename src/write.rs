@@ -32,9 +32,13 @@ fn current(path: &Path) -> Option<String> {
         .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
-/// Writes every planned file whose contents differ. All temporary files are prepared first; the
-/// renames happen only when every one of them succeeded, and a rename that fails puts back the
-/// files already replaced. Folders created for a failed run are removed again.
+/// Fills one temporary file; [`write_all_with`] lets tests replace it.
+pub type Fill = dyn Fn(&mut std::fs::File, &[u8]) -> std::io::Result<()> + Sync;
+
+/// Writes every planned file whose contents differ. All temporary files are prepared first (each
+/// written and `fsync`ed, in parallel: the waits for the disk overlap); the renames happen only
+/// when every one of them succeeded, and a rename that fails puts back the files already
+/// replaced. Folders created for a failed run are removed again.
 pub fn write_all(plan: &[Planned]) -> Result<Vec<(String, Status)>, WriteError> {
     write_all_with(plan, &|temp, bytes| {
         use std::io::Write;
@@ -59,10 +63,7 @@ fn first_missing(dir: &Path) -> Option<PathBuf> {
 
 /// [`write_all`] with the step that fills each temporary file supplied, so tests can make it
 /// fail like a full disk would.
-pub fn write_all_with(
-    plan: &[Planned],
-    fill: &dyn Fn(&mut std::fs::File, &[u8]) -> std::io::Result<()>,
-) -> Result<Vec<(String, Status)>, WriteError> {
+pub fn write_all_with(plan: &[Planned], fill: &Fill) -> Result<Vec<(String, Status)>, WriteError> {
     let mut created_dirs: Vec<PathBuf> = Vec::new();
     let result = stage_and_persist(plan, fill, &mut created_dirs);
     if result.is_err() {
@@ -75,7 +76,7 @@ pub fn write_all_with(
 
 fn stage_and_persist(
     plan: &[Planned],
-    fill: &dyn Fn(&mut std::fs::File, &[u8]) -> std::io::Result<()>,
+    fill: &Fill,
     created_dirs: &mut Vec<PathBuf>,
 ) -> Result<Vec<(String, Status)>, WriteError> {
     let mut staged = Vec::new();
@@ -103,15 +104,15 @@ fn stage_and_persist(
         if file.path.is_dir() {
             return Err(error("a folder is in the way".into()));
         }
-        let mut temp = tempfile::Builder::new()
+        let temp = tempfile::Builder::new()
             .prefix(".retrygen-")
             .suffix(".tmp")
             .tempfile_in(parent)
             .map_err(|e| error(e.to_string()))?;
-        fill(temp.as_file_mut(), file.contents.as_bytes()).map_err(|e| error(e.to_string()))?;
         staged.push((file, temp, previous));
         statuses.push((file.display.clone(), Status::Written));
     }
+    fill_all(&mut staged, fill)?;
     let mut done: Vec<(&Planned, Option<String>)> = Vec::new();
     for (file, temp, previous) in staged {
         if let Err(e) = temp.persist(&file.path) {
@@ -133,6 +134,45 @@ fn stage_and_persist(
         done.push((file, previous));
     }
     Ok(statuses)
+}
+
+/// Fills every staged temporary file, one thread per file; on failure, the error of the first
+/// failing file in plan order (the temporary files go when `staged` is dropped).
+fn fill_all(
+    staged: &mut [(&Planned, tempfile::NamedTempFile, Option<String>)],
+    fill: &Fill,
+) -> Result<(), WriteError> {
+    let errors: Vec<Option<WriteError>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = staged
+            .iter_mut()
+            .map(|(file, temp, _)| {
+                let file: &Planned = file;
+                scope.spawn(move || {
+                    fill(temp.as_file_mut(), file.contents.as_bytes())
+                        .err()
+                        .map(|e| WriteError {
+                            display: file.display.clone(),
+                            message: e.to_string(),
+                        })
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join().unwrap_or_else(|_| {
+                    Some(WriteError {
+                        display: String::new(),
+                        message: "a writer thread panicked".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    match errors.into_iter().flatten().next() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// A unified diff from the file on disk to the planned contents, or None when they match.

@@ -435,6 +435,52 @@ pub fn render(
     Ok(text)
 }
 
+/// One module to render: a backend and its resolved options.
+pub struct RenderJob<'a> {
+    pub backend: &'static dyn Backend,
+    pub options: &'a LanguageOptions,
+}
+
+/// Renders several modules of one `api`, spread over the available cores (the six renders are
+/// independent and dominate generation time after reading). Results come back in `jobs` order,
+/// so output stays deterministic whatever the scheduling.
+pub fn render_all(
+    api: &Api,
+    jobs: &[RenderJob<'_>],
+    templates: &TemplateSource,
+) -> Vec<Result<String, EmitError>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(jobs.len());
+    if workers <= 1 {
+        return jobs
+            .iter()
+            .map(|j| render(api, j.backend, j.options, templates))
+            .collect();
+    }
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<String, EmitError>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(job) = jobs.get(i) else { break };
+                let result = render(api, job.backend, job.options, templates);
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.expect("every job index below len is taken by exactly one worker"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,8 @@
 //! so matching costs one map lookup per path segment whatever the size of the API.
 
 use super::path::{Piece, Segment};
-use super::{percent_decode, Operation};
+use super::Operation;
+use crate::read::percent_decode;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]

@@ -7,7 +7,7 @@ pub mod path;
 pub mod policy;
 
 use crate::diag::{Diagnostic, Diagnostics, Location};
-use crate::read::{Located, RawOperation, RawSpec, SpecVersion};
+use crate::read::{percent_decode, Located, RawOperation, RawSpec, SpecVersion};
 use matcher::Matcher;
 use path::PathTemplate;
 use policy::Policy;
@@ -107,30 +107,6 @@ impl Default for ModelOptions {
             overrides_at: None,
         }
     }
-}
-
-/// Percent-decodes `%XX` escapes; keeps the input when the bytes are not UTF-8
-/// (docs/contract.md section 2, step 7).
-pub fn percent_decode(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_string();
-    }
-    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push(h * 16 + l);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8(out).unwrap_or_else(|_| s.to_string())
 }
 
 /// `#/pointer` for the root file, `file#/pointer` for referenced files.
@@ -498,6 +474,34 @@ paths:
         assert_eq!(
             api.classify("QUERY", "/nowhere").class,
             ReplayClass::Idempotent
+        );
+    }
+
+    /// docs/contract.md section 2 step 7, decoded by the one decoder the reader resolves `$ref`s
+    /// with.
+    #[test]
+    fn segments_decode_as_the_contract_says() {
+        let decode = crate::read::percent_decode;
+        assert_eq!(decode("caf%C3%A9"), "caf\u{e9}");
+        assert_eq!(decode("caf%c3%a9"), "caf\u{e9}");
+        assert_eq!(decode("a%2Fb"), "a/b");
+        assert_eq!(decode("100%"), "100%");
+        assert_eq!(decode("%zz%4"), "%zz%4");
+        assert_eq!(decode("%41%"), "A%");
+        // Not UTF-8 once decoded: the segment stays as written, even its valid escapes.
+        assert_eq!(decode("%C3%A9%FF"), "%C3%A9%FF");
+        let api = api(SPEC);
+        let id = |p: &str| {
+            api.classify("GET", p)
+                .operation
+                .map(|i| api.operations[i].operation_id.clone().unwrap())
+        };
+        assert_eq!(id("/a/%62/c"), Some("abc".into()));
+        assert_eq!(id("/f/archive%2Etar"), Some("archive".into()));
+        assert_eq!(
+            id("/a%2Fb/c"),
+            None,
+            "an encoded slash stays inside its segment"
         );
     }
 

@@ -1,6 +1,8 @@
 //! Path templates: parsing, the equivalence used to find templates that match the same requests,
 //! and the anchored regular expression for the seed-compatible non-replayable list.
 
+use crate::read::percent_decode;
+
 /// One piece of a segment that mixes literal text and parameters, like `{name}.{ext}`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(tag = "kind", content = "text", rename_all = "snake_case")]
@@ -49,16 +51,12 @@ impl PathTemplate {
         for s in &self.segments {
             out.push('/');
             match s {
-                Segment::Literal(l) => {
-                    out.push_str(&escape_shape(&crate::model::percent_decode(l)))
-                }
+                Segment::Literal(l) => out.push_str(&escape_shape(&percent_decode(l))),
                 Segment::Param(_) => out.push_str("{}"),
                 Segment::Mixed(pieces) => {
                     for p in pieces {
                         match p {
-                            Piece::Literal(l) => {
-                                out.push_str(&escape_shape(&crate::model::percent_decode(l)))
-                            }
+                            Piece::Literal(l) => out.push_str(&escape_shape(&percent_decode(l))),
                             Piece::Param(_) => out.push_str("{}"),
                         }
                     }

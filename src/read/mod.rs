@@ -156,16 +156,32 @@ pub fn read(path: &Path, limits: &Limits) -> Result<(RawSpec, Diagnostics), Diag
     let root = reader.files[root_id as usize].clone();
     // With a readable root the spec comes back even beside errors, so the model can report its
     // own problems in the same run; callers check `has_errors`.
-    match reader.read_document(&root) {
+    match reader.read_document(&root, source_name(path)) {
         Some(spec) => Ok((spec, reader.diagnostics)),
         None => Err(reader.diagnostics),
     }
 }
 
-fn percent_decode(s: &str) -> String {
-    fn hex(b: u8) -> Option<u8> {
-        (b as char).to_digit(16).map(|d| d as u8)
+/// The file name of the spec at `path` as the OS splits it, for generated headers: taken from
+/// `path` itself rather than from the display form, whose `\` became `/` (on Linux `a\b.json` is
+/// one file name, not a folder `a` and a file `b.json`).
+fn source_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Percent-decodes `%XX` escapes (two hex digits, either case); any other `%` stays, and the
+/// input comes back unchanged when the decoded bytes are not UTF-8. The one decoder of the crate:
+/// here for `$ref` file parts and fragments (URI references), and used by [`crate::model`] for
+/// path template literals and request path segments, where it is the contract's step 7
+/// (docs/contract.md section 2) that every generated module implements. Changing it changes the
+/// contract.
+pub fn percent_decode(s: &str) -> String {
+    if !s.contains('%') {
+        return s.to_string();
     }
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -479,7 +495,7 @@ impl Reader {
         }
     }
 
-    fn read_document(&mut self, root: &Rc<SourceFile>) -> Option<RawSpec> {
+    fn read_document(&mut self, root: &Rc<SourceFile>, source_name: String) -> Option<RawSpec> {
         let doc = &root.root;
         if !doc.is_map() {
             self.error(
@@ -497,10 +513,6 @@ impl Reader {
             at: self.location(root, n.mark, "/x-retry-policy"),
             file: root.display.clone(),
         });
-        let source_name = Path::new(&root.display)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
         let mut operations = Vec::new();
         if let Some(paths) = doc.get("paths") {
             if !paths.is_map() && paths.value != Value::Null {
@@ -1025,6 +1037,33 @@ mod tests {
         assert!(is_event_stream("text/event-stream"));
         assert!(is_event_stream("Text/Event-Stream; charset=utf-8"));
         assert!(!is_event_stream("application/json"));
+    }
+
+    fn read_source_name(dir: &Path, relative: &str) -> String {
+        let path = dir.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, r#"{"openapi": "3.1.0", "paths": {}}"#).unwrap();
+        let (spec, diagnostics) = read(&path, &Limits::default()).expect("the spec reads");
+        assert!(!diagnostics.has_errors());
+        spec.source_name
+    }
+
+    #[test]
+    fn source_name_is_the_file_name() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_source_name(dir.path(), "api.json"), "api.json");
+        assert_eq!(
+            read_source_name(dir.path(), "nested/h\u{e9}llo.yaml"),
+            "h\u{e9}llo.yaml"
+        );
+    }
+
+    /// Outside Windows `\` is an ordinary character of a file name, not a folder separator.
+    #[cfg(unix)]
+    #[test]
+    fn source_name_keeps_backslashes_of_the_file_name() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_source_name(dir.path(), "a\\b.json"), "a\\b.json");
     }
 
     #[test]

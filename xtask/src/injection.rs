@@ -159,10 +159,9 @@ fn template(rng: &mut Rng) -> String {
     path
 }
 
-/// Characters a spec file name cannot hold: `/` and NUL on Linux, and (for now) `\`, which
-/// the reader turns into `/` before taking the file name (src/read/mod.rs, `read`), so the
-/// module would name `b.json` for a spec `a\b.json`.
-const NOT_IN_FILE_NAME: &[char] = &['/', '\0', '\\'];
+/// Characters a spec file name cannot hold on Linux: `/` and NUL. A `\` is an ordinary character
+/// there, and the source name keeps it (src/read/mod.rs, `source_name`).
+const NOT_IN_FILE_NAME: &[char] = &['/', '\0'];
 
 /// A spec file name: hostile, valid on Linux (at most 255 bytes).
 fn file_name(rng: &mut Rng, index: usize) -> String {

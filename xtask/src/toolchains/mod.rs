@@ -113,3 +113,192 @@ fn copy_dir(src: &Path, dst: &Path) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// The C-family languages whose source lines [`code_outside_comments`] splits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CFamily {
+    /// `/* */` comments nest; `"""raw"""` strings.
+    Kotlin,
+    /// `/* */` comments do not nest; `@"verbatim"` strings (`""` is an escaped quote).
+    CSharp,
+}
+
+/// What [`code_outside_comments`] carries from one line to the next: how many `/* */` comments
+/// are open (KDoc and any other block comment span lines).
+#[derive(Debug, Default)]
+pub struct CommentState {
+    open: usize,
+}
+
+/// The code of one source `line` with its comments taken out: `//` (and so `///`) to the end of
+/// the line, and `/* */` blocks, which may span lines (`state` carries them). A `//` or `/*` inside
+/// a string or character literal is code, and literals stay in the result, so a style check on
+/// the result sees every character outside comments. Literals are taken to end on their line
+/// (generated modules escape line breaks in every literal); an unterminated one runs to the end of
+/// the line and counts as code.
+pub fn code_outside_comments(line: &str, language: CFamily, state: &mut CommentState) -> String {
+    let chars: Vec<char> = line.chars().collect();
+    let at = |i: usize, s: &str| starts_at(&chars, i, s);
+    let mut code = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if state.open > 0 {
+            if at(i, "*/") {
+                state.open -= 1;
+                i += 2;
+                if state.open == 0 {
+                    // `a/* */b` is two tokens, not `ab`.
+                    code.push(' ');
+                }
+            } else if language == CFamily::Kotlin && at(i, "/*") {
+                state.open += 1;
+                i += 2;
+            } else {
+                i += 1;
+            }
+            continue;
+        }
+        if at(i, "//") {
+            break;
+        }
+        if at(i, "/*") {
+            state.open = 1;
+            i += 2;
+            continue;
+        }
+        let end = literal_end(&chars, i, language);
+        if end > i {
+            code.extend(&chars[i..end]);
+            i = end;
+        } else {
+            code.push(chars[i]);
+            i += 1;
+        }
+    }
+    code
+}
+
+/// When a string or character literal starts at `chars[start]`: the index just after it (the end
+/// of the line when it does not close there). Otherwise `start`.
+fn literal_end(chars: &[char], start: usize, language: CFamily) -> usize {
+    let at = |i: usize, s: &str| starts_at(chars, i, s);
+    if language == CFamily::Kotlin && at(start, "\"\"\"") {
+        // A raw string has no escapes and ends at the last quote of the next run of three or more.
+        let mut i = start + 3;
+        while i < chars.len() {
+            if at(i, "\"\"\"") {
+                while chars.get(i + 3) == Some(&'"') {
+                    i += 1;
+                }
+                return i + 3;
+            }
+            i += 1;
+        }
+        return chars.len();
+    }
+    if language == CFamily::CSharp && at(start, "@\"") {
+        // A verbatim string: `\` is an ordinary character and `""` an escaped quote.
+        let mut i = start + 2;
+        while i < chars.len() {
+            if at(i, "\"\"") {
+                i += 2;
+            } else if chars[i] == '"' {
+                return i + 1;
+            } else {
+                i += 1;
+            }
+        }
+        return chars.len();
+    }
+    let quote = chars[start];
+    if quote != '"' && quote != '\'' {
+        return start;
+    }
+    let mut i = start + 1;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 2,
+            c if c == quote => return i + 1,
+            _ => i += 1,
+        }
+    }
+    chars.len()
+}
+
+/// Whether `chars[i..]` starts with `s`.
+fn starts_at(chars: &[char], i: usize, s: &str) -> bool {
+    s.chars()
+        .enumerate()
+        .all(|(k, c)| chars.get(i + k) == Some(&c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{code_outside_comments, CFamily, CommentState};
+
+    fn code(lines: &[&str], language: CFamily) -> Vec<String> {
+        let mut state = CommentState::default();
+        lines
+            .iter()
+            .map(|line| code_outside_comments(line, language, &mut state))
+            .collect()
+    }
+
+    #[test]
+    fn line_comments_are_removed_wherever_they_start() {
+        for language in [CFamily::Kotlin, CFamily::CSharp] {
+            assert_eq!(code(&["// h\u{e9}llo.yaml"], language), [""]);
+            assert_eq!(code(&["    /// <c>\u{e9}</c>"], language), ["    "]);
+            assert_eq!(code(&["f(1) // \u{e9}"], language), ["f(1) "]);
+            assert_eq!(code(&["f(1)// \u{e9}"], language), ["f(1)"]);
+        }
+    }
+
+    #[test]
+    fn comment_markers_inside_literals_are_code() {
+        for language in [CFamily::Kotlin, CFamily::CSharp] {
+            assert_eq!(
+                code(&["a(\" // \u{e9}\") // x"], language),
+                ["a(\" // \u{e9}\") "]
+            );
+            assert_eq!(
+                code(&["a(\"\\\" /* \u{e9}\", '\"', '\\'') // x"], language),
+                ["a(\"\\\" /* \u{e9}\", '\"', '\\'') "]
+            );
+            // Unterminated: the rest of the line is code.
+            assert_eq!(code(&["a(\"// \u{e9}"], language), ["a(\"// \u{e9}"]);
+        }
+        assert_eq!(
+            code(&["a(@\"\\\" // \u{e9}\") // x"], CFamily::CSharp),
+            ["a(@\"\\\" "]
+        );
+        assert_eq!(
+            code(&["a(@\"\\\"\" // \u{e9}\") // x"], CFamily::CSharp),
+            ["a(@\"\\\"\" // \u{e9}\") "]
+        );
+        assert_eq!(
+            code(&["a(\"\"\"\\\" // \u{e9}\"\"\"\") // x"], CFamily::Kotlin),
+            ["a(\"\"\"\\\" // \u{e9}\"\"\"\") "]
+        );
+    }
+
+    #[test]
+    fn block_comments_span_lines() {
+        let lines = [
+            "/**",
+            " * caf\u{e9} /* nested */ still a comment \u{e9}",
+            " */",
+            "val a = 1 /* \u{e9} */ + 2",
+            "/* \u{e9} */ val b = \"\u{e9}\"",
+        ];
+        assert_eq!(
+            code(&lines, CFamily::Kotlin),
+            ["", "", " ", "val a = 1   + 2", "  val b = \"\u{e9}\""]
+        );
+        // C# block comments do not nest: the first `*/` closes.
+        assert_eq!(
+            code(&["/* a /* b */ c\u{e9} */"], CFamily::CSharp),
+            ["  c\u{e9} */"]
+        );
+    }
+}
