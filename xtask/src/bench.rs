@@ -650,14 +650,17 @@ fn write_generation(
     let _ = writeln!(
         doc,
         "\nWhere the time goes, in process (the release xtask calls the same library functions; median of {reps} \
-         rounds after a warm-up round, milliseconds). \"rest\" is the whole-process `generate` median minus these \
-         stages: process start and exit, config, first-use costs (page faults, lazy initialisation), writing the six \
-         files (each `fsync`ed before its rename), freeing memory.\n"
+         rounds after a warm-up round, milliseconds). Each language rendered alone, then \"six in parallel\": \
+         `emit::render_all` as `generate` calls it, the six renders spread over the machine's {} cores. \"rest\" is \
+         the whole-process `generate` median minus read, model and the parallel render: process start and exit, \
+         config, first-use costs (page faults, lazy initialisation), writing the six files (written and `fsync`ed \
+         in parallel before the renames), freeing memory.\n",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     let _ = writeln!(
         doc,
-        "| spec | read | model | render rust | typescript | python | go | kotlin | csharp | render total | rest |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "| spec | read | model | render rust | typescript | python | go | kotlin | csharp | sum of the six | six in parallel | rest |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for r in results {
         let p = &r.phases;
@@ -670,8 +673,9 @@ fn write_generation(
         }
         let _ = write!(
             line,
-            " {:.2} | {:.2} |",
+            " {:.2} | {:.2} | {:.2} |",
             p.render_total(),
+            p.render_parallel_ms,
             wall(&r.generate) - p.total()
         );
         let _ = writeln!(doc, "{line}");
@@ -838,7 +842,7 @@ fn write_generation(
                         wall(&r.unchanged)
                     )
                 };
-                let cold = extra - p.model_ms - p.render_total() - writing;
+                let cold = extra - p.model_ms - p.render_parallel_ms - writing;
                 let cold_text = if cold > 0.0 {
                     format!(
                         "{cold:.1} ms more than the warm stages cost in a fresh process: first-use costs of the \
@@ -851,21 +855,23 @@ fn write_generation(
                 let _ = writeln!(
                     doc,
                     "- {}: generate takes {extra:.1} ms more than the floor; 1.5x allows {:.1} ms. Of the {extra:.1} ms: \
-                     rendering six languages {:.1} ms (in process, warm: {:.1} ms per language on average for {} of \
-                     output; {} the whole allowance by itself), model {:.1} ms, {writing_text}, and {cold_text}. {}",
+                     rendering six languages {:.1} ms (in process, warm, in parallel; {:.1} ms one after the other, \
+                     {:.1} ms per language on average for {} of output; {} the whole allowance by itself), model \
+                     {:.1} ms, {writing_text}, and {cold_text}. {}",
                     r.spec.label,
                     floor / 2.0,
+                    p.render_parallel_ms,
                     p.render_total(),
                     p.render_total() / p.render_ms.len() as f64,
                     bytes(r.output_bytes),
-                    if p.render_total() > floor / 2.0 { "over" } else { "within" },
+                    if p.render_parallel_ms > floor / 2.0 { "over" } else { "within" },
                     p.model_ms,
                     {
-                        let room = floor / 2.0 - (extra - p.render_total());
+                        let room = floor / 2.0 - (extra - p.render_parallel_ms);
                         if room > 0.0 {
                             format!(
                                 "To fit, rendering would have to be {:.1}x as fast with the rest as measured.",
-                                p.render_total() / room
+                                p.render_parallel_ms / room
                             )
                         } else {
                             "Even without rendering, the rest exceeds the allowance.".to_string()
@@ -898,9 +904,11 @@ fn write_generation(
             "under 20 ms for a 100-operation spec, process start included".into(),
             Some(g < 20.0),
             format!(
-                "{g:.1} ms wall, {:.1} ms CPU ({}); the difference is mostly waiting for the six `fsync`s",
+                "{g:.1} ms wall, {:.1} ms CPU (the renders run in parallel, so CPU time can exceed wall time) ({}); \
+                 generate with nothing to write {:.1} ms",
                 cpu(&r.generate),
-                r.spec.label
+                r.spec.label,
+                wall(&r.unchanged)
             ),
         ));
     }
