@@ -865,6 +865,10 @@ TABLES = {
         ("PUT", "/jobs/{jobID}", "replaceJob", "idempotent"),
         ("GET", "/jobs/{jobID}/watch", "watchJob", "no_retry"),
         ("POST", "/orders", "createOrder", "keyed"),
+        ("GET", "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary",
+         "getBalanceSheetSummary", "idempotent"),
+        ("GET", "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf",
+         "getBalanceSheetSummaryPdf", "idempotent"),
         ("POST", "/x/files", "postXFiles", "idempotent"),
     ]),
 }

@@ -1,4 +1,4 @@
-use super::escape::{c_like, check_identifier, quoted, utf16_escape};
+use super::escape::{c_like, check_identifier, push_quoted, utf16_escape};
 use super::{Backend, LanguageOptions};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
@@ -42,8 +42,9 @@ impl Backend for CSharp {
     }
     /// A regular (not verbatim, not interpolated) string. `\x` is variable-length in C#, so only
     /// fixed-width `\uXXXX` escapes are used (a surrogate pair outside the BMP).
-    fn string_literal(&self, s: &str) -> String {
-        quoted(
+    fn push_string_literal(&self, out: &mut String, s: &str) {
+        push_quoted(
+            out,
             s,
             |c| if c == '\0' { Some("\\0") } else { c_like(c) },
             utf16_escape,

@@ -1,4 +1,4 @@
-use super::escape::{c_like, check_identifier, quoted};
+use super::escape::{c_like, check_identifier, push_quoted};
 use super::{Backend, LanguageOptions};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
@@ -24,21 +24,23 @@ impl Backend for Go {
     fn default_file_name(&self, _options: &LanguageOptions) -> String {
         "retry_policy.go".into()
     }
-    fn string_literal(&self, s: &str) -> String {
-        quoted(s, c_like, |c| match c as u32 {
+    fn push_string_literal(&self, out: &mut String, s: &str) {
+        push_quoted(out, s, c_like, |c| match c as u32 {
             u @ 0..=0xffff => format!("\\u{u:04x}"),
             u => format!("\\U{u:08x}"),
         })
     }
     /// Go writes regular expressions as raw strings when it can.
-    fn regex_literal(&self, pattern: &str) -> String {
+    fn push_regex_literal(&self, out: &mut String, pattern: &str) {
         if pattern
             .chars()
             .all(|c| (' '..='~').contains(&c) && c != '`')
         {
-            format!("`{pattern}`")
+            out.push('`');
+            out.push_str(pattern);
+            out.push('`');
         } else {
-            self.string_literal(pattern)
+            self.push_string_literal(out, pattern)
         }
     }
     fn null_literal(&self) -> &'static str {

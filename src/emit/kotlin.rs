@@ -1,4 +1,4 @@
-use super::escape::{c_like, check_identifier, quoted, utf16_escape};
+use super::escape::{c_like, check_identifier, push_quoted, utf16_escape};
 use super::{Backend, LanguageOptions};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
@@ -45,8 +45,9 @@ impl Backend for Kotlin {
     }
     /// A plain string: `$` is escaped (it would start a string template), every character outside
     /// printable ASCII becomes a `\uXXXX` escape (a surrogate pair outside the BMP).
-    fn string_literal(&self, s: &str) -> String {
-        quoted(
+    fn push_string_literal(&self, out: &mut String, s: &str) {
+        push_quoted(
+            out,
             s,
             |c| if c == '$' { Some("\\$") } else { c_like(c) },
             utf16_escape,

@@ -11,11 +11,15 @@ mod python;
 mod rust;
 mod typescript;
 
+use crate::model::path::Piece;
 use crate::model::policy::Jitter;
 use crate::model::{Api, ReplayClass, IDEMPOTENT_METHODS};
 use include_dir::{include_dir, Dir};
-use std::collections::BTreeMap;
+use minijinja::value::{Enumerator, Object, ObjectRepr, Value};
+use minijinja::Environment;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 static EMBEDDED_TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 
@@ -31,19 +35,41 @@ pub trait Backend: Sync {
     fn check_options(&self, options: &LanguageOptions) -> Result<(), String>;
     /// File name used when the config names a folder rather than a file.
     fn default_file_name(&self, options: &LanguageOptions) -> String;
-    /// A string literal holding exactly `s`.
-    fn string_literal(&self, s: &str) -> String;
-    /// A regular expression literal or constructor argument for `pattern`.
-    fn regex_literal(&self, pattern: &str) -> String {
-        self.string_literal(pattern)
+    /// Appends a string literal holding exactly `s` to `out`.
+    fn push_string_literal(&self, out: &mut String, s: &str);
+    /// Appends a regular expression literal or constructor argument for `pattern` to `out`.
+    fn push_regex_literal(&self, out: &mut String, pattern: &str) {
+        self.push_string_literal(out, pattern)
     }
     fn null_literal(&self) -> &'static str;
     /// How generated code names a replay class and a jitter kind.
     fn class_ident(&self, class: ReplayClass) -> String;
     fn jitter_ident(&self, jitter: Jitter) -> String;
+    /// Appends text safe inside a line comment of this language to `out`.
+    fn push_comment_text(&self, out: &mut String, s: &str) {
+        push_comment_line(out, s)
+    }
+
+    // The same as strings of their own. The context is built with the `push_` forms, into one
+    // buffer, which saves an allocation per spec string.
+
+    /// A string literal holding exactly `s`.
+    fn string_literal(&self, s: &str) -> String {
+        let mut out = String::with_capacity(s.len() + 2);
+        self.push_string_literal(&mut out, s);
+        out
+    }
+    /// A regular expression literal or constructor argument for `pattern`.
+    fn regex_literal(&self, pattern: &str) -> String {
+        let mut out = String::with_capacity(pattern.len() + 2);
+        self.push_regex_literal(&mut out, pattern);
+        out
+    }
     /// Text safe inside a line comment of this language.
     fn comment_text(&self, s: &str) -> String {
-        comment_line(s)
+        let mut out = String::with_capacity(s.len());
+        self.push_comment_text(&mut out, s);
+        out
     }
 }
 
@@ -84,16 +110,35 @@ pub fn comment_safe(s: &str) -> String {
 /// whitespace such as U+3000 included. So whitespace other than the ASCII space is escaped
 /// wherever it is, and spaces at the end are too.
 pub fn comment_line(s: &str) -> String {
-    let kept = s.trim_end_matches(' ').len();
     let mut out = String::with_capacity(s.len());
+    push_comment_line(&mut out, s);
+    out
+}
+
+/// [`comment_line`], appended to `out`.
+pub fn push_comment_line(out: &mut String, s: &str) {
+    let kept = s.trim_end_matches(' ').len();
+    if s.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+        // Printable ASCII: only the trailing spaces change.
+        out.push_str(&s[..kept]);
+        for _ in kept..s.len() {
+            out.push_str("\\u{20}");
+        }
+        return;
+    }
     for (i, c) in s.char_indices() {
         if is_unsafe_in_source(c) || (c.is_whitespace() && (c != ' ' || i >= kept)) {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+            push_code_point(out, c);
         } else {
             out.push(c);
         }
     }
-    out
+}
+
+/// Appends `\u{...}`, the code point of `c` in hexadecimal.
+fn push_code_point(out: &mut String, c: char) {
+    use std::fmt::Write;
+    write!(out, "\\u{{{:x}}}", c as u32).expect("writing to a String cannot fail");
 }
 
 /// Characters no generated file contains raw: controls, line/paragraph separators, and the
@@ -152,6 +197,71 @@ impl TemplateSource {
                 Ok(out)
             }
         }
+    }
+}
+
+/// The compiled templates of one language.
+struct Compiled {
+    env: Environment<'static>,
+    /// The root context fields the templates refer to, or `None` when that is not known: a
+    /// folder with several templates, which may include or import one another.
+    uses: Option<HashSet<String>>,
+}
+
+impl Compiled {
+    fn new(templates: Vec<(String, String)>) -> Result<Compiled, EmitError> {
+        let single = templates.len() == 1;
+        let env = environment(templates)?;
+        let uses = match env.get_template(ENTRY_TEMPLATE) {
+            Ok(template) if single => Some(template.undeclared_variables(false)),
+            _ => None,
+        };
+        Ok(Compiled { env, uses })
+    }
+
+    fn uses(&self, field: &str) -> bool {
+        self.uses.as_ref().map_or(true, |uses| uses.contains(field))
+    }
+}
+
+/// The compiled embedded templates of each language, compiled on first use: a run that renders
+/// several specs (retrygen.toml, `check`) compiles each language's templates once.
+static EMBEDDED_TEMPLATES_COMPILED: Mutex<Vec<(&'static str, Arc<Compiled>)>> =
+    Mutex::new(Vec::new());
+
+impl TemplateSource {
+    /// The compiled templates of one language. Templates from a folder are read and compiled on
+    /// every call, so that edits to them show up; embedded ones are compiled once.
+    fn compiled(&self, language: &'static str) -> Result<Arc<Compiled>, EmitError> {
+        let embedded = match self {
+            TemplateSource::Embedded => true,
+            TemplateSource::Folder(root) => !root.join(language).is_dir(),
+        };
+        if !embedded {
+            return Ok(Arc::new(Compiled::new(self.load(language)?)?));
+        }
+        let cached = |cache: &[(&str, Arc<Compiled>)]| {
+            cache
+                .iter()
+                .find(|(name, _)| *name == language)
+                .map(|(_, env)| env.clone())
+        };
+        let lock = || {
+            EMBEDDED_TEMPLATES_COMPILED
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+        };
+        if let Some(compiled) = cached(&lock()) {
+            return Ok(compiled);
+        }
+        // Compiled without holding the lock; if two threads race, both results are the same.
+        let compiled = Arc::new(Compiled::new(TemplateSource::Embedded.load(language)?)?);
+        let mut cache = lock();
+        if let Some(compiled) = cached(&cache) {
+            return Ok(compiled);
+        }
+        cache.push((language, compiled.clone()));
+        Ok(compiled)
     }
 }
 
@@ -216,141 +326,352 @@ pub fn resolve_options(
     Ok(options)
 }
 
-#[derive(serde::Serialize)]
-struct OperationContext {
-    index: usize,
-    method: String,
-    method_literal: String,
-    path_literal: String,
-    path_comment: String,
-    pattern_literal: String,
-    operation_id_literal: String,
-    has_operation_id: bool,
-    class: &'static str,
-    class_ident: String,
+/// Declares one struct of the template context. Templates see it as a map of its fields, under
+/// the same names; `Value::from` converts every field to a template value once, so that reading
+/// a field in a template loop costs a string match and a reference-count increment.
+macro_rules! record {
+    ($(#[$meta:meta])* struct $name:ident {
+        $($(#[$field_meta:meta])* $field:ident: $ty:ty,)*
+    }) => {
+        $(#[$meta])*
+        struct $name {
+            $($(#[$field_meta])* $field: $ty,)*
+        }
+
+        impl From<$name> for Value {
+            fn from(record: $name) -> Value {
+                /// The struct as templates see it.
+                #[derive(Debug)]
+                struct Fields {
+                    $($field: Value,)*
+                }
+
+                impl Object for Fields {
+                    fn repr(self: &Arc<Self>) -> ObjectRepr {
+                        ObjectRepr::Map
+                    }
+
+                    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+                        self.get_value_by_str(key.as_str()?)
+                    }
+
+                    fn get_value_by_str(self: &Arc<Self>, key: &str) -> Option<Value> {
+                        match key {
+                            $(stringify!($field) => Some(self.$field.clone()),)*
+                            _ => None,
+                        }
+                    }
+
+                    fn enumerate(self: &Arc<Self>) -> Enumerator {
+                        Enumerator::Str(&[$(stringify!($field)),*])
+                    }
+
+                    fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
+                        Some([$(stringify!($field)),*].len())
+                    }
+                }
+
+                Value::from_object(Fields {
+                    $($field: Value::from(record.$field),)*
+                })
+            }
+        }
+    };
 }
 
-#[derive(serde::Serialize)]
-struct PieceContext {
-    is_param: bool,
-    literal: String,
+/// The width of `text` in the columns a formatter counts, as minijinja's `length` filter gives
+/// it. Every `*_width` field is the width of the field it is named after: templates add widths
+/// up to make a formatter's line-width decisions without building the line to measure it.
+fn width(text: &str) -> usize {
+    if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().count()
+    }
 }
 
-#[derive(serde::Serialize)]
-struct MixedContext {
-    pieces: Vec<PieceContext>,
-    child: usize,
+/// The width of `n` written in decimal.
+fn digits(n: usize) -> usize {
+    n.checked_ilog10().map_or(1, |log| log as usize + 1)
 }
 
-#[derive(serde::Serialize)]
-struct NodeContext {
-    index: usize,
-    literals: Vec<(String, usize)>,
-    mixed: Vec<MixedContext>,
-    /// -1 when the node has no parameter child.
-    param: i64,
-    operations: Vec<(String, usize)>,
+record! {
+    /// One operation: `operations[i]`.
+    struct OperationContext {
+        index: usize,
+        /// The HTTP method in upper case, as plain text.
+        method: Value,
+        method_literal: Value,
+        path_literal: Value,
+        /// The path template made safe for a line comment.
+        path_comment: Value,
+        pattern_literal: Value,
+        /// The operationId's literal, or the language's null literal.
+        operation_id_literal: Value,
+        has_operation_id: bool,
+        /// The replay class's name, such as `non_replayable`.
+        class: &'static str,
+        class_ident: Value,
+        method_literal_width: usize,
+        path_literal_width: usize,
+        pattern_literal_width: usize,
+        operation_id_literal_width: usize,
+        class_ident_width: usize,
+    }
 }
 
-#[derive(serde::Serialize)]
-struct PolicyContext {
-    max_retries: u32,
-    initial_backoff_ms: u64,
-    max_backoff_ms: u64,
-    multiplier_literal: String,
-    jitter: &'static str,
-    jitter_ident: String,
-    retryable_statuses: Vec<u16>,
-    rejected_statuses: Vec<u16>,
-    retry_after_cap_ms: u64,
-    deadline_ms: Option<u64>,
+record! {
+    /// A piece of a mixed segment.
+    struct PieceContext {
+        is_param: bool,
+        /// Empty for a parameter.
+        literal: Value,
+    }
 }
 
-#[derive(serde::Serialize)]
-struct ClassContext {
-    name: &'static str,
-    ident: String,
+record! {
+    /// A mixed segment (`{name}.{ext}`) of a node and the node it leads to.
+    struct MixedContext {
+        /// A list of [`PieceContext`].
+        pieces: Value,
+        child: usize,
+    }
 }
 
-#[derive(serde::Serialize)]
-struct Context {
-    /// "Code generated by retrygen from <file>. DO NOT EDIT." made safe for a line comment.
-    header: String,
-    source_name_literal: String,
-    base_path_literal: String,
-    spec_version: &'static str,
-    operations: Vec<OperationContext>,
-    /// Indices into `operations` of the `non_replayable` ones.
-    non_replayable: Vec<usize>,
-    nodes: Vec<NodeContext>,
-    policy: PolicyContext,
-    classes: Vec<ClassContext>,
-    idempotent_methods: Vec<String>,
-    options: LanguageOptions,
+record! {
+    /// One node of the path trie: `nodes[i]`, node 0 being the root.
+    struct NodeContext {
+        index: usize,
+        /// `(segment literal, child)` pairs, sorted by the decoded segment's bytes.
+        literals: Value,
+        /// A list of [`MixedContext`] in match order.
+        mixed: Value,
+        /// -1 when the node has no parameter child.
+        param: i64,
+        /// `(method literal, index in operations)` pairs, for the paths that end here.
+        operations: Value,
+        index_width: usize,
+    }
 }
 
-fn context(api: &Api, backend: &dyn Backend, options: &LanguageOptions) -> Context {
-    let lit = |s: &str| backend.string_literal(s);
-    let operations = api
-        .operations
-        .iter()
-        .enumerate()
-        .map(|(index, op)| OperationContext {
+record! {
+    /// One edge of the path trie, which is also one statement of a module that fills the trie
+    /// statement by statement: an element of `trie_statements` and of the list of its kind.
+    struct EdgeContext {
+        /// `param`, `literal`, `mixed` or `operation`.
+        kind: &'static str,
+        /// The index of the node the edge leaves.
+        node: usize,
+        node_width: usize,
+        /// The segment literal of a `literal` edge, the method literal of an `operation` edge;
+        /// empty for the other kinds.
+        key: Value,
+        key_width: usize,
+        /// The pieces of a `mixed` edge (a list of [`PieceContext`]); empty for the other kinds.
+        pieces: Value,
+        /// The child node, or for an `operation` edge the index in `operations`.
+        target: usize,
+        target_width: usize,
+    }
+}
+
+record! {
+    /// The retry policy the module declares: `policy`.
+    struct PolicyContext {
+        max_retries: u32,
+        initial_backoff_ms: u64,
+        max_backoff_ms: u64,
+        multiplier_literal: String,
+        jitter: &'static str,
+        jitter_ident: String,
+        retryable_statuses: Vec<u16>,
+        rejected_statuses: Vec<u16>,
+        retry_after_cap_ms: u64,
+        /// None when the policy has no deadline.
+        deadline_ms: Option<u64>,
+    }
+}
+
+record! {
+    /// A replay class: its name and how the language names it.
+    struct ClassContext {
+        name: &'static str,
+        ident: Value,
+    }
+}
+
+record! {
+    /// What every template renders: the root of the template context. `nodes` and the lists of
+    /// edges are built only for templates that refer to them (see [`context`]).
+    struct Context {
+        /// "Code generated by retrygen from <file>. DO NOT EDIT." made safe for a line comment.
+        header: String,
+        source_name_literal: String,
+        base_path_literal: String,
+        spec_version: &'static str,
+        /// A list of [`OperationContext`], sorted by path and then method.
+        operations: Value,
+        /// Indices into `operations` of the `non_replayable` ones.
+        non_replayable: Vec<usize>,
+        /// A list of [`NodeContext`].
+        nodes: Value,
+        /// The number of nodes.
+        node_count: usize,
+        policy: Value,
+        /// A list of [`ClassContext`], one per replay class.
+        classes: Value,
+        idempotent_methods: Vec<String>,
+        options: Value,
+        /// Every edge of the trie ([`EdgeContext`]) node by node, and within a node its `param`
+        /// edge, its `literal` edges, its `mixed` edges and its `operation` edges.
+        trie_statements: Value,
+        /// The edges of `trie_statements` of each kind, in the same order.
+        param_edges: Value,
+        literal_edges: Value,
+        mixed_edges: Value,
+        operation_edges: Value,
+    }
+}
+
+/// Spec strings made into template values through one reusable buffer: a backend writes each
+/// literal into the buffer and the value copies it once (short ones are stored inline).
+struct Literals<'a> {
+    backend: &'a dyn Backend,
+    buffer: String,
+    /// A handful of methods, written thousands of times.
+    methods: Vec<(String, (Value, usize))>,
+}
+
+impl<'a> Literals<'a> {
+    fn new(backend: &'a dyn Backend) -> Self {
+        Literals {
+            backend,
+            buffer: String::new(),
+            methods: Vec::new(),
+        }
+    }
+
+    /// What `push` appends to the empty buffer, as a value, and its width.
+    fn make(&mut self, push: impl FnOnce(&dyn Backend, &mut String)) -> (Value, usize) {
+        self.buffer.clear();
+        push(self.backend, &mut self.buffer);
+        (Value::from(self.buffer.as_str()), width(&self.buffer))
+    }
+
+    fn string(&mut self, s: &str) -> (Value, usize) {
+        self.make(|backend, out| backend.push_string_literal(out, s))
+    }
+
+    fn regex(&mut self, pattern: &str) -> (Value, usize) {
+        self.make(|backend, out| backend.push_regex_literal(out, pattern))
+    }
+
+    fn comment(&mut self, s: &str) -> Value {
+        let (comment, _) = self.make(|backend, out| backend.push_comment_text(out, s));
+        comment
+    }
+
+    fn method(&mut self, method: &str) -> (Value, usize) {
+        if let Some((_, literal)) = self.methods.iter().find(|(m, _)| m == method) {
+            return literal.clone();
+        }
+        let literal = self.string(method);
+        self.methods.push((method.to_string(), literal.clone()));
+        literal
+    }
+}
+
+/// The root fields holding the edges of the trie.
+const EDGE_FIELDS: [&str; 5] = [
+    "trie_statements",
+    "param_edges",
+    "literal_edges",
+    "mixed_edges",
+    "operation_edges",
+];
+
+/// Builds the template context of `api` for one language. `uses` tells whether the templates
+/// refer to a root field: the lists of nodes and of edges, which only some templates read, are
+/// built only when they do (a field that is not built is undefined).
+fn context(
+    api: &Api,
+    backend: &dyn Backend,
+    options: &LanguageOptions,
+    uses: &dyn Fn(&str) -> bool,
+) -> Value {
+    let mut lit = Literals::new(backend);
+    // Identifiers are decided once per class, not once per operation.
+    let class_idents = ReplayClass::ALL.map(|class| {
+        let ident = backend.class_ident(class);
+        let ident_width = width(&ident);
+        (Value::from(ident), ident_width)
+    });
+    let class_ident = |class: ReplayClass| {
+        let index = ReplayClass::ALL
+            .iter()
+            .position(|c| *c == class)
+            .expect("ALL lists every class");
+        class_idents[index].clone()
+    };
+
+    let mut operations = Vec::with_capacity(api.operations.len());
+    for (index, op) in api.operations.iter().enumerate() {
+        let (method_literal, method_literal_width) = lit.method(&op.method);
+        let (path_literal, path_literal_width) = lit.string(&op.path);
+        let (pattern_literal, pattern_literal_width) = lit.regex(&op.pattern);
+        let (operation_id_literal, operation_id_literal_width) = match &op.operation_id {
+            Some(id) => lit.string(id),
+            None => {
+                let null = backend.null_literal();
+                (Value::from(null), width(null))
+            }
+        };
+        let (class_ident, class_ident_width) = class_ident(op.class);
+        operations.push(Value::from(OperationContext {
             index,
-            method: op.method.clone(),
-            method_literal: lit(&op.method),
-            path_literal: lit(&op.path),
-            path_comment: backend.comment_text(&op.path),
-            pattern_literal: backend.regex_literal(&op.pattern),
-            operation_id_literal: op
-                .operation_id
-                .as_deref()
-                .map_or_else(|| backend.null_literal().to_string(), lit),
+            method: Value::from(op.method.as_str()),
+            method_literal,
+            path_literal,
+            path_comment: lit.comment(&op.path),
+            pattern_literal,
+            operation_id_literal,
             has_operation_id: op.operation_id.is_some(),
             class: op.class.name(),
-            class_ident: backend.class_ident(op.class),
-        })
-        .collect();
-    let nodes = api
-        .matcher
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(index, node)| NodeContext {
-            index,
-            literals: node.literals.iter().map(|(k, c)| (lit(k), *c)).collect(),
-            mixed: node
-                .mixed
-                .iter()
-                .map(|(pieces, child)| MixedContext {
-                    pieces: pieces
-                        .iter()
-                        .map(|p| match p {
-                            crate::model::path::Piece::Literal(l) => PieceContext {
-                                is_param: false,
-                                literal: lit(l),
-                            },
-                            crate::model::path::Piece::Param(_) => PieceContext {
-                                is_param: true,
-                                literal: String::new(),
-                            },
-                        })
-                        .collect(),
-                    child: *child,
-                })
-                .collect(),
-            param: node.param.map_or(-1, |p| p as i64),
-            operations: node.operations.iter().map(|(m, i)| (lit(m), *i)).collect(),
-        })
-        .collect();
+            class_ident,
+            method_literal_width,
+            path_literal_width,
+            pattern_literal_width,
+            operation_id_literal_width,
+            class_ident_width,
+        }));
+    }
+
+    let want_nodes = uses("nodes");
+    let want_edges = EDGE_FIELDS.iter().any(|field| uses(field));
+    let (nodes, edges) = if want_nodes || want_edges {
+        trie(api, &mut lit, want_nodes, want_edges)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let edges_of = |kind: &str| -> Value {
+        if !want_edges {
+            return Value::UNDEFINED;
+        }
+        edges
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, edge)| edge.clone())
+            .collect()
+    };
+
     let p = &api.policy;
-    Context {
+    Value::from(Context {
         header: backend.comment_text(&format!(
             "Code generated by retrygen from {}. DO NOT EDIT.",
             api.source_name
         )),
-        source_name_literal: lit(&api.source_name),
-        base_path_literal: lit(&api.base_path),
+        source_name_literal: backend.string_literal(&api.source_name),
+        base_path_literal: backend.string_literal(&api.base_path),
         spec_version: api.version.as_str(),
         non_replayable: api
             .operations
@@ -359,9 +680,14 @@ fn context(api: &Api, backend: &dyn Backend, options: &LanguageOptions) -> Conte
             .filter(|(_, o)| o.class == ReplayClass::NonReplayable)
             .map(|(i, _)| i)
             .collect(),
-        operations,
-        nodes,
-        policy: PolicyContext {
+        operations: Value::from(operations),
+        node_count: api.matcher.nodes.len(),
+        nodes: if want_nodes {
+            Value::from(nodes)
+        } else {
+            Value::UNDEFINED
+        },
+        policy: Value::from(PolicyContext {
             max_retries: p.max_retries,
             initial_backoff_ms: p.initial_backoff_ms,
             max_backoff_ms: p.max_backoff_ms,
@@ -372,17 +698,130 @@ fn context(api: &Api, backend: &dyn Backend, options: &LanguageOptions) -> Conte
             rejected_statuses: p.rejected_statuses.clone(),
             retry_after_cap_ms: p.retry_after_cap_ms,
             deadline_ms: p.deadline_ms,
-        },
+        }),
         classes: ReplayClass::ALL
             .iter()
-            .map(|c| ClassContext {
-                name: c.name(),
-                ident: backend.class_ident(*c),
+            .map(|c| {
+                Value::from(ClassContext {
+                    name: c.name(),
+                    ident: class_ident(*c).0,
+                })
             })
             .collect(),
-        idempotent_methods: IDEMPOTENT_METHODS.iter().map(|m| lit(m)).collect(),
-        options: options.clone(),
+        idempotent_methods: IDEMPOTENT_METHODS
+            .iter()
+            .map(|m| backend.string_literal(m))
+            .collect(),
+        options: Value::from_object(
+            options
+                .iter()
+                .map(|(key, value)| (key.clone(), Value::from(value.as_str())))
+                .collect::<BTreeMap<String, Value>>(),
+        ),
+        param_edges: edges_of("param"),
+        literal_edges: edges_of("literal"),
+        mixed_edges: edges_of("mixed"),
+        operation_edges: edges_of("operation"),
+        trie_statements: if want_edges {
+            edges.into_iter().map(|(_, edge)| edge).collect()
+        } else {
+            Value::UNDEFINED
+        },
+    })
+}
+
+/// The nodes of the trie ([`NodeContext`]) when `want_nodes`, and its edges ([`EdgeContext`],
+/// with their kinds) in the order of `trie_statements` when `want_edges`.
+fn trie(
+    api: &Api,
+    lit: &mut Literals<'_>,
+    want_nodes: bool,
+    want_edges: bool,
+) -> (Vec<Value>, Vec<(&'static str, Value)>) {
+    // Most nodes have no literal children, mixed children or operations: they share one list.
+    let empty = Value::from(Vec::<Value>::new());
+    let list = |items: Vec<Value>| {
+        if items.is_empty() {
+            empty.clone()
+        } else {
+            Value::from(items)
+        }
+    };
+    let mut nodes = Vec::new();
+    let mut edges = Vec::new();
+    for (index, node) in api.matcher.nodes.iter().enumerate() {
+        let mut edge = |kind, (key, key_width): (Value, usize), pieces: &Value, target| {
+            if want_edges {
+                let edge = Value::from(EdgeContext {
+                    kind,
+                    node: index,
+                    node_width: digits(index),
+                    key,
+                    key_width,
+                    pieces: pieces.clone(),
+                    target,
+                    target_width: digits(target),
+                });
+                edges.push((kind, edge));
+            }
+        };
+        let no_key = || (Value::from(""), 0);
+        if let Some(child) = node.param {
+            edge("param", no_key(), &empty, child);
+        }
+        let mut literals = Vec::new();
+        for (segment, child) in &node.literals {
+            let key = lit.string(segment);
+            if want_nodes {
+                literals.push(Value::from((key.0.clone(), *child)));
+            }
+            edge("literal", key, &empty, *child);
+        }
+        let mut mixed = Vec::new();
+        for (pieces, child) in &node.mixed {
+            let pieces: Value = pieces
+                .iter()
+                .map(|piece| {
+                    Value::from(match piece {
+                        Piece::Literal(text) => PieceContext {
+                            is_param: false,
+                            literal: lit.string(text).0,
+                        },
+                        Piece::Param(_) => PieceContext {
+                            is_param: true,
+                            literal: Value::from(""),
+                        },
+                    })
+                })
+                .collect();
+            edge("mixed", no_key(), &pieces, *child);
+            if want_nodes {
+                mixed.push(Value::from(MixedContext {
+                    pieces,
+                    child: *child,
+                }));
+            }
+        }
+        let mut operations = Vec::new();
+        for (method, operation) in &node.operations {
+            let key = lit.method(method);
+            if want_nodes {
+                operations.push(Value::from((key.0.clone(), *operation)));
+            }
+            edge("operation", key, &empty, *operation);
+        }
+        if want_nodes {
+            nodes.push(Value::from(NodeContext {
+                index,
+                literals: list(literals),
+                mixed: list(mixed),
+                param: node.param.map_or(-1, |p| p as i64),
+                operations: list(operations),
+                index_width: digits(index),
+            }));
+        }
     }
+    (nodes, edges)
 }
 
 /// A template environment that fails on any undefined value, so a typo in a template is an
@@ -417,20 +856,20 @@ pub fn render(
     options: &LanguageOptions,
     templates: &TemplateSource,
 ) -> Result<String, EmitError> {
-    let env = environment(templates.load(backend.name())?)?;
-    let template = env
+    let compiled = templates.compiled(backend.name())?;
+    let template = compiled
+        .env
         .get_template(ENTRY_TEMPLATE)
         .map_err(|e| EmitError::Template {
             template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
             message: format!("{e:#}"),
         })?;
-    let text = template
-        .render(minijinja::value::Serde(context(api, backend, options)))
-        .map_err(|e| EmitError::Template {
-            template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
-            message: format!("{e:#}"),
-        })?;
-    let mut text = text.trim_end().to_string();
+    let context = context(api, backend, options, &|field| compiled.uses(field));
+    let mut text = template.render(context).map_err(|e| EmitError::Template {
+        template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
+        message: format!("{e:#}"),
+    })?;
+    text.truncate(text.trim_end().len());
     text.push('\n');
     Ok(text)
 }
@@ -450,7 +889,6 @@ pub fn render_all(
     templates: &TemplateSource,
 ) -> Vec<Result<String, EmitError>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(jobs.len());
@@ -499,6 +937,100 @@ mod tests {
             );
             environment(templates).unwrap_or_else(|e| panic!("{}: {e}", backend.name()));
         }
+    }
+
+    fn matching_api() -> Api {
+        let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/matching.yaml");
+        let (raw, _) = crate::read::read(&spec, &Default::default()).expect("spec reads");
+        let options = crate::model::ModelOptions {
+            strict: false,
+            idempotency_headers: vec!["Idempotency-Key".into()],
+            policy_overrides: vec![],
+            overrides_at: None,
+        };
+        crate::model::build(&raw, "matching.yaml", &options)
+            .expect("spec builds")
+            .0
+    }
+
+    /// Renders `files` (name, text) as the templates of the `rust` language.
+    fn render_folder(api: &Api, files: &[(&str, &str)]) -> Result<String, EmitError> {
+        let root = tempfile::tempdir().expect("temporary folder");
+        let folder = root.path().join("rust");
+        std::fs::create_dir(&folder).expect("folder");
+        for (name, text) in files {
+            std::fs::write(folder.join(name), text).expect("template");
+        }
+        let options = resolve_options(&rust::Rust, &LanguageOptions::new()).expect("defaults");
+        render(
+            api,
+            &rust::Rust,
+            &options,
+            &TemplateSource::Folder(root.path().to_path_buf()),
+        )
+    }
+
+    /// The fields of a context struct, as a template lists them.
+    #[test]
+    fn records_list_their_fields() {
+        let text = render_folder(
+            &matching_api(),
+            &[(
+                ENTRY_TEMPLATE,
+                "{{ operations[0] | list | join(',') }}\n{{ trie_statements[0] | list | join(',') }}",
+            )],
+        )
+        .expect("renders");
+        assert_eq!(
+            text,
+            "index,method,method_literal,path_literal,path_comment,pattern_literal,\
+             operation_id_literal,has_operation_id,class,class_ident,method_literal_width,\
+             path_literal_width,pattern_literal_width,operation_id_literal_width,class_ident_width\n\
+             kind,node,node_width,key,key_width,pieces,target,target_width\n"
+        );
+    }
+
+    /// Only the trie views a template refers to are built, and each one is complete whichever
+    /// other views are built; templates split over several files get every view.
+    #[test]
+    fn trie_views_agree_whichever_are_built() {
+        let api = matching_api();
+        let by_nodes = "{% for n in nodes %}{% if n.param >= 0 %}{{ n.index }} param {{ n.param }}\n{% endif %}\
+            {% for key, child in n.literals %}{{ n.index }} literal {{ key }} {{ child }}\n{% endfor %}\
+            {% for m in n.mixed %}{{ n.index }} mixed {{ m.pieces | length }} {{ m.child }}\n{% endfor %}\
+            {% for method, index in n.operations %}{{ n.index }} operation {{ method }} {{ index }}\n{% endfor %}\
+            {% endfor %}";
+        let by_edges = "{% for e in trie_statements %}{{ e.node }} {{ e.kind }}\
+            {% if e.kind == 'literal' or e.kind == 'operation' %} {{ e.key }}{% endif %}\
+            {% if e.kind == 'mixed' %} {{ e.pieces | length }}{% endif %} {{ e.target }}\n{% endfor %}";
+        let nodes = render_folder(&api, &[(ENTRY_TEMPLATE, by_nodes)]).expect("renders");
+        let edges = render_folder(&api, &[(ENTRY_TEMPLATE, by_edges)]).expect("renders");
+        assert_eq!(nodes, edges);
+        assert!(nodes.contains(" mixed ") && nodes.contains(" param "));
+        let both = render_folder(
+            &api,
+            &[
+                (ENTRY_TEMPLATE, "{% include 'edges.j2' %}"),
+                ("edges.j2", by_edges),
+            ],
+        )
+        .expect("renders");
+        assert_eq!(both, edges);
+        // The number of nodes comes without the list of nodes.
+        assert_eq!(
+            render_folder(&api, &[(ENTRY_TEMPLATE, "{{ node_count }}")]).expect("renders"),
+            format!("{}\n", api.matcher.nodes.len())
+        );
+    }
+
+    #[test]
+    fn widths_are_what_length_gives() {
+        assert_eq!(width("\"a\\u00e9\""), 9);
+        assert_eq!(width("caf\u{e9}"), 4);
+        assert_eq!(
+            (digits(0), digits(9), digits(10), digits(12345)),
+            (1, 1, 2, 5)
+        );
     }
 
     #[test]

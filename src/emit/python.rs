@@ -1,8 +1,9 @@
-use super::escape::{c_like, check_identifier, quoted};
-use super::{comment_line, Backend, LanguageOptions};
+use super::escape::{c_like, check_identifier, push_quoted};
+use super::{push_comment_line, Backend, LanguageOptions};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToShoutySnakeCase;
+use std::fmt::Write;
 
 pub struct Python;
 
@@ -19,8 +20,8 @@ impl Backend for Python {
     fn default_file_name(&self, options: &LanguageOptions) -> String {
         format!("{}.py", options["module"])
     }
-    fn string_literal(&self, s: &str) -> String {
-        quoted(s, c_like, |c| match c as u32 {
+    fn push_string_literal(&self, out: &mut String, s: &str) {
+        push_quoted(out, s, c_like, |c| match c as u32 {
             u @ 0..=0xff => format!("\\x{u:02x}"),
             u @ 0x100..=0xffff => format!("\\u{u:04x}"),
             u => format!("\\U{u:08x}"),
@@ -28,15 +29,17 @@ impl Backend for Python {
     }
     /// A raw string `r"..."` when the pattern is printable ASCII without `"` (every backslash of
     /// a pattern then stands for itself); otherwise an ordinary escaped literal.
-    fn regex_literal(&self, pattern: &str) -> String {
+    fn push_regex_literal(&self, out: &mut String, pattern: &str) {
         let raw_safe = pattern
             .chars()
             .all(|c| (' '..='~').contains(&c) && c != '"')
             && pattern.chars().rev().take_while(|&c| c == '\\').count() % 2 == 0;
         if raw_safe {
-            format!("r\"{pattern}\"")
+            out.push_str("r\"");
+            out.push_str(pattern);
+            out.push('"');
         } else {
-            self.string_literal(pattern)
+            self.push_string_literal(out, pattern)
         }
     }
     fn null_literal(&self) -> &'static str {
@@ -44,17 +47,20 @@ impl Backend for Python {
     }
     /// Only ASCII: ruff's RUF003 flags any character in a comment that looks like an ASCII one
     /// (the Kelvin sign, Cyrillic and full-width letters...), a list that grows with each release.
-    fn comment_text(&self, s: &str) -> String {
-        comment_line(s)
-            .chars()
-            .map(|c| {
-                if c.is_ascii() {
-                    c.to_string()
-                } else {
-                    format!("\\u{{{:x}}}", c as u32)
-                }
-            })
-            .collect()
+    fn push_comment_text(&self, out: &mut String, s: &str) {
+        let start = out.len();
+        push_comment_line(out, s);
+        if out[start..].is_ascii() {
+            return;
+        }
+        let line = out.split_off(start);
+        for c in line.chars() {
+            if c.is_ascii() {
+                out.push(c);
+            } else {
+                write!(out, "\\u{{{:x}}}", c as u32).expect("writing to a String cannot fail");
+            }
+        }
     }
     fn class_ident(&self, class: ReplayClass) -> String {
         format!("ReplayClass.{}", class.name().to_shouty_snake_case())

@@ -1,4 +1,4 @@
-use super::escape::{c_like, check_identifier, quoted};
+use super::escape::{c_like, check_identifier, push_quoted};
 use super::{Backend, LanguageOptions};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
@@ -21,19 +21,21 @@ impl Backend for Rust {
     }
     /// NUL is written `\u{0}`, never `\0`: followed by a digit, `\0` looks like an octal escape,
     /// which clippy's `octal_escapes` warns about (an error under `-D warnings`).
-    fn string_literal(&self, s: &str) -> String {
-        quoted(s, c_like, |c| format!("\\u{{{:x}}}", c as u32))
+    fn push_string_literal(&self, out: &mut String, s: &str) {
+        push_quoted(out, s, c_like, |c| format!("\\u{{{:x}}}", c as u32))
     }
     /// A raw string when the pattern has backslashes to spare and nothing a raw string cannot hold.
-    fn regex_literal(&self, pattern: &str) -> String {
+    fn push_regex_literal(&self, out: &mut String, pattern: &str) {
         if pattern.contains('\\')
             && pattern
                 .chars()
                 .all(|c| (' '..='~').contains(&c) && c != '"')
         {
-            format!("r\"{pattern}\"")
+            out.push_str("r\"");
+            out.push_str(pattern);
+            out.push('"');
         } else {
-            self.string_literal(pattern)
+            self.push_string_literal(out, pattern)
         }
     }
     fn null_literal(&self) -> &'static str {

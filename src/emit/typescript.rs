@@ -1,4 +1,4 @@
-use super::escape::{c_like, quoted, utf16_escape};
+use super::escape::{c_like, push_quoted, utf16_escape};
 use super::{Backend, LanguageOptions};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
@@ -24,13 +24,13 @@ impl Backend for TypeScript {
     fn default_file_name(&self, options: &LanguageOptions) -> String {
         options["file_name"].clone()
     }
-    fn string_literal(&self, s: &str) -> String {
-        quoted(s, c_like, utf16_escape)
+    fn push_string_literal(&self, out: &mut String, s: &str) {
+        push_quoted(out, s, c_like, utf16_escape)
     }
     /// A regex literal `/.../`: `/` is escaped (it would end the literal) and so is any character
     /// outside printable ASCII; `\uXXXX` means the same inside a regex.
-    fn regex_literal(&self, pattern: &str) -> String {
-        let mut out = String::from("/");
+    fn push_regex_literal(&self, out: &mut String, pattern: &str) {
+        out.push('/');
         for c in pattern.chars() {
             match c {
                 '/' => out.push_str("\\/"),
@@ -39,7 +39,6 @@ impl Backend for TypeScript {
             }
         }
         out.push('/');
-        out
     }
     fn null_literal(&self) -> &'static str {
         "null"
