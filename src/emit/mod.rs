@@ -953,6 +953,42 @@ mod tests {
             .0
     }
 
+    /// The parallel render returns, in job order, exactly what each render gives alone; twice
+    /// each language, so that two workers render the same templates at once.
+    #[test]
+    fn render_all_equals_one_render_at_a_time() {
+        let api = matching_api();
+        let options: Vec<(&'static dyn Backend, LanguageOptions)> = BACKENDS
+            .iter()
+            .chain(BACKENDS.iter())
+            .map(|b| {
+                (
+                    *b,
+                    resolve_options(*b, &LanguageOptions::new()).expect("defaults"),
+                )
+            })
+            .collect();
+        let jobs: Vec<RenderJob<'_>> = options
+            .iter()
+            .map(|(backend, options)| RenderJob {
+                backend: *backend,
+                options,
+            })
+            .collect();
+        let together = render_all(&api, &jobs, &TemplateSource::Embedded);
+        assert_eq!(together.len(), jobs.len());
+        for (job, text) in jobs.iter().zip(together) {
+            let alone = render(&api, job.backend, job.options, &TemplateSource::Embedded)
+                .expect("renders alone");
+            assert_eq!(
+                text.expect("renders in parallel"),
+                alone,
+                "{}",
+                job.backend.name()
+            );
+        }
+    }
+
     /// Renders `files` (name, text) as the templates of the `rust` language.
     fn render_folder(api: &Api, files: &[(&str, &str)]) -> Result<String, EmitError> {
         let root = tempfile::tempdir().expect("temporary folder");
