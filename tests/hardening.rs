@@ -278,3 +278,32 @@ fn output_is_independent_of_the_environment() {
         );
     }
 }
+
+/// A later job that fails leaves no file, temporary file or folder of the earlier jobs behind
+/// (a guard for any future change that writes a job's files before every job is planned).
+#[test]
+fn a_failing_later_job_leaves_nothing_of_the_earlier_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = six_target_config(dir.path(), None, 3);
+    let broken = dir.path().join("broken.yaml");
+    std::fs::write(&broken, "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths:\n  /a:\n    post:\n      x-idempotent: \"yes\"\n").unwrap();
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\n[[job]]\nspec = {:?}\n\n[[job.target]]\nlanguage = \"go\"\nout = \"later/go/\"\n",
+        broken.to_string_lossy()
+    ));
+    std::fs::write(&config, text).unwrap();
+    let before = snapshot(dir.path());
+    let (code, out, err) = retrygen(&["generate", "--config", config.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("x-idempotent"), "{err}");
+    assert_eq!(
+        snapshot(dir.path()),
+        before,
+        "nothing written, nothing left over"
+    );
+    assert!(
+        !dir.path().join("out").exists(),
+        "the first job's folders are gone again"
+    );
+}
