@@ -18,7 +18,7 @@ use crate::toolchains::root;
 use anyhow::{bail, Context, Result};
 use retrygen::emit::TemplateSource;
 use retrygen::model::path::PathTemplate;
-use retrygen::model::{Api, ModelOptions, ReplayClass};
+use retrygen::model::{Api, ModelOptions};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
@@ -366,12 +366,7 @@ fn model_mismatches(api: &Api, g: &Generated) -> Vec<String> {
 /// Probes beyond the derived ones: the percent-encoded form of every request, a trailing
 /// newline (which `$` must not accept in any language), and lookups of near-miss ids.
 fn extra_probes(api: &Api) -> Result<Vec<Probe>> {
-    let patterns: Vec<(String, regex::Regex)> = api
-        .operations
-        .iter()
-        .filter(|o| o.class == ReplayClass::NonReplayable)
-        .map(|o| Ok((o.method.clone(), regex::Regex::new(&o.pattern)?)))
-        .collect::<Result<_>>()?;
+    let patterns = conformance::non_replayable_patterns(api)?;
     let by_id: BTreeMap<&str, &retrygen::model::Operation> = api
         .operations
         .iter()
