@@ -52,7 +52,7 @@ pub struct GenerateArgs {
     /// Ad hoc mode: the target language (rust, typescript, python, go, kotlin, csharp).
     #[arg(long, requires = "spec")]
     pub lang: Option<String>,
-    /// Ad hoc mode: the output file, or a folder ending in `/`.
+    /// Ad hoc mode: the folder the module's files go into (end it with `/`).
     #[arg(long, requires = "spec")]
     pub out: Option<PathBuf>,
     /// Ad hoc mode: a language option, KEY=VALUE (repeatable), e.g. package=retrypolicy.
@@ -230,6 +230,16 @@ pub fn plan(args: &GenerateArgs, err: &mut dyn std::io::Write) -> Result<Vec<Pla
         // then run in parallel.
         let mut accepted = Vec::new();
         for target in &job.targets {
+            if !target.out_is_folder {
+                let _ = writeln!(
+                    err,
+                    "error: out {:?} is not a folder: a target writes a tables file and the runtime \
+                     beside it; end the path with `/`",
+                    display_path(&target.out)
+                );
+                failed = true;
+                continue;
+            }
             let Some(backend) = emit::backend(&target.language) else {
                 let _ = writeln!(
                     err,
@@ -256,19 +266,17 @@ pub fn plan(args: &GenerateArgs, err: &mut dyn std::io::Write) -> Result<Vec<Pla
             })
             .collect();
         let rendered = emit::render_all(&api, &render_jobs, &templates);
-        for ((target, backend, options), result) in accepted.iter().zip(rendered) {
+        for ((target, _, _), result) in accepted.iter().zip(rendered) {
             match result {
-                Ok(contents) => {
-                    let path = if target.out_is_folder {
-                        target.out.join(backend.default_file_name(options))
-                    } else {
-                        target.out.clone()
-                    };
-                    planned.push(Planned {
-                        display: display_path(&path),
-                        path,
-                        contents,
-                    });
+                Ok(files) => {
+                    for file in files {
+                        let path = target.out.join(&file.name);
+                        planned.push(Planned {
+                            display: display_path(&path),
+                            path,
+                            contents: file.contents,
+                        });
+                    }
                 }
                 Err(e) => {
                     let _ = writeln!(err, "error: {e}");
@@ -293,6 +301,7 @@ pub fn generate(
         Ok(p) => p,
         Err(code) => return code,
     };
+    let orphans = write::orphans(&planned);
     match write::write_all(&planned) {
         Ok(statuses) => {
             for (display, status) in statuses {
@@ -301,6 +310,13 @@ pub fn generate(
                     Status::Unchanged => "unchanged",
                 };
                 let _ = writeln!(out, "{word} {display}");
+            }
+            if let Err(e) = write::remove_orphans(&orphans) {
+                let _ = writeln!(err, "error: {e}");
+                return EXIT_ERROR;
+            }
+            for orphan in &orphans {
+                let _ = writeln!(out, "removed {} (orphaned generated file)", orphan.display);
             }
             EXIT_OK
         }
@@ -327,8 +343,12 @@ pub fn check(
             let _ = write!(out, "{diff}");
         }
     }
-    if stale > 0 {
-        let _ = writeln!(err, "{stale} of {} generated file(s) are stale; run `retrygen generate` (or `make codegen`) and commit the result", planned.len());
+    let orphans = write::orphans(&planned);
+    for orphan in &orphans {
+        let _ = write!(out, "{}", write::orphan_diff(orphan));
+    }
+    if stale > 0 || !orphans.is_empty() {
+        let _ = writeln!(err, "{stale} of {} generated file(s) are stale or missing, {} orphaned; run `retrygen generate` (or `make codegen`) and commit the result", planned.len(), orphans.len());
         EXIT_DRIFT
     } else {
         let _ = writeln!(err, "{} generated file(s) up to date", planned.len());

@@ -37,7 +37,7 @@ impl Backend for CSharp {
         }
         Ok(())
     }
-    fn default_file_name(&self, options: &LanguageOptions) -> String {
+    fn tables_file_name(&self, options: &LanguageOptions) -> String {
         format!("{}.cs", options["class"])
     }
     /// A regular (not verbatim, not interpolated) string. `\x` is variable-length in C#, so only

@@ -21,7 +21,7 @@ impl Backend for Go {
         }
         Ok(())
     }
-    fn default_file_name(&self, _options: &LanguageOptions) -> String {
+    fn tables_file_name(&self, _options: &LanguageOptions) -> String {
         "retry_policy.go".into()
     }
     fn push_string_literal(&self, out: &mut String, s: &str) {

@@ -40,7 +40,7 @@ impl Backend for Kotlin {
         }
         Ok(())
     }
-    fn default_file_name(&self, options: &LanguageOptions) -> String {
+    fn tables_file_name(&self, options: &LanguageOptions) -> String {
         format!("{}.kt", options["object"])
     }
     /// A plain string: `$` is escaped (it would start a string template), every character outside

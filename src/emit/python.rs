@@ -17,7 +17,7 @@ impl Backend for Python {
     fn check_options(&self, options: &LanguageOptions) -> Result<(), String> {
         check_identifier("module", &options["module"], &PYTHON_KEYWORDS)
     }
-    fn default_file_name(&self, options: &LanguageOptions) -> String {
+    fn tables_file_name(&self, options: &LanguageOptions) -> String {
         format!("{}.py", options["module"])
     }
     fn push_string_literal(&self, out: &mut String, s: &str) {

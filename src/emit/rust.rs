@@ -16,7 +16,7 @@ impl Backend for Rust {
     fn check_options(&self, options: &LanguageOptions) -> Result<(), String> {
         check_identifier("module", &options["module"], &RUST_KEYWORDS)
     }
-    fn default_file_name(&self, options: &LanguageOptions) -> String {
+    fn tables_file_name(&self, options: &LanguageOptions) -> String {
         format!("{}.rs", options["module"])
     }
     /// NUL is written `\u{0}`, never `\0`: followed by a digit, `\0` looks like an octal escape,

@@ -21,7 +21,7 @@ impl Backend for TypeScript {
         }
         Ok(())
     }
-    fn default_file_name(&self, options: &LanguageOptions) -> String {
+    fn tables_file_name(&self, options: &LanguageOptions) -> String {
         options["file_name"].clone()
     }
     fn push_string_literal(&self, out: &mut String, s: &str) {

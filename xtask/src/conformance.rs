@@ -449,7 +449,7 @@ fn prepare_timed(
     let linted = if lint {
         toolchain
             .lint(&module, &work.join("lint"))
-            .with_context(|| format!("{language}: lint of {}", module.display()))
+            .with_context(|| format!("{language}: lint of {}", module.dir.display()))
     } else {
         Ok(())
     };

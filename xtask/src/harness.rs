@@ -1,29 +1,33 @@
 //! Render, lint, build and run one language's harness: the unit that `conformance` repeats for
 //! every language and spec.
 
-use crate::toolchains::{self, Built};
+use crate::toolchains::{self, Built, Module};
 use anyhow::{anyhow, Context, Result};
 use retrygen::emit::{self, TemplateSource};
 use retrygen::model::ModelOptions;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Renders `spec` for `language` with default options into `work/module/<file>`.
+/// Renders `spec` for `language` with default options into `work/module/`.
 pub fn render(
     language: &str,
     spec: &Path,
     work: &Path,
     templates: &TemplateSource,
-) -> Result<PathBuf> {
+) -> Result<Module> {
     let backend = emit::backend(language).ok_or_else(|| anyhow!("unknown language {language}"))?;
     let (api, _) = retrygen::cli::load_api(spec, &ModelOptions::default())
         .map_err(|d| anyhow!("{}: {d}", spec.display()))?;
     let options = emit::resolve_options(backend, &Default::default())?;
-    let text = emit::render(&api, backend, &options, templates)?;
+    let rendered = emit::render(&api, backend, &options, templates)?;
     let dir = work.join("module");
     std::fs::create_dir_all(&dir)?;
-    let path = dir.join(backend.default_file_name(&options));
-    std::fs::write(&path, text)?;
-    Ok(path)
+    let mut files = Vec::new();
+    for file in rendered {
+        let path = dir.join(&file.name);
+        std::fs::write(&path, file.contents)?;
+        files.push(path);
+    }
+    Ok(Module { dir, files })
 }
 
 /// Renders, lints and builds; returns how to run the harness.
@@ -47,7 +51,7 @@ pub fn prepare_with(
     let module = render(language, spec, work, templates)?;
     toolchain
         .lint(&module, &work.join("lint"))
-        .with_context(|| format!("{language}: lint of {}", module.display()))?;
+        .with_context(|| format!("{language}: lint of {}", module.dir.display()))?;
     toolchain
         .build(&module, &work.join("build"))
         .with_context(|| format!("{language}: building the harness"))

@@ -2,7 +2,7 @@
 //! for one spec, with the language's real toolchain, and runs it.
 
 use crate::harness;
-use crate::toolchains::{self, command, root, run};
+use crate::toolchains::{self, command, root, run, Module};
 use anyhow::{anyhow, bail, Context, Result};
 use retrygen::emit::TemplateSource;
 use std::path::{Path, PathBuf};
@@ -66,7 +66,13 @@ codegen-units = 1
     )
 }
 
-fn build_rust(module: &Path, work: &Path, shared_target: &Path, name: &str) -> Result<Vec<String>> {
+fn build_rust(
+    module: &Module,
+    work: &Path,
+    shared_target: &Path,
+    name: &str,
+) -> Result<Vec<String>> {
+    let module = module.tables();
     let src = work.join("src");
     std::fs::create_dir_all(&src)?;
     std::fs::write(work.join("Cargo.toml"), rust_manifest(name))?;
@@ -97,7 +103,8 @@ fn build_rust(module: &Path, work: &Path, shared_target: &Path, name: &str) -> R
     Ok(vec![lossy(&binary)])
 }
 
-fn build_typescript(module: &Path, work: &Path) -> Result<Vec<String>> {
+fn build_typescript(module: &Module, work: &Path) -> Result<Vec<String>> {
+    let module = module.tables();
     copy_sources("typescript", work)?;
     std::fs::copy(
         module,
@@ -116,7 +123,8 @@ fn build_typescript(module: &Path, work: &Path) -> Result<Vec<String>> {
     Ok(vec!["node".into(), lossy(&work.join("out/bench.js"))])
 }
 
-fn build_python(module: &Path, work: &Path) -> Result<Vec<String>> {
+fn build_python(module: &Module, work: &Path) -> Result<Vec<String>> {
+    let module = module.tables();
     copy_sources("python", work)?;
     std::fs::copy(
         module,
@@ -132,7 +140,8 @@ fn build_python(module: &Path, work: &Path) -> Result<Vec<String>> {
     Ok(vec!["python3".into(), lossy(&work.join("bench.py"))])
 }
 
-fn build_go(module: &Path, work: &Path) -> Result<Vec<String>> {
+fn build_go(module: &Module, work: &Path) -> Result<Vec<String>> {
+    let module = module.tables();
     copy_sources("go", work)?;
     let package = work.join("retrypolicy");
     std::fs::create_dir_all(&package)?;
@@ -165,7 +174,8 @@ fn kotlin_stdlib() -> Result<PathBuf> {
     Ok(PathBuf::from(text.trim()))
 }
 
-fn build_kotlin(module: &Path, work: &Path) -> Result<Vec<String>> {
+fn build_kotlin(module: &Module, work: &Path) -> Result<Vec<String>> {
+    let module = module.tables();
     copy_sources("kotlin", work)?;
     let module_copy = work.join(module.file_name().context("module name")?);
     std::fs::copy(module, &module_copy)?;
@@ -190,7 +200,8 @@ fn build_kotlin(module: &Path, work: &Path) -> Result<Vec<String>> {
     ])
 }
 
-fn build_csharp(module: &Path, work: &Path) -> Result<Vec<String>> {
+fn build_csharp(module: &Module, work: &Path) -> Result<Vec<String>> {
+    let module = module.tables();
     copy_sources("csharp", work)?;
     let module_copy = work.join(module.file_name().context("module name")?);
     std::fs::copy(module, &module_copy)?;

@@ -4,7 +4,7 @@
 //! harness.
 
 use super::{
-    code_outside_comments, command, copy_harness, Built, CFamily, CommentState, Toolchain,
+    code_outside_comments, command, copy_harness, Built, CFamily, CommentState, Module, Toolchain,
 };
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -25,7 +25,8 @@ impl Toolchain for CSharp {
         "csharp"
     }
 
-    fn lint(&self, module: &Path, work: &Path) -> Result<()> {
+    fn lint(&self, module: &Module, work: &Path) -> Result<()> {
+        let module = module.tables();
         let text = std::fs::read_to_string(module)
             .with_context(|| format!("reading {}", module.display()))?;
         let findings = style_findings(&text);
@@ -48,7 +49,8 @@ impl Toolchain for CSharp {
         )
     }
 
-    fn build(&self, module: &Path, work: &Path) -> Result<Built> {
+    fn build(&self, module: &Module, work: &Path) -> Result<Built> {
+        let module = module.tables();
         copy_harness("csharp", work)?;
         let module_copy = work.join(module.file_name().context("module path has no file name")?);
         std::fs::copy(module, &module_copy)?;

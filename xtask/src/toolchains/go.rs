@@ -2,7 +2,7 @@
 //! its own module (no requirements, so it builds offline) that imports the generated package
 //! from a subfolder.
 
-use super::{command, copy_harness, run, Built, Toolchain};
+use super::{command, copy_harness, run, Built, Module, Toolchain};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::Command;
@@ -42,7 +42,8 @@ impl Toolchain for Go {
         "go"
     }
 
-    fn lint(&self, module: &Path, work: &Path) -> Result<()> {
+    fn lint(&self, module: &Module, work: &Path) -> Result<()> {
+        let module = module.tables();
         let unformatted = run(command("gofmt").arg("-l").arg(module), "gofmt -l")?;
         if !unformatted.trim().is_empty() {
             let diff = command("gofmt")
@@ -63,7 +64,8 @@ impl Toolchain for Go {
         Ok(())
     }
 
-    fn build(&self, module: &Path, work: &Path) -> Result<Built> {
+    fn build(&self, module: &Module, work: &Path) -> Result<Built> {
+        let module = module.tables();
         copy_harness("go", work)?;
         place_module(module, &work.join(PACKAGE_DIR))?;
         run(

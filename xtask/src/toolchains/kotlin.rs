@@ -4,7 +4,8 @@
 //! scripts/bootstrap-toolchains.sh; versions are pinned so findings never drift between machines.
 
 use super::{
-    code_outside_comments, command, copy_harness, root, Built, CFamily, CommentState, Toolchain,
+    code_outside_comments, command, copy_harness, root, Built, CFamily, CommentState, Module,
+    Toolchain,
 };
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -42,7 +43,8 @@ impl Toolchain for Kotlin {
         "kotlin"
     }
 
-    fn lint(&self, module: &Path, work: &Path) -> Result<()> {
+    fn lint(&self, module: &Module, work: &Path) -> Result<()> {
+        let module = module.tables();
         let text = std::fs::read_to_string(module)
             .with_context(|| format!("reading {}", module.display()))?;
         let findings = style_findings(&text);
@@ -63,7 +65,8 @@ impl Toolchain for Kotlin {
         )
     }
 
-    fn build(&self, module: &Path, work: &Path) -> Result<Built> {
+    fn build(&self, module: &Module, work: &Path) -> Result<Built> {
+        let module = module.tables();
         copy_harness("kotlin", work)?;
         let module_copy = work.join(module.file_name().context("module path has no file name")?);
         std::fs::copy(module, &module_copy)?;

@@ -20,15 +20,29 @@ pub struct Built {
     pub cwd: PathBuf,
 }
 
+/// A rendered target: the folder holding its files, the tables file first, then the runtime.
+#[derive(Debug, Clone)]
+pub struct Module {
+    pub dir: PathBuf,
+    pub files: Vec<PathBuf>,
+}
+
+impl Module {
+    /// The per-spec tables file.
+    pub fn tables(&self) -> &Path {
+        &self.files[0]
+    }
+}
+
 pub trait Toolchain: Sync {
     /// Same name as the retrygen backend.
     fn language(&self) -> &'static str;
     /// Runs the language's formatter and linter (and a strict compile) over the generated module;
     /// any finding is an error.
-    fn lint(&self, module: &Path, work: &Path) -> Result<()>;
+    fn lint(&self, module: &Module, work: &Path) -> Result<()>;
     /// Builds `conformance/harness/<language>/` against `module` (rendered with default options)
     /// inside the empty folder `work`.
-    fn build(&self, module: &Path, work: &Path) -> Result<Built>;
+    fn build(&self, module: &Module, work: &Path) -> Result<Built>;
 }
 
 pub static TOOLCHAINS: [&dyn Toolchain; 6] = [

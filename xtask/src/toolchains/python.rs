@@ -6,7 +6,7 @@
 //! formatting and the findings never drift between machines. mypy stays on 1.x: 2.x no longer
 //! checks code against Python 3.9.
 
-use super::{command, copy_harness, root, run, Built, Toolchain};
+use super::{command, copy_harness, root, run, Built, Module, Toolchain};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -89,7 +89,8 @@ impl Toolchain for Python {
         "python"
     }
 
-    fn lint(&self, module: &Path, work: &Path) -> Result<()> {
+    fn lint(&self, module: &Module, work: &Path) -> Result<()> {
+        let module = module.tables();
         require("black", BLACK_VERSION)?;
         require("ruff", RUFF_VERSION)?;
         require("mypy", MYPY_VERSION)?;
@@ -145,7 +146,8 @@ impl Toolchain for Python {
         Ok(())
     }
 
-    fn build(&self, module: &Path, work: &Path) -> Result<Built> {
+    fn build(&self, module: &Module, work: &Path) -> Result<Built> {
+        let module = module.tables();
         copy_harness("python", work)?;
         let name = module.file_name().context("module without a file name")?;
         std::fs::copy(module, work.join(name))?;

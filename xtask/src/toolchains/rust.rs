@@ -3,7 +3,7 @@
 //! with `missing_docs` denied. The harness is one file compiled with `rustc` (no cargo), beside
 //! a copy of the module.
 
-use super::{command, copy_harness, run, Built, Toolchain};
+use super::{command, copy_harness, run, Built, Module, Toolchain};
 use anyhow::{Context, Result};
 use std::path::Path;
 use std::process::Command;
@@ -42,7 +42,8 @@ impl Toolchain for Rust {
         "rust"
     }
 
-    fn lint(&self, module: &Path, work: &Path) -> Result<()> {
+    fn lint(&self, module: &Module, work: &Path) -> Result<()> {
+        let module = module.tables();
         run(
             command("rustfmt")
                 .args(["--check", "--edition", "2021"])
@@ -68,7 +69,8 @@ impl Toolchain for Rust {
         Ok(())
     }
 
-    fn build(&self, module: &Path, work: &Path) -> Result<Built> {
+    fn build(&self, module: &Module, work: &Path) -> Result<Built> {
+        let module = module.tables();
         copy_harness("rust", work)?;
         std::fs::copy(module, work.join("retry_policy.rs"))
             .with_context(|| format!("copying {}", module.display()))?;

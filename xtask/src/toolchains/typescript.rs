@@ -4,7 +4,7 @@
 //! Tools come from `.cache/toolchains/node` (scripts/bootstrap-toolchains.sh installs them with
 //! `npm install --prefix`); versions are pinned so formatting never drifts between machines.
 
-use super::{command, copy_harness, root, run, Built, Toolchain};
+use super::{command, copy_harness, root, run, Built, Module, Toolchain};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -72,7 +72,8 @@ impl Toolchain for TypeScript {
         "typescript"
     }
 
-    fn lint(&self, module: &Path, work: &Path) -> Result<()> {
+    fn lint(&self, module: &Module, work: &Path) -> Result<()> {
+        let module = module.tables();
         require("tsc", TYPESCRIPT_VERSION)?;
         require("prettier", PRETTIER_VERSION)?;
         std::fs::create_dir_all(work)?;
@@ -125,7 +126,8 @@ impl Toolchain for TypeScript {
         Ok(())
     }
 
-    fn build(&self, module: &Path, work: &Path) -> Result<Built> {
+    fn build(&self, module: &Module, work: &Path) -> Result<Built> {
+        let module = module.tables();
         require("tsc", TYPESCRIPT_VERSION)?;
         let types = node_modules().join("@types");
         if !types.join("node/package.json").is_file() {
