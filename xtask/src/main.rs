@@ -7,6 +7,7 @@ mod corpus;
 mod harness;
 mod injection;
 mod mutation;
+mod runtime_tests;
 mod toolchains;
 
 use anyhow::{bail, Result};
@@ -47,6 +48,10 @@ cargo xtask <command>
         change one contract rule in each language's template and check that the conformance run
         fails for that language (it must: otherwise the vectors prove nothing)
 
+  runtime-tests [--lang L[,L...]]
+        check each language's runtime (runtime/<language>/) as a plain project of that language,
+        nothing rendered: formatter, linter, strict compile and its unit tests
+
   harness --lang L --spec SPEC --cases FILE
         render SPEC's module for L, lint it, build L's harness and run it on FILE (case-file format
         of conformance/README.md); prints the harness output
@@ -64,6 +69,7 @@ fn main() -> Result<()> {
         "conformance" => conformance::main(rest),
         "injection" => injection::main(rest),
         "mutation" => mutation::main(rest),
+        "runtime-tests" => runtime_tests::main(rest),
         "corpus" => corpus::main(rest),
         "bench" => bench::main(rest),
         "bless" => bless::main(),

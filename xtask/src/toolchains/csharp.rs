@@ -49,6 +49,14 @@ impl Toolchain for CSharp {
         )
     }
 
+    fn runtime_tests(&self, _work: &Path) -> Result<()> {
+        bail!(
+            "{}: the runtime is still template text; runtime/{} does not exist yet",
+            self.language(),
+            self.language()
+        )
+    }
+
     fn build(&self, module: &Module, work: &Path) -> Result<Built> {
         let module = module.tables();
         copy_harness("csharp", work)?;

@@ -43,6 +43,10 @@ pub trait Toolchain: Sync {
     /// Builds `conformance/harness/<language>/` against `module` (rendered with default options)
     /// inside the empty folder `work`.
     fn build(&self, module: &Module, work: &Path) -> Result<Built>;
+    /// Checks the runtime source in `runtime/<language>/` as that language's own project, with
+    /// nothing rendered: its formatter, its linter, a strict compile and its unit tests, run in
+    /// the scratch folder `work`. Any finding or failing test is an error.
+    fn runtime_tests(&self, work: &Path) -> Result<()>;
 }
 
 pub static TOOLCHAINS: [&dyn Toolchain; 6] = [

@@ -4,7 +4,7 @@
 //! a copy of the module.
 
 use super::{command, copy_harness, run, Built, Module, Toolchain};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::Command;
 
@@ -67,6 +67,14 @@ impl Toolchain for Rust {
             "cargo doc",
         )?;
         Ok(())
+    }
+
+    fn runtime_tests(&self, _work: &Path) -> Result<()> {
+        bail!(
+            "{}: the runtime is still template text; runtime/{} does not exist yet",
+            self.language(),
+            self.language()
+        )
     }
 
     fn build(&self, module: &Module, work: &Path) -> Result<Built> {

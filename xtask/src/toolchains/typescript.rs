@@ -126,6 +126,14 @@ impl Toolchain for TypeScript {
         Ok(())
     }
 
+    fn runtime_tests(&self, _work: &Path) -> Result<()> {
+        bail!(
+            "{}: the runtime is still template text; runtime/{} does not exist yet",
+            self.language(),
+            self.language()
+        )
+    }
+
     fn build(&self, module: &Module, work: &Path) -> Result<Built> {
         let module = module.tables();
         require("tsc", TYPESCRIPT_VERSION)?;
