@@ -76,7 +76,7 @@ pub struct Probe {
 }
 
 /// Turns one vector case into a probe; `spec` filters classify-like cases.
-fn vector_probe(case: &Value, file: &str, spec_key: &str) -> Result<Option<Probe>> {
+pub fn vector_probe(case: &Value, file: &str, spec_key: &str) -> Result<Option<Probe>> {
     let name = case["name"]
         .as_str()
         .ok_or_else(|| anyhow!("{file}: a case without a name"))?;
@@ -347,7 +347,7 @@ pub fn derived_probes(api: &Api) -> Result<Vec<Probe>> {
     Ok(probes)
 }
 
-fn load_vectors(path: &Path) -> Result<Vec<(String, Value)>> {
+pub fn load_vectors(path: &Path) -> Result<Vec<(String, Value)>> {
     let files: Vec<PathBuf> = if path.is_dir() {
         let mut f: Vec<PathBuf> = std::fs::read_dir(path)?
             .filter_map(|e| e.ok().map(|e| e.path()))

@@ -7,6 +7,22 @@ use retrygen::emit::{self, TemplateSource};
 use retrygen::model::ModelOptions;
 use std::path::Path;
 
+/// Runtime files that replace the rendered ones of the same name (the mutation check's altered
+/// copies): `(language, file name, text)`. Set only by `cargo xtask mutation`, which runs one
+/// conformance suite at a time.
+static RUNTIME_OVERRIDE: std::sync::Mutex<Vec<(String, String, String)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Replaces the runtime files `files` (`(name, text)`) of `language` in every module rendered
+/// until the next call; an empty list restores the embedded runtime.
+pub fn override_runtime(language: &str, files: Vec<(String, String)>) {
+    let mut slot = RUNTIME_OVERRIDE.lock().unwrap_or_else(|e| e.into_inner());
+    *slot = files
+        .into_iter()
+        .map(|(name, text)| (language.to_string(), name, text))
+        .collect();
+}
+
 /// Renders `spec` for `language` with default options into `work/module/`.
 pub fn render(
     language: &str,
@@ -22,9 +38,17 @@ pub fn render(
     let dir = work.join("module");
     std::fs::create_dir_all(&dir)?;
     let mut files = Vec::new();
+    let overrides = RUNTIME_OVERRIDE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     for file in rendered {
         let path = dir.join(&file.name);
-        std::fs::write(&path, file.contents)?;
+        let replaced = overrides
+            .iter()
+            .find(|(l, name, _)| l == language && *name == file.name)
+            .map(|(_, _, text)| text.clone());
+        std::fs::write(&path, replaced.unwrap_or(file.contents))?;
         files.push(path);
     }
     Ok(Module { dir, files })

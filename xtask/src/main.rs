@@ -1,5 +1,6 @@
 //! Project automation: `cargo xtask <command>`. See `cargo xtask help`.
 
+mod anchors;
 mod bench;
 mod bless;
 mod conformance;
@@ -44,9 +45,13 @@ cargo xtask <command>
         delimiters, controls, separators, bidi, non-BMP), seeded by S (default 1); every language's
         module must lint, build and print each string back exactly
 
-  mutation [--lang L[,L...]]
-        change one contract rule in each language's template and check that the conformance run
-        fails for that language (it must: otherwise the vectors prove nothing)
+  mutation [--lang L[,L...]] [--anchor A[,A...]] [--out FILE]
+        apply each mutant of conformance/mutants/<language>.toml (one per anchored rule of
+        docs/contract.md section 3) to that language's runtime and require the vectors to fail;
+        prints the kill table (also target/xtask/mutation/table.md, and FILE)
+
+  anchors
+        every runtime marks each anchored rule of docs/contract.md (`[contract R1]`...) in order
 
   runtime-tests [--lang L[,L...]]
         check each language's runtime (runtime/<language>/) as a plain project of that language,
@@ -70,6 +75,7 @@ fn main() -> Result<()> {
         "injection" => injection::main(rest),
         "mutation" => mutation::main(rest),
         "runtime-tests" => runtime_tests::main(rest),
+        "anchors" => anchors::main(rest),
         "corpus" => corpus::main(rest),
         "bench" => bench::main(rest),
         "bless" => bless::main(),
