@@ -3,7 +3,7 @@
 
 use crate::diag::{Diagnostic, Location};
 use crate::emit::LanguageOptions;
-use crate::model::policy::RawValue;
+use crate::read::policy::RawValue;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -76,6 +76,18 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// A TOML value as the model's format-neutral raw value.
+fn raw_value(value: &toml::Value) -> RawValue {
+    match value {
+        toml::Value::Integer(i) => RawValue::Integer(*i),
+        toml::Value::Float(f) => RawValue::Float(*f),
+        toml::Value::String(s) => RawValue::Text(s.clone()),
+        toml::Value::Array(items) => RawValue::List(items.iter().map(raw_value).collect()),
+        toml::Value::Boolean(_) => RawValue::Other("a boolean"),
+        _ => RawValue::Other("a table or date"),
+    }
+}
+
 /// Finds `retrygen.toml` in `dir`.
 pub fn discover(dir: &Path) -> Option<PathBuf> {
     let candidate = dir.join(FILE_NAME);
@@ -131,7 +143,7 @@ pub fn load(path: &Path) -> Result<Config, Diagnostic> {
             policy: job
                 .policy
                 .iter()
-                .map(|(k, v)| (k.clone(), RawValue::from_toml(v)))
+                .map(|(k, v)| (k.clone(), raw_value(v)))
                 .collect(),
             targets: job
                 .target

@@ -10,5 +10,6 @@ pub mod config;
 pub mod diag;
 pub mod emit;
 pub mod model;
+pub mod percent;
 pub mod read;
 pub mod write;

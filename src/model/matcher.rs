@@ -3,7 +3,7 @@
 
 use super::path::{Piece, Segment};
 use super::Operation;
-use crate::read::percent_decode;
+use crate::percent::percent_decode;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]

@@ -7,7 +7,8 @@ pub mod path;
 pub mod policy;
 
 use crate::diag::{Diagnostic, Diagnostics, Location};
-use crate::read::{percent_decode, Located, RawOperation, RawSpec, SpecVersion};
+use crate::percent::percent_decode;
+use crate::read::{Located, RawOperation, RawSpec, SpecVersion};
 use matcher::Matcher;
 use path::PathTemplate;
 use policy::Policy;
@@ -481,7 +482,7 @@ paths:
     /// with.
     #[test]
     fn segments_decode_as_the_contract_says() {
-        let decode = crate::read::percent_decode;
+        let decode = crate::percent::percent_decode;
         assert_eq!(decode("caf%C3%A9"), "caf\u{e9}");
         assert_eq!(decode("caf%c3%a9"), "caf\u{e9}");
         assert_eq!(decode("a%2Fb"), "a/b");

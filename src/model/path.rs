@@ -1,7 +1,7 @@
 //! Path templates: parsing, the equivalence used to find templates that match the same requests,
 //! and the anchored regular expression for the seed-compatible non-replayable list.
 
-use crate::read::percent_decode;
+use crate::percent::percent_decode;
 
 /// One piece of a segment that mixes literal text and parameters, like `{name}.{ext}`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]

@@ -1,9 +1,8 @@
 //! The retry policy values (docs/contract.md section 3, "Policy"): defaults, the spec's
 //! `x-retry-policy` declarations and retrygen.toml overrides, each validated with a clear error.
 
-use crate::diag::{pointer_push, Diagnostic, Diagnostics, Location};
-use crate::read::node::{Node, Value};
-use crate::read::PolicyNode;
+use crate::diag::{Diagnostic, Diagnostics};
+pub use crate::read::policy::{RawPolicy, RawPolicyEntry, RawValue};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -62,60 +61,6 @@ impl Default for Policy {
 }
 
 const DAY_MS: u64 = 86_400_000;
-
-/// A policy value before validation, from either source.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RawValue {
-    Integer(i64),
-    Float(f64),
-    Text(String),
-    List(Vec<RawValue>),
-    Other(&'static str),
-}
-
-impl RawValue {
-    fn describe(&self) -> String {
-        match self {
-            RawValue::Integer(i) => format!("the integer {i}"),
-            RawValue::Float(f) => format!("the number {f}"),
-            RawValue::Text(s) => format!("the string {s:?}"),
-            RawValue::List(_) => "a list".into(),
-            RawValue::Other(k) => (*k).into(),
-        }
-    }
-
-    pub fn from_node(node: &Node) -> RawValue {
-        match &node.value {
-            Value::Number(n) => match n.parse::<i64>() {
-                Ok(i) => RawValue::Integer(i),
-                Err(_) => n
-                    .parse::<f64>()
-                    .map(RawValue::Float)
-                    .unwrap_or(RawValue::Other("a number")),
-            },
-            Value::String(s) => RawValue::Text(s.clone()),
-            Value::Seq(items) => RawValue::List(items.iter().map(RawValue::from_node).collect()),
-            other => RawValue::Other(match other {
-                Value::Null => "null",
-                Value::Bool(_) => "a boolean",
-                _ => "a mapping",
-            }),
-        }
-    }
-
-    pub fn from_toml(value: &toml::Value) -> RawValue {
-        match value {
-            toml::Value::Integer(i) => RawValue::Integer(*i),
-            toml::Value::Float(f) => RawValue::Float(*f),
-            toml::Value::String(s) => RawValue::Text(s.clone()),
-            toml::Value::Array(items) => {
-                RawValue::List(items.iter().map(RawValue::from_toml).collect())
-            }
-            toml::Value::Boolean(_) => RawValue::Other("a boolean"),
-            _ => RawValue::Other("a table or date"),
-        }
-    }
-}
 
 pub const KEYS: [&str; 9] = [
     "max_retries",
@@ -224,24 +169,22 @@ impl Policy {
     }
 
     /// Applies the spec's `x-retry-policy`, reporting every problem.
-    pub fn apply_spec(&mut self, policy: &PolicyNode, diagnostics: &mut Diagnostics) {
+    pub fn apply_spec(&mut self, policy: &RawPolicy, diagnostics: &mut Diagnostics) {
         let help = "see the policy table in docs/contract.md";
-        if !policy.node.is_map() {
-            diagnostics.push(Diagnostic::error(
-                policy.at.clone(),
-                format!(
-                    "`x-retry-policy` must be a mapping, found {}",
-                    policy.node.kind()
-                ),
-                help,
-            ));
-            return;
-        }
-        for entry in policy.node.entries() {
-            let pointer = pointer_push("/x-retry-policy", &entry.key);
-            if let Err(message) = self.set(&entry.key, &RawValue::from_node(&entry.value)) {
-                let at: Location = policy.location_of(&entry.value, &pointer);
-                diagnostics.push(Diagnostic::error(at, message, help));
+        let entries = match &policy.entries {
+            Ok(entries) => entries,
+            Err(kind) => {
+                diagnostics.push(Diagnostic::error(
+                    policy.at.clone(),
+                    format!("`x-retry-policy` must be a mapping, found {kind}"),
+                    help,
+                ));
+                return;
+            }
+        };
+        for entry in entries {
+            if let Err(message) = self.set(&entry.key, &entry.value) {
+                diagnostics.push(Diagnostic::error(entry.at.clone(), message, help));
             }
         }
         if let Err(message) = self.check() {

@@ -5,10 +5,13 @@
 pub mod json;
 pub mod load;
 pub mod node;
+pub mod policy;
 
 use crate::diag::{pointer_push, Diagnostic, Diagnostics, Location};
+use crate::percent::percent_decode;
 pub use load::Limits;
 use node::{FileId, Mark, Node, Value};
+use policy::{raw_value, RawPolicy, RawPolicyEntry};
 use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 use std::rc::Rc;
@@ -71,28 +74,8 @@ pub struct RawSpec {
     pub base_path: String,
     pub idempotent_on_root: Option<Located<bool>>,
     /// The document-level `x-retry-policy` object, validated by the model.
-    pub retry_policy: Option<PolicyNode>,
+    pub retry_policy: Option<RawPolicy>,
     pub operations: Vec<RawOperation>,
-}
-
-/// The `x-retry-policy` mapping with enough context for the model to report problems.
-#[derive(Debug, Clone)]
-pub struct PolicyNode {
-    pub node: Node,
-    pub at: Location,
-    file: String,
-}
-
-impl PolicyNode {
-    /// Location of a node inside the policy object (the object lives in the root file).
-    pub fn location_of(&self, node: &Node, pointer: &str) -> Location {
-        Location {
-            file: self.file.clone(),
-            line: node.mark.line as usize,
-            column: node.mark.column as usize,
-            pointer: pointer.to_string(),
-        }
-    }
 }
 
 pub struct SourceFile {
@@ -169,34 +152,6 @@ fn source_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
-}
-
-/// Percent-decodes `%XX` escapes (two hex digits, either case); any other `%` stays, and the
-/// input comes back unchanged when the decoded bytes are not UTF-8. The one decoder of the crate:
-/// here for `$ref` file parts and fragments (URI references), and used by [`crate::model`] for
-/// path template literals and request path segments, where it is the contract's step 7
-/// (docs/contract.md section 2) that every generated module implements. Changing it changes the
-/// contract.
-pub fn percent_decode(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_string();
-    }
-    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push(h * 16 + l);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8(out).unwrap_or_else(|_| s.to_string())
 }
 
 /// Lexical relative path from `base` to `target` (both absolute and canonical).
@@ -508,10 +463,24 @@ impl Reader {
         self.version = self.read_version(root)?;
         let base_path = self.read_base_path(root);
         let idempotent_on_root = self.bool_extension(root, doc, "", "x-idempotent");
-        let retry_policy = doc.get("x-retry-policy").map(|n| PolicyNode {
-            node: n.clone(),
+        let retry_policy = doc.get("x-retry-policy").map(|n| RawPolicy {
             at: self.location(root, n.mark, "/x-retry-policy"),
-            file: root.display.clone(),
+            entries: if n.is_map() {
+                Ok(n.entries()
+                    .iter()
+                    .map(|entry| RawPolicyEntry {
+                        key: entry.key.clone(),
+                        value: raw_value(&entry.value),
+                        at: self.location(
+                            root,
+                            entry.value.mark,
+                            &pointer_push("/x-retry-policy", &entry.key),
+                        ),
+                    })
+                    .collect())
+            } else {
+                Err(n.kind().to_string())
+            },
         });
         let mut operations = Vec::new();
         if let Some(paths) = doc.get("paths") {
