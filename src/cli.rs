@@ -3,10 +3,10 @@
 
 use crate::config::{self, Config, Job, Target};
 use crate::diag::{Diagnostic, Diagnostics, Location};
-use crate::emit::{self, TemplateSource};
+use crate::emit;
+use crate::facade::{self, display_path, load_api};
 use crate::model::{self, Api, ModelOptions};
-use crate::read::{self, Limits};
-use crate::write::{self, Planned, Status};
+use crate::write::Status;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 
@@ -93,203 +93,81 @@ pub struct LintArgs {
     pub strict: bool,
 }
 
-/// Reads and models one spec. Every problem of both stages comes back in one set of
-/// diagnostics; the model is returned only when none of them is an error.
-pub fn load_api(spec: &Path, options: &ModelOptions) -> Result<(Api, Diagnostics), Diagnostics> {
-    let (raw, mut diagnostics) = read::read(spec, &Limits::default())?;
-    let root_file = spec.to_string_lossy().replace('\\', "/");
-    match model::build(&raw, &root_file, options) {
-        Ok((api, warnings)) => {
-            diagnostics.extend(warnings);
-            if diagnostics.has_errors() {
-                return Err(diagnostics);
-            }
-            Ok((api, diagnostics))
-        }
-        Err(errors) => {
-            diagnostics.extend(errors);
-            Err(diagnostics)
-        }
-    }
-}
-
 fn print_diagnostics(err: &mut dyn std::io::Write, diagnostics: &Diagnostics) {
     for d in diagnostics.clone().into_sorted() {
         let _ = writeln!(err, "{d}");
     }
 }
 
-fn model_options(job: &Job, config: Option<&Path>) -> ModelOptions {
-    let mut options = ModelOptions {
-        strict: job.strict,
-        ..ModelOptions::default()
-    };
-    if let Some(headers) = &job.idempotency_headers {
-        options.idempotency_headers = headers.clone();
-    }
-    options.policy_overrides = job.policy.clone();
-    options.overrides_at = config.map(|p| Location {
-        file: p.to_string_lossy().replace('\\', "/"),
-        line: 1,
-        column: 1,
-        pointer: "/job/policy".into(),
-    });
-    options
-}
-
-/// The jobs of one invocation: from the config, or one ad hoc job.
-fn jobs(args: &GenerateArgs) -> Result<(Vec<Job>, Option<PathBuf>), Diagnostic> {
-    if let (Some(spec), Some(lang), Some(out)) = (&args.spec, &args.lang, &args.out) {
-        let mut options = emit::LanguageOptions::new();
-        for pair in &args.options {
-            let Some((k, v)) = pair.split_once('=') else {
-                return Err(Diagnostic::error(
-                    Location {
-                        file: "<command line>".into(),
-                        line: 1,
-                        column: 1,
-                        pointer: String::new(),
-                    },
-                    format!("--option {pair:?} is not KEY=VALUE"),
-                    "write e.g. --option package=retrypolicy",
-                ));
-            };
-            options.insert(k.to_string(), v.to_string());
-        }
-        let out_is_folder = out.to_string_lossy().ends_with(['/', '\\']) || out.is_dir();
-        let target = Target {
-            language: lang.clone(),
-            out: out.clone(),
-            out_is_folder,
-            options,
-        };
-        let job = Job {
-            spec: spec.clone(),
-            strict: args.strict,
-            idempotency_headers: None,
-            templates: None,
-            policy: Vec::new(),
-            targets: vec![target],
-        };
-        return Ok((vec![job], None));
-    }
-    let path = match &args.config {
-        Some(p) => p.clone(),
-        None => config::discover(Path::new(".")).ok_or_else(|| {
-            Diagnostic::error(
-                Location {
-                    file: config::FILE_NAME.into(),
-                    line: 1,
-                    column: 1,
-                    pointer: String::new(),
-                },
-                "no retrygen.toml in the current folder",
-                "pass --config PATH, or --spec/--lang/--out for one ad hoc target",
-            )
-        })?,
-    };
-    let Config { jobs, path } = config::load(&path)?;
-    Ok((jobs, Some(path)))
-}
-
-fn display_path(path: &Path) -> String {
-    let s = path.to_string_lossy().replace('\\', "/");
-    s.strip_prefix("./").map(str::to_string).unwrap_or(s)
-}
-
-/// Renders every target of every job. Returns the planned files, or the problems (all of them).
-pub fn plan(args: &GenerateArgs, err: &mut dyn std::io::Write) -> Result<Vec<Planned>, i32> {
-    let (jobs, config_path) = match jobs(args) {
-        Ok(j) => j,
-        Err(d) => {
-            let _ = writeln!(err, "{d}");
-            return Err(EXIT_ERROR);
-        }
-    };
-    let mut planned = Vec::new();
-    let mut problems = Diagnostics::default();
-    let mut failed = false;
-    for job in &jobs {
-        let options = model_options(job, config_path.as_deref());
-        let api = match load_api(&job.spec, &options) {
-            Ok((api, warnings)) => {
-                problems.extend(warnings);
-                api
+/// The config of one invocation: retrygen.toml (or --config), or one ad hoc job built from
+/// --spec/--lang/--out; `--templates` applies to every job.
+fn config(args: &GenerateArgs) -> Result<Config, Diagnostic> {
+    let mut config =
+        if let (Some(spec), Some(lang), Some(out)) = (&args.spec, &args.lang, &args.out) {
+            let mut options = emit::LanguageOptions::new();
+            for pair in &args.options {
+                let Some((k, v)) = pair.split_once('=') else {
+                    return Err(Diagnostic::error(
+                        Location {
+                            file: "<command line>".into(),
+                            line: 1,
+                            column: 1,
+                            pointer: String::new(),
+                        },
+                        format!("--option {pair:?} is not KEY=VALUE"),
+                        "write e.g. --option package=retrypolicy",
+                    ));
+                };
+                options.insert(k.to_string(), v.to_string());
             }
-            Err(diagnostics) => {
-                problems.extend(diagnostics);
-                failed = true;
-                continue;
-            }
-        };
-        let templates = match args.templates.as_ref().or(job.templates.as_ref()) {
-            Some(dir) => TemplateSource::Folder(dir.clone()),
-            None => TemplateSource::Embedded,
-        };
-        // Options are checked for every target first (cheap, reported in order); the renders
-        // then run in parallel.
-        let mut accepted = Vec::new();
-        for target in &job.targets {
-            if !target.out_is_folder {
-                let _ = writeln!(
-                    err,
-                    "error: out {:?} is not a folder: a target writes a tables file and the runtime \
-                     beside it; end the path with `/`",
-                    display_path(&target.out)
-                );
-                failed = true;
-                continue;
-            }
-            let Some(backend) = emit::backend(&target.language) else {
-                let _ = writeln!(
-                    err,
-                    "error: unknown language {:?}; known: {}",
-                    target.language,
-                    emit::language_names().join(", ")
-                );
-                failed = true;
-                continue;
-            };
-            match emit::resolve_options(backend, &target.options) {
-                Ok(options) => accepted.push((target, backend, options)),
-                Err(e) => {
-                    let _ = writeln!(err, "error: {e}");
-                    failed = true;
-                }
-            }
-        }
-        let render_jobs: Vec<emit::RenderJob<'_>> = accepted
-            .iter()
-            .map(|(_, backend, options)| emit::RenderJob {
-                backend: *backend,
+            let out_is_folder = out.to_string_lossy().ends_with(['/', '\\']) || out.is_dir();
+            let target = Target {
+                language: lang.clone(),
+                out: out.clone(),
+                out_is_folder,
                 options,
-            })
-            .collect();
-        let rendered = emit::render_all(&api, &render_jobs, &templates);
-        for ((target, _, _), result) in accepted.iter().zip(rendered) {
-            match result {
-                Ok(files) => {
-                    for file in files {
-                        let path = target.out.join(&file.name);
-                        planned.push(Planned {
-                            display: display_path(&path),
-                            path,
-                            contents: file.contents,
-                        });
-                    }
-                }
-                Err(e) => {
-                    let _ = writeln!(err, "error: {e}");
-                    failed = true;
-                }
+            };
+            Config {
+                path: None,
+                jobs: vec![Job {
+                    spec: spec.clone(),
+                    strict: args.strict,
+                    idempotency_headers: None,
+                    templates: None,
+                    policy: Vec::new(),
+                    targets: vec![target],
+                }],
             }
+        } else {
+            let path = match &args.config {
+                Some(p) => p.clone(),
+                None => config::discover(Path::new(".")).ok_or_else(|| {
+                    Diagnostic::error(
+                        Location {
+                            file: config::FILE_NAME.into(),
+                            line: 1,
+                            column: 1,
+                            pointer: String::new(),
+                        },
+                        "no retrygen.toml in the current folder",
+                        "pass --config PATH, or --spec/--lang/--out for one ad hoc target",
+                    )
+                })?,
+            };
+            config::load(&path)?
+        };
+    if let Some(dir) = &args.templates {
+        for job in &mut config.jobs {
+            job.templates = Some(dir.clone());
         }
     }
-    print_diagnostics(err, &problems);
-    if failed || problems.has_errors() {
-        return Err(EXIT_ERROR);
-    }
-    Ok(planned)
+    Ok(config)
+}
+
+/// Prints a failed run's problems and gives its exit code.
+fn report(err: &mut dyn std::io::Write, error: &facade::Error) -> i32 {
+    let _ = writeln!(err, "{error}");
+    EXIT_ERROR
 }
 
 pub fn generate(
@@ -297,12 +175,19 @@ pub fn generate(
     out: &mut dyn std::io::Write,
     err: &mut dyn std::io::Write,
 ) -> i32 {
-    let planned = match plan(args, err) {
-        Ok(p) => p,
-        Err(code) => return code,
+    let config = match config(args) {
+        Ok(c) => c,
+        Err(d) => {
+            let _ = writeln!(err, "{d}");
+            return EXIT_ERROR;
+        }
     };
-    let orphans = write::orphans(&planned);
-    match write::write_all(&planned) {
+    let plan = match facade::generate(&config) {
+        Ok(plan) => plan,
+        Err(e) => return report(err, &e),
+    };
+    print_diagnostics(err, &plan.warnings);
+    match facade::write(&plan) {
         Ok(statuses) => {
             for (display, status) in statuses {
                 let word = match status {
@@ -311,19 +196,12 @@ pub fn generate(
                 };
                 let _ = writeln!(out, "{word} {display}");
             }
-            if let Err(e) = write::remove_orphans(&orphans) {
-                let _ = writeln!(err, "error: {e}");
-                return EXIT_ERROR;
-            }
-            for orphan in &orphans {
+            for orphan in &plan.orphans {
                 let _ = writeln!(out, "removed {} (orphaned generated file)", orphan.display);
             }
             EXIT_OK
         }
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}; no file was changed");
-            EXIT_ERROR
-        }
+        Err(e) => report(err, &e),
     }
 }
 
@@ -332,27 +210,27 @@ pub fn check(
     out: &mut dyn std::io::Write,
     err: &mut dyn std::io::Write,
 ) -> i32 {
-    let planned = match plan(args, err) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
-    let mut stale = 0;
-    for file in &planned {
-        if let Some(diff) = write::diff(file) {
-            stale += 1;
-            let _ = write!(out, "{diff}");
+    let config = match config(args) {
+        Ok(c) => c,
+        Err(d) => {
+            let _ = writeln!(err, "{d}");
+            return EXIT_ERROR;
         }
+    };
+    let report_ = match facade::check(&config) {
+        Ok(r) => r,
+        Err(e) => return report(err, &e),
+    };
+    print_diagnostics(err, &report_.warnings);
+    for diff in report_.stale.iter().chain(&report_.orphans) {
+        let _ = write!(out, "{diff}");
     }
-    let orphans = write::orphans(&planned);
-    for orphan in &orphans {
-        let _ = write!(out, "{}", write::orphan_diff(orphan));
-    }
-    if stale > 0 || !orphans.is_empty() {
-        let _ = writeln!(err, "{stale} of {} generated file(s) are stale or missing, {} orphaned; run `retrygen generate` (or `make codegen`) and commit the result", planned.len(), orphans.len());
-        EXIT_DRIFT
-    } else {
-        let _ = writeln!(err, "{} generated file(s) up to date", planned.len());
+    if report_.is_clean() {
+        let _ = writeln!(err, "{} generated file(s) up to date", report_.files);
         EXIT_OK
+    } else {
+        let _ = writeln!(err, "{} of {} generated file(s) are stale or missing, {} orphaned; run `retrygen generate` (or `make codegen`) and commit the result", report_.stale.len(), report_.files, report_.orphans.len());
+        EXIT_DRIFT
     }
 }
 

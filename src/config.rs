@@ -62,7 +62,8 @@ pub struct Job {
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub path: PathBuf,
+    /// The config file, or None for a config built in memory (the command line's ad hoc mode).
+    pub path: Option<PathBuf>,
     pub jobs: Vec<Job>,
 }
 
@@ -162,7 +163,7 @@ pub fn load(path: &Path) -> Result<Config, Diagnostic> {
         })
         .collect();
     Ok(Config {
-        path: path.to_path_buf(),
+        path: Some(path.to_path_buf()),
         jobs,
     })
 }

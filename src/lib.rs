@@ -9,7 +9,17 @@ pub mod cli;
 pub mod config;
 pub mod diag;
 pub mod emit;
+mod facade;
 pub mod model;
 pub mod percent;
 pub mod read;
 pub mod write;
+
+pub use config::Config;
+pub use diag::{Diagnostic, Diagnostics, Location};
+pub use emit::{Backend, BACKENDS};
+pub use facade::{
+    check, display_path, generate, load_api, model_options, write, CheckReport, Error, Plan,
+};
+pub use model::{Api, ModelOptions, ReplayClass};
+pub use write::{Orphan, Planned, Status};

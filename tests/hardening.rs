@@ -3,7 +3,7 @@
 //! environment.
 
 use clap::Parser;
-use retrygen::cli::{plan, run, Cli, GenerateArgs};
+use retrygen::cli::{run, Cli};
 use retrygen::write::{write_all, write_all_with, Planned};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,7 +26,10 @@ fn sandbox_spec() -> String {
         .into_owned()
 }
 
-const LANGUAGES: [&str; 6] = ["rust", "typescript", "python", "go", "kotlin", "csharp"];
+/// Every language of the backend registry.
+fn languages() -> Vec<&'static str> {
+    retrygen::BACKENDS.iter().map(|b| b.name()).collect()
+}
 
 /// A config with six targets under `dir/out/<language>/`, the third of which (python) is
 /// redirected to `python_out` when given.
@@ -35,7 +38,7 @@ fn six_target_config(dir: &Path, python_out: Option<&str>, max_retries: u32) -> 
         "[[job]]\nspec = {:?}\n[job.policy]\nmax_retries = {max_retries}\n",
         sandbox_spec()
     );
-    for language in LANGUAGES {
+    for language in languages() {
         let out = match (language, python_out) {
             ("python", Some(p)) => p.to_string(),
             _ => format!("out/{language}/"),
@@ -110,7 +113,7 @@ fn an_unwritable_folder_changes_nothing() {
 fn a_full_disk_on_the_third_of_six_targets_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let plan_for = |marker: &str| -> Vec<Planned> {
-        LANGUAGES
+        languages()
             .iter()
             .map(|l| Planned {
                 path: dir.path().join("gen").join(l).join("module.txt"),
@@ -152,16 +155,9 @@ fn concurrent_runs_never_tear_a_file() {
     let a = six_target_config(dir.path(), None, 3);
     let b = six_target_config(dir.path(), None, 7);
     let render = |config: &Path| -> Vec<Planned> {
-        let args = GenerateArgs {
-            config: Some(config.to_path_buf()),
-            spec: None,
-            lang: None,
-            out: None,
-            options: Vec::new(),
-            strict: false,
-            templates: None,
-        };
-        plan(&args, &mut Vec::new()).unwrap()
+        retrygen::generate(&retrygen::config::load(config).unwrap())
+            .unwrap()
+            .files
     };
     let (plan_a, plan_b) = (render(&a), render(&b));
     for round in 0..15 {

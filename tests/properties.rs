@@ -2,8 +2,9 @@
 //! panic, every diagnostic has a location, and the safety invariants of classification hold.
 
 use proptest::prelude::*;
-use retrygen::cli::{listed, load_api};
+use retrygen::cli::listed;
 use retrygen::emit::{self, TemplateSource};
+use retrygen::load_api;
 use retrygen::model::{ModelOptions, ReplayClass};
 use serde_json::{json, Map, Value};
 

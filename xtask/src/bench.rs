@@ -307,7 +307,7 @@ fn run(o: &Options) -> Result<()> {
         let path = specs_dir.join(format!("synthetic-{n}.json"));
         let text = serde_json::to_string_pretty(&synth::document(n))?;
         std::fs::write(&path, text)?;
-        let (api, _) = retrygen::cli::load_api(&path, &ModelOptions::default())
+        let (api, _) = retrygen::load_api(&path, &ModelOptions::default())
             .map_err(|d| anyhow!("{}: {d}", path.display()))?;
         if api.operations.len() != n {
             bail!(
@@ -398,7 +398,7 @@ fn run(o: &Options) -> Result<()> {
         let shared = work.join("matching");
         let mut prepared = Vec::new();
         for (label, path) in &match_specs {
-            let (api, _) = retrygen::cli::load_api(path, &ModelOptions::default())
+            let (api, _) = retrygen::load_api(path, &ModelOptions::default())
                 .map_err(|d| anyhow!("{}: {d}", path.display()))?;
             let mix = mix::build(&api, MIX_SIZE, MIX_SEED)?;
             let dir = shared.join(slug(label));
@@ -1130,7 +1130,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("synthetic-10.json");
         std::fs::write(&path, serde_json::to_string(&synth::document(10)).unwrap()).unwrap();
-        let (api, _) = retrygen::cli::load_api(&path, &ModelOptions::default()).unwrap();
+        let (api, _) = retrygen::load_api(&path, &ModelOptions::default()).unwrap();
         let mix = mix::build(&api, 200, 1).unwrap();
         let index = |o: Option<usize>| o.map_or(-1, |i| i as i64);
         let right = Measured {

@@ -2,23 +2,21 @@
 //! same as `make codegen`.
 
 use crate::toolchains::root;
-use anyhow::{bail, Result};
-use retrygen::cli::{generate, GenerateArgs};
+use anyhow::{anyhow, Result};
 
 pub fn main() -> Result<()> {
-    std::env::set_current_dir(root())?;
-    let args = GenerateArgs {
-        config: Some("retrygen.toml".into()),
-        spec: None,
-        lang: None,
-        out: None,
-        options: Vec::new(),
-        strict: false,
-        templates: None,
-    };
-    let code = generate(&args, &mut std::io::stdout(), &mut std::io::stderr());
-    if code != 0 {
-        bail!("retrygen generate exited with {code}");
-    }
+    let config =
+        retrygen::config::load(&root().join("retrygen.toml")).map_err(|d| anyhow!("{d}"))?;
+    let plan = retrygen::generate(&config).map_err(|e| anyhow!("{e}"))?;
+    let statuses = retrygen::write(&plan).map_err(|e| anyhow!("{e}"))?;
+    let written = statuses
+        .iter()
+        .filter(|(_, s)| *s == retrygen::Status::Written)
+        .count();
+    println!(
+        "bless: {} files, {written} written, {} orphans removed",
+        statuses.len(),
+        plan.orphans.len()
+    );
     Ok(())
 }

@@ -621,7 +621,7 @@ pub fn run(options: &Options) -> Result<usize> {
     let mut table =
         String::from("| spec | language | cases | result | seconds |\n|---|---|---:|---|---:|\n");
     for (name, spec) in &options.specs {
-        let (api, _) = retrygen::cli::load_api(spec, &ModelOptions::default())
+        let (api, _) = retrygen::load_api(spec, &ModelOptions::default())
             .map_err(|d| anyhow!("{}:\n{d}", spec.display()))?;
         let spec_key = spec
             .strip_prefix(root())
@@ -768,7 +768,7 @@ pub fn run_corpus(
                 return Ok(());
             };
             let mut log = String::new();
-            let outcome = match retrygen::cli::load_api(doc, &ModelOptions::default()) {
+            let outcome = match retrygen::load_api(doc, &ModelOptions::default()) {
                 Err(d) => Err(format!("FAIL {shown}: cannot be read:\n{d}")),
                 Ok((api, _)) => {
                     let suite = Suite {

@@ -84,7 +84,7 @@ pub fn main(args: &[String]) -> Result<()> {
             .to_string_lossy()
             .replace('\\', "/");
         let started = Instant::now();
-        let loaded = retrygen::cli::load_api(&doc, &ModelOptions::default());
+        let loaded = retrygen::load_api(&doc, &ModelOptions::default());
         let read_ms = started.elapsed().as_secs_f64() * 1000.0;
         let api = match loaded {
             Ok((api, _)) => api,

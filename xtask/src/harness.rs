@@ -31,7 +31,7 @@ pub fn render(
     templates: &TemplateSource,
 ) -> Result<Module> {
     let backend = emit::backend(language).ok_or_else(|| anyhow!("unknown language {language}"))?;
-    let (api, _) = retrygen::cli::load_api(spec, &ModelOptions::default())
+    let (api, _) = retrygen::load_api(spec, &ModelOptions::default())
         .map_err(|d| anyhow!("{}: {d}", spec.display()))?;
     let options = emit::resolve_options(backend, &Default::default())?;
     let rendered = emit::render(&api, backend, &options, templates)?;

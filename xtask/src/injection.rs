@@ -457,7 +457,7 @@ pub fn main(args: &[String]) -> Result<()> {
         .with_context(|| format!("writing {}", spec.display()))?;
         let name = format!("seed{seed}/spec{index}");
         println!("{name}: {}", shown(&spec.to_string_lossy()));
-        let api = match retrygen::cli::load_api(&spec, &ModelOptions::default()) {
+        let api = match retrygen::load_api(&spec, &ModelOptions::default()) {
             Ok((api, _)) => api,
             Err(d) => {
                 failures += 1;

@@ -290,7 +290,7 @@ pub fn measure(
     let generate_rss_kb = peak_rss_kb(retrygen, &generate, work)?;
     let check_rss_kb = peak_rss_kb(retrygen, &check, work)?;
     let floor_rss_kb = peak_rss_kb(xtask, &floor_args, work)?;
-    let (api, _) = retrygen::cli::load_api(&spec.path, &ModelOptions::default())
+    let (api, _) = retrygen::load_api(&spec.path, &ModelOptions::default())
         .map_err(|d| anyhow::anyhow!("{d}"))?;
     let phases = phases(&spec.path, reps)?;
     Ok(GenResult {
@@ -356,7 +356,10 @@ pub struct Profile {
 }
 
 const STAGES: [(&str, &str); 9] = [
-    ("retrygen::cli::plan", "plan (everything but writing)"),
+    (
+        "retrygen::facade::generate",
+        "plan (everything but writing)",
+    ),
     ("retrygen::read::read", "read (parse + $ref resolution)"),
     ("retrygen::read::json::load", "  JSON parser"),
     ("retrygen::read::load::load", "  YAML parser"),

@@ -340,7 +340,7 @@ mod tests {
         let path = dir.join("synthetic-100.json");
         let text = serde_json::to_string(&super::super::synth::document(100)).unwrap();
         std::fs::write(&path, text).unwrap();
-        let (api, _) = retrygen::cli::load_api(&path, &ModelOptions::default()).unwrap();
+        let (api, _) = retrygen::load_api(&path, &ModelOptions::default()).unwrap();
         let a = build(&api, 1000, 7).unwrap();
         let b = build(&api, 1000, 7).unwrap();
         assert_eq!(a.file_text(), b.file_text());

@@ -245,8 +245,7 @@ mod tests {
         for n in [10, 100, 1000] {
             let path = dir.join(format!("synthetic-{n}.json"));
             std::fs::write(&path, serde_json::to_string(&document(n)).unwrap()).unwrap();
-            let (api, diagnostics) =
-                retrygen::cli::load_api(&path, &ModelOptions::default()).unwrap();
+            let (api, diagnostics) = retrygen::load_api(&path, &ModelOptions::default()).unwrap();
             assert_eq!(api.operations.len(), n);
             assert_eq!(diagnostics.len(), 0, "{diagnostics}");
             assert_eq!(api.base_path, "/api");
