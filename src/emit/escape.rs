@@ -89,6 +89,64 @@ pub fn check_identifier(what: &str, value: &str, keywords: &[&str]) -> Result<()
     Ok(())
 }
 
+/// Replaces every character that could end a line comment or change how a line displays
+/// (line and paragraph separators, bidi controls, other control and format characters) with a
+/// visible `\u{...}` escape.
+pub fn comment_safe(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if is_unsafe_in_source(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// [`comment_safe`] for a line comment of generated code, which must also survive the
+/// language's formatter unchanged: rustfmt, gofmt and black trim trailing whitespace, Unicode
+/// whitespace such as U+3000 included. So whitespace other than the ASCII space is escaped
+/// wherever it is, and spaces at the end are too.
+pub fn comment_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    push_comment_line(&mut out, s);
+    out
+}
+
+/// [`comment_line`], appended to `out`.
+pub fn push_comment_line(out: &mut String, s: &str) {
+    let kept = s.trim_end_matches(' ').len();
+    if s.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+        // Printable ASCII: only the trailing spaces change.
+        out.push_str(&s[..kept]);
+        for _ in kept..s.len() {
+            out.push_str("\\u{20}");
+        }
+        return;
+    }
+    for (i, c) in s.char_indices() {
+        if is_unsafe_in_source(c) || (c.is_whitespace() && (c != ' ' || i >= kept)) {
+            push_code_point(out, c);
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+/// Appends `\u{...}`, the code point of `c` in hexadecimal.
+fn push_code_point(out: &mut String, c: char) {
+    use std::fmt::Write;
+    write!(out, "\\u{{{:x}}}", c as u32).expect("writing to a String cannot fail");
+}
+
+/// Characters no generated file contains raw: controls, line/paragraph separators, and the
+/// bidi and zero-width format characters behind "Trojan Source" (CVE-2021-42574).
+pub fn is_unsafe_in_source(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}' | '\u{feff}' | '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
