@@ -1,0 +1,227 @@
+//! `$ref` resolution: loading the root and referenced files (relative paths only; remote URLs
+//! and cycles are errors) and following a reference to the node it names.
+
+use super::*;
+
+impl Reader {
+    pub(super) fn load_root(&mut self, path: &Path, display: &str) -> Option<FileId> {
+        match path.canonicalize() {
+            Ok(canonical) => {
+                self.root_dir = canonical
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_default();
+                self.load_file(&canonical, display.to_string(), None)
+            }
+            Err(e) => {
+                self.error(Self::whole_file(display), format!("cannot open the spec: {e}"), "check the path (relative paths in retrygen.toml resolve against the config file's folder)");
+                None
+            }
+        }
+    }
+
+    /// Loads a file once; `referrer` locates the `$ref` that asked for it.
+    pub(super) fn load_file(
+        &mut self,
+        canonical: &Path,
+        display: String,
+        referrer: Option<&Location>,
+    ) -> Option<FileId> {
+        if let Some(&id) = self.by_path.get(canonical) {
+            return Some(id);
+        }
+        if self.failed.contains(canonical) {
+            return None;
+        }
+        let at = referrer
+            .cloned()
+            .unwrap_or_else(|| Self::whole_file(&display));
+        let text = match std::fs::metadata(canonical) {
+            Ok(meta) if meta.len() > self.limits.max_bytes => Err(format!(
+                "the file is {} bytes, above the limit of {} bytes",
+                meta.len(),
+                self.limits.max_bytes
+            )),
+            Ok(meta) if meta.is_dir() => Err("it is a folder, not a file".to_string()),
+            Ok(_) => match std::fs::read(canonical) {
+                Ok(bytes) => String::from_utf8(bytes).map_err(|e| {
+                    format!(
+                        "it is not UTF-8 text (invalid byte at offset {})",
+                        e.utf8_error().valid_up_to()
+                    )
+                }),
+                Err(e) => Err(e.to_string()),
+            },
+            Err(e) => Err(e.to_string()),
+        };
+        let text = match text {
+            Ok(t) => t,
+            Err(why) => {
+                let what = if referrer.is_some() {
+                    format!("cannot read the referenced file {display}: {why}")
+                } else {
+                    format!("cannot read the spec: {why}")
+                };
+                self.error(
+                    at,
+                    what,
+                    "OpenAPI documents are UTF-8 YAML or JSON files; check the path",
+                );
+                self.failed.insert(canonical.to_path_buf());
+                return None;
+            }
+        };
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let id = self.files.len() as FileId;
+        let is_json = canonical
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let loaded = if is_json {
+            json::load(text, id, &self.limits)
+        } else {
+            load::load(text, id, &self.limits)
+        };
+        match loaded {
+            Ok(root) => {
+                self.files.push(Rc::new(SourceFile {
+                    path: canonical.to_path_buf(),
+                    display,
+                    root,
+                }));
+                self.by_path.insert(canonical.to_path_buf(), id);
+                Some(id)
+            }
+            Err(errors) => {
+                for e in errors {
+                    let at = Location {
+                        file: display.clone(),
+                        line: e.line as usize,
+                        column: e.column as usize,
+                        pointer: e.pointer,
+                    };
+                    self.error(at, e.message, e.help);
+                }
+                self.failed.insert(canonical.to_path_buf());
+                None
+            }
+        }
+    }
+
+    /// Follows `$ref`s starting at `node` (in `file`, at `pointer`) until a non-reference node.
+    /// Returns None when `node` is not a reference; Some(Err) after reporting a broken chain.
+    pub(super) fn follow(
+        &mut self,
+        file: &Rc<SourceFile>,
+        node: &Node,
+        pointer: &str,
+    ) -> Option<Result<Target, ()>> {
+        let reference = node.get("$ref")?;
+        let mut current_file = file.clone();
+        let mut current_ref = reference.clone();
+        let mut current_pointer = pointer_push(pointer, "$ref");
+        let mut seen: HashSet<(FileId, String)> = HashSet::new();
+        let mut hops = 0usize;
+        loop {
+            let at = self.location(&current_file, current_ref.mark, &current_pointer);
+            let Some(text) = current_ref.as_str() else {
+                self.error(
+                    at,
+                    format!("`$ref` must be a string, found {}", current_ref.kind()),
+                    "write the reference as a string such as \"#/components/parameters/Name\"",
+                );
+                return Some(Err(()));
+            };
+            hops += 1;
+            if hops > self.limits.max_ref_chain {
+                self.error(
+                    at,
+                    format!(
+                        "`$ref` chain longer than {} references",
+                        self.limits.max_ref_chain
+                    ),
+                    "point the reference at its final target",
+                );
+                return Some(Err(()));
+            }
+            let (file_part, fragment) = text.split_once('#').unwrap_or((text, ""));
+            if file_part.contains("://") || file_part.starts_with("//") {
+                self.error(at, format!("remote reference {text:?} is not supported"), "download the referenced document next to the spec and refer to it by a relative path");
+                return Some(Err(()));
+            }
+            let target_file = if file_part.is_empty() {
+                current_file.clone()
+            } else {
+                let relative = percent_decode(file_part);
+                let base = current_file
+                    .path
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_default();
+                let joined = base.join(&relative);
+                let canonical = match joined.canonicalize() {
+                    Ok(c) => c,
+                    Err(e) => {
+                        self.error(at, format!("cannot resolve {text:?}: {e}"), "check the relative path; it resolves against the folder of the file that contains the `$ref`");
+                        return Some(Err(()));
+                    }
+                };
+                let display = self
+                    .root_display_dir
+                    .join(relative_path(&self.root_dir, &canonical))
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                match self.load_file(&canonical, display, Some(&at)) {
+                    Some(id) => self.files[id as usize].clone(),
+                    None => return Some(Err(())),
+                }
+            };
+            let fragment = percent_decode(fragment);
+            if !fragment.is_empty() && !fragment.starts_with('/') {
+                self.error(
+                    at,
+                    format!("unsupported reference fragment {fragment:?}"),
+                    "use a JSON pointer fragment such as \"#/components/schemas/Name\"",
+                );
+                return Some(Err(()));
+            }
+            let tokens: Vec<String> = if fragment.is_empty() {
+                Vec::new()
+            } else {
+                fragment[1..]
+                    .split('/')
+                    .map(|t| t.replace("~1", "/").replace("~0", "~"))
+                    .collect()
+            };
+            let target_id = self.by_path[&target_file.path];
+            if !seen.insert((target_id, fragment.clone())) {
+                self.error(at, format!("`$ref` cycle: {text:?} leads back to a reference already followed"), "break the cycle; a path item, operation, parameter or response must end in an object");
+                return Some(Err(()));
+            }
+            let Some(target) = target_file.root.pointer(&tokens) else {
+                self.error(
+                    at,
+                    format!(
+                        "`$ref` target {text:?} does not exist in {}",
+                        target_file.display
+                    ),
+                    "check the JSON pointer after `#`",
+                );
+                return Some(Err(()));
+            };
+            match target.get("$ref") {
+                Some(next) => {
+                    current_ref = next.clone();
+                    current_pointer = pointer_push(&fragment, "$ref");
+                    current_file = target_file.clone();
+                }
+                None => {
+                    return Some(Ok(Target {
+                        file: target_file.clone(),
+                        tokens,
+                        pointer: fragment,
+                    }))
+                }
+            }
+        }
+    }
+}
