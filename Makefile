@@ -2,7 +2,7 @@
 CARGO ?= cargo
 CORPUS ?= ../shared/corpus
 
-.PHONY: build toolchains codegen check-codegen lint unit conformance mutation injection corpus bench bench-quick test
+.PHONY: build toolchains codegen check-codegen lint unit runtime-tests anchors conformance mutation injection corpus bench bench-quick test
 
 build:
 	$(CARGO) build --release
@@ -27,17 +27,26 @@ lint:
 unit:
 	$(CARGO) test --workspace --quiet
 
+# Each language's runtime (runtime/<language>/) as a plain project of that language: formatter,
+# linter, strict compile and its own unit tests, nothing rendered.
+runtime-tests: toolchains
+	$(CARGO) xtask runtime-tests
+
+# Every runtime marks each anchored rule of docs/contract.md, in the contract's order.
+anchors:
+	$(CARGO) xtask anchors
+
 # Every language's module built with its real toolchain and run on the shared vectors.
 conformance: toolchains
 	$(CARGO) xtask conformance
 
-# A changed rule in any language's template must make the conformance run fail.
+# One mutant per anchored contract rule in each language's runtime; the vectors must kill each.
 mutation: toolchains
 	$(CARGO) xtask mutation
 
 # Generated hostile specs: every string round-trips through all six modules, each linted.
 injection: toolchains
-	$(CARGO) xtask injection --lint rust,typescript,python,go,kotlin,csharp
+	$(CARGO) xtask injection --lint all
 
 # Every public document of the corpus read, classified and rendered, then compiled and run in all
 # six languages (skipped only when the corpus folder is absent, outside this workspace).
@@ -52,4 +61,4 @@ bench:
 bench-quick: toolchains
 	$(CARGO) xtask bench --quick
 
-test: toolchains lint unit check-codegen conformance mutation injection corpus bench-quick
+test: toolchains lint unit check-codegen runtime-tests anchors conformance mutation injection corpus bench-quick
