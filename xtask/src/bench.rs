@@ -21,7 +21,7 @@ mod synth;
 
 use crate::toolchains::{self, root};
 use anyhow::{anyhow, bail, Context, Result};
-use generation::{cpu, wall, GenResult, GenSpec, LANGUAGES};
+use generation::{cpu, languages, wall, GenResult, GenSpec};
 use retrygen::model::{ModelOptions, ReplayClass};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -84,7 +84,7 @@ pub fn main(args: &[String]) -> Result<()> {
             PathBuf::from,
         ),
         languages: crate::flag(args, "--lang").map_or_else(
-            || LANGUAGES.iter().map(|s| s.to_string()).collect(),
+            || languages().iter().map(|s| s.to_string()).collect(),
             |l| l.split(',').map(str::to_string).collect(),
         ),
         skip_generation: args.iter().any(|a| a == "--skip-generation"),

@@ -8,6 +8,7 @@ mod corpus;
 mod harness;
 mod injection;
 mod mutation;
+mod registry;
 mod runtime_tests;
 mod toolchains;
 

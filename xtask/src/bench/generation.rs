@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-pub const LANGUAGES: [&str; 6] = ["rust", "typescript", "python", "go", "kotlin", "csharp"];
+/// Every language of the backend registry.
+pub fn languages() -> Vec<&'static str> {
+    emit::BACKENDS.iter().map(|b| b.name()).collect()
+}
 
 pub struct GenSpec {
     pub label: String,
@@ -26,7 +29,7 @@ pub struct GenSpec {
 pub struct Phases {
     pub read_ms: f64,
     pub model_ms: f64,
-    /// One per language of [`LANGUAGES`], each rendered alone.
+    /// One per language of [`languages`], each rendered alone.
     pub render_ms: Vec<f64>,
     /// All six through `emit::render_all`, as `generate` renders them (in parallel).
     pub render_parallel_ms: f64,
@@ -89,7 +92,7 @@ fn config_text(spec: &Path, out: &Path) -> String {
         "# Written by `cargo xtask bench`.\n[[job]]\nspec = {:?}\n",
         spec.to_string_lossy()
     );
-    for language in LANGUAGES {
+    for language in languages() {
         text.push_str(&format!(
             "\n[[job.target]]\nlanguage = \"{language}\"\nout = {:?}\n",
             format!("{}/{language}/", out.to_string_lossy())
@@ -194,10 +197,10 @@ fn phases(spec: &Path, reps: usize) -> Result<Phases> {
     let root_file = spec.to_string_lossy().replace('\\', "/");
     let mut read_ms = Vec::new();
     let mut model_ms = Vec::new();
-    let mut render_ms: Vec<Vec<f64>> = vec![Vec::new(); LANGUAGES.len()];
+    let mut render_ms: Vec<Vec<f64>> = vec![Vec::new(); languages().len()];
     let mut render_parallel_ms = Vec::new();
     let mut options = Vec::new();
-    for language in LANGUAGES {
+    for language in languages() {
         let backend = emit::backend(language).context("backend")?;
         options.push((
             backend,
