@@ -145,7 +145,10 @@ fn build_go(module: &Module, work: &Path) -> Result<Vec<String>> {
     let package = work.join("retrypolicy");
     std::fs::create_dir_all(&package)?;
     for file in &module.files {
-        std::fs::copy(file, package.join(file.file_name().context("module file name")?))?;
+        std::fs::copy(
+            file,
+            package.join(file.file_name().context("module file name")?),
+        )?;
     }
     run(
         command("go")

@@ -32,7 +32,8 @@ fn place_module(module: &Module, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     for file in &module.files {
         let name = file.file_name().context("a module file has no name")?;
-        std::fs::copy(file, dir.join(name)).with_context(|| format!("copying {}", file.display()))?;
+        std::fs::copy(file, dir.join(name))
+            .with_context(|| format!("copying {}", file.display()))?;
     }
     Ok(())
 }
@@ -64,7 +65,8 @@ pub fn exported_vars(source: &str) -> Vec<String> {
                 in_block = false;
                 continue;
             }
-            line.strip_prefix('\t').filter(|rest| !rest.starts_with('\t'))
+            line.strip_prefix('\t')
+                .filter(|rest| !rest.starts_with('\t'))
         } else if line == "var (" {
             in_block = true;
             continue;
@@ -118,8 +120,8 @@ impl Toolchain for Go {
     fn runtime_tests(&self, work: &Path) -> Result<()> {
         let source = root().join("runtime/go");
         let mut files = Vec::new();
-        for entry in std::fs::read_dir(&source)
-            .with_context(|| format!("reading {}", source.display()))?
+        for entry in
+            std::fs::read_dir(&source).with_context(|| format!("reading {}", source.display()))?
         {
             let path = entry?.path();
             if path.is_file() {
