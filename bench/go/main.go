@@ -1,5 +1,6 @@
-// Command bench times the generated Go module's Classify against the baseline linear regex scan
-// (see bench/README.md). `cargo xtask bench` places the module in the retrypolicy folder.
+// Command bench times the generated Go package's Classify against the baseline linear regex scan
+// (see bench/README.md). `cargo xtask bench` places the package (operations.go and runtime.go)
+// in the retrypolicy folder.
 package main
 
 import (
@@ -21,11 +22,22 @@ type entry struct {
 }
 
 var table = func() []entry {
-	t := make([]entry, len(retrypolicy.Operations))
-	for i := range retrypolicy.Operations {
-		t[i] = entry{retrypolicy.Operations[i].Method, retrypolicy.Operations[i].Pattern}
+	operations := retrypolicy.Operations()
+	t := make([]entry, len(operations))
+	for i, op := range operations {
+		t[i] = entry{op.Method, regexp.MustCompile(op.Pattern)}
 	}
 	return t
+}()
+
+// indexOf is the index in the operation table of each operation, by method and path (unique
+// within an API document).
+var indexOf = func() map[[2]string]int {
+	m := make(map[[2]string]int)
+	for i, op := range retrypolicy.Operations() {
+		m[[2]string{op.Method, op.Path}] = i
+	}
+	return m
 }()
 
 func scan(method, path string) int {
@@ -125,7 +137,7 @@ func main() {
 	sink := 0
 	classifyPass := func() {
 		for i := 0; i < n; i++ {
-			if retrypolicy.Classify(methods[i], paths[i]).Operation != nil {
+			if retrypolicy.Classify(methods[i], paths[i]).Matched {
 				sink++
 			}
 		}
@@ -151,11 +163,8 @@ func main() {
 	for i := 0; i < n; i++ {
 		c := retrypolicy.Classify(methods[i], paths[i])
 		index := -1
-		for j := range retrypolicy.Operations {
-			if c.Operation == &retrypolicy.Operations[j] {
-				index = j
-				break
-			}
+		if c.Matched {
+			index = indexOf[[2]string{c.Operation.Method, c.Operation.Path}]
 		}
 		ops[i] = strconv.Itoa(index)
 		classes[i] = letter(c.Class)

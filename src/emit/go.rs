@@ -1,17 +1,26 @@
 use super::escape::{c_like, check_identifier, push_quoted};
-use super::{Backend, LanguageOptions};
+use super::{Backend, LanguageOptions, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToUpperCamelCase;
 
 pub struct Go;
 
+/// The package the runtime source declares, and the `package` option's default.
+const DEFAULT_PACKAGE: &str = "retrypolicy";
+
+/// The spec-independent runtime, copied beside the tables file.
+static RUNTIME_FILES: [RuntimeFile; 1] = [RuntimeFile {
+    name: "runtime.go",
+    source: include_str!("../../runtime/go/runtime.go"),
+}];
+
 impl Backend for Go {
     fn name(&self) -> &'static str {
         "go"
     }
     fn default_options(&self) -> LanguageOptions {
-        LanguageOptions::from([("package".to_string(), "retrypolicy".to_string())])
+        LanguageOptions::from([("package".to_string(), DEFAULT_PACKAGE.to_string())])
     }
     fn check_options(&self, options: &LanguageOptions) -> Result<(), String> {
         let package = &options["package"];
@@ -22,7 +31,22 @@ impl Backend for Go {
         Ok(())
     }
     fn tables_file_name(&self, _options: &LanguageOptions) -> String {
-        "retry_policy.go".into()
+        "operations.go".into()
+    }
+    fn runtime_files(&self) -> &'static [RuntimeFile] {
+        &RUNTIME_FILES
+    }
+    /// The runtime's `package retrypolicy` clause names the `package` option instead.
+    fn runtime_text(&self, file: &RuntimeFile, options: &LanguageOptions) -> String {
+        let package = &options["package"];
+        if package == DEFAULT_PACKAGE {
+            return file.source.to_string();
+        }
+        file.source.replacen(
+            &format!("\npackage {DEFAULT_PACKAGE}\n"),
+            &format!("\npackage {package}\n"),
+            1,
+        )
     }
     fn push_string_literal(&self, out: &mut String, s: &str) {
         push_quoted(out, s, c_like, |c| match c as u32 {
@@ -81,3 +105,44 @@ const GO_KEYWORDS: [&str; 25] = [
     "type",
     "var",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(package: &str) -> LanguageOptions {
+        LanguageOptions::from([("package".to_string(), package.to_string())])
+    }
+
+    /// With the default package the runtime is emitted byte for byte; another package changes
+    /// exactly the package clause, the one line that declares it.
+    #[test]
+    fn runtime_text_rewrites_only_the_package_clause() {
+        let file = &Go.runtime_files()[0];
+        assert_eq!(file.name, "runtime.go");
+        assert_eq!(Go.runtime_text(file, &Go.default_options()), file.source);
+        let clauses = |text: &str| {
+            text.lines()
+                .filter(|line| line.starts_with("package "))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(clauses(file.source), ["package retrypolicy"]);
+        let renamed = Go.runtime_text(file, &options("sdkretry"));
+        assert_eq!(clauses(&renamed), ["package sdkretry"]);
+        let changed: Vec<(&str, &str)> = file
+            .source
+            .lines()
+            .zip(renamed.lines())
+            .filter(|(a, b)| a != b)
+            .collect();
+        assert_eq!(changed, [("package retrypolicy", "package sdkretry")]);
+        assert_eq!(file.source.lines().count(), renamed.lines().count());
+    }
+
+    /// The runtime carries the generated-file marker in its first lines, so `check` knows it.
+    #[test]
+    fn runtime_is_marked_generated() {
+        assert!(crate::emit::is_generated(Go.runtime_files()[0].source));
+    }
+}

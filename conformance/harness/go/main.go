@@ -1,5 +1,6 @@
 // Command harness runs the conformance cases of conformance/README.md against the generated Go
-// module, which the build places in the retrypolicy folder of this module.
+// package (operations.go and runtime.go), which the build places in the retrypolicy folder of
+// this module.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"retrygen.example/harness/retrypolicy"
@@ -73,7 +75,7 @@ func runCase(out *bufio.Writer, f []string) error {
 		}
 		c := retrypolicy.Classify(method, path)
 		id := "-"
-		if c.Operation != nil && c.Operation.HasOperationID {
+		if c.Matched && c.Operation.HasOperationID {
 			id = hexOf(c.Operation.OperationID)
 		}
 		fmt.Fprintf(out, "C\t%s\t%s\t%s\n", hexOf(name), c.Class, id)
@@ -97,7 +99,7 @@ func runCase(out *bufio.Writer, f []string) error {
 			return err
 		}
 		listed := 0
-		for _, route := range retrypolicy.NonReplayableOperations {
+		for _, route := range nonReplayable() {
 			if route.Method == method && route.Pattern.MatchString(path) {
 				listed = 1
 				break
@@ -107,6 +109,9 @@ func runCase(out *bufio.Writer, f []string) error {
 	}
 	return nil
 }
+
+// nonReplayable is the package's list, asked for once.
+var nonReplayable = sync.OnceValue(retrypolicy.NonReplayableOperations)
 
 func decide(out *bufio.Writer, name string, f []string) error {
 	var p retrypolicy.Policy
@@ -188,12 +193,12 @@ func dumpTables(out *bufio.Writer) {
 	fmt.Fprintf(out, "P\t%d\t%d\t%d\t%016x\t%s\t%s\t%s\t%d\t%s\n", p.MaxRetries, p.InitialBackoffMs, p.MaxBackoffMs,
 		math.Float64bits(p.Multiplier), p.Jitter, joinStatuses(p.RetryableStatuses), joinStatuses(p.RejectedStatuses),
 		p.RetryAfterCapMs, deadline)
-	for i, op := range retrypolicy.Operations {
+	for i, op := range retrypolicy.Operations() {
 		id := "-"
 		if op.HasOperationID {
 			id = hexOf(op.OperationID)
 		}
-		fmt.Fprintf(out, "O\t%d\t%s\t%s\t%s\t%s\t%s\n", i, hexOf(op.Method), hexOf(op.Path), id, op.Class, hexOf(op.Pattern.String()))
+		fmt.Fprintf(out, "O\t%d\t%s\t%s\t%s\t%s\t%s\n", i, hexOf(op.Method), hexOf(op.Path), id, op.Class, hexOf(op.Pattern))
 	}
 }
 

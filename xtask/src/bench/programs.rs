@@ -141,14 +141,15 @@ fn build_python(module: &Module, work: &Path) -> Result<Vec<String>> {
 }
 
 fn build_go(module: &Module, work: &Path) -> Result<Vec<String>> {
-    let module = module.tables();
     copy_sources("go", work)?;
     let package = work.join("retrypolicy");
     std::fs::create_dir_all(&package)?;
-    std::fs::copy(
-        module,
-        package.join(module.file_name().context("module name")?),
-    )?;
+    for file in &module.files {
+        std::fs::copy(
+            file,
+            package.join(file.file_name().context("module file name")?),
+        )?;
+    }
     run(
         command("go")
             .current_dir(work)

@@ -1,8 +1,9 @@
-//! Go: `gofmt -l` must print nothing and `go vet` must pass; the harness is a `main` package in
-//! its own module (no requirements, so it builds offline) that imports the generated package
-//! from a subfolder.
+//! Go: `gofmt -l` must print nothing, `go vet` must pass and no package-level variable may be
+//! exported (issue 9: no mutable exported tables). The harness is a `main` package in its own
+//! module (no requirements, so it builds offline) that imports the generated package, the
+//! tables file and `runtime.go`, from a subfolder.
 
-use super::{command, copy_harness, run, Built, Module, Toolchain};
+use super::{command, copy_harness, root, run, Built, Module, Toolchain};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::Command;
@@ -26,14 +27,74 @@ fn go(work: &Path) -> Command {
     cmd
 }
 
-/// Places `module` as the only file of `dir`.
-fn place_module(module: &Path, dir: &Path) -> Result<()> {
+/// Copies every file of `module` into `dir`.
+fn place_module(module: &Module, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
-    let name = module
-        .file_name()
-        .context("the module path has no file name")?;
-    std::fs::copy(module, dir.join(name))
-        .with_context(|| format!("copying {}", module.display()))?;
+    for file in &module.files {
+        let name = file.file_name().context("a module file has no name")?;
+        std::fs::copy(file, dir.join(name))
+            .with_context(|| format!("copying {}", file.display()))?;
+    }
+    Ok(())
+}
+
+/// `gofmt -l` over `files`: an error with gofmt's diff when any would change.
+fn gofmt_check(files: &[&Path]) -> Result<()> {
+    let unformatted = run(command("gofmt").arg("-l").args(files), "gofmt -l")?;
+    if !unformatted.trim().is_empty() {
+        let diff = command("gofmt")
+            .arg("-d")
+            .args(files)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        bail!("gofmt would reformat {}:\n{diff}", unformatted.trim());
+    }
+    Ok(())
+}
+
+/// The exported package-level variables of a gofmt-formatted Go file: `var Name` at the start
+/// of a line, or a name at the first indentation level of a `var (` block. Tables stay
+/// unexported behind accessor functions that return copies.
+pub fn exported_vars(source: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut in_block = false;
+    for line in source.lines() {
+        let declared = if in_block {
+            if line == ")" {
+                in_block = false;
+                continue;
+            }
+            line.strip_prefix('\t')
+                .filter(|rest| !rest.starts_with('\t'))
+        } else if line == "var (" {
+            in_block = true;
+            continue;
+        } else {
+            line.strip_prefix("var ")
+        };
+        let Some(name) = declared.and_then(|d| d.split([' ', ',', '=']).next()) else {
+            continue;
+        };
+        if name.starts_with(|c: char| c.is_uppercase()) {
+            found.push(name.to_string());
+        }
+    }
+    found
+}
+
+/// Fails when any of `files` declares an exported package-level variable.
+fn no_exported_vars(files: &[&Path]) -> Result<()> {
+    for file in files {
+        let text = std::fs::read_to_string(file)?;
+        let exported = exported_vars(&text);
+        if !exported.is_empty() {
+            bail!(
+                "{} exports package-level variables {exported:?}: tables must be unexported, behind functions that return copies",
+                file.display()
+            );
+        }
+    }
     Ok(())
 }
 
@@ -43,17 +104,9 @@ impl Toolchain for Go {
     }
 
     fn lint(&self, module: &Module, work: &Path) -> Result<()> {
-        let module = module.tables();
-        let unformatted = run(command("gofmt").arg("-l").arg(module), "gofmt -l")?;
-        if !unformatted.trim().is_empty() {
-            let diff = command("gofmt")
-                .arg("-d")
-                .arg(module)
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default();
-            bail!("gofmt would reformat {}:\n{diff}", module.display());
-        }
+        let files: Vec<&Path> = module.files.iter().map(|f| f.as_path()).collect();
+        gofmt_check(&files)?;
+        no_exported_vars(&files)?;
         std::fs::create_dir_all(work)?;
         std::fs::write(
             work.join("go.mod"),
@@ -64,16 +117,37 @@ impl Toolchain for Go {
         Ok(())
     }
 
-    fn runtime_tests(&self, _work: &Path) -> Result<()> {
-        bail!(
-            "{}: the runtime is still template text; runtime/{} does not exist yet",
-            self.language(),
-            self.language()
-        )
+    fn runtime_tests(&self, work: &Path) -> Result<()> {
+        let source = root().join("runtime/go");
+        let mut files = Vec::new();
+        for entry in
+            std::fs::read_dir(&source).with_context(|| format!("reading {}", source.display()))?
+        {
+            let path = entry?.path();
+            if path.is_file() {
+                std::fs::copy(&path, work.join(path.file_name().context("file name")?))?;
+                files.push(work.join(path.file_name().context("file name")?));
+            }
+        }
+        files.sort();
+        let go_files: Vec<&Path> = files
+            .iter()
+            .map(|f| f.as_path())
+            .filter(|f| f.extension().is_some_and(|e| e == "go"))
+            .collect();
+        gofmt_check(&go_files)?;
+        no_exported_vars(&go_files)?;
+        run(go(work).args(["vet", "./..."]), "go vet (runtime)")?;
+        run(go(work).args(["build", "./..."]), "go build (runtime)")?;
+        let report = run(
+            go(work).args(["test", "-count=1", "./..."]),
+            "go test (runtime)",
+        )?;
+        print!("{report}");
+        Ok(())
     }
 
     fn build(&self, module: &Module, work: &Path) -> Result<Built> {
-        let module = module.tables();
         copy_harness("go", work)?;
         place_module(module, &work.join(PACKAGE_DIR))?;
         run(
@@ -84,5 +158,16 @@ impl Toolchain for Go {
             argv: vec![work.join("harness").to_string_lossy().into_owned()],
             cwd: work.to_path_buf(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exported_vars;
+
+    #[test]
+    fn finds_exported_package_variables() {
+        let source = "package p\n\nvar Operations = []int{}\nvar table = 1\n\nvar (\n\tShared, other = 1, 2\n\tquiet int\n)\n\nfunc f() {\n\tvar Local = 1\n\t_ = Local\n}\n";
+        assert_eq!(exported_vars(source), ["Operations", "Shared"]);
     }
 }

@@ -1,0 +1,3 @@
+module retrygen.example/retrypolicy
+
+go 1.21
