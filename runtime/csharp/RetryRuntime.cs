@@ -1418,12 +1418,14 @@ namespace Retrygen.Generated
                 else if (policy.IsRetryable(status))
                 {
                     // [contract R7] A transient status: only a replayable request goes again.
-                    if (!replayable)
+                    if (replayable)
+                    {
+                        reason = DecisionReason.RetryableStatus;
+                    }
+                    else
                     {
                         return Stop(DecisionReason.NotReplayable);
                     }
-
-                    reason = DecisionReason.RetryableStatus;
                 }
                 else
                 {
