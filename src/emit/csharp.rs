@@ -58,11 +58,8 @@ impl Backend for CSharp {
         if namespace == DEFAULT_NAMESPACE {
             return file.source.to_string();
         }
-        file.source.replacen(
-            NAMESPACE_LINE,
-            &format!("\nnamespace {namespace}\n"),
-            1,
-        )
+        file.source
+            .replacen(NAMESPACE_LINE, &format!("\nnamespace {namespace}\n"), 1)
     }
     /// A regular (not verbatim, not interpolated) string. `\x` is variable-length in C#, so only
     /// fixed-width `\uXXXX` escapes are used (a surrogate pair outside the BMP).
@@ -265,13 +262,13 @@ mod tests {
         let source = RUNTIME_FILES[0].source;
         for line in source.lines() {
             let words: Vec<&str> = line.split_whitespace().collect();
-            if let Some(at) = words
-                .iter()
-                .position(|w| matches!(*w, "class" | "enum") )
-            {
+            if let Some(at) = words.iter().position(|w| matches!(*w, "class" | "enum")) {
                 if words[..at].contains(&"public") {
                     let name = words[at + 1];
-                    assert!(DECLARED_NAMES.contains(&name), "{name} is missing from DECLARED_NAMES");
+                    assert!(
+                        DECLARED_NAMES.contains(&name),
+                        "{name} is missing from DECLARED_NAMES"
+                    );
                 }
             }
         }
@@ -286,7 +283,10 @@ mod tests {
             .zip(renamed.lines())
             .filter(|(a, b)| a != b)
             .collect();
-        assert_eq!(changed, [("namespace Retrygen.Generated", "namespace Example.Sdk")]);
+        assert_eq!(
+            changed,
+            [("namespace Retrygen.Generated", "namespace Example.Sdk")]
+        );
         assert_eq!(source.matches(NAMESPACE_LINE).count(), 1);
     }
 
