@@ -1,10 +1,19 @@
 use super::escape::{c_like, check_identifier, push_quoted, utf16_escape};
-use super::{Backend, LanguageOptions};
+use super::{Backend, LanguageOptions, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToUpperCamelCase;
 
 pub struct CSharp;
+
+const DEFAULT_NAMESPACE: &str = "Retrygen.Generated";
+/// The runtime's namespace declaration, a line of its own.
+const NAMESPACE_LINE: &str = "\nnamespace Retrygen.Generated\n";
+
+static RUNTIME_FILES: [RuntimeFile; 1] = [RuntimeFile {
+    name: "RetryRuntime.cs",
+    source: include_str!("../../runtime/csharp/RetryRuntime.cs"),
+}];
 
 impl Backend for CSharp {
     fn name(&self) -> &'static str {
@@ -12,7 +21,7 @@ impl Backend for CSharp {
     }
     fn default_options(&self) -> LanguageOptions {
         LanguageOptions::from([
-            ("namespace".to_string(), "Retrygen.Generated".to_string()),
+            ("namespace".to_string(), DEFAULT_NAMESPACE.to_string()),
             ("class".to_string(), "RetryPolicies".to_string()),
         ])
     }
@@ -40,6 +49,18 @@ impl Backend for CSharp {
     fn tables_file_name(&self, options: &LanguageOptions) -> String {
         format!("{}.cs", options["class"])
     }
+    fn runtime_files(&self) -> &'static [RuntimeFile] {
+        &RUNTIME_FILES
+    }
+    /// The runtime with its one namespace line renamed when the `namespace` option differs.
+    fn runtime_text(&self, file: &RuntimeFile, options: &LanguageOptions) -> String {
+        let namespace = &options["namespace"];
+        if namespace == DEFAULT_NAMESPACE {
+            return file.source.to_string();
+        }
+        file.source
+            .replacen(NAMESPACE_LINE, &format!("\nnamespace {namespace}\n"), 1)
+    }
     /// A regular (not verbatim, not interpolated) string. `\x` is variable-length in C#, so only
     /// fixed-width `\uXXXX` escapes are used (a surrogate pair outside the BMP).
     fn push_string_literal(&self, out: &mut String, s: &str) {
@@ -61,9 +82,9 @@ impl Backend for CSharp {
     }
 }
 
-/// Names templates/csharp/module.j2 declares: the namespace's types, and the static class's
-/// members and nested types (C# forbids a member named like its enclosing type).
-const DECLARED_NAMES: [&str; 58] = [
+/// Names the two files declare: the namespace's types (runtime/csharp/RetryRuntime.cs and the tables
+/// file), and the tables class's members (C# forbids a member named like its enclosing type).
+const DECLARED_NAMES: [&str; 26] = [
     "ReplayClass",
     "Jitter",
     "DecisionReason",
@@ -71,25 +92,16 @@ const DECLARED_NAMES: [&str; 58] = [
     "WireNames",
     "Operation",
     "Classification",
+    "OperationTable",
     "RetryPolicy",
     "Outcome",
     "DecisionInput",
     "Decision",
+    "RetryRuntime",
     "BasePath",
     "SourceName",
     "BeyondAnyCapMs",
-    "MsPerDay",
-    "MaxDigits",
-    "ShortDayNames",
-    "LongDayNames",
-    "MonthNames",
-    "StrictUtf8",
-    "OperationTable",
-    "OperationsById",
-    "NonReplayableTable",
-    "WholePathPatterns",
-    "IdempotentMethodSet",
-    "Trie",
+    "Table",
     "Operations",
     "NonReplayableOperations",
     "IdempotentMethods",
@@ -99,68 +111,44 @@ const DECLARED_NAMES: [&str; 58] = [
     "Decide",
     "BackoffMs",
     "ServerDelayMs",
-    "Stop",
-    "ParseNumber",
-    "HttpDateDelayMs",
-    "TimeOfDay",
-    "Digits",
-    "IsLeapYear",
-    "DaysInMonth",
-    "DaysFromCivil",
-    "YearOfDay",
-    "FloorDiv",
-    "FloorMod",
-    "IsAsciiDigit",
-    "TrimSpacesAndTabs",
-    "AsciiUpperCase",
-    "SegmentsOf",
-    "PercentDecode",
-    "HexValue",
-    "Match",
-    "IndexOperationIds",
-    "ListNonReplayable",
-    "AnchorWholePaths",
-    "TrieNode",
-    "MixedSegment",
 ];
 
-/// Framework types the module refers to by their simple names; a class named like one would hide it.
-const REFERENCED_TYPES: [&str; 27] = [
-    "Array",
+/// Framework types the two files refer to by their simple names; a class named like one would hide it.
+const REFERENCED_TYPES: [&str; 28] = [
     "ArgumentException",
     "ArgumentNullException",
     "ArgumentOutOfRangeException",
+    "Array",
     "CultureInfo",
     "Dictionary",
     "Encoding",
-    "Exception",
-    "HashSet",
     "IEnumerable",
     "IReadOnlyCollection",
     "IReadOnlyList",
+    "Interlocked",
     "KeyValuePair",
+    "Lazy",
+    "LazyThreadSafetyMode",
     "List",
     "Math",
-    "Nullable",
-    "Object",
     "OverflowException",
     "ReadOnlyCollection",
     "Regex",
+    "RegexMatchTimeoutException",
     "RegexOptions",
-    "String",
+    "StringBuilder",
     "StringComparer",
     "StringComparison",
     "System",
+    "TimeSpan",
     "UTF8Encoding",
-    "Int64",
+    "Volatile",
 ];
 
-/// `LoadOperations`, `LoadTrie` and their numbered chunks.
+/// `LoadOperations` and its numbered chunks.
 fn is_loader_name(name: &str) -> bool {
-    ["LoadOperations", "LoadTrie"].iter().any(|prefix| {
-        name.strip_prefix(prefix)
-            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-    })
+    name.strip_prefix("LoadOperations")
+        .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 const CSHARP_KEYWORDS: [&str; 77] = [
@@ -267,6 +255,41 @@ mod tests {
         );
     }
 
+    /// Every type the runtime declares is a name the class option may not take, and the default
+    /// options leave the runtime as it is while another namespace renames exactly its one line.
+    #[test]
+    fn runtime_names_and_namespace() {
+        let source = RUNTIME_FILES[0].source;
+        for line in source.lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if let Some(at) = words.iter().position(|w| matches!(*w, "class" | "enum")) {
+                if words[..at].contains(&"public") {
+                    let name = words[at + 1];
+                    assert!(
+                        DECLARED_NAMES.contains(&name),
+                        "{name} is missing from DECLARED_NAMES"
+                    );
+                }
+            }
+        }
+        let file = &RUNTIME_FILES[0];
+        assert_eq!(CSharp.runtime_text(file, &CSharp.default_options()), source);
+        assert!(source.starts_with("// <auto-generated/>\n"));
+        assert!(crate::emit::is_generated(source));
+        let renamed = CSharp.runtime_text(file, &options("Example.Sdk", "RetryPolicies"));
+        assert_eq!(renamed.lines().count(), source.lines().count());
+        let changed: Vec<(&str, &str)> = source
+            .lines()
+            .zip(renamed.lines())
+            .filter(|(a, b)| a != b)
+            .collect();
+        assert_eq!(
+            changed,
+            [("namespace Retrygen.Generated", "namespace Example.Sdk")]
+        );
+        assert_eq!(source.matches(NAMESPACE_LINE).count(), 1);
+    }
+
     #[test]
     fn options_are_checked() {
         assert!(CSharp.check_options(&CSharp.default_options()).is_ok());
@@ -277,7 +300,10 @@ mod tests {
             ("A.class", "X"),
             ("A.System", "X"),
             ("A", "Decide"),
-            ("A", "LoadTrie12"),
+            ("A", "LoadOperations12"),
+            ("A", "OperationTable"),
+            ("A", "RetryRuntime"),
+            ("A", "Volatile"),
             ("A", "Operation"),
             ("A", "9x"),
             ("A", "Math"),

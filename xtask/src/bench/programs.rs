@@ -202,10 +202,14 @@ fn build_kotlin(module: &Module, work: &Path) -> Result<Vec<String>> {
 }
 
 fn build_csharp(module: &Module, work: &Path) -> Result<Vec<String>> {
-    let module = module.tables();
     copy_sources("csharp", work)?;
-    let module_copy = work.join(module.file_name().context("module name")?);
-    std::fs::copy(module, &module_copy)?;
+    let mut sources = Vec::new();
+    for file in &module.files {
+        let copy = work.join(file.file_name().context("module file name")?);
+        std::fs::copy(file, &copy)?;
+        sources.push(copy);
+    }
+    sources.push(work.join("Bench.cs"));
     let exe = work.join("bench.exe");
     run(
         command("mcs")
@@ -217,8 +221,7 @@ fn build_csharp(module: &Module, work: &Path) -> Result<Vec<String>> {
                 "-target:exe",
             ])
             .arg(format!("-out:{}", exe.display()))
-            .arg(&module_copy)
-            .arg(work.join("Bench.cs"))
+            .args(&sources)
             .current_dir(work),
         "mcs (C# bench)",
     )?;
