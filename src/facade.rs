@@ -52,9 +52,17 @@ impl CheckReport {
 /// Reads and models one spec. Every problem of both stages comes back in one set of
 /// diagnostics; the model is returned only when none of them is an error.
 pub fn load_api(spec: &Path, options: &ModelOptions) -> Result<(Api, Diagnostics), Diagnostics> {
-    let (raw, mut diagnostics) = read::read(spec, &Limits::default())?;
-    let root_file = spec.to_string_lossy().replace('\\', "/");
-    match model::build(&raw, &root_file, options) {
+    load_spec(&read::SpecRef::file(spec), options)
+}
+
+/// [`load_api`] for a spec on disk or in a git revision (`git:REV:path`, see [`read::SpecRef`]).
+pub fn load_spec(
+    spec: &read::SpecRef,
+    options: &ModelOptions,
+) -> Result<(Api, Diagnostics), Diagnostics> {
+    let (raw, mut diagnostics) = read::read_spec(spec, &Limits::default())?;
+    let root_file = &spec.display;
+    match model::build(&raw, root_file, options) {
         Ok((api, warnings)) => {
             diagnostics.extend(warnings);
             if diagnostics.has_errors() {
