@@ -39,6 +39,8 @@ pub enum Command {
     List(ListArgs),
     /// Report diagnostics only; exit 1 when there are errors.
     Lint(LintArgs),
+    /// Compare two specs' retry behaviour (each a file or git:REV:path); rate every change riskier, safer or neutral.
+    Diff(DiffArgs),
 }
 
 #[derive(Args, Debug)]
@@ -91,6 +93,34 @@ pub struct LintArgs {
     /// Require an explicit x-idempotent on every POST and PATCH, and at least one annotation.
     #[arg(long)]
     pub strict: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Json,
+    Markdown,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Exit 1 when any change is rated riskier.
+    Riskier,
+    /// Exit 1 on any change at all.
+    Any,
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// The spec before the change: a file, or git:REV:path (read with `git show`, no checkout).
+    pub old: String,
+    /// The spec after the change: a file, or git:REV:path.
+    pub new: String,
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+    /// Exit 1 when a change of this rating (or any change) is found.
+    #[arg(long, value_enum, value_name = "riskier|any")]
+    pub fail_on: Option<FailOn>,
 }
 
 fn print_diagnostics(err: &mut dyn std::io::Write, diagnostics: &Diagnostics) {
@@ -391,11 +421,39 @@ pub fn lint(args: &LintArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io
     }
 }
 
+pub fn diff(args: &DiffArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    let (report, warnings) = match facade::diff(&args.old, &args.new, &ModelOptions::default()) {
+        Ok(r) => r,
+        Err(diagnostics) => {
+            print_diagnostics(err, &diagnostics);
+            return EXIT_ERROR;
+        }
+    };
+    print_diagnostics(err, &warnings);
+    let text = match args.format {
+        DiffFormat::Text => report.render_text(),
+        DiffFormat::Json => report.render_json(),
+        DiffFormat::Markdown => report.render_markdown(),
+    };
+    let _ = out.write_all(text.as_bytes());
+    let fail = match args.fail_on {
+        None => false,
+        Some(FailOn::Riskier) => report.count(crate::diff::Risk::Riskier) > 0,
+        Some(FailOn::Any) => !report.changes.is_empty(),
+    };
+    if fail {
+        EXIT_DRIFT
+    } else {
+        EXIT_OK
+    }
+}
+
 pub fn run(cli: Cli, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
     match &cli.command {
         Command::Generate(args) => generate(args, out, err),
         Command::Check(args) => check(args, out, err),
         Command::List(args) => list(args, out, err),
         Command::Lint(args) => lint(args, out, err),
+        Command::Diff(args) => diff(args, out, err),
     }
 }

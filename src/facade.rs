@@ -77,6 +77,49 @@ pub fn load_spec(
     }
 }
 
+/// Reads two specs (each a file or `git:REV:path`) and compares them: `retrygen diff`.
+/// Problems of both come back together; warnings beside the report.
+pub fn diff(
+    old: &str,
+    new: &str,
+    options: &ModelOptions,
+) -> Result<(crate::diff::Report, Diagnostics), Diagnostics> {
+    let mut diagnostics = Diagnostics::default();
+    let mut load = |arg: &str| match read::SpecRef::parse(arg) {
+        Ok(spec) => match load_spec(&spec, options) {
+            Ok((api, warnings)) => {
+                diagnostics.extend(warnings);
+                Some((api, spec.display))
+            }
+            Err(problems) => {
+                diagnostics.extend(problems);
+                None
+            }
+        },
+        Err(message) => {
+            diagnostics.push(Diagnostic::error(
+                Location {
+                    file: "<command line>".into(),
+                    line: 1,
+                    column: 1,
+                    pointer: String::new(),
+                },
+                message,
+                "name a spec file, or git:REV:path to read one from the repository's history",
+            ));
+            None
+        }
+    };
+    let (old, new) = (load(old), load(new));
+    match (old, new) {
+        (Some((old, old_name)), Some((new, new_name))) if !diagnostics.has_errors() => Ok((
+            crate::diff::diff(&old, &new, &old_name, &new_name),
+            diagnostics,
+        )),
+        _ => Err(diagnostics),
+    }
+}
+
 /// The model options of one job of `config`.
 pub fn model_options(job: &Job, config: &Config) -> ModelOptions {
     let mut options = ModelOptions {

@@ -216,8 +216,7 @@ pub fn build(
                 "state whether a replay is safe: add `x-idempotent: true` or `x-idempotent: false` to the operation",
             ));
         }
-        let (class, reason, idempotency_header, decided_by) =
-            classify(op, raw, root_file, options);
+        let (class, reason, idempotency_header, decided_by) = classify(op, raw, root_file, options);
         operations.push(Operation {
             pattern: template.regex(),
             template,

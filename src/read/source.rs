@@ -61,6 +61,12 @@ impl SpecRef {
     /// Parses a spec argument. `git:REV:path` asks git (run in the current folder) where the
     /// repository is and checks that the revision exists.
     pub fn parse(arg: &str) -> Result<SpecRef, String> {
+        let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+        SpecRef::parse_in(arg, &cwd)
+    }
+
+    /// [`SpecRef::parse`] with `cwd` as the current folder.
+    pub fn parse_in(arg: &str, cwd: &Path) -> Result<SpecRef, String> {
         let Some(rest) = arg.strip_prefix("git:") else {
             return Ok(SpecRef::file(Path::new(arg)));
         };
@@ -74,13 +80,17 @@ impl SpecRef {
                 "{arg:?} is not `git:REV:path` (for example git:HEAD~1:specs/api.yaml)"
             ));
         }
-        let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-        let top = git_line(&cwd, &["rev-parse", "--show-toplevel"])
+        let top = git_line(cwd, &["rev-parse", "--show-toplevel"])
             .map_err(|e| format!("{arg}: not inside a git repository: {e}"))?;
-        let prefix = git_line(&cwd, &["rev-parse", "--show-prefix"]).unwrap_or_default();
+        let prefix = git_line(cwd, &["rev-parse", "--show-prefix"]).unwrap_or_default();
         git_line(
-            &cwd,
-            &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")],
+            cwd,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{rev}^{{commit}}"),
+            ],
         )
         .map_err(|_| format!("{arg}: unknown revision {rev:?}"))?;
         let top = PathBuf::from(top);
@@ -187,10 +197,58 @@ mod tests {
 
     #[test]
     fn plain_paths_are_files() {
-        let s = SpecRef::parse("specs/sandbox.yaml").unwrap();
+        let s = SpecRef::parse_in("specs/sandbox.yaml", Path::new("/")).unwrap();
         assert_eq!(s.source, FileSource::Disk);
         assert_eq!(s.display, "specs/sandbox.yaml");
-        assert!(SpecRef::parse("git:HEAD").is_err());
-        assert!(SpecRef::parse("git::x.yaml").is_err());
+        assert!(SpecRef::parse_in("git:HEAD", Path::new("/")).is_err());
+        assert!(SpecRef::parse_in("git::x.yaml", Path::new("/")).is_err());
+    }
+
+    /// A multi-file spec read from a revision takes its `$ref`ed files from that revision, not
+    /// from the working tree, and names them `git:REV:path`.
+    #[test]
+    fn referenced_files_come_from_the_same_revision() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path();
+        let run = |args: &[&str]| {
+            let ok = Command::new("git")
+                .arg("-C")
+                .arg(repo)
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(ok.status.success(), "{ok:?}");
+        };
+        run(&["init", "-q"]);
+        std::fs::create_dir_all(repo.join("api/paths")).unwrap();
+        std::fs::write(
+            repo.join("api/openapi.yaml"),
+            "openapi: 3.1.0\npaths:\n  /things:\n    $ref: ./paths/things.yaml\n",
+        )
+        .unwrap();
+        let things = "post:\n  operationId: createThing\n  x-idempotent: false\n";
+        std::fs::write(repo.join("api/paths/things.yaml"), things).unwrap();
+        run(&["add", "."]);
+        run(&["commit", "-q", "-m", "spec"]);
+        std::fs::write(
+            repo.join("api/paths/things.yaml"),
+            things.replace("false", "true"),
+        )
+        .unwrap();
+        let spec = SpecRef::parse_in("git:HEAD:openapi.yaml", &repo.join("api")).unwrap();
+        assert_eq!(spec.display, "git:HEAD:openapi.yaml");
+        let (raw, d) = crate::read::read_spec(&spec, &crate::read::Limits::default()).unwrap();
+        assert!(!d.has_errors(), "{d:?}");
+        let op = &raw.operations[0];
+        let annotation = op.idempotent_on_operation.as_ref().unwrap();
+        assert!(
+            !annotation.value,
+            "the committed value, not the working tree's"
+        );
+        assert_eq!(annotation.at.file, "git:HEAD:api/paths/things.yaml");
+        let missing = SpecRef::parse_in("git:HEAD:nope.yaml", &repo.join("api")).unwrap();
+        let errors = crate::read::read_spec(&missing, &crate::read::Limits::default()).unwrap_err();
+        assert!(errors.to_string().contains("does not exist"), "{errors}");
     }
 }
