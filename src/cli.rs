@@ -41,6 +41,8 @@ pub enum Command {
     Lint(LintArgs),
     /// Compare two specs' retry behaviour (each a file or git:REV:path); rate every change riskier, safer or neutral.
     Diff(DiffArgs),
+    /// Explain one concrete request: its operation, class, deciding source and what the policy does on failure.
+    Explain(ExplainArgs),
 }
 
 #[derive(Args, Debug)]
@@ -121,6 +123,25 @@ pub struct DiffArgs {
     /// Exit 1 when a change of this rating (or any change) is found.
     #[arg(long, value_enum, value_name = "riskier|any")]
     pub fail_on: Option<FailOn>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExplainFormat {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// The OpenAPI document: a file, or git:REV:path.
+    #[arg(long)]
+    pub spec: String,
+    /// The request's HTTP method.
+    pub method: String,
+    /// The request's path (with the base path or without) or full URL.
+    pub url: String,
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
+    pub format: ExplainFormat,
 }
 
 fn print_diagnostics(err: &mut dyn std::io::Write, diagnostics: &Diagnostics) {
@@ -448,6 +469,44 @@ pub fn diff(args: &DiffArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io
     }
 }
 
+pub fn explain(
+    args: &ExplainArgs,
+    out: &mut dyn std::io::Write,
+    err: &mut dyn std::io::Write,
+) -> i32 {
+    let loaded = crate::read::SpecRef::parse(&args.spec)
+        .map_err(|message| {
+            let mut d = Diagnostics::default();
+            d.push(Diagnostic::error(
+                Location {
+                    file: "<command line>".into(),
+                    line: 1,
+                    column: 1,
+                    pointer: String::new(),
+                },
+                message,
+                "name a spec file, or git:REV:path",
+            ));
+            d
+        })
+        .and_then(|spec| facade::load_spec(&spec, &ModelOptions::default()));
+    let (api, warnings) = match loaded {
+        Ok(loaded) => loaded,
+        Err(diagnostics) => {
+            print_diagnostics(err, &diagnostics);
+            return EXIT_ERROR;
+        }
+    };
+    print_diagnostics(err, &warnings);
+    let e = crate::explain::explain(&api, &args.method, &args.url);
+    let text = match args.format {
+        ExplainFormat::Text => e.render_text(&api),
+        ExplainFormat::Json => e.render_json(),
+    };
+    let _ = out.write_all(text.as_bytes());
+    EXIT_OK
+}
+
 pub fn run(cli: Cli, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
     match &cli.command {
         Command::Generate(args) => generate(args, out, err),
@@ -455,5 +514,6 @@ pub fn run(cli: Cli, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write)
         Command::List(args) => list(args, out, err),
         Command::Lint(args) => lint(args, out, err),
         Command::Diff(args) => diff(args, out, err),
+        Command::Explain(args) => explain(args, out, err),
     }
 }

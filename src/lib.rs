@@ -7,9 +7,11 @@
 
 pub mod cli;
 pub mod config;
+pub mod decide;
 pub mod diag;
 pub mod diff;
 pub mod emit;
+pub mod explain;
 mod facade;
 pub mod model;
 pub mod percent;

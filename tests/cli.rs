@@ -393,3 +393,60 @@ fn diff_against_a_git_revision() {
         "{out}"
     );
 }
+
+#[test]
+fn explain_a_keyed_create_by_url() {
+    let (code, out, err) = retrygen(&[
+        "explain",
+        "--spec",
+        "specs/sandbox.yaml",
+        "POST",
+        "https://api.eu.sandbox.example/v1/v2/sandboxes?dry_run=1",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn explain_json() {
+    let (code, out, _) = retrygen(&[
+        "explain",
+        "--spec",
+        "specs/sandbox.yaml",
+        "get",
+        "/sandboxes/sbx-1/logs",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0);
+    let e: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(e["class"], "no_retry");
+    assert_eq!(e["decided_by"], "event_stream");
+    assert_eq!(e["decided_at"]["line"], 106);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn explain_unmatched_request_and_errors() {
+    let (code, out, _) = retrygen(&[
+        "explain",
+        "--spec",
+        "specs/sandbox.yaml",
+        "PATCH",
+        "/nowhere",
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("none matches") && out.contains("non_replayable"),
+        "{out}"
+    );
+    let (code, _, err) = retrygen(&[
+        "explain",
+        "--spec",
+        "tests/fixtures/many-errors.yaml",
+        "GET",
+        "/",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("error:"), "{err}");
+}
