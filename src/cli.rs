@@ -39,6 +39,10 @@ pub enum Command {
     List(ListArgs),
     /// Report diagnostics only; exit 1 when there are errors.
     Lint(LintArgs),
+    /// Compare two specs' retry behaviour (each a file or git:REV:path); rate every change riskier, safer or neutral.
+    Diff(DiffArgs),
+    /// Explain one concrete request: its operation, class, deciding source and what the policy does on failure.
+    Explain(ExplainArgs),
 }
 
 #[derive(Args, Debug)]
@@ -91,6 +95,53 @@ pub struct LintArgs {
     /// Require an explicit x-idempotent on every POST and PATCH, and at least one annotation.
     #[arg(long)]
     pub strict: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Json,
+    Markdown,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Exit 1 when any change is rated riskier.
+    Riskier,
+    /// Exit 1 on any change at all.
+    Any,
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// The spec before the change: a file, or git:REV:path (read with `git show`, no checkout).
+    pub old: String,
+    /// The spec after the change: a file, or git:REV:path.
+    pub new: String,
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+    /// Exit 1 when a change of this rating (or any change) is found.
+    #[arg(long, value_enum, value_name = "riskier|any")]
+    pub fail_on: Option<FailOn>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExplainFormat {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// The OpenAPI document: a file, or git:REV:path.
+    #[arg(long)]
+    pub spec: String,
+    /// The request's HTTP method.
+    pub method: String,
+    /// The request's path (with the base path or without) or full URL.
+    pub url: String,
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
+    pub format: ExplainFormat,
 }
 
 fn print_diagnostics(err: &mut dyn std::io::Write, diagnostics: &Diagnostics) {
@@ -391,11 +442,78 @@ pub fn lint(args: &LintArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io
     }
 }
 
+pub fn diff(args: &DiffArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    let (report, warnings) = match facade::diff(&args.old, &args.new, &ModelOptions::default()) {
+        Ok(r) => r,
+        Err(diagnostics) => {
+            print_diagnostics(err, &diagnostics);
+            return EXIT_ERROR;
+        }
+    };
+    print_diagnostics(err, &warnings);
+    let text = match args.format {
+        DiffFormat::Text => report.render_text(),
+        DiffFormat::Json => report.render_json(),
+        DiffFormat::Markdown => report.render_markdown(),
+    };
+    let _ = out.write_all(text.as_bytes());
+    let fail = match args.fail_on {
+        None => false,
+        Some(FailOn::Riskier) => report.count(crate::diff::Risk::Riskier) > 0,
+        Some(FailOn::Any) => !report.changes.is_empty(),
+    };
+    if fail {
+        EXIT_DRIFT
+    } else {
+        EXIT_OK
+    }
+}
+
+pub fn explain(
+    args: &ExplainArgs,
+    out: &mut dyn std::io::Write,
+    err: &mut dyn std::io::Write,
+) -> i32 {
+    let loaded = crate::read::SpecRef::parse(&args.spec)
+        .map_err(|message| {
+            let mut d = Diagnostics::default();
+            d.push(Diagnostic::error(
+                Location {
+                    file: "<command line>".into(),
+                    line: 1,
+                    column: 1,
+                    pointer: String::new(),
+                },
+                message,
+                "name a spec file, or git:REV:path",
+            ));
+            d
+        })
+        .and_then(|spec| facade::load_spec(&spec, &ModelOptions::default()));
+    let (api, warnings) = match loaded {
+        Ok(loaded) => loaded,
+        Err(diagnostics) => {
+            print_diagnostics(err, &diagnostics);
+            return EXIT_ERROR;
+        }
+    };
+    print_diagnostics(err, &warnings);
+    let e = crate::explain::explain(&api, &args.method, &args.url);
+    let text = match args.format {
+        ExplainFormat::Text => e.render_text(&api),
+        ExplainFormat::Json => e.render_json(),
+    };
+    let _ = out.write_all(text.as_bytes());
+    EXIT_OK
+}
+
 pub fn run(cli: Cli, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
     match &cli.command {
         Command::Generate(args) => generate(args, out, err),
         Command::Check(args) => check(args, out, err),
         Command::List(args) => list(args, out, err),
         Command::Lint(args) => lint(args, out, err),
+        Command::Diff(args) => diff(args, out, err),
+        Command::Explain(args) => explain(args, out, err),
     }
 }

@@ -52,9 +52,17 @@ impl CheckReport {
 /// Reads and models one spec. Every problem of both stages comes back in one set of
 /// diagnostics; the model is returned only when none of them is an error.
 pub fn load_api(spec: &Path, options: &ModelOptions) -> Result<(Api, Diagnostics), Diagnostics> {
-    let (raw, mut diagnostics) = read::read(spec, &Limits::default())?;
-    let root_file = spec.to_string_lossy().replace('\\', "/");
-    match model::build(&raw, &root_file, options) {
+    load_spec(&read::SpecRef::file(spec), options)
+}
+
+/// [`load_api`] for a spec on disk or in a git revision (`git:REV:path`, see [`read::SpecRef`]).
+pub fn load_spec(
+    spec: &read::SpecRef,
+    options: &ModelOptions,
+) -> Result<(Api, Diagnostics), Diagnostics> {
+    let (raw, mut diagnostics) = read::read_spec(spec, &Limits::default())?;
+    let root_file = &spec.display;
+    match model::build(&raw, root_file, options) {
         Ok((api, warnings)) => {
             diagnostics.extend(warnings);
             if diagnostics.has_errors() {
@@ -66,6 +74,49 @@ pub fn load_api(spec: &Path, options: &ModelOptions) -> Result<(Api, Diagnostics
             diagnostics.extend(errors);
             Err(diagnostics)
         }
+    }
+}
+
+/// Reads two specs (each a file or `git:REV:path`) and compares them: `retrygen diff`.
+/// Problems of both come back together; warnings beside the report.
+pub fn diff(
+    old: &str,
+    new: &str,
+    options: &ModelOptions,
+) -> Result<(crate::diff::Report, Diagnostics), Diagnostics> {
+    let mut diagnostics = Diagnostics::default();
+    let mut load = |arg: &str| match read::SpecRef::parse(arg) {
+        Ok(spec) => match load_spec(&spec, options) {
+            Ok((api, warnings)) => {
+                diagnostics.extend(warnings);
+                Some((api, spec.display))
+            }
+            Err(problems) => {
+                diagnostics.extend(problems);
+                None
+            }
+        },
+        Err(message) => {
+            diagnostics.push(Diagnostic::error(
+                Location {
+                    file: "<command line>".into(),
+                    line: 1,
+                    column: 1,
+                    pointer: String::new(),
+                },
+                message,
+                "name a spec file, or git:REV:path to read one from the repository's history",
+            ));
+            None
+        }
+    };
+    let (old, new) = (load(old), load(new));
+    match (old, new) {
+        (Some((old, old_name)), Some((new, new_name))) if !diagnostics.has_errors() => Ok((
+            crate::diff::diff(&old, &new, &old_name, &new_name),
+            diagnostics,
+        )),
+        _ => Err(diagnostics),
     }
 }
 

@@ -7,8 +7,11 @@
 
 pub mod cli;
 pub mod config;
+pub mod decide;
 pub mod diag;
+pub mod diff;
 pub mod emit;
+pub mod explain;
 mod facade;
 pub mod model;
 pub mod percent;
@@ -19,7 +22,8 @@ pub use config::Config;
 pub use diag::{Diagnostic, Diagnostics, Location};
 pub use emit::{Backend, BACKENDS};
 pub use facade::{
-    check, display_path, generate, load_api, model_options, write, CheckReport, Error, Plan,
+    check, diff as diff_specs, display_path, generate, load_api, load_spec, model_options, write,
+    CheckReport, Error, Plan,
 };
 pub use model::{Api, ModelOptions, ReplayClass};
 pub use write::{Orphan, Planned, Status};

@@ -253,3 +253,200 @@ fn config_errors_have_positions() {
         "{err}"
     );
 }
+
+const SANDBOX_BUMP: &str = "tests/fixtures/diff/sandbox-2.5.0.yaml";
+
+#[test]
+fn diff_text_of_a_spec_bump() {
+    let (code, out, err) = retrygen(&["diff", "specs/sandbox.yaml", SANDBOX_BUMP]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn diff_markdown_of_a_spec_bump() {
+    let (code, out, _) = retrygen(&[
+        "diff",
+        "specs/sandbox.yaml",
+        SANDBOX_BUMP,
+        "--format",
+        "markdown",
+    ]);
+    assert_eq!(code, 0);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn diff_json_is_a_public_interface() {
+    let (code, out, _) = retrygen(&[
+        "diff",
+        "specs/sandbox.yaml",
+        SANDBOX_BUMP,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let changes = report["changes"].as_array().unwrap();
+    assert_eq!(
+        report["summary"]["riskier"].as_u64().unwrap() as usize,
+        changes.iter().filter(|c| c["risk"] == "riskier").count()
+    );
+    for c in changes {
+        assert!(["riskier", "safer", "neutral"].contains(&c["risk"].as_str().unwrap()));
+        assert!(!c["message"].as_str().unwrap().is_empty());
+        if c["risk"] == "riskier" && c["kind"] != "policy" {
+            assert!(c["location"]["pointer"]
+                .as_str()
+                .unwrap()
+                .starts_with("/paths/"));
+            assert_eq!(c["location"]["file"], SANDBOX_BUMP);
+        }
+    }
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn diff_fail_on() {
+    let riskier = retrygen(&[
+        "diff",
+        "specs/sandbox.yaml",
+        SANDBOX_BUMP,
+        "--fail-on",
+        "riskier",
+    ]);
+    assert_eq!(riskier.0, 1);
+    // Going back is riskier too: the renamed no_retry route and the key header come back.
+    let back = retrygen(&["diff", SANDBOX_BUMP, "specs/sandbox.yaml"]);
+    assert_eq!(back.0, 0, "without --fail-on a diff exits 0");
+    assert!(
+        back.1.contains(": 2 riskier, 5 safer, 1 neutral"),
+        "{}",
+        back.1
+    );
+    let same = retrygen(&[
+        "diff",
+        "specs/sandbox.yaml",
+        "specs/sandbox.yaml",
+        "--fail-on",
+        "riskier",
+    ]);
+    assert_eq!(same.0, 0);
+    assert_eq!(
+        retrygen(&[
+            "diff",
+            SANDBOX_BUMP,
+            "specs/sandbox.yaml",
+            "--fail-on",
+            "any"
+        ])
+        .0,
+        1
+    );
+    let same = retrygen(&[
+        "diff",
+        "specs/sandbox.yaml",
+        "specs/sandbox.yaml",
+        "--fail-on",
+        "any",
+    ]);
+    assert_eq!(same.0, 0);
+    assert!(
+        same.1.contains("no change in retry behaviour"),
+        "{}",
+        same.1
+    );
+}
+
+#[test]
+fn diff_spec_errors_exit_2() {
+    let (code, _, err) = retrygen(&[
+        "diff",
+        "specs/sandbox.yaml",
+        "tests/fixtures/many-errors.yaml",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("many-errors.yaml:"), "{err}");
+    let (code, _, err) = retrygen(&["diff", "specs/sandbox.yaml", "git:HEAD"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("git:REV:path"), "{err}");
+    let (code, _, err) = retrygen(&[
+        "diff",
+        "specs/sandbox.yaml",
+        "git:no-such-rev-xyz:specs/sandbox.yaml",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown revision"), "{err}");
+}
+
+/// `git:REV:path` reads the committed spec without a checkout.
+#[test]
+fn diff_against_a_git_revision() {
+    let (code, out, err) = retrygen(&[
+        "diff",
+        "git:HEAD:specs/multifile/openapi.yaml",
+        "specs/multifile/openapi.yaml",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("retrygen diff git:HEAD:specs/multifile/openapi.yaml -> "),
+        "{out}"
+    );
+}
+
+#[test]
+fn explain_a_keyed_create_by_url() {
+    let (code, out, err) = retrygen(&[
+        "explain",
+        "--spec",
+        "specs/sandbox.yaml",
+        "POST",
+        "https://api.eu.sandbox.example/v1/v2/sandboxes?dry_run=1",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn explain_json() {
+    let (code, out, _) = retrygen(&[
+        "explain",
+        "--spec",
+        "specs/sandbox.yaml",
+        "get",
+        "/sandboxes/sbx-1/logs",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0);
+    let e: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(e["class"], "no_retry");
+    assert_eq!(e["decided_by"], "event_stream");
+    assert_eq!(e["decided_at"]["line"], 106);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn explain_unmatched_request_and_errors() {
+    let (code, out, _) = retrygen(&[
+        "explain",
+        "--spec",
+        "specs/sandbox.yaml",
+        "PATCH",
+        "/nowhere",
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("none matches") && out.contains("non_replayable"),
+        "{out}"
+    );
+    let (code, _, err) = retrygen(&[
+        "explain",
+        "--spec",
+        "tests/fixtures/many-errors.yaml",
+        "GET",
+        "/",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("error:"), "{err}");
+}

@@ -73,6 +73,57 @@ pub struct Operation {
     pub location: Location,
     /// Where the path template is written (the `paths` key).
     pub path_location: Location,
+    /// The structured form of `reason`: which kind of source decided, and where it is.
+    pub decided_by: DecidedBy,
+}
+
+/// The kind of source that decided an operation's class (README "Classification").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// `x-retry: false` on the operation.
+    XRetryOperation,
+    /// `x-retry: false` on the path item.
+    XRetryPathItem,
+    /// A 2xx response streams `text/event-stream`.
+    EventStream,
+    /// `x-idempotent` on the operation.
+    XIdempotentOperation,
+    /// `x-idempotent` on the path item.
+    XIdempotentPathItem,
+    /// `x-idempotent` at the document root.
+    XIdempotentRoot,
+    /// No annotation: RFC 9110 method semantics.
+    MethodDefault,
+}
+
+impl Source {
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::XRetryOperation => "x-retry on the operation",
+            Source::XRetryPathItem => "x-retry on the path item",
+            Source::EventStream => "text/event-stream response",
+            Source::XIdempotentOperation => "x-idempotent on the operation",
+            Source::XIdempotentPathItem => "x-idempotent on the path item",
+            Source::XIdempotentRoot => "x-idempotent on the document root",
+            Source::MethodDefault => "method default (RFC 9110)",
+        }
+    }
+
+    /// An annotation the spec's author wrote (everything but the method default).
+    pub fn is_annotation(self) -> bool {
+        self != Source::MethodDefault
+    }
+}
+
+/// What decided an operation's class, with the locations a user can open.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DecidedBy {
+    pub source: Source,
+    /// Where the deciding value is written; None for the method default.
+    pub at: Option<Location>,
+    /// Where the idempotency key header is declared, for `keyed` operations.
+    pub key_at: Option<Location>,
 }
 
 #[derive(Debug, Clone)]
@@ -165,7 +216,7 @@ pub fn build(
                 "state whether a replay is safe: add `x-idempotent: true` or `x-idempotent: false` to the operation",
             ));
         }
-        let (class, reason, idempotency_header) = classify(op, raw, root_file, options);
+        let (class, reason, idempotency_header, decided_by) = classify(op, raw, root_file, options);
         operations.push(Operation {
             pattern: template.regex(),
             template,
@@ -177,6 +228,7 @@ pub fn build(
             idempotency_header,
             location: op.at.clone(),
             path_location: op.path_at.clone(),
+            decided_by,
         });
     }
     if options.strict && !any_annotation && !raw.operations.is_empty() {
@@ -244,14 +296,24 @@ fn classify(
     raw: &RawSpec,
     root_file: &str,
     options: &ModelOptions,
-) -> (ReplayClass, String, Option<String>) {
-    let retry = op.retry_on_operation.as_ref().or(op.retry_on_path.as_ref());
+) -> (ReplayClass, String, Option<String>, DecidedBy) {
+    let decided = |source, at: Option<&Location>| DecidedBy {
+        source,
+        at: at.cloned(),
+        key_at: None,
+    };
+    let (retry, retry_source) = match (&op.retry_on_operation, &op.retry_on_path) {
+        (Some(r), _) => (Some(r), Source::XRetryOperation),
+        (None, Some(r)) => (Some(r), Source::XRetryPathItem),
+        (None, None) => (None, Source::XRetryOperation),
+    };
     match retry {
         Some(r) if !r.value => {
             return (
                 ReplayClass::NoRetry,
                 annotation("x-retry", r, root_file),
                 None,
+                decided(retry_source, Some(&r.at)),
             )
         }
         Some(_) => {}
@@ -261,17 +323,24 @@ fn classify(
                     ReplayClass::NoRetry,
                     format!("streams text/event-stream at {}", source(at, root_file)),
                     None,
+                    decided(Source::EventStream, Some(at)),
                 );
             }
         }
     }
-    let declared = op
-        .idempotent_on_operation
-        .as_ref()
-        .or(op.idempotent_on_path.as_ref())
-        .or(raw.idempotent_on_root.as_ref());
-    let (idempotent, reason) = match declared {
-        Some(a) => (a.value, annotation("x-idempotent", a, root_file)),
+    let declared = [
+        (&op.idempotent_on_operation, Source::XIdempotentOperation),
+        (&op.idempotent_on_path, Source::XIdempotentPathItem),
+        (&raw.idempotent_on_root, Source::XIdempotentRoot),
+    ]
+    .into_iter()
+    .find_map(|(a, s)| a.as_ref().map(|a| (a, s)));
+    let (idempotent, reason, mut decided_by) = match declared {
+        Some((a, s)) => (
+            a.value,
+            annotation("x-idempotent", a, root_file),
+            decided(s, Some(&a.at)),
+        ),
         None => {
             let default = ReplayClass::method_default(&op.method) == ReplayClass::Idempotent;
             let verdict = if default {
@@ -282,11 +351,12 @@ fn classify(
             (
                 default,
                 format!("method default: {} {verdict} (RFC 9110)", op.method),
+                decided(Source::MethodDefault, None),
             )
         }
     };
     if idempotent {
-        return (ReplayClass::Idempotent, reason, None);
+        return (ReplayClass::Idempotent, reason, None, decided_by);
     }
     let key = op.header_parameters.iter().find(|h| {
         options
@@ -295,16 +365,20 @@ fn classify(
             .any(|k| k.eq_ignore_ascii_case(&h.value))
     });
     match key {
-        Some(h) => (
-            ReplayClass::Keyed,
-            format!(
-                "{reason}; replayable with its {} header declared at {}",
-                h.value,
-                source(&h.at, root_file)
-            ),
-            Some(h.value.clone()),
-        ),
-        None => (ReplayClass::NonReplayable, reason, None),
+        Some(h) => {
+            decided_by.key_at = Some(h.at.clone());
+            (
+                ReplayClass::Keyed,
+                format!(
+                    "{reason}; replayable with its {} header declared at {}",
+                    h.value,
+                    source(&h.at, root_file)
+                ),
+                Some(h.value.clone()),
+                decided_by,
+            )
+        }
+        None => (ReplayClass::NonReplayable, reason, None, decided_by),
     }
 }
 

@@ -8,12 +8,14 @@ pub mod node;
 mod openapi;
 pub mod policy;
 mod refs;
+pub mod source;
 
 use crate::diag::{pointer_push, Diagnostic, Diagnostics, Location};
 use crate::percent::percent_decode;
 pub use load::Limits;
 use node::{FileId, Mark, Node, Value};
 use policy::{raw_value, RawPolicy, RawPolicyEntry};
+pub use source::{FileSource, SpecRef};
 use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 use std::rc::Rc;
@@ -99,6 +101,7 @@ struct Reader {
     root_display_dir: PathBuf,
     diagnostics: Diagnostics,
     version: SpecVersion,
+    source: FileSource,
 }
 
 /// Where a `$ref` chain ends.
@@ -121,7 +124,13 @@ impl Target {
 /// (errors included: check [`Diagnostics::has_errors`]), or only the problems when the document
 /// cannot be read as an OpenAPI document at all.
 pub fn read(path: &Path, limits: &Limits) -> Result<(RawSpec, Diagnostics), Diagnostics> {
-    let display = path.to_string_lossy().replace('\\', "/");
+    read_spec(&SpecRef::file(path), limits)
+}
+
+/// [`read`] for a spec on disk or in a git revision (see [`SpecRef`]).
+pub fn read_spec(spec: &SpecRef, limits: &Limits) -> Result<(RawSpec, Diagnostics), Diagnostics> {
+    let path = spec.path.as_path();
+    let display = spec.display.clone();
     let mut reader = Reader {
         limits: *limits,
         files: Vec::new(),
@@ -134,6 +143,7 @@ pub fn read(path: &Path, limits: &Limits) -> Result<(RawSpec, Diagnostics), Diag
             .unwrap_or_default(),
         diagnostics: Diagnostics::default(),
         version: SpecVersion::OpenApi30,
+        source: spec.source.clone(),
     };
     let Some(root_id) = reader.load_root(path, &display) else {
         return Err(reader.diagnostics);

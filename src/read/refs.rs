@@ -5,7 +5,7 @@ use super::*;
 
 impl Reader {
     pub(super) fn load_root(&mut self, path: &Path, display: &str) -> Option<FileId> {
-        match path.canonicalize() {
+        match self.source.canonicalize(path) {
             Ok(canonical) => {
                 self.root_dir = canonical
                     .parent()
@@ -36,24 +36,17 @@ impl Reader {
         let at = referrer
             .cloned()
             .unwrap_or_else(|| Self::whole_file(&display));
-        let text = match std::fs::metadata(canonical) {
-            Ok(meta) if meta.len() > self.limits.max_bytes => Err(format!(
-                "the file is {} bytes, above the limit of {} bytes",
-                meta.len(),
-                self.limits.max_bytes
-            )),
-            Ok(meta) if meta.is_dir() => Err("it is a folder, not a file".to_string()),
-            Ok(_) => match std::fs::read(canonical) {
-                Ok(bytes) => String::from_utf8(bytes).map_err(|e| {
+        let text = self
+            .source
+            .read(canonical, self.limits.max_bytes)
+            .and_then(|bytes| {
+                String::from_utf8(bytes).map_err(|e| {
                     format!(
                         "it is not UTF-8 text (invalid byte at offset {})",
                         e.utf8_error().valid_up_to()
                     )
-                }),
-                Err(e) => Err(e.to_string()),
-            },
-            Err(e) => Err(e.to_string()),
-        };
+                })
+            });
         let text = match text {
             Ok(t) => t,
             Err(why) => {
@@ -158,18 +151,19 @@ impl Reader {
                     .map(Path::to_path_buf)
                     .unwrap_or_default();
                 let joined = base.join(&relative);
-                let canonical = match joined.canonicalize() {
+                let canonical = match self.source.canonicalize(&joined) {
                     Ok(c) => c,
                     Err(e) => {
                         self.error(at, format!("cannot resolve {text:?}: {e}"), "check the relative path; it resolves against the folder of the file that contains the `$ref`");
                         return Some(Err(()));
                     }
                 };
-                let display = self
-                    .root_display_dir
-                    .join(relative_path(&self.root_dir, &canonical))
-                    .to_string_lossy()
-                    .replace('\\', "/");
+                let display = self.source.display(&canonical).unwrap_or_else(|| {
+                    self.root_display_dir
+                        .join(relative_path(&self.root_dir, &canonical))
+                        .to_string_lossy()
+                        .replace('\\', "/")
+                });
                 match self.load_file(&canonical, display, Some(&at)) {
                     Some(id) => self.files[id as usize].clone(),
                     None => return Some(Err(())),
