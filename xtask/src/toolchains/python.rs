@@ -123,7 +123,9 @@ impl Toolchain for Python {
         check(work, &config, &["."], &["_runtime.py", "tests"])?;
         run(
             command("python3")
-                .args(["-W", "error", "-m", "unittest", "discover", "-s", "tests", "-t", "."])
+                .args([
+                    "-W", "error", "-m", "unittest", "discover", "-s", "tests", "-t", ".",
+                ])
                 .env("PYTHONDONTWRITEBYTECODE", "1")
                 .current_dir(work),
             "python3 -m unittest (runtime/python/tests)",
