@@ -1,13 +1,12 @@
 """Matching bench for the generated Python module (see bench/README.md).
 
-`cargo xtask bench` copies it next to the generated retry_policy.py.
+`cargo xtask bench` copies it next to the generated package, the folder
+retry_policy/.
 """
-
-from __future__ import annotations
 
 import sys
 import time
-from typing import Callable, List, Tuple
+from collections.abc import Callable
 
 import retry_policy as rp
 
@@ -56,7 +55,7 @@ def sample(requests: int, rounds: int, run: Callable[[], None]) -> float:
     return (time.perf_counter_ns() - t) / (rounds * requests)
 
 
-def median(values: List[float]) -> float:
+def median(values: list[float]) -> float:
     values = sorted(values)
     return values[len(values) // 2]
 
@@ -65,7 +64,7 @@ def main() -> int:
     if len(sys.argv) != 5:
         print("usage: bench.py MIXFILE WARM_MS MIN_MS SAMPLES", file=sys.stderr)
         return 2
-    mix: List[Tuple[str, str]] = []
+    mix: list[tuple[str, str]] = []
     with open(sys.argv[1], encoding="utf-8") as f:
         for line in f.read().split("\n"):
             if line:

@@ -1,24 +1,35 @@
-use super::escape::{c_like, check_identifier, push_quoted};
-use super::{push_comment_line, Backend, LanguageOptions};
+use super::escape::{c_like, push_quoted};
+use super::{push_comment_line, Backend, LanguageOptions, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToShoutySnakeCase;
 use std::fmt::Write;
 
+/// A target is a package folder: `__init__.py` (the tables and the public names, rendered from
+/// `templates/python/tables.j2`) and `_runtime.py` (runtime/python/, copied verbatim). The
+/// folder's name is the package's: there are no options.
 pub struct Python;
+
+static RUNTIME_FILES: [RuntimeFile; 1] = [RuntimeFile {
+    name: "_runtime.py",
+    source: include_str!("../../runtime/python/_runtime.py"),
+}];
 
 impl Backend for Python {
     fn name(&self) -> &'static str {
         "python"
     }
     fn default_options(&self) -> LanguageOptions {
-        LanguageOptions::from([("module".to_string(), "retry_policy".to_string())])
+        LanguageOptions::new()
     }
-    fn check_options(&self, options: &LanguageOptions) -> Result<(), String> {
-        check_identifier("module", &options["module"], &PYTHON_KEYWORDS)
+    fn check_options(&self, _options: &LanguageOptions) -> Result<(), String> {
+        Ok(())
     }
-    fn tables_file_name(&self, options: &LanguageOptions) -> String {
-        format!("{}.py", options["module"])
+    fn tables_file_name(&self, _options: &LanguageOptions) -> String {
+        "__init__.py".to_string()
+    }
+    fn runtime_files(&self) -> &'static [RuntimeFile] {
+        &RUNTIME_FILES
     }
     fn push_string_literal(&self, out: &mut String, s: &str) {
         push_quoted(out, s, c_like, |c| match c as u32 {
@@ -26,21 +37,6 @@ impl Backend for Python {
             u @ 0x100..=0xffff => format!("\\u{u:04x}"),
             u => format!("\\U{u:08x}"),
         })
-    }
-    /// A raw string `r"..."` when the pattern is printable ASCII without `"` (every backslash of
-    /// a pattern then stands for itself); otherwise an ordinary escaped literal.
-    fn push_regex_literal(&self, out: &mut String, pattern: &str) {
-        let raw_safe = pattern
-            .chars()
-            .all(|c| (' '..='~').contains(&c) && c != '"')
-            && pattern.chars().rev().take_while(|&c| c == '\\').count() % 2 == 0;
-        if raw_safe {
-            out.push_str("r\"");
-            out.push_str(pattern);
-            out.push('"');
-        } else {
-            self.push_string_literal(out, pattern)
-        }
     }
     fn null_literal(&self) -> &'static str {
         "None"
@@ -70,34 +66,27 @@ impl Backend for Python {
     }
 }
 
-const PYTHON_KEYWORDS: [&str; 35] = [
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
-    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
-    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
-    "with", "yield",
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The runtime is emitted byte for byte, carrying the generated marker in its first lines.
     #[test]
-    fn regex_literals_are_raw_when_they_can_be() {
-        assert_eq!(
-            Python.regex_literal(r"^/a\.b/[^/]+/?$"),
-            r#"r"^/a\.b/[^/]+/?$""#
-        );
-        assert_eq!(
-            Python.regex_literal(r"^/back\\slash/?$"),
-            r#"r"^/back\\slash/?$""#
-        );
-        // A quote, a control or a non-ASCII character needs an ordinary literal.
-        assert_eq!(Python.regex_literal("^/q\"/?$"), r#""^/q\"/?$""#);
-        assert_eq!(
-            Python.regex_literal("^/a\nb\u{2028}/?$"),
-            r#""^/a\nb\u2028/?$""#
-        );
-        assert_eq!(Python.regex_literal("^/\u{1F600}$"), r#""^/\U0001f600$""#);
+    fn runtime_is_copied_verbatim() {
+        let options = LanguageOptions::new();
+        let files = Python.runtime_files();
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].name, "_runtime.py");
+        assert_eq!(Python.runtime_text(&files[0], &options), files[0].source);
+        assert!(crate::emit::is_generated(files[0].source));
+        assert_eq!(Python.tables_file_name(&options), "__init__.py");
+    }
+
+    #[test]
+    fn the_module_option_is_gone() {
+        let given = LanguageOptions::from([("module".to_string(), "x".to_string())]);
+        assert!(crate::emit::resolve_options(&Python, &given).is_err());
+        assert!(crate::emit::resolve_options(&Python, &LanguageOptions::new()).is_ok());
     }
 
     #[test]

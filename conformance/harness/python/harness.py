@@ -1,15 +1,14 @@
-"""Conformance harness for the Python module.
+"""Conformance harness for the Python package.
 
 Reads a case file (conformance/README.md) and prints one result line per case.
-`cargo xtask` copies it next to the generated retry_policy.py.
+`cargo xtask` copies it next to the generated package, as the folder retry_policy/
+(`__init__.py` tables and `_runtime.py`).
 """
-
-from __future__ import annotations
 
 import re
 import struct
 import sys
-from typing import List, Optional, Sequence
+from collections.abc import Sequence
 
 import retry_policy as rp
 
@@ -41,7 +40,7 @@ def to_hex(text: str) -> str:
     return text.encode("utf-8").hex()
 
 
-def optional_hex(text: str) -> Optional[str]:
+def optional_hex(text: str) -> str | None:
     return None if text == "-" else unhex(text)
 
 
@@ -51,7 +50,7 @@ def integer(text: str) -> int:
     return int(text)
 
 
-def optional_integer(text: str) -> Optional[int]:
+def optional_integer(text: str) -> int | None:
     return None if text == "-" else integer(text)
 
 
@@ -76,7 +75,7 @@ def flag(text: str) -> bool:
     return text == "1"
 
 
-def policy_fields(policy: rp.RetryPolicy) -> List[str]:
+def policy_fields(policy: rp.RetryPolicy) -> list[str]:
     return [
         str(policy.max_retries),
         str(policy.initial_backoff_ms),
@@ -142,8 +141,8 @@ def expect_fields(f: Sequence[str], count: int) -> None:
         raise Malformed(f"{f[0]} line has {len(f)} fields, expected {count}")
 
 
-def run(lines: Sequence[str]) -> List[str]:
-    out: List[str] = []
+def run(lines: Sequence[str]) -> list[str]:
+    out: list[str] = []
     for line in lines:
         if line == "":
             continue

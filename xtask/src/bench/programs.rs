@@ -124,12 +124,13 @@ fn build_typescript(module: &Module, work: &Path) -> Result<Vec<String>> {
 }
 
 fn build_python(module: &Module, work: &Path) -> Result<Vec<String>> {
-    let module = module.tables();
     copy_sources("python", work)?;
-    std::fs::copy(
-        module,
-        work.join(module.file_name().context("module name")?),
-    )?;
+    // The target is a package folder, imported by bench.py as `retry_policy`.
+    let package = work.join("retry_policy");
+    std::fs::create_dir_all(&package)?;
+    for file in &module.files {
+        std::fs::copy(file, package.join(file.file_name().context("module name")?))?;
+    }
     // Compile once here so that no run pays for it.
     run(
         command("python3")

@@ -1,10 +1,12 @@
-//! Python: `black --check`, `ruff check` and `mypy --strict` (all against Python 3.9), then an
-//! import with warnings as errors; the harness is a plain script run by `python3`.
+//! Python: a target is a package folder (`__init__.py` tables + `_runtime.py`, Python 3.10+).
+//! `black --check`, `ruff check` and `mypy --strict` over the package, with the configuration of
+//! runtime/python/pyproject.toml (the same file checks the runtime project itself), then an import
+//! with warnings as errors that also proves no regular expression is compiled at import. The
+//! harness is a plain script run by `python3` beside the package, imported as `retry_policy`.
 //!
 //! The tools live in `.cache/toolchains/python`, installed there by
 //! scripts/bootstrap-toolchains.sh with `pip install --target`; versions are pinned so that the
-//! formatting and the findings never drift between machines. mypy stays on 1.x: 2.x no longer
-//! checks code against Python 3.9.
+//! formatting and the findings never drift between machines.
 
 use super::{command, copy_harness, root, run, Built, Module, Toolchain};
 use anyhow::{bail, Context, Result};
@@ -17,24 +19,26 @@ pub const BLACK_VERSION: &str = "26.10.1";
 pub const RUFF_VERSION: &str = "0.17.6";
 pub const MYPY_VERSION: &str = "1.20.2";
 
-/// Checked with one configuration, written next to the module so that no configuration of the
-/// surrounding checkout applies. E501 is left to black, as black's documentation recommends: a
-/// generated table may hold a path longer than a line.
-const LINT_CONFIG: &str = r#"[tool.black]
-target-version = ["py39"]
+/// The name the harness, the bench and the lint import the generated package under.
+const PACKAGE: &str = "retry_policy";
 
-[tool.ruff]
-target-version = "py39"
+/// The runtime project: its pyproject.toml is the one lint configuration (black py310, ruff's
+/// rule set with pyupgrade, mypy --strict for 3.10).
+fn runtime_dir() -> PathBuf {
+    root().join("runtime/python")
+}
 
-[tool.ruff.lint]
-select = ["E", "W", "F", "I", "B", "N", "A", "C4", "SIM", "RUF", "ANN", "PIE", "RET", "ARG", "FBT", "PERF", "PYI", "D"]
-ignore = ["E501", "D203", "D213"]
-
-[tool.mypy]
-python_version = "3.9"
-strict = true
-warn_unreachable = true
-"#;
+/// Copies the files of a rendered target into `dir/retry_policy/`; returns the package folder.
+fn copy_package(module: &Module, dir: &Path) -> Result<PathBuf> {
+    let package = dir.join(PACKAGE);
+    std::fs::create_dir_all(&package)?;
+    for file in &module.files {
+        let name = file.file_name().context("module file without a name")?;
+        std::fs::copy(file, package.join(name))
+            .with_context(|| format!("copying {}", file.display()))?;
+    }
+    Ok(package)
+}
 
 fn tools_dir() -> PathBuf {
     root().join(".cache/toolchains/python")
@@ -90,75 +94,48 @@ impl Toolchain for Python {
     }
 
     fn lint(&self, module: &Module, work: &Path) -> Result<()> {
-        let module = module.tables();
-        require("black", BLACK_VERSION)?;
-        require("ruff", RUFF_VERSION)?;
-        require("mypy", MYPY_VERSION)?;
+        require_tools()?;
         std::fs::create_dir_all(work)?;
-        let name = module
-            .file_name()
-            .context("module without a file name")?
-            .to_string_lossy()
-            .into_owned();
-        let stem = name
-            .strip_suffix(".py")
-            .context("a Python module ends in .py")?
-            .to_string();
-        std::fs::copy(module, work.join(&name))?;
+        copy_package(module, work)?;
         let config = work.join("pyproject.toml");
-        std::fs::write(&config, LINT_CONFIG)?;
-
-        run(
-            tool("black")
-                .args(["--check", "--diff", "--config"])
-                .arg(&config)
-                .arg(&name)
-                .current_dir(work),
-            "black --check",
-        )?;
-        run(
-            tool("ruff")
-                .args(["check", "--no-cache", "--config"])
-                .arg(&config)
-                .arg(&name)
-                .current_dir(work),
-            "ruff check",
-        )?;
-        run(
-            tool("mypy")
-                .args(["--strict", "--no-incremental", "--config-file"])
-                .arg(&config)
-                .arg(&name)
-                .current_dir(work),
-            "mypy --strict",
-        )?;
-        // Importing runs every `re.compile` and the table construction; -W error turns an invalid
-        // escape sequence (a SyntaxWarning) or any deprecation into a failure.
+        std::fs::copy(runtime_dir().join("pyproject.toml"), &config)?;
+        check(work, &config, &[PACKAGE], &["-p", PACKAGE])?;
+        // Importing builds the tables and the matcher; -W error turns an invalid escape sequence
+        // (a SyntaxWarning) or any deprecation into a failure. Nothing may compile a regular
+        // expression until NON_REPLAYABLE_OPERATIONS or an operation's pattern is read.
         run(
             command("python3")
                 .args(["-W", "error", "-c"])
-                .arg(format!("import {stem}"))
+                .arg(IMPORT_CHECK)
                 .env("PYTHONPATH", work)
                 .env("PYTHONDONTWRITEBYTECODE", "1")
                 .current_dir(work),
-            "importing the module",
+            "importing the package",
         )?;
         Ok(())
     }
 
-    fn runtime_tests(&self, _work: &Path) -> Result<()> {
-        bail!(
-            "{}: the runtime is still template text; runtime/{} does not exist yet",
-            self.language(),
-            self.language()
-        )
+    fn runtime_tests(&self, work: &Path) -> Result<()> {
+        require_tools()?;
+        copy_project(&runtime_dir(), work)
+            .with_context(|| format!("copying {}", runtime_dir().display()))?;
+        let config = work.join("pyproject.toml");
+        check(work, &config, &["."], &["_runtime.py", "tests"])?;
+        run(
+            command("python3")
+                .args([
+                    "-W", "error", "-m", "unittest", "discover", "-s", "tests", "-t", ".",
+                ])
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .current_dir(work),
+            "python3 -m unittest (runtime/python/tests)",
+        )?;
+        Ok(())
     }
 
     fn build(&self, module: &Module, work: &Path) -> Result<Built> {
-        let module = module.tables();
         copy_harness("python", work)?;
-        let name = module.file_name().context("module without a file name")?;
-        std::fs::copy(module, work.join(name))?;
+        copy_package(module, work)?;
         Ok(Built {
             argv: vec![
                 "python3".into(),
@@ -167,4 +144,78 @@ impl Toolchain for Python {
             cwd: work.to_path_buf(),
         })
     }
+}
+
+/// Imports the package with `re.compile` counting (after the standard library modules it uses,
+/// which compile their own), classifies a few requests, and fails if any expression was compiled;
+/// then reads the list.
+const IMPORT_CHECK: &str = r#"
+import collections.abc, dataclasses, enum, functools, math, re, typing  # the standard library's own
+compiled = []
+real = re.compile
+def counting(pattern, flags=0):
+    compiled.append(pattern)
+    return real(pattern, flags)
+re.compile = counting
+import retry_policy as rp
+for method in ("GET", "post"):
+    for path in ("/", "/a/b%20c?x#y", rp.BASE_PATH + "/x/"):
+        rp.classify(method, path)
+assert compiled == [], f"compiled at import or by classify: {compiled!r}"
+assert len(list(rp.NON_REPLAYABLE_OPERATIONS)) == len(rp.NON_REPLAYABLE_OPERATIONS)
+"#;
+
+fn require_tools() -> Result<()> {
+    require("black", BLACK_VERSION)?;
+    require("ruff", RUFF_VERSION)?;
+    require("mypy", MYPY_VERSION)
+}
+
+/// black --check, ruff check and mypy --strict in `dir` with `config`; black and ruff get
+/// `paths`, mypy `mypy_args`.
+fn check(dir: &Path, config: &Path, paths: &[&str], mypy_args: &[&str]) -> Result<()> {
+    run(
+        tool("black")
+            .args(["--check", "--diff", "--config"])
+            .arg(config)
+            .args(paths)
+            .current_dir(dir),
+        "black --check",
+    )?;
+    run(
+        tool("ruff")
+            .args(["check", "--no-cache", "--config"])
+            .arg(config)
+            .args(paths)
+            .current_dir(dir),
+        "ruff check",
+    )?;
+    run(
+        tool("mypy")
+            .args(["--strict", "--no-incremental", "--config-file"])
+            .arg(config)
+            .args(mypy_args)
+            .current_dir(dir),
+        "mypy --strict",
+    )?;
+    Ok(())
+}
+
+/// Copies the runtime project, leaving out caches (`__pycache__`, `.mypy_cache`...).
+fn copy_project(src: &Path, dst: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dst)?;
+    for entry in std::fs::read_dir(src)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let text = name.to_string_lossy();
+        if text.starts_with('.') || text == "__pycache__" {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            copy_project(&entry.path(), &dst.join(&name))?;
+        } else {
+            std::fs::copy(entry.path(), dst.join(&name))?;
+        }
+    }
+    Ok(())
 }
