@@ -218,6 +218,26 @@ fn generate_then_check_then_drift() {
     std::fs::remove_file(&mine).unwrap();
     assert_eq!(python_files(dir.path()), written_python);
 
+    // A file retrygen did not write is never overwritten: the run fails and changes nothing.
+    let theirs = dir.path().join("sdk/ts/src/retry").join(
+        std::fs::read_dir(dir.path().join("sdk/ts/src/retry"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .file_name(),
+    );
+    let generated = std::fs::read_to_string(&theirs).unwrap();
+    std::fs::write(&theirs, "// my own code\n").unwrap();
+    let (code, _, err) = retrygen(&["generate", "--config", config]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("refusing to overwrite"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&theirs).unwrap(),
+        "// my own code\n"
+    );
+    std::fs::write(&theirs, generated).unwrap();
+
     let original = std::fs::read_to_string(&py).unwrap();
     std::fs::write(&py, original.replacen('\n', "\n# hand edit\n", 1)).unwrap();
     let before = std::fs::read_to_string(&py).unwrap();

@@ -205,7 +205,8 @@ fn check_never_writes() {
         .unwrap()
         .unwrap()
         .path();
-    std::fs::write(&ts, "stale\n").unwrap();
+    let stale = std::fs::read_to_string(&ts).unwrap() + "// stale\n";
+    std::fs::write(&ts, stale).unwrap();
     let before = snapshot(dir.path());
     assert_eq!(
         retrygen(&["check", "--config", config.to_str().unwrap()]).0,
