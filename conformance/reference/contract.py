@@ -523,6 +523,8 @@ class Api:
             if c in "?#":
                 path = path[:i]
                 break
+        if path == "" or path[0] != "/":
+            path = "/" + path
         b = self.base_path
         if b and (path == b or path.startswith(b + "/")):
             path = path[len(b) :]
@@ -557,3 +559,396 @@ class Api:
                 if re.fullmatch(op.pattern(), path) is not None:
                     return True
         return False
+
+
+# =============================================================================================
+# Contract v2 (docs/contract.md, "v2" rules): validation, the policy's new keys, server
+# directives, keyed statuses, the over-cap mode, the retry budget, classify with a runtime base
+# URL and full URLs, the safe list, has_idempotency_key and the retry event.
+#
+# Every v2 function either returns its result or raises Invalid(key), the contract's one error
+# kind ("invalid_input") with its message key (the name of the offending field).
+# ---------------------------------------------------------------------------------------------
+
+MAX_COUNTER = 2**53 - 1  # retries_used, elapsed_ms, previous_delay_ms, budget values: JS-exact
+BUDGET_MAX = 1000000
+
+DEFAULT_POLICY_V2 = dict(DEFAULT_POLICY)
+DEFAULT_POLICY_V2.update({
+    "retry_only_with_server_delay": [],
+    "key_in_flight_statuses": [409],
+    "key_reused_statuses": [422],
+    "server_directive_headers": ["x-should-retry"],
+    "retry_after_over_cap": "refuse",
+    "unknown_operation_class": "method_default",
+    "budget_capacity": 500,
+    "budget_retry_cost": 5,
+    "budget_timeout_cost": 10,
+    "budget_success_refund": 1,
+})
+
+# What a v1 `D` line means under v2: the new keys at values that change nothing.
+NEUTRAL_V2 = {
+    "retry_only_with_server_delay": [],
+    "key_in_flight_statuses": [],
+    "key_reused_statuses": [],
+    "server_directive_headers": [],
+    "retry_after_over_cap": "refuse",
+    "unknown_operation_class": "method_default",
+}
+
+OVER_CAP_MODES = ("refuse", "clamp")
+UNKNOWN_CLASSES = ("method_default", "non_replayable", "no_retry")
+BUDGET_KINDS = ("retry", "timeout")
+REASONS_V2 = REASONS + ("server_said_no", "server_said_yes", "key_in_flight", "key_reused", "no_server_delay",
+                        "budget_exhausted")
+_TCHAR = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+class Invalid(Exception):
+    """The contract's invalid_input error; `key` is the message key every language reports."""
+
+    def __init__(self, key):
+        Exception.__init__(self, key)
+        self.key = key
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int_in(key, v, lo, hi):
+    if not _is_int(v) or not lo <= v <= hi:
+        raise Invalid(key)
+
+
+def _statuses(key, v):
+    if not isinstance(v, list) or any(not _is_int(s) or not 100 <= s <= 599 for s in v):
+        raise Invalid(key)
+
+
+def is_scalar_string(s):
+    """A string of Unicode scalar values: no lone surrogate (Python str may hold one)."""
+    return isinstance(s, str) and not any(0xD800 <= ord(c) <= 0xDFFF for c in s)
+
+
+def policy_v2(overrides=None):
+    """V1-V2: the v2 defaults with `overrides`, every value checked in the policy table's order;
+    the first failing key raises Invalid("policy.<key>")."""
+    p = dict(DEFAULT_POLICY_V2)
+    for key, value in (overrides or {}).items():
+        if key not in p:
+            raise ValueError("unknown policy key %r" % key)  # a vector-writing mistake, not a case
+        p[key] = value
+    check_policy_v2(p)
+    return p
+
+
+def check_policy_v2(p):
+    _int_in("policy.max_retries", p["max_retries"], 0, 100)
+    _int_in("policy.initial_backoff_ms", p["initial_backoff_ms"], 1, DAY_MS)
+    _int_in("policy.max_backoff_ms", p["max_backoff_ms"], 1, DAY_MS)
+    m = p["multiplier"]
+    if not isinstance(m, (int, float)) or isinstance(m, bool) or not 1.0 <= m <= 10.0:  # NaN fails too
+        raise Invalid("policy.multiplier")
+    if p["jitter"] not in JITTERS:
+        raise Invalid("policy.jitter")
+    _statuses("policy.retryable_statuses", p["retryable_statuses"])
+    _statuses("policy.rejected_statuses", p["rejected_statuses"])
+    _int_in("policy.retry_after_cap_ms", p["retry_after_cap_ms"], 0, DAY_MS)
+    if p["deadline_ms"] is not None:
+        _int_in("policy.deadline_ms", p["deadline_ms"], 1, DAY_MS)
+    _statuses("policy.retry_only_with_server_delay", p["retry_only_with_server_delay"])
+    _statuses("policy.key_in_flight_statuses", p["key_in_flight_statuses"])
+    _statuses("policy.key_reused_statuses", p["key_reused_statuses"])
+    h = p["server_directive_headers"]
+    if not isinstance(h, list) or any(not isinstance(n, str) or _TCHAR.fullmatch(n) is None for n in h):
+        raise Invalid("policy.server_directive_headers")
+    if p["retry_after_over_cap"] not in OVER_CAP_MODES:
+        raise Invalid("policy.retry_after_over_cap")
+    if p["unknown_operation_class"] not in UNKNOWN_CLASSES:
+        raise Invalid("policy.unknown_operation_class")
+    _int_in("policy.budget_capacity", p["budget_capacity"], 0, BUDGET_MAX)
+    _int_in("policy.budget_retry_cost", p["budget_retry_cost"], 1, BUDGET_MAX)
+    _int_in("policy.budget_timeout_cost", p["budget_timeout_cost"], 1, BUDGET_MAX)
+    _int_in("policy.budget_success_refund", p["budget_success_refund"], 0, BUDGET_MAX)
+    # V2: cross-field
+    if p["initial_backoff_ms"] > p["max_backoff_ms"]:
+        raise Invalid("policy.max_backoff_ms")
+
+
+# --- the retry budget (K1-K4) ---
+
+
+def _check_tokens(p, tokens):
+    _int_in("input.budget_tokens", tokens, 0, p["budget_capacity"])
+
+
+def budget_new(p):
+    """K1: a full bucket (0 tokens when the budget is disabled)."""
+    return p["budget_capacity"]
+
+
+def budget_try_acquire(p, tokens, kind):
+    """K2: (allowed, tokens). Disabled (capacity 0): always allowed, nothing taken."""
+    _check_tokens(p, tokens)
+    if kind not in BUDGET_KINDS:
+        raise Invalid("input.budget_kind")
+    if p["budget_capacity"] == 0:
+        return True, tokens
+    cost = p["budget_timeout_cost"] if kind == "timeout" else p["budget_retry_cost"]
+    if tokens < cost:
+        return False, tokens
+    return True, tokens - cost
+
+
+def budget_record_success(p, tokens, released):
+    """K3: a request succeeded; `released` is what its last granted retry took (0 when it was
+    not retried): that comes back, else the success refund; never above the capacity."""
+    _check_tokens(p, tokens)
+    _int_in("input.budget_release", released, 0, BUDGET_MAX)
+    if p["budget_capacity"] == 0:
+        return tokens
+    return min(p["budget_capacity"], tokens + (released if released > 0 else p["budget_success_refund"]))
+
+
+# --- decide, v2 ---
+
+
+def directive_value(text):
+    """"true"/"false" (ASCII case-insensitive, trimmed of spaces and tabs) or None."""
+    if text is None:
+        return None
+    t = _trim(text).lower() if all(ord(c) < 128 for c in text) else None
+    return {"true": True, "false": False}.get(t)
+
+
+def check_input_v2(p, inp):
+    """V3-V7, in the input table's order."""
+    if inp["class"] not in CLASSES:
+        raise Invalid("input.class")
+    outcome = inp["outcome"]
+    failure = outcome.get("failure")
+    if failure is not None and failure not in FAILURES:
+        raise Invalid("input.outcome")
+    if failure is None:
+        s = outcome["status"]
+        if not _is_int(s) or not 100 <= s <= 599:
+            raise Invalid("input.status")
+    for key in ("retries_used", "elapsed_ms", "previous_delay_ms"):
+        _int_in("input." + key, inp[key], 0, MAX_COUNTER)
+    r = inp["random"]
+    if not isinstance(r, float) or not 0.0 <= r < 1.0:  # NaN compares false
+        raise Invalid("input.random")
+    if inp.get("budget_tokens") is not None:
+        _check_tokens(p, inp["budget_tokens"])
+
+
+def decide_v2(policy, inp):
+    """{"retry", "delay_ms", "reason", "budget_tokens"} or raises Invalid."""
+    p = policy_v2(policy)
+    check_input_v2(p, inp)
+    tokens = inp.get("budget_tokens")
+
+    def stop(reason):
+        return {"retry": False, "delay_ms": 0, "reason": reason, "budget_tokens": tokens}
+
+    cls = inp["class"]
+    outcome = inp["outcome"]
+    failure = outcome.get("failure")
+    status = None if failure is not None else outcome["status"]
+    key = bool(inp["has_idempotency_key"])
+    replayable = cls == "idempotent" or (cls == "keyed" and key)
+    directive = None
+    if failure is None and p["server_directive_headers"]:
+        directive = directive_value(outcome.get("directive"))
+
+    if failure == "aborted":  # R1
+        return stop("aborted")
+    if cls == "no_retry":  # R2
+        return stop("no_retry_operation")
+    if inp["retries_used"] >= p["max_retries"]:  # R3
+        return stop("exhausted")
+    if failure == "connect":  # R4
+        reason = "connect_failure"
+    elif failure == "transport":  # R5
+        if not replayable:
+            return stop("not_replayable")
+        reason = "transport_failure"
+    elif directive is False:  # R6
+        return stop("server_said_no")
+    elif key and status in p["key_reused_statuses"]:  # R7
+        return stop("key_reused")
+    elif key and status in p["key_in_flight_statuses"]:  # R8
+        reason = "key_in_flight"
+    elif directive is True and replayable:  # R9
+        reason = "server_said_yes"
+    elif status in p["rejected_statuses"]:  # R10
+        reason = "rejected_status"
+    elif status in p["retryable_statuses"]:  # R11
+        if not replayable:
+            return stop("not_replayable")
+        reason = "retryable_status"
+    else:  # R12
+        return stop("status_not_retryable")
+    delay = None
+    if failure is None:
+        sd = server_delay(outcome.get("retry_after"), outcome.get("retry_after_ms"), inp["now_ms"])
+        if sd is None and status in p["retry_only_with_server_delay"]:  # R13
+            return stop("no_server_delay")
+        if sd is OVER_ANY_CAP or (sd is not None and sd > p["retry_after_cap_ms"]):  # R14
+            if p["retry_after_over_cap"] == "refuse":
+                return stop("retry_after_over_cap")
+            sd = p["retry_after_cap_ms"]
+        delay = sd
+    if delay is None:  # R15
+        delay = backoff(p, inp["retries_used"], inp["previous_delay_ms"], inp["random"])
+    if p["deadline_ms"] is not None and inp["elapsed_ms"] + delay > p["deadline_ms"]:  # R16
+        return stop("deadline")
+    if tokens is not None:  # R17
+        allowed, after = budget_try_acquire(p, tokens, "timeout" if inp.get("timed_out") else "retry")
+        if not allowed:
+            return stop("budget_exhausted")
+        tokens = after
+    return {"retry": True, "delay_ms": delay, "reason": reason, "budget_tokens": tokens}  # R18
+
+
+# --- classify, v2 (C1-C4 on top of section 2) ---
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def strip_origin(target):
+    """C1: `scheme://authority` removed from a full URL; anything else unchanged."""
+    m = _SCHEME.match(target)
+    if m is None:
+        rest = target
+    else:
+        rest = target[m.end():]
+        for i, c in enumerate(rest):
+            if c in "/?#":
+                rest = rest[i:]
+                break
+        else:
+            rest = ""
+    if rest != "" and rest[0] not in "/?#":
+        rest = "/" + rest  # a relative target is taken from the root
+    return rest
+
+
+def base_path_of(base):
+    """C2: the base path of a configured base (a path or a full URL)."""
+    path = strip_origin(base)
+    for i, c in enumerate(path):
+        if c in "?#":
+            path = path[:i]
+            break
+    return path.rstrip("/")
+
+
+class Classifier:
+    """classify with a configured base (None: the spec's base path) and the policy's
+    unknown_operation_class."""
+
+    def __init__(self, api, base=None, unknown="method_default"):
+        if base is not None and not is_scalar_string(base):
+            raise Invalid("input.base")
+        if unknown not in UNKNOWN_CLASSES:
+            raise Invalid("policy.unknown_operation_class")
+        self.api = api
+        self.base_path = api.base_path if base is None else base_path_of(base)
+        self.unknown = unknown
+
+    def classify(self, method, target):
+        if not is_scalar_string(method):
+            raise Invalid("input.method")
+        if not is_scalar_string(target):
+            raise Invalid("input.path")
+        path = strip_origin(target)
+        saved = self.api.base_path
+        self.api.base_path = self.base_path
+        try:
+            cls, op = self.api.classify(method, path)
+        finally:
+            self.api.base_path = saved
+        if op is None and self.unknown != "method_default":
+            cls = self.unknown
+        return cls, op
+
+
+def retry_event(method, op, retries_used, decision):
+    """The event of a granted retry: attempt, reason, delay, method, template, operationId."""
+    assert decision["retry"]
+    return {
+        "attempt": retries_used + 1,
+        "reason": decision["reason"],
+        "delay_ms": decision["delay_ms"],
+        "method": op.method if op is not None else ascii_upper(method),
+        "path_template": op.path if op is not None else None,
+        "operation_id": op.operation_id if op is not None else None,
+    }
+
+
+# --- has_idempotency_key and the safe list ---
+
+
+def ascii_lower(text):
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
+
+
+def has_idempotency_key(header, headers):
+    """H1: the operation declares `header` and the request carries it (name compared ASCII
+    case-insensitively) with a value that is not empty after trimming spaces and tabs."""
+    if header is None:
+        return False
+    want = ascii_lower(header)
+    return any(ascii_lower(n) == want and _trim(v) != "" for n, v in headers)
+
+
+def _hex_digit_class(d):
+    return d if d.isdigit() else "[%s%s]" % (d.upper(), d.lower())
+
+
+def _encoded_alternatives(text):
+    """Each character as itself or as the percent-encoding of its UTF-8 bytes (either hex case);
+    `/` only encoded (a raw one would end the segment)."""
+    out = ""
+    for c in text:
+        enc = "".join("%" + _hex_digit_class("%X" % (b >> 4)) + _hex_digit_class("%X" % (b & 15))
+                      for b in c.encode("utf-8"))
+        if c == "/":
+            out += enc
+        else:
+            out += "(?:%s|%s)" % (_regex_escape(c), enc)
+    return out
+
+
+def safe_pattern(op):
+    """L1: the anchored expression of the safe list for one template."""
+    if not op.segments:
+        return "^//?$"  # the root, and one trailing slash as everywhere
+    out = "^"
+    for kind, value in op.segments:
+        out += "/"
+        if kind == "literal":
+            out += _encoded_alternatives(percent_decode(value))
+        elif kind == "param":
+            out += "[^/]+"
+        else:
+            for piece_kind, text in value:
+                out += _encoded_alternatives(percent_decode(text)) if piece_kind == "literal" else "[^/]+"
+    return out + "/?$"
+
+
+def safe_list(operations, headers_of):
+    """[(method, pattern, idempotency header or None)]: non_replayable and keyed, table order."""
+    return [(op.method, safe_pattern(op), headers_of.get(op.operation_id) if op.cls == "keyed" else None)
+            for op in operations if op.cls in ("non_replayable", "keyed")]
+
+
+def safe_list_match(entries, method, path):
+    """(matched, header of the first matching entry)."""
+    for m, pattern, header in entries:
+        if m == method and re.fullmatch(pattern, path) is not None:
+            return True, header
+    return False, None

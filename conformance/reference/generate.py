@@ -29,6 +29,7 @@ sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 sys.path.insert(0, HERE)
 
 import contract  # noqa: E402
+import generate_v2  # noqa: E402
 
 DECIDE_JSON = os.path.join(ROOT, "conformance", "vectors", "decide.json")
 CLASSIFY_JSON = os.path.join(ROOT, "conformance", "vectors", "classify.json")
@@ -1308,7 +1309,9 @@ def main(argv):
         if "--check-cli" in argv:
             check_cli()
         outputs = [(DECIDE_JSON, render(build_decide())), (CLASSIFY_JSON, render(build_classify()))]
-    except Failure as e:
+        for file_name, doc in generate_v2.build_all(TABLES):
+            outputs.append((os.path.join(ROOT, "conformance", "vectors", file_name), render(doc)))
+    except (Failure, generate_v2.Failure) as e:
         print("generate.py: FAILED: %s" % e, file=sys.stderr)
         return 1
     stale = []

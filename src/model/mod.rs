@@ -449,14 +449,67 @@ pub struct Classification {
     pub class: ReplayClass,
 }
 
+/// Contract v2, C1: removes `scheme://authority` from a full URL (the scheme is a letter, then
+/// letters, digits, `+`, `-` or `.`); a target that then neither is empty nor starts with `/`,
+/// `?` or `#` is taken from the root (a `/` is put in front).
+pub fn strip_origin(target: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = target.as_bytes();
+    let scheme_len = bytes.first().filter(|b| b.is_ascii_alphabetic()).map(|_| {
+        bytes
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+            .count()
+    });
+    let mut rest = target;
+    if let Some(n) = scheme_len {
+        if target[n..].starts_with("://") {
+            let after = &target[n + 3..];
+            rest = after.find(['/', '?', '#']).map_or("", |i| &after[i..]);
+        }
+    }
+    if rest.is_empty() || rest.starts_with(['/', '?', '#']) {
+        std::borrow::Cow::Borrowed(rest)
+    } else {
+        std::borrow::Cow::Owned(format!("/{rest}"))
+    }
+}
+
+/// Contract v2, C2: the base path of a configured base (a path or a full URL): origin, query and
+/// fragment removed, then every trailing `/`; empty means no base path. Never decoded.
+pub fn base_path_of(base: &str) -> String {
+    let path = strip_origin(base);
+    let end = path.find(['?', '#']).unwrap_or(path.len());
+    path[..end].trim_end_matches('/').to_string()
+}
+
 impl Api {
-    /// docs/contract.md section 2, the reference the generated modules are checked against.
-    pub fn classify(&self, method: &str, path: &str) -> Classification {
+    /// docs/contract.md section 2 with the spec's base path and the method default for requests
+    /// that match no operation; `target` is a path or a full URL.
+    pub fn classify(&self, method: &str, target: &str) -> Classification {
+        self.classify_with(
+            &self.base_path,
+            policy::UnknownClass::MethodDefault,
+            method,
+            target,
+        )
+    }
+
+    /// docs/contract.md section 2 (contract v2): classify with a configured base path (see
+    /// [`base_path_of`]) and the policy's `unknown_operation_class`. The reference the generated
+    /// modules are checked against.
+    pub fn classify_with(
+        &self,
+        base_path: &str,
+        unknown: policy::UnknownClass,
+        method: &str,
+        target: &str,
+    ) -> Classification {
         let method = method.to_ascii_uppercase();
-        let end = path.find(['?', '#']).unwrap_or(path.len());
-        let mut path = &path[..end];
-        if !self.base_path.is_empty() {
-            if let Some(rest) = path.strip_prefix(self.base_path.as_str()) {
+        let stripped = strip_origin(target);
+        let end = stripped.find(['?', '#']).unwrap_or(stripped.len());
+        let mut path = &stripped[..end];
+        if !base_path.is_empty() {
+            if let Some(rest) = path.strip_prefix(base_path) {
                 if rest.is_empty() || rest.starts_with('/') {
                     path = rest;
                 }
@@ -480,10 +533,14 @@ impl Api {
                 .ok()
                 .map(|i| ops[i].1)
         });
-        let class = operation.map_or_else(
-            || ReplayClass::method_default(&method),
-            |i| self.operations[i].class,
-        );
+        let class = match operation {
+            Some(i) => self.operations[i].class,
+            None => match unknown {
+                policy::UnknownClass::MethodDefault => ReplayClass::method_default(&method),
+                policy::UnknownClass::NonReplayable => ReplayClass::NonReplayable,
+                policy::UnknownClass::NoRetry => ReplayClass::NoRetry,
+            },
+        };
         Classification { operation, class }
     }
 
@@ -589,6 +646,50 @@ paths:
         assert!(!mixed_matches_pub(".b", &p));
         assert!(!mixed_matches_pub("a.", &p));
         assert!(!mixed_matches_pub("ab", &p));
+    }
+
+    #[test]
+    fn v2_base_and_full_urls() {
+        let api = api(SPEC);
+        let id = |base: &str, m: &str, p: &str| {
+            api.classify_with(
+                &base_path_of(base),
+                policy::UnknownClass::MethodDefault,
+                m,
+                p,
+            )
+            .operation
+            .map(|i| api.operations[i].operation_id.clone().unwrap())
+        };
+        assert_eq!(
+            id("/base", "GET", "https://h:1/base/a/b/c?x"),
+            Some("abc".into())
+        );
+        assert_eq!(
+            id("https://gw/proxy/base/", "GET", "/proxy/base/a/b/c"),
+            Some("abc".into())
+        );
+        assert_eq!(id("/base", "GET", "/proxy/base/a/b/c"), None);
+        assert_eq!(id("", "POST", "http://h"), Some("root".into()));
+        assert_eq!(id("", "GET", "a/b/c"), Some("abc".into()));
+        assert_eq!(base_path_of("HTTP://u@h:8/v1//?q"), "/v1");
+        assert_eq!(base_path_of("/"), "");
+        assert_eq!(strip_origin("/a:b//c"), "/a:b//c");
+        assert_eq!(strip_origin("1http://h/x"), "/1http://h/x");
+        let unknown = api.classify_with("/base", policy::UnknownClass::NoRetry, "GET", "/zz");
+        assert_eq!(
+            (unknown.operation, unknown.class),
+            (None, ReplayClass::NoRetry)
+        );
+        assert_eq!(
+            api.operations
+                .iter()
+                .find(|o| o.path == "/f/archive.tar")
+                .unwrap()
+                .template
+                .safe_regex(),
+            "^/(?:f|%66)/(?:a|%61)(?:r|%72)(?:c|%63)(?:h|%68)(?:i|%69)(?:v|%76)(?:e|%65)(?:\\.|%2[Ee])(?:t|%74)(?:a|%61)(?:r|%72)/?$"
+        );
     }
 
     fn mixed_matches_pub(s: &str, p: &[path::Piece]) -> bool {

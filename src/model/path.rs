@@ -94,6 +94,73 @@ impl PathTemplate {
     }
 }
 
+impl PathTemplate {
+    /// Contract v2's safe-list expression (docs/contract.md section 2, L1): like [`Self::regex`],
+    /// but each literal character also matches the percent-encoding of its UTF-8 bytes (either
+    /// hex case), so the list agrees with `classify` on encoded requests (`/api-k%65ys`); a
+    /// decoded `/` matches only encoded; the root accepts one trailing slash.
+    pub fn safe_regex(&self) -> String {
+        if self.segments.is_empty() {
+            return "^//?$".into();
+        }
+        let mut out = String::from("^");
+        for s in &self.segments {
+            out.push('/');
+            match s {
+                Segment::Literal(l) => {
+                    encoded_alternatives(&crate::percent::percent_decode(l), &mut out)
+                }
+                Segment::Param(_) => out.push_str("[^/]+"),
+                Segment::Mixed(pieces) => {
+                    for p in pieces {
+                        match p {
+                            Piece::Literal(l) => {
+                                encoded_alternatives(&crate::percent::percent_decode(l), &mut out)
+                            }
+                            Piece::Param(_) => out.push_str("[^/]+"),
+                        }
+                    }
+                }
+            }
+        }
+        out.push_str("/?$");
+        out
+    }
+}
+
+fn hex_digit_class(d: u8, out: &mut String) {
+    let c = char::from_digit(u32::from(d), 16).expect("a nibble");
+    if c.is_ascii_digit() {
+        out.push(c);
+    } else {
+        out.push('[');
+        out.push(c.to_ascii_uppercase());
+        out.push(c);
+        out.push(']');
+    }
+}
+
+fn encoded_alternatives(text: &str, out: &mut String) {
+    let mut buf = [0u8; 4];
+    for c in text.chars() {
+        let mut encoded = String::new();
+        for b in c.encode_utf8(&mut buf).bytes() {
+            encoded.push('%');
+            hex_digit_class(b >> 4, &mut encoded);
+            hex_digit_class(b & 15, &mut encoded);
+        }
+        if c == '/' {
+            out.push_str(&encoded);
+        } else {
+            out.push_str("(?:");
+            escape_regex(c.encode_utf8(&mut buf), out);
+            out.push('|');
+            out.push_str(&encoded);
+            out.push(')');
+        }
+    }
+}
+
 /// Splits `/oauth2/token#refresh` into the part a request can match and the suffix some
 /// documents append to keep two path items for one URL apart. Requests never carry it.
 pub fn split_suffix(path: &str) -> (&str, Option<&str>) {

@@ -1,20 +1,43 @@
 //! `cargo xtask anchors`: every runtime marks where it implements each anchored rule of
 //! docs/contract.md section 3 with a comment holding `[contract R1]` (and so on). This check
 //! reads the anchors from the contract itself and fails when a runtime lacks one or orders one
-//! family (R, S, B) differently from the contract.
+//! family (V, R, S, B, K) differently from the contract.
+//!
+//! Until the runtimes implement contract v2 (`--contract 1`, the default), the check and the
+//! mutation table use the v1 anchor set ([`V1_ANCHORS`]); `--contract 2` (or
+//! `RETRYGEN_CONTRACT=2`) uses every anchor docs/contract.md defines.
 
 use crate::toolchains::root;
 use anyhow::{anyhow, bail, Result};
 use regex::Regex;
 
-/// The anchor families of the contract, in the order the contract lists them.
-const FAMILIES: [char; 3] = ['R', 'S', 'B'];
+/// The anchor families of the contract, in the order the contract lists them: validation,
+/// rules, server delay, backoff, retry budget.
+const FAMILIES: [char; 5] = ['V', 'R', 'S', 'B', 'K'];
+
+/// The anchors of contract v1, which the runtimes mark until they implement v2.
+pub fn v1_anchors() -> Vec<String> {
+    (1..=12)
+        .map(|i| format!("R{i}"))
+        .chain((1..=8).map(|i| format!("S{i}")))
+        .chain((1..=6).map(|i| format!("B{i}")))
+        .collect()
+}
+
+/// The anchors the runtimes must mark: [`v1_anchors`] under `--contract 1`, else
+/// [`contract_anchors`].
+pub fn expected_anchors() -> Vec<String> {
+    if crate::contract_version() < 2 {
+        return v1_anchors();
+    }
+    contract_anchors()
+}
 
 /// The anchors docs/contract.md defines (`**R1**` in a list, `B1  ` in the backoff block), in
-/// contract order: R1..R12, S1..S8, B1..B6.
-pub fn expected_anchors() -> Vec<String> {
+/// contract order: V1..V8, R1..R18, S1..S8, B1..B6, K1..K4.
+pub fn contract_anchors() -> Vec<String> {
     let text = std::fs::read_to_string(root().join("docs/contract.md")).unwrap_or_default();
-    let defined = Regex::new(r"(?m)^(?:\s*- \*\*([RS]\d+)\*\*|([B]\d+)  )").expect("valid regex");
+    let defined = Regex::new(r"(?m)^(?:\s*- \*\*([VRSK]\d+)\*\*|([B]\d+)  )").expect("valid regex");
     let mut anchors: Vec<String> = Vec::new();
     for family in FAMILIES {
         for c in defined.captures_iter(&text) {
@@ -41,7 +64,7 @@ pub fn runtime_sources(language: &str) -> Result<Vec<(&'static str, &'static str
 /// The problems of one runtime: missing anchors, and families out of contract order (by first
 /// occurrence).
 pub fn problems(language: &str, expected: &[String]) -> Result<Vec<String>> {
-    let marker = Regex::new(r"\[contract ([RSB]\d+)\]").expect("valid regex");
+    let marker = Regex::new(r"\[contract ([VRSBK]\d+)\]").expect("valid regex");
     let sources = runtime_sources(language)?;
     if sources.is_empty() {
         return Ok(vec![format!("{language}: no runtime files")]);
@@ -108,11 +131,15 @@ mod tests {
 
     #[test]
     fn the_contract_defines_every_anchor_in_order() {
-        let want: Vec<String> = (1..=12)
-            .map(|i| format!("R{i}"))
+        let want: Vec<String> = (1..=8)
+            .map(|i| format!("V{i}"))
+            .chain((1..=18).map(|i| format!("R{i}")))
             .chain((1..=8).map(|i| format!("S{i}")))
             .chain((1..=6).map(|i| format!("B{i}")))
+            .chain((1..=4).map(|i| format!("K{i}")))
             .collect();
-        assert_eq!(expected_anchors(), want);
+        assert_eq!(contract_anchors(), want);
+        // The v1 set the runtimes mark until they implement v2 is a subset.
+        assert!(v1_anchors().iter().all(|a| want.contains(a)));
     }
 }

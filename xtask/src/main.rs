@@ -54,6 +54,11 @@ cargo xtask <command>
   anchors
         every runtime marks each anchored rule of docs/contract.md (`[contract R1]`...) in order
 
+  Every command takes --contract 1|2 (or the environment variable RETRYGEN_CONTRACT): the contract
+  version the runtimes implement. 1 (the default until the six runtimes implement v2) leaves the
+  v2 vectors (cases with contract: 2) out and checks the v1 anchors; 2 runs every vector, retires the
+  `N` probes for `L`, dumps the tables with `T2` and checks every anchor of docs/contract.md.
+
   runtime-tests [--lang L[,L...]]
         check each language's runtime (runtime/<language>/) as a plain project of that language,
         nothing rendered: formatter, linter, strict compile and its unit tests
@@ -63,8 +68,33 @@ cargo xtask <command>
         of conformance/README.md); prints the harness output
 ";
 
+/// The contract version the runtimes implement: `--contract N`, else `RETRYGEN_CONTRACT`, else 1.
+static CONTRACT: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+pub fn contract_version() -> u32 {
+    *CONTRACT.get_or_init(|| {
+        std::env::var("RETRYGEN_CONTRACT")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(1)
+    })
+}
+
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--contract") {
+        let Some(v) = args.get(i + 1).and_then(|v| v.parse::<u32>().ok()) else {
+            bail!("--contract takes 1 or 2");
+        };
+        if !(1..=2).contains(&v) {
+            bail!("--contract takes 1 or 2, not {v}");
+        }
+        let _ = CONTRACT.set(v);
+        args.drain(i..i + 2);
+    }
+    if !(1..=2).contains(&contract_version()) {
+        bail!("RETRYGEN_CONTRACT must be 1 or 2");
+    }
     let Some(command) = args.first() else {
         print!("{HELP}");
         return Ok(());
