@@ -57,3 +57,6 @@
 mod runtime;
 
 pub use runtime::*;
+
+#[cfg(test)]
+mod tests;

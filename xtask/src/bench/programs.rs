@@ -79,7 +79,10 @@ fn build_rust(
     std::fs::copy(root().join("bench/rust/main.rs"), src.join("main.rs"))?;
     // The module folder: the tables (`mod.rs`) and the runtime.
     for file in &module.files {
-        std::fs::copy(file, folder.join(file.file_name().context("module file name")?))?;
+        std::fs::copy(
+            file,
+            folder.join(file.file_name().context("module file name")?),
+        )?;
     }
     let cargo = |offline: bool| {
         let mut cmd = command("cargo");
