@@ -1,5 +1,5 @@
 //! Matching bench for the generated Rust module (see bench/README.md). Built by `cargo xtask bench`
-//! in a throwaway cargo project that places the module beside this file as `retry_policy.rs` and
+//! in a throwaway cargo project that places the module folder beside this file as `retry_policy/` and
 //! depends on the `regex` crate for the baseline scan.
 
 #[allow(dead_code)]
@@ -19,7 +19,7 @@ impl Scan {
     fn new() -> Scan {
         let table = OPERATIONS
             .iter()
-            .map(|op| (op.method, Regex::new(op.pattern).expect("pattern compiles")))
+            .map(|op| (op.method, Regex::new(&op.pattern()).expect("pattern compiles")))
             .collect();
         Scan { table }
     }

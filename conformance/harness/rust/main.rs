@@ -1,5 +1,5 @@
 //! Runs the conformance cases of conformance/README.md against the generated Rust module, which
-//! the build places beside this file as `retry_policy.rs`.
+//! the build places beside this file as the folder `retry_policy/` (`mod.rs` and `runtime.rs`).
 
 // The harness does not exercise every public item of the module.
 #[allow(dead_code)]
@@ -83,7 +83,7 @@ fn run_case(out: &mut String, f: &[&str]) -> Result<(), String> {
             let method = text(f[2])?;
             let path = text(f[3])?;
             let mut listed = false;
-            for (m, pattern) in &retry_policy::NON_REPLAYABLE_OPERATIONS {
+            for (m, pattern) in retry_policy::NON_REPLAYABLE_OPERATIONS.iter() {
                 if *m == method && Pattern::parse(pattern)?.matches(&path) {
                     listed = true;
                     break;
@@ -202,7 +202,7 @@ fn dump_tables(out: &mut String) {
             hex_of(op.method),
             hex_of(op.path),
             op.class.as_str(),
-            hex_of(op.pattern)
+            hex_of(&op.pattern())
         )
         .unwrap();
     }

@@ -72,12 +72,18 @@ fn build_rust(
     shared_target: &Path,
     name: &str,
 ) -> Result<Vec<String>> {
-    let module = module.tables();
     let src = work.join("src");
-    std::fs::create_dir_all(&src)?;
+    let folder = src.join("retry_policy");
+    std::fs::create_dir_all(&folder)?;
     std::fs::write(work.join("Cargo.toml"), rust_manifest(name))?;
     std::fs::copy(root().join("bench/rust/main.rs"), src.join("main.rs"))?;
-    std::fs::copy(module, src.join("retry_policy.rs"))?;
+    // The module folder: the tables (`mod.rs`) and the runtime.
+    for file in &module.files {
+        std::fs::copy(
+            file,
+            folder.join(file.file_name().context("module file name")?),
+        )?;
+    }
     let cargo = |offline: bool| {
         let mut cmd = command("cargo");
         cmd.current_dir(work)

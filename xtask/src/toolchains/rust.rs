@@ -1,9 +1,13 @@
-//! Rust: `rustfmt --check` must pass, and the module, included as a public module of a
-//! throwaway library crate, must pass `cargo clippy -D warnings` and `cargo doc -D warnings`
-//! with `missing_docs` denied. The harness is one file compiled with `rustc` (no cargo), beside
-//! a copy of the module.
+//! Rust: the module is a folder (`mod.rs`, the tables, and `runtime.rs`). `rustfmt --check` must
+//! pass, and the module, included as a public module of a throwaway library crate, must pass
+//! `cargo clippy -D warnings` and `cargo doc -D warnings` with `missing_docs` denied. The harness
+//! is one file compiled with `rustc` (no cargo), beside a copy of the module folder.
+//!
+//! The runtime (`runtime/rust/`, a member of the workspace) is checked as its own crate:
+//! rustfmt, clippy pedantic with `-D warnings` (every `allow` explained by a comment), rustdoc,
+//! and its unit, allocation and doc tests.
 
-use super::{command, copy_harness, run, Built, Module, Toolchain};
+use super::{command, copy_harness, root, run, Built, Module, Toolchain};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::Command;
@@ -43,19 +47,18 @@ impl Toolchain for Rust {
     }
 
     fn lint(&self, module: &Module, work: &Path) -> Result<()> {
-        let module = module.tables();
+        // rustfmt follows `mod runtime;` from the tables into the runtime.
         run(
             command("rustfmt")
                 .args(["--check", "--edition", "2021"])
-                .arg(module),
+                .arg(module.tables()),
             "rustfmt --check",
         )?;
         let src = work.join("src");
         std::fs::create_dir_all(&src)?;
         std::fs::write(work.join("Cargo.toml"), LINT_MANIFEST)?;
         std::fs::write(src.join("lib.rs"), LINT_LIB)?;
-        std::fs::copy(module, src.join("retry_policy.rs"))
-            .with_context(|| format!("copying {}", module.display()))?;
+        copy_module(module, &src.join("retry_policy"))?;
         run(
             cargo(work).args(["clippy", "--offline", "--quiet", "--", "-D", "warnings"]),
             "cargo clippy",
@@ -69,19 +72,42 @@ impl Toolchain for Rust {
         Ok(())
     }
 
-    fn runtime_tests(&self, _work: &Path) -> Result<()> {
-        bail!(
-            "{}: the runtime is still template text; runtime/{} does not exist yet",
-            self.language(),
-            self.language()
-        )
+    fn runtime_tests(&self, work: &Path) -> Result<()> {
+        let runtime = root().join("runtime/rust");
+        check_allows(&runtime.join("runtime.rs"))?;
+        // rustfmt follows the `mod`s of lib.rs: runtime.rs and the tests.
+        run(
+            command("rustfmt")
+                .args(["--check", "--edition", "2021"])
+                .arg(runtime.join("src/lib.rs")),
+            "rustfmt --check (runtime)",
+        )?;
+        let manifest = runtime.join("Cargo.toml");
+        let cargo = |args: &[&str]| {
+            let mut cmd = cargo(work);
+            cmd.current_dir(&runtime)
+                .args(args)
+                .arg("--manifest-path")
+                .arg(&manifest)
+                .args(["--offline", "--quiet"]);
+            cmd
+        };
+        // Pedantic comes from the crate's `[lints]`; `-D warnings` makes every finding an error.
+        run(
+            cargo(&["clippy", "--all-targets"]).args(["--", "-D", "warnings"]),
+            "cargo clippy (runtime, pedantic)",
+        )?;
+        run(
+            cargo(&["doc", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
+            "cargo doc (runtime)",
+        )?;
+        run(&mut cargo(&["test"]), "cargo test (runtime)")?;
+        Ok(())
     }
 
     fn build(&self, module: &Module, work: &Path) -> Result<Built> {
-        let module = module.tables();
         copy_harness("rust", work)?;
-        std::fs::copy(module, work.join("retry_policy.rs"))
-            .with_context(|| format!("copying {}", module.display()))?;
+        copy_module(module, &work.join("retry_policy"))?;
         let binary = work.join("harness");
         run(
             command("rustc")
@@ -96,4 +122,36 @@ impl Toolchain for Rust {
             cwd: work.to_path_buf(),
         })
     }
+}
+
+/// Copies the files of the module folder into `to` (created), which becomes `mod retry_policy`.
+fn copy_module(module: &Module, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for file in &module.files {
+        let name = file.file_name().context("module file name")?;
+        std::fs::copy(file, to.join(name))
+            .with_context(|| format!("copying {}", file.display()))?;
+    }
+    Ok(())
+}
+
+/// Every lint the runtime allows is allowed on purpose: each `#[allow(...)]` follows a comment
+/// that gives the reason (the module supports Rust 1.80, older than `reason = "..."`).
+fn check_allows(runtime: &Path) -> Result<()> {
+    let text = std::fs::read_to_string(runtime).with_context(|| runtime.display().to_string())?;
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("#[allow(") || code.starts_with("#![allow(") {
+            let explained = i > 0 && lines[i - 1].trim_start().starts_with("// ");
+            if !explained {
+                bail!(
+                    "{}:{}: an `allow` without a comment giving its reason on the line before",
+                    runtime.display(),
+                    i + 1
+                );
+            }
+        }
+    }
+    Ok(())
 }
