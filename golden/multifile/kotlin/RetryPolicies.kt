@@ -63,6 +63,7 @@ public object RetryPolicies {
      * such a list by hand; built on first use. See [OperationTable.nonReplayableOperations].
      */
     @JvmStatic
+    @get:JvmName("nonReplayableOperations")
     public val NON_REPLAYABLE_OPERATIONS: List<Pair<String, Regex>>
         get() = TABLE.nonReplayableOperations
 

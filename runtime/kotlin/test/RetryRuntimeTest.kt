@@ -72,6 +72,7 @@ private fun idOf(
 
 private fun matcherTests() {
     val table = OperationTable("/v1", handOperations)
+
     fun id(
         method: String,
         path: String,
@@ -113,13 +114,24 @@ private fun matcherTests() {
 
 private fun patternTests() {
     val table = OperationTable("", handOperations)
+
     fun pattern(id: String) = table.operationById(id)!!.pattern.pattern
     expect("root pattern", pattern("root"), "^/$")
     expect("parameter pattern", pattern("sandboxLogs"), "^/sandboxes/[^/]+/logs/?$")
     expect("mixed pattern, escaped dot", pattern("fileWithExt"), "^/files/[^/]+\\.[^/]+/?$")
     expect("literal as written, trailing slash dropped", pattern("postCafe"), "^/caf%C3%A9/items/?$")
-    expect("pattern from the route", table.operations.last().pattern.pattern, "^/oauth/token/?$")
-    expect("escapes", RetryRuntime.routePattern("/a.b+c*d?e(f)g|h[i]j^k\$l\\m/{p}"), "^/a\\.b\\+c\\*d\\?e\\(f\\)g\\|h\\[i\\]j\\^k\\\$l\\\\m/[^/]+/?$")
+    expect(
+        "pattern from the route",
+        table.operations
+            .last()
+            .pattern.pattern,
+        "^/oauth/token/?$",
+    )
+    expect(
+        "escapes",
+        RetryRuntime.routePattern("/a.b+c*d?e(f)g|h[i]j^k\$l\\m/{p}"),
+        "^/a\\.b\\+c\\*d\\?e\\(f\\)g\\|h\\[i\\]j\\^k\\\$l\\\\m/[^/]+/?$",
+    )
     expect("non-replayable list", table.nonReplayableOperations.map { it.first }, listOf("POST", "POST"))
     expect("listed", table.isNonReplayable("POST", "/caf%C3%A9/items/"), true)
     expect("method compared exactly", table.isNonReplayable("post", "/caf%C3%A9/items"), false)
@@ -133,6 +145,7 @@ private fun lazyPatternTests() {
     table.classify("GET", "/a")
     val delegate = Operation::class.java.getDeclaredField("pattern\$delegate")
     delegate.isAccessible = true
+
     fun compiled() = operations.map { (delegate.get(it) as Lazy<*>).isInitialized() }
     expect("no regex after building and classifying", compiled(), listOf(false, false))
     expect("the list", table.isNonReplayable("POST", "/b/"), true)
@@ -152,12 +165,16 @@ private fun immutabilityTests() {
     expectThrows("rejected statuses") { (RetryPolicy.CONTRACT_REJECTED_STATUSES as MutableSet<Int>).clear() }
     expectThrows("status sets") { (RetryRuntime.statusSet(500) as MutableSet<Int>).add(404) }
     expect("status set order", RetryRuntime.statusSet(503, 500, 503).toList(), listOf(503, 500))
-    val javaConstructors = RetryPolicy::class.java.constructors.map { it.parameterCount }.toSet()
+    val javaConstructors =
+        RetryPolicy::class.java.constructors
+            .map { it.parameterCount }
+            .toSet()
     expect("@JvmOverloads constructors", (0..9).all { it in javaConstructors }, true)
 }
 
 private fun serverDelayTests() {
     val now = 784_111_777_000L // Sun, 06 Nov 1994 08:49:37 GMT
+
     fun delay(
         retryAfter: String?,
         retryAfterMs: String? = null,
@@ -209,6 +226,7 @@ private fun backoffTests() {
 
 private fun decideTests() {
     val policy = RetryPolicy()
+
     fun decide(
         replayClass: ReplayClass,
         outcome: Outcome,
@@ -223,7 +241,11 @@ private fun decideTests() {
     expect("429, non-replayable", decide(n, Outcome.Status(429)), Decision(true, 250, DecisionReason.REJECTED_STATUS))
     expect("connect", decide(n, Outcome.Connect, retriesUsed = 2), Decision(true, 1000, DecisionReason.CONNECT_FAILURE))
     expect("transport, non-replayable", decide(n, Outcome.Transport).reason, DecisionReason.NOT_REPLAYABLE)
-    expect("transport, keyed with key", decide(ReplayClass.KEYED, Outcome.Transport, hasKey = true).reason, DecisionReason.TRANSPORT_FAILURE)
+    expect(
+        "transport, keyed with key",
+        decide(ReplayClass.KEYED, Outcome.Transport, hasKey = true).reason,
+        DecisionReason.TRANSPORT_FAILURE,
+    )
     expect("502, keyed without key", decide(ReplayClass.KEYED, Outcome.Status(502)).reason, DecisionReason.NOT_REPLAYABLE)
     expect("Retry-After", decide(i, Outcome.Status(503, "7"), retriesUsed = 1).delayMs, 7000L)
     expect("over the cap", decide(i, Outcome.Status(503, "120")).reason, DecisionReason.RETRY_AFTER_OVER_CAP)
