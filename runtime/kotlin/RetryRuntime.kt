@@ -785,7 +785,7 @@ public object RetryRuntime {
                 return null
             }
         } else {
-            // [contract S7] no form: the header is ignored as if absent.
+            // No date form: the header is ignored as if absent (contract S7).
             return null
         }
         // [contract S6] the day name is not checked against the date; the fields are.
@@ -814,6 +814,7 @@ public object RetryRuntime {
         while (end < text.length && isAsciiDigit(text[end])) {
             end++
         }
+        // [contract S7] empty, garbage, or a fraction where none is allowed: not a number.
         if (end == start) {
             return null
         }
