@@ -127,7 +127,7 @@ const NESTED_TYPES: [&str; 7] = [
 
 /// Platform types the runtime and the tables refer to by their simple names; an object named like
 /// one would hide it (package members win over default imports). A unit test keeps the list whole.
-const REFERENCED_TYPES: [&str; 38] = [
+const REFERENCED_TYPES: [&str; 39] = [
     "Any",
     "Array",
     "ArrayDeque",
@@ -149,6 +149,7 @@ const REFERENCED_TYPES: [&str; 38] = [
     "HashMap",
     "Int",
     "JvmField",
+    "JvmName",
     "JvmOverloads",
     "JvmStatic",
     "LinkedHashSet",
@@ -260,7 +261,10 @@ mod tests {
     fn runtime_is_copied_verbatim_with_default_options() {
         let file = &Kotlin.runtime_files()[0];
         assert_eq!(file.name, "RetryRuntime.kt");
-        assert_eq!(Kotlin.runtime_text(file, &Kotlin.default_options()), file.source);
+        assert_eq!(
+            Kotlin.runtime_text(file, &Kotlin.default_options()),
+            file.source
+        );
         assert_eq!(
             file.source
                 .matches(&format!("\npackage {DEFAULT_PACKAGE}\n"))
@@ -277,7 +281,8 @@ mod tests {
         assert!(text.contains("\npackage com.example.sdk\n"));
         assert!(!text.contains(DEFAULT_PACKAGE));
         // Only that line differs.
-        let (a, b): (Vec<&str>, Vec<&str>) = (file.source.lines().collect(), text.lines().collect());
+        let (a, b): (Vec<&str>, Vec<&str>) =
+            (file.source.lines().collect(), text.lines().collect());
         assert_eq!(a.len(), b.len());
         assert_eq!(a.iter().zip(&b).filter(|(x, y)| x != y).count(), 1);
     }

@@ -141,9 +141,11 @@ fn java_callers(module: &Module, classes: &Path, work: &Path) -> Result<()> {
         .context("module path has no file name")?
         .to_string_lossy()
         .into_owned();
-    let source = std::fs::read_to_string(root().join("conformance/harness/kotlin/java/TablesFromJava.java"))?
-        .replace("retrygen.generated", package)
-        .replace("RetryPolicies", &object);
+    let source = std::fs::read_to_string(
+        root().join("conformance/harness/kotlin/java/TablesFromJava.java"),
+    )?
+    .replace("retrygen.generated", package)
+    .replace("RetryPolicies", &object);
     let src = work.join("src");
     std::fs::create_dir_all(&src)?;
     let java_file = src.join("TablesFromJava.java");
@@ -223,7 +225,11 @@ fn ktlint(files: &[PathBuf], dir: &Path) -> Result<()> {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let findings: Vec<&str> = stdout
         .lines()
-        .filter(|line| names.iter().any(|name| line.starts_with(&format!("{name}:"))))
+        .filter(|line| {
+            names
+                .iter()
+                .any(|name| line.starts_with(&format!("{name}:")))
+        })
         .collect();
     if !findings.is_empty() {
         bail!(
