@@ -183,17 +183,20 @@ fn kotlin_stdlib() -> Result<PathBuf> {
 }
 
 fn build_kotlin(module: &Module, work: &Path) -> Result<Vec<String>> {
-    let module = module.tables();
     copy_sources("kotlin", work)?;
-    let module_copy = work.join(module.file_name().context("module name")?);
-    std::fs::copy(module, &module_copy)?;
+    let mut sources = Vec::new();
+    for file in &module.files {
+        let copy = work.join(file.file_name().context("module name")?);
+        std::fs::copy(file, &copy)?;
+        sources.push(copy);
+    }
     let classes = work.join("classes");
     run(
         command("kotlinc")
             .arg("-nowarn")
             .arg("-d")
             .arg(&classes)
-            .arg(&module_copy)
+            .args(&sources)
             .arg(work.join("Bench.kt"))
             .current_dir(work),
         "kotlinc (Kotlin bench)",
