@@ -192,7 +192,9 @@ impl Toolchain for TypeScript {
             std::os::unix::fs::symlink(node_modules(), &link)?;
         }
         run(
-            command("tsc").args(["-p", "tsconfig.json"]).current_dir(work),
+            command("tsc")
+                .args(["-p", "tsconfig.json"])
+                .current_dir(work),
             "tsc --strict over runtime.ts",
         )?;
         prettier_check(work, &sources)?;
@@ -217,7 +219,12 @@ impl Toolchain for TypeScript {
         )?;
         let summary: Vec<&str> = output
             .lines()
-            .filter(|l| l.starts_with("# "))
+            .filter(|l| {
+                ["# tests ", "# pass ", "# fail "]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            })
+            .map(|l| l.trim_start_matches("# "))
             .collect();
         println!("runtime typescript: {}", summary.join(", "));
         Ok(())
