@@ -919,40 +919,17 @@ function digitsAt(text: string, at: number, count: number): number {
   return value;
 }
 
-const DAY_NAMES: readonly string[] = Object.freeze([
-  "Mon",
-  "Tue",
-  "Wed",
-  "Thu",
-  "Fri",
-  "Sat",
-  "Sun",
-]);
+const DAY_NAMES: readonly string[] = Object.freeze(
+  "Mon Tue Wed Thu Fri Sat Sun".split(" "),
+);
 
-const LONG_DAY_NAMES: readonly string[] = Object.freeze([
-  "Monday",
-  "Tuesday",
-  "Wednesday",
-  "Thursday",
-  "Friday",
-  "Saturday",
-  "Sunday",
-]);
+const LONG_DAY_NAMES: readonly string[] = Object.freeze(
+  "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split(" "),
+);
 
-const MONTH_NAMES: readonly string[] = Object.freeze([
-  "Jan",
-  "Feb",
-  "Mar",
-  "Apr",
-  "May",
-  "Jun",
-  "Jul",
-  "Aug",
-  "Sep",
-  "Oct",
-  "Nov",
-  "Dec",
-]);
+const MONTH_NAMES: readonly string[] = Object.freeze(
+  "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(" "),
+);
 
 /** The month (1-12) named at `at`, or 0. */
 function monthAt(text: string, at: number): number {
