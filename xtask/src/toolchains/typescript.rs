@@ -189,7 +189,10 @@ impl Toolchain for TypeScript {
         sources.sort();
         let link = work.join("node_modules");
         if !link.exists() {
+            #[cfg(unix)]
             std::os::unix::fs::symlink(node_modules(), &link)?;
+            #[cfg(windows)]
+            std::os::windows::fs::symlink_dir(node_modules(), &link)?;
         }
         run(
             command("tsc")
