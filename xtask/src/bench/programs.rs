@@ -110,12 +110,10 @@ fn build_rust(
 }
 
 fn build_typescript(module: &Module, work: &Path) -> Result<Vec<String>> {
-    let module = module.tables();
     copy_sources("typescript", work)?;
-    std::fs::copy(
-        module,
-        work.join(module.file_name().context("module name")?),
-    )?;
+    for file in &module.files {
+        std::fs::copy(file, work.join(file.file_name().context("module name")?))?;
+    }
     let types = root().join(".cache/toolchains/node/node_modules/@types");
     run(
         command("tsc")
