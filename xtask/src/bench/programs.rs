@@ -110,12 +110,10 @@ fn build_rust(
 }
 
 fn build_typescript(module: &Module, work: &Path) -> Result<Vec<String>> {
-    let module = module.tables();
     copy_sources("typescript", work)?;
-    std::fs::copy(
-        module,
-        work.join(module.file_name().context("module name")?),
-    )?;
+    for file in &module.files {
+        std::fs::copy(file, work.join(file.file_name().context("module name")?))?;
+    }
     let types = root().join(".cache/toolchains/node/node_modules/@types");
     run(
         command("tsc")
@@ -183,17 +181,20 @@ fn kotlin_stdlib() -> Result<PathBuf> {
 }
 
 fn build_kotlin(module: &Module, work: &Path) -> Result<Vec<String>> {
-    let module = module.tables();
     copy_sources("kotlin", work)?;
-    let module_copy = work.join(module.file_name().context("module name")?);
-    std::fs::copy(module, &module_copy)?;
+    let mut sources = Vec::new();
+    for file in &module.files {
+        let copy = work.join(file.file_name().context("module name")?);
+        std::fs::copy(file, &copy)?;
+        sources.push(copy);
+    }
     let classes = work.join("classes");
     run(
         command("kotlinc")
             .arg("-nowarn")
             .arg("-d")
             .arg(&classes)
-            .arg(&module_copy)
+            .args(&sources)
             .arg(work.join("Bench.kt"))
             .current_dir(work),
         "kotlinc (Kotlin bench)",
