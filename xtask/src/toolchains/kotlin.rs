@@ -8,8 +8,8 @@
 //! pinned so findings never drift between machines.
 
 use super::{
-    code_outside_comments, command, copy_harness, root, run, Built, CFamily, CommentState, Module,
-    Toolchain,
+    code_outside_comments, command, copy_harness, copy_sources, root, run, shell, Built, CFamily,
+    CommentState, Module, Toolchain,
 };
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -56,6 +56,23 @@ impl Toolchain for Kotlin {
         let classes = work.join("classes");
         kotlinc(&module.files, &classes, "kotlin lint: kotlinc")?;
         java_callers(module, &classes, &work.join("java"))
+    }
+
+    fn display_name(&self) -> &'static str {
+        "Kotlin"
+    }
+
+    fn versions(&self) -> String {
+        format!(
+            "{} on {}",
+            shell("kotlinc", &["-version"]).replace("info: ", ""),
+            shell("java", &["-version"])
+        )
+    }
+
+    fn bench_program(&self, module: &Module, work: &Path, shared: &Path) -> Result<Vec<String>> {
+        let _ = shared;
+        build_kotlin(module, work)
     }
 
     fn runtime_tests(&self, work: &Path) -> Result<()> {
@@ -339,6 +356,48 @@ fn style_findings(text: &str) -> Vec<String> {
         }
     }
     findings
+}
+
+// The bench program (bench/kotlin/), built against a rendered module.
+
+fn kotlin_stdlib() -> Result<PathBuf> {
+    let file = root().join(".cache/toolchains/kotlin-classpath");
+    let text = std::fs::read_to_string(&file).with_context(|| {
+        format!(
+            "reading {}; run `bash scripts/bootstrap-toolchains.sh`",
+            file.display()
+        )
+    })?;
+    Ok(PathBuf::from(text.trim()))
+}
+
+fn build_kotlin(module: &Module, work: &Path) -> Result<Vec<String>> {
+    copy_sources("kotlin", work)?;
+    let mut sources = Vec::new();
+    for file in &module.files {
+        let copy = work.join(file.file_name().context("module name")?);
+        std::fs::copy(file, &copy)?;
+        sources.push(copy);
+    }
+    let classes = work.join("classes");
+    run(
+        command("kotlinc")
+            .arg("-nowarn")
+            .arg("-d")
+            .arg(&classes)
+            .args(&sources)
+            .arg(work.join("Bench.kt"))
+            .current_dir(work),
+        "kotlinc (Kotlin bench)",
+    )?;
+    let classpath = format!("{}:{}", classes.display(), kotlin_stdlib()?.display());
+    Ok(vec![
+        "java".into(),
+        "-Xss16m".into(),
+        "-cp".into(),
+        classpath,
+        "BenchKt".into(),
+    ])
 }
 
 #[cfg(test)]

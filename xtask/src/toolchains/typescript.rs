@@ -5,7 +5,9 @@
 //! Tools come from `.cache/toolchains/node` (scripts/bootstrap-toolchains.sh installs them with
 //! `npm install --prefix`); versions are pinned so formatting never drifts between machines.
 
-use super::{command, copy_harness, root, run, Built, Module, Toolchain};
+use super::{
+    command, copy_harness, copy_sources, lossy, root, run, shell, Built, Module, Toolchain,
+};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -172,6 +174,23 @@ impl Toolchain for TypeScript {
     /// options, prettier over the sources, then the unit tests (`node:test`) compiled by tsc and
     /// run by node. node_modules is the bootstrapped toolchain's (the tests read runtime.ts with
     /// the TypeScript parser).
+    fn display_name(&self) -> &'static str {
+        "TypeScript"
+    }
+
+    fn versions(&self) -> String {
+        format!(
+            "{} on node {}",
+            shell("tsc", &["--version"]),
+            shell("node", &["--version"])
+        )
+    }
+
+    fn bench_program(&self, module: &Module, work: &Path, shared: &Path) -> Result<Vec<String>> {
+        let _ = shared;
+        build_typescript(module, work)
+    }
+
     fn runtime_tests(&self, work: &Path) -> Result<()> {
         require("tsc", TYPESCRIPT_VERSION)?;
         let source = root().join("runtime/typescript");
@@ -279,4 +298,24 @@ fn first_difference(original: &str, formatted: &str) -> String {
         show(&a, '-'),
         show(&b, '+')
     )
+}
+
+// The bench program (bench/typescript/), built against a rendered module.
+
+fn build_typescript(module: &Module, work: &Path) -> Result<Vec<String>> {
+    copy_sources("typescript", work)?;
+    for file in &module.files {
+        std::fs::copy(file, work.join(file.file_name().context("module name")?))?;
+    }
+    let types = root().join(".cache/toolchains/node/node_modules/@types");
+    run(
+        command("tsc")
+            .arg("-p")
+            .arg(work)
+            .arg("--typeRoots")
+            .arg(&types)
+            .current_dir(work),
+        "tsc (TypeScript bench)",
+    )?;
+    Ok(vec!["node".into(), lossy(&work.join("out/bench.js"))])
 }
