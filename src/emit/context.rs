@@ -100,6 +100,20 @@ record! {
         retry_after_cap_ms: u64,
         /// None when the policy has no deadline.
         deadline_ms: Option<u64>,
+        // Contract v2.
+        retry_only_with_server_delay: Vec<u16>,
+        key_in_flight_statuses: Vec<u16>,
+        key_reused_statuses: Vec<u16>,
+        /// The server directive header names, each as the language's string literal.
+        server_directive_header_literals: Vec<Value>,
+        /// `refuse` or `clamp`.
+        retry_after_over_cap: &'static str,
+        /// `method_default`, `non_replayable` or `no_retry`.
+        unknown_operation_class: &'static str,
+        budget_capacity: u64,
+        budget_retry_cost: u64,
+        budget_timeout_cost: u64,
+        budget_success_refund: u64,
     }
 }
 
@@ -189,6 +203,20 @@ pub(super) fn context(api: &Api, backend: &dyn Backend, options: &LanguageOption
             rejected_statuses: p.rejected_statuses.clone(),
             retry_after_cap_ms: p.retry_after_cap_ms,
             deadline_ms: p.deadline_ms,
+            retry_only_with_server_delay: p.retry_only_with_server_delay.clone(),
+            key_in_flight_statuses: p.key_in_flight_statuses.clone(),
+            key_reused_statuses: p.key_reused_statuses.clone(),
+            server_directive_header_literals: p
+                .server_directive_headers
+                .iter()
+                .map(|h| Value::from(backend.string_literal(h)))
+                .collect(),
+            retry_after_over_cap: p.retry_after_over_cap.name(),
+            unknown_operation_class: p.unknown_operation_class.name(),
+            budget_capacity: p.budget_capacity,
+            budget_retry_cost: p.budget_retry_cost,
+            budget_timeout_cost: p.budget_timeout_cost,
+            budget_success_refund: p.budget_success_refund,
         }),
         options: Value::from_object(
             options
