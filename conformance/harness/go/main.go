@@ -1,7 +1,8 @@
 // Command harness runs the conformance cases of conformance/README.md against the generated Go
 // package (operations.go and runtime.go), which the build places in the retrypolicy folder of
-// this module. It reads the contract v2 lines (D, C, I, D2, K, C2, L, H, E, T2); the v1 lines N
-// and T are retired with the v1 list (their v2 forms are L and T2).
+// this module. It reads the contract v2 lines (D, C, I, D2, K, C2, L, H, E, T2) and N, answered
+// from the safe list's entries without an idempotency header (the non_replayable operations);
+// the v1 table dump T is retired (its v2 form is T2).
 package main
 
 import (
@@ -48,7 +49,7 @@ func main() {
 }
 
 // fieldCounts is the number of fields of each line kind; H lines have 3 plus two per header.
-var fieldCounts = map[string]int{"D": 22, "C": 4, "I": 3, "T2": 1, "D2": 35, "K": 7, "C2": 6, "L": 4, "E": 8, "H": 3}
+var fieldCounts = map[string]int{"D": 22, "C": 4, "I": 3, "T2": 1, "D2": 35, "K": 7, "C2": 6, "L": 4, "N": 4, "E": 8, "H": 3}
 
 func runCase(out *bufio.Writer, f []string) error {
 	want, known := fieldCounts[f[0]]
@@ -85,6 +86,8 @@ func runCase(out *bufio.Writer, f []string) error {
 		err = lookup(out, name, f[2])
 	case "L":
 		err = safeListed(out, name, f[2], f[3])
+	case "N":
+		err = nonReplayableListed(out, name, f[2], f[3])
 	case "H":
 		err = hasKey(out, name, f[2], f[3:])
 	case "E":
@@ -422,6 +425,25 @@ func safeListed(out *bufio.Writer, name, methodField, pathField string) error {
 		}
 	}
 	fmt.Fprintf(out, "L\t%s\t0\t-\n", name)
+	return nil
+}
+
+// nonReplayableListed answers an N line: v1's list held the non_replayable operations only,
+// the safe list's entries that name no idempotency header.
+func nonReplayableListed(out *bufio.Writer, name, methodField, pathField string) error {
+	var r fields
+	method, path := r.text(methodField), r.text(pathField)
+	if r.err != nil {
+		return r.err
+	}
+	listed := 0
+	for _, route := range safeList() {
+		if route.IdempotencyHeader == "" && route.Method == method && route.Pattern.MatchString(path) {
+			listed = 1
+			break
+		}
+	}
+	fmt.Fprintf(out, "N\t%s\t%d\n", name, listed)
 	return nil
 }
 
