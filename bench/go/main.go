@@ -25,10 +25,42 @@ var table = func() []entry {
 	operations := retrypolicy.Operations()
 	t := make([]entry, len(operations))
 	for i, op := range operations {
-		t[i] = entry{op.Method, regexp.MustCompile(op.Pattern)}
+		t[i] = entry{op.Method, regexp.MustCompile(legacyPattern(op.Path))}
 	}
 	return t
 }()
+
+// legacyPattern is the expression SDKs kept by hand, as retrygen's model writes it (v1's
+// Operation.Pattern): for each segment of the template "/" and its literal text as written
+// (syntax characters escaped) or [^/]+ for a parameter, then /?$; the root is ^/$. The package's
+// Pattern is now the safe-list expression, which also matches percent-encoded literals.
+func legacyPattern(template string) string {
+	if cut := strings.IndexAny(template, "?#"); cut >= 0 {
+		template = template[:cut]
+	}
+	rest := strings.TrimSuffix(strings.TrimPrefix(template, "/"), "/")
+	if rest == "" {
+		return "^/$"
+	}
+	var b strings.Builder
+	b.WriteByte('^')
+	for _, segment := range strings.Split(rest, "/") {
+		b.WriteByte('/')
+		for segment != "" {
+			open := strings.IndexByte(segment, '{')
+			closing := strings.IndexByte(segment, '}')
+			if open < 0 || closing < open {
+				b.WriteString(regexp.QuoteMeta(segment))
+				break
+			}
+			b.WriteString(regexp.QuoteMeta(segment[:open]))
+			b.WriteString("[^/]+")
+			segment = segment[closing+1:]
+		}
+	}
+	b.WriteString("/?$")
+	return b.String()
+}
 
 // indexOf is the index in the operation table of each operation, by method and path (unique
 // within an API document).
@@ -137,7 +169,7 @@ func main() {
 	sink := 0
 	classifyPass := func() {
 		for i := 0; i < n; i++ {
-			if retrypolicy.Classify(methods[i], paths[i]).Matched {
+			if c, _ := retrypolicy.Classify(methods[i], paths[i]); c.Matched {
 				sink++
 			}
 		}
@@ -161,7 +193,11 @@ func main() {
 	classes := make([]byte, n)
 	scanned := make([]string, n)
 	for i := 0; i < n; i++ {
-		c := retrypolicy.Classify(methods[i], paths[i])
+		c, err := retrypolicy.Classify(methods[i], paths[i])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 		index := -1
 		if c.Matched {
 			index = indexOf[[2]string{c.Operation.Method, c.Operation.Path}]

@@ -1,11 +1,14 @@
 // Command harness runs the conformance cases of conformance/README.md against the generated Go
 // package (operations.go and runtime.go), which the build places in the retrypolicy folder of
-// this module.
+// this module. It reads the contract v2 lines (D, C, I, D2, K, C2, L, H, E, T2) and N, answered
+// from the safe list's entries without an idempotency header (the non_replayable operations);
+// the v1 table dump T is retired (its v2 form is T2).
 package main
 
 import (
 	"bufio"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -45,227 +48,507 @@ func main() {
 	}
 }
 
+// fieldCounts is the number of fields of each line kind; H lines have 3 plus two per header.
+var fieldCounts = map[string]int{"D": 22, "C": 4, "I": 3, "T2": 1, "D2": 35, "K": 7, "C2": 6, "L": 4, "N": 4, "E": 8, "H": 3}
+
 func runCase(out *bufio.Writer, f []string) error {
-	want := map[string]int{"D": 22, "C": 4, "I": 3, "N": 4, "T": 1}[f[0]]
-	if want == 0 {
+	want, known := fieldCounts[f[0]]
+	if !known {
 		return fmt.Errorf("unknown case kind %q", f[0])
+	}
+	if f[0] == "H" && len(f) >= want && (len(f)-want)%2 == 0 {
+		want = len(f)
 	}
 	if len(f) != want {
 		return fmt.Errorf("%s needs %d fields, found %d", f[0], want, len(f))
 	}
-	if f[0] == "T" {
+	if f[0] == "T2" {
 		dumpTables(out)
 		return nil
 	}
-	name, err := text(f[1])
+	if _, err := hex.DecodeString(f[1]); err != nil {
+		return fmt.Errorf("bad name %q", f[1])
+	}
+	name := f[1]
+	var err error
+	switch f[0] {
+	case "D":
+		err = decideV1(out, name, f)
+	case "D2":
+		err = decideV2(out, name, f)
+	case "K":
+		err = budget(out, name, f)
+	case "C":
+		err = classify(out, "C", name, "-", "method_default", f[2], f[3])
+	case "C2":
+		err = classify(out, "C2", name, f[2], f[3], f[4], f[5])
+	case "I":
+		err = lookup(out, name, f[2])
+	case "L":
+		err = safeListed(out, name, f[2], f[3])
+	case "N":
+		err = nonReplayableListed(out, name, f[2], f[3])
+	case "H":
+		err = hasKey(out, name, f[2], f[3:])
+	case "E":
+		err = event(out, name, f)
+	}
+	var invalid *retrypolicy.InvalidInput
+	if errors.As(err, &invalid) {
+		fmt.Fprintf(out, "X\t%s\t%s\n", name, invalid.Key)
+		return nil
+	}
+	return err
+}
+
+// contractPolicy is the contract's default policy (docs/contract.md, Policy), whatever the
+// module's defaults are.
+func contractPolicy() retrypolicy.Policy {
+	return retrypolicy.Policy{
+		MaxRetries: 3, InitialBackoffMs: 500, MaxBackoffMs: 30000, Multiplier: 2, Jitter: retrypolicy.JitterFull,
+		RetryableStatuses: []int{408, 425, 429, 500, 502, 503, 504}, RejectedStatuses: []int{429},
+		RetryAfterCapMs: 60000, RetryOnlyWithServerDelay: []int{}, KeyInFlightStatuses: []int{409},
+		KeyReusedStatuses: []int{422}, ServerDirectiveHeaders: []string{"x-should-retry"},
+		RetryAfterOverCap: retrypolicy.OverCapRefuse, UnknownOperationClass: retrypolicy.UnknownMethodDefault,
+		BudgetCapacity: 500, BudgetRetryCost: 5, BudgetTimeoutCost: 10, BudgetSuccessRefund: 1,
+	}
+}
+
+// fields reads decimal, hex, double and list fields, keeping the first error.
+type fields struct {
+	err error
+}
+
+func (r *fields) integer(field string) int64 {
+	if r.err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(field, 10, 64)
+	if err != nil {
+		r.err = fmt.Errorf("bad integer %q", field)
+	}
+	return n
+}
+
+// double reads the 16 hex digits of IEEE 754 bits.
+func (r *fields) double(field string) float64 {
+	if r.err != nil {
+		return 0
+	}
+	bits, err := strconv.ParseUint(field, 16, 64)
+	if err != nil || len(field) != 16 {
+		r.err = fmt.Errorf("bad double bits %q", field)
+	}
+	return math.Float64frombits(bits)
+}
+
+// raw decodes a hex field to a string holding its bytes as they are (WTF-8 included).
+func (r *fields) raw(field string) string {
+	if r.err != nil {
+		return ""
+	}
+	b, err := hex.DecodeString(field)
+	if err != nil {
+		r.err = fmt.Errorf("bad hex field %q", field)
+	}
+	return string(b)
+}
+
+// text decodes a hex field that must hold UTF-8 text.
+func (r *fields) text(field string) string {
+	s := r.raw(field)
+	if r.err == nil && !utf8.ValidString(s) {
+		r.err = fmt.Errorf("hex field %q is not UTF-8", field)
+	}
+	return s
+}
+
+// optionalText is text, or "" for "-" (an absent header).
+func (r *fields) optionalText(field string) string {
+	if field == "-" {
+		return ""
+	}
+	return r.text(field)
+}
+
+func (r *fields) statuses(field string) []int {
+	list := []int{}
+	if field == "" {
+		return list
+	}
+	for _, part := range strings.Split(field, ",") {
+		list = append(list, int(r.integer(part)))
+	}
+	return list
+}
+
+func (r *fields) flag(field string) bool {
+	switch field {
+	case "1":
+		return true
+	case "0":
+		return false
+	}
+	if r.err == nil {
+		r.err = fmt.Errorf("a flag must be 0 or 1, found %q", field)
+	}
+	return false
+}
+
+// policyV1 builds a policy from the nine fields of a D line, the v2 keys neutral.
+func (r *fields) policyV1(f []string) retrypolicy.Policy {
+	p := contractPolicy()
+	p.MaxRetries = int(r.integer(f[0]))
+	p.InitialBackoffMs = r.integer(f[1])
+	p.MaxBackoffMs = r.integer(f[2])
+	p.Multiplier = r.double(f[3])
+	p.Jitter = retrypolicy.Jitter(f[4])
+	p.RetryableStatuses = r.statuses(f[5])
+	p.RejectedStatuses = r.statuses(f[6])
+	p.RetryAfterCapMs = r.integer(f[7])
+	if f[8] != "-" {
+		p.DeadlineMs, p.HasDeadline = r.integer(f[8]), true
+	}
+	p.RetryOnlyWithServerDelay, p.KeyInFlightStatuses, p.KeyReusedStatuses = []int{}, []int{}, []int{}
+	p.ServerDirectiveHeaders = []string{}
+	return p
+}
+
+// policyV2 builds a policy from the 19 P2 fields, names given to the runtime as they are.
+func (r *fields) policyV2(f []string) retrypolicy.Policy {
+	p := r.policyV1(f[:9])
+	p.RetryOnlyWithServerDelay = r.statuses(f[9])
+	p.KeyInFlightStatuses = r.statuses(f[10])
+	p.KeyReusedStatuses = r.statuses(f[11])
+	if f[12] != "-" {
+		for _, h := range strings.Split(f[12], ",") {
+			p.ServerDirectiveHeaders = append(p.ServerDirectiveHeaders, r.text(h))
+		}
+	}
+	p.RetryAfterOverCap = retrypolicy.OverCapMode(f[13])
+	p.UnknownOperationClass = retrypolicy.UnknownClass(f[14])
+	p.BudgetCapacity = r.integer(f[15])
+	p.BudgetRetryCost = r.integer(f[16])
+	p.BudgetTimeoutCost = r.integer(f[17])
+	p.BudgetSuccessRefund = r.integer(f[18])
+	return p
+}
+
+// input reads class has_key outcome status retry_after retry_after_ms [directive]
+// retries_used elapsed_ms previous_delay_ms now_ms random_bits.
+func (r *fields) input(f []string, withDirective bool) retrypolicy.Input {
+	var in retrypolicy.Input
+	in.Class = retrypolicy.ReplayClass(f[0])
+	in.HasIdempotencyKey = r.flag(f[1])
+	retryAfterMs, directive, rest := r.optionalText(f[5]), "", f[6:]
+	if withDirective {
+		directive, rest = r.optionalText(f[6]), f[7:]
+	}
+	if f[2] == "status" {
+		if f[3] == "-" && r.err == nil {
+			r.err = errors.New("a status outcome needs a status")
+		}
+		in.Outcome = retrypolicy.StatusOutcome(int(r.integer(f[3])), r.optionalText(f[4]), retryAfterMs)
+	} else {
+		// Headers an adapter passes along with a failure must not matter.
+		in.Outcome = retrypolicy.FailedOutcome(retrypolicy.FailureKind(f[2]))
+		in.Outcome.RetryAfter, in.Outcome.RetryAfterMs = r.optionalText(f[4]), retryAfterMs
+	}
+	in.Outcome.Directive = directive
+	in.RetriesUsed = r.integer(rest[0])
+	in.ElapsedMs = r.integer(rest[1])
+	in.PreviousDelayMs = r.integer(rest[2])
+	in.NowMs = r.integer(rest[3])
+	in.Random = r.double(rest[4])
+	return in
+}
+
+func decideV1(out *bufio.Writer, name string, f []string) error {
+	var r fields
+	p := r.policyV1(f[2:11])
+	in := r.input(f[11:22], false)
+	if r.err != nil {
+		return r.err
+	}
+	d, err := retrypolicy.Decide(p, in)
 	if err != nil {
 		return err
 	}
-	switch f[0] {
-	case "D":
-		return decide(out, name, f)
-	case "C":
-		method, err := text(f[2])
-		if err != nil {
-			return err
-		}
-		path, err := text(f[3])
-		if err != nil {
-			return err
-		}
-		c := retrypolicy.Classify(method, path)
-		id := "-"
-		if c.Matched && c.Operation.HasOperationID {
-			id = hexOf(c.Operation.OperationID)
-		}
-		fmt.Fprintf(out, "C\t%s\t%s\t%s\n", hexOf(name), c.Class, id)
-	case "I":
-		id, err := text(f[2])
-		if err != nil {
-			return err
-		}
-		if op, ok := retrypolicy.OperationByID(id); ok {
-			fmt.Fprintf(out, "I\t%s\t%s\t%s\n", hexOf(name), hexOf(op.Method), hexOf(op.Path))
-		} else {
-			fmt.Fprintf(out, "I\t%s\t-\t-\n", hexOf(name))
-		}
-	case "N":
-		method, err := text(f[2])
-		if err != nil {
-			return err
-		}
-		path, err := text(f[3])
-		if err != nil {
-			return err
-		}
-		listed := 0
-		for _, route := range nonReplayable() {
-			if route.Method == method && route.Pattern.MatchString(path) {
-				listed = 1
-				break
+	fmt.Fprintf(out, "D\t%s\t%d\t%d\t%s\n", name, bit(d.Retry), d.DelayMs, d.Reason)
+	return nil
+}
+
+func decideV2(out *bufio.Writer, name string, f []string) error {
+	var r fields
+	p := r.policyV2(f[2:21])
+	in := r.input(f[21:33], true)
+	if f[33] != "-" {
+		in.BudgetTokens, in.HasBudgetTokens = r.integer(f[33]), true
+	}
+	in.TimedOut = r.flag(f[34])
+	if r.err != nil {
+		return r.err
+	}
+	d, err := retrypolicy.Decide(p, in)
+	if err != nil {
+		return err
+	}
+	tokens := "-"
+	if in.HasBudgetTokens {
+		tokens = strconv.FormatInt(d.BudgetTokens, 10)
+	}
+	fmt.Fprintf(out, "D2\t%s\t%d\t%d\t%s\t%s\n", name, bit(d.Retry), d.DelayMs, d.Reason, tokens)
+	return nil
+}
+
+// budget runs the events of a K line on a Budget, the per-client cell (K4).
+func budget(out *bufio.Writer, name string, f []string) error {
+	var r fields
+	p := contractPolicy()
+	p.BudgetCapacity = r.integer(f[2])
+	p.BudgetRetryCost = r.integer(f[3])
+	p.BudgetTimeoutCost = r.integer(f[4])
+	p.BudgetSuccessRefund = r.integer(f[5])
+	var events []string
+	if f[6] != "" {
+		events = strings.Split(f[6], ",")
+	}
+	if r.err != nil {
+		return r.err
+	}
+	b, err := retrypolicy.NewBudget(p)
+	if err != nil {
+		return err
+	}
+	initial := b.Tokens()
+	results := make([]string, 0, len(events))
+	for _, e := range events {
+		var result string
+		switch {
+		case e == "r", e == "t", strings.HasPrefix(e, "a"):
+			kind := retrypolicy.BudgetRetry
+			if e == "t" {
+				kind = retrypolicy.BudgetTimeout
+			} else if e != "r" {
+				kind = retrypolicy.BudgetKind(r.text(e[1:]))
 			}
+			if r.err != nil {
+				return r.err
+			}
+			allowed, err := b.TryAcquire(kind)
+			if err != nil {
+				return err
+			}
+			result = "n"
+			if allowed {
+				result = "y"
+			}
+		case strings.HasPrefix(e, "s"):
+			released := r.integer(e[1:])
+			if r.err != nil {
+				return r.err
+			}
+			if err := b.RecordSuccess(released); err != nil {
+				return err
+			}
+			result = "s"
+		default:
+			return fmt.Errorf("bad budget event %q", e)
 		}
-		fmt.Fprintf(out, "N\t%s\t%d\n", hexOf(name), listed)
+		results = append(results, result+strconv.FormatInt(b.Tokens(), 10))
+	}
+	fmt.Fprintf(out, "K\t%s\t%d\t%s\n", name, initial, strings.Join(results, ","))
+	return nil
+}
+
+// classifier is the classifier of a base field (hex, or "-" for the spec's) and a class word.
+func classifier(r *fields, base, unknown string) (retrypolicy.Classifier, error) {
+	if base == "-" {
+		return retrypolicy.DefaultClassifier(retrypolicy.UnknownClass(unknown))
+	}
+	b := r.raw(base)
+	if r.err != nil {
+		return retrypolicy.Classifier{}, r.err
+	}
+	return retrypolicy.NewClassifier(b, retrypolicy.UnknownClass(unknown))
+}
+
+func classify(out *bufio.Writer, kind, name, base, unknown, method, target string) error {
+	var r fields
+	c, err := classifier(&r, base, unknown)
+	if err != nil {
+		return err
+	}
+	m, t := r.raw(method), r.raw(target)
+	if r.err != nil {
+		return r.err
+	}
+	result, err := c.Classify(m, t)
+	if err != nil {
+		return err
+	}
+	id := "-"
+	if result.Matched && result.Operation.HasOperationID {
+		id = hexOf(result.Operation.OperationID)
+	}
+	fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", kind, name, result.Class, id)
+	return nil
+}
+
+func lookup(out *bufio.Writer, name, idField string) error {
+	var r fields
+	id := r.text(idField)
+	if r.err != nil {
+		return r.err
+	}
+	if op, ok := retrypolicy.OperationByID(id); ok {
+		fmt.Fprintf(out, "I\t%s\t%s\t%s\n", name, hexOf(op.Method), hexOf(op.Path))
+	} else {
+		fmt.Fprintf(out, "I\t%s\t-\t-\n", name)
 	}
 	return nil
 }
 
-// nonReplayable is the package's list, asked for once.
-var nonReplayable = sync.OnceValue(retrypolicy.NonReplayableOperations)
+// safeList is the package's safe list, asked for once.
+var safeList = sync.OnceValue(retrypolicy.NonReplayableOperations)
 
-func decide(out *bufio.Writer, name string, f []string) error {
-	var p retrypolicy.Policy
-	var in retrypolicy.Input
-	var err error
-	maxRetries, err := integer(f[2], err)
-	p.MaxRetries = int(maxRetries)
-	p.InitialBackoffMs, err = integer(f[3], err)
-	p.MaxBackoffMs, err = integer(f[4], err)
-	p.Multiplier, err = double(f[5], err)
-	switch f[6] {
-	case "full", "equal", "decorrelated", "none":
-		p.Jitter = retrypolicy.Jitter(f[6])
-	default:
-		return fmt.Errorf("unknown jitter %q", f[6])
+func safeListed(out *bufio.Writer, name, methodField, pathField string) error {
+	var r fields
+	method, path := r.text(methodField), r.text(pathField)
+	if r.err != nil {
+		return r.err
 	}
-	p.RetryableStatuses, err = statuses(f[7], err)
-	p.RejectedStatuses, err = statuses(f[8], err)
-	p.RetryAfterCapMs, err = integer(f[9], err)
-	if f[10] != "-" {
-		p.DeadlineMs, err = integer(f[10], err)
-	}
-	switch f[11] {
-	case "idempotent", "keyed", "non_replayable", "no_retry":
-		in.Class = retrypolicy.ReplayClass(f[11])
-	default:
-		return fmt.Errorf("unknown class %q", f[11])
-	}
-	switch f[12] {
-	case "1":
-		in.HasIdempotencyKey = true
-	case "0":
-	default:
-		return fmt.Errorf("has_key must be 0 or 1, found %q", f[12])
-	}
-	status := int64(0)
-	if f[14] != "-" {
-		status, err = integer(f[14], err)
-	}
-	retryAfter, err := optionalText(f[15], err)
-	retryAfterMs, err := optionalText(f[16], err)
-	switch f[13] {
-	case "status":
-		if f[14] == "-" {
-			return fmt.Errorf("a status outcome needs a status")
+	for _, route := range safeList() {
+		if route.Method == method && route.Pattern.MatchString(path) {
+			fmt.Fprintf(out, "L\t%s\t1\t%s\n", name, optionalHex(route.IdempotencyHeader, route.IdempotencyHeader != ""))
+			return nil
 		}
-		in.Outcome = retrypolicy.StatusOutcome(int(status), retryAfter, retryAfterMs)
-	case "connect", "transport", "aborted":
-		// Headers an adapter passes along with a failure must not matter.
-		in.Outcome = retrypolicy.Outcome{Failure: retrypolicy.FailureKind(f[13]), RetryAfter: retryAfter, RetryAfterMs: retryAfterMs}
-	default:
-		return fmt.Errorf("unknown outcome %q", f[13])
 	}
-	retriesUsed, err := integer(f[17], err)
-	in.RetriesUsed = int(retriesUsed)
-	in.ElapsedMs, err = integer(f[18], err)
-	in.PreviousDelayMs, err = integer(f[19], err)
-	in.NowMs, err = integer(f[20], err)
-	in.Random, err = double(f[21], err)
+	fmt.Fprintf(out, "L\t%s\t0\t-\n", name)
+	return nil
+}
+
+// nonReplayableListed answers an N line: v1's list held the non_replayable operations only,
+// the safe list's entries that name no idempotency header.
+func nonReplayableListed(out *bufio.Writer, name, methodField, pathField string) error {
+	var r fields
+	method, path := r.text(methodField), r.text(pathField)
+	if r.err != nil {
+		return r.err
+	}
+	listed := 0
+	for _, route := range safeList() {
+		if route.IdempotencyHeader == "" && route.Method == method && route.Pattern.MatchString(path) {
+			listed = 1
+			break
+		}
+	}
+	fmt.Fprintf(out, "N\t%s\t%d\n", name, listed)
+	return nil
+}
+
+func hasKey(out *bufio.Writer, name, idField string, pairs []string) error {
+	var r fields
+	id := r.text(idField)
+	header := map[string][]string{}
+	for i := 0; i < len(pairs); i += 2 {
+		n := r.text(pairs[i])
+		header[n] = append(header[n], r.text(pairs[i+1]))
+	}
+	if r.err != nil {
+		return r.err
+	}
+	op, _ := retrypolicy.OperationByID(id)
+	fmt.Fprintf(out, "H\t%s\t%d\n", name, bit(op.HasIdempotencyKey(header)))
+	return nil
+}
+
+func event(out *bufio.Writer, name string, f []string) error {
+	var r fields
+	c, err := classifier(&r, f[2], "method_default")
 	if err != nil {
 		return err
 	}
-	d := retrypolicy.Decide(p, in)
-	retry := 0
-	if d.Retry {
-		retry = 1
+	method, target := r.raw(f[3]), r.raw(f[4])
+	retries, delay := r.integer(f[5]), r.integer(f[6])
+	if r.err != nil {
+		return r.err
 	}
-	fmt.Fprintf(out, "D\t%s\t%d\t%d\t%s\n", hexOf(name), retry, d.DelayMs, d.Reason)
+	result, err := c.Classify(method, target)
+	if err != nil {
+		return err
+	}
+	e := retrypolicy.NewRetryEvent(result, method, retries, retrypolicy.Decision{Retry: true, DelayMs: delay, Reason: retrypolicy.Reason(f[7])})
+	fmt.Fprintf(out, "E\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", name, e.Attempt, e.Reason, e.DelayMs, hexOf(e.Method),
+		optionalHex(e.PathTemplate, result.Matched), optionalHex(e.OperationID, e.HasOperationID))
 	return nil
 }
 
 func dumpTables(out *bufio.Writer) {
 	p := retrypolicy.DefaultPolicy()
+	fmt.Fprintf(out, "B2\t%s\t%s\n", hexOf(retrypolicy.BasePath), hexOf(retrypolicy.SourceName))
+	fmt.Fprintf(out, "P2\t%s\n", policyFields(p))
+	ops := retrypolicy.Operations()
+	for i, op := range ops {
+		fmt.Fprintf(out, "O2\t%d\t%s\t%s\t%s\t%s\t%s\n", i, hexOf(op.Method), hexOf(op.Path),
+			optionalHex(op.OperationID, op.HasOperationID), op.Class, optionalHex(op.IdempotencyHeader, op.IdempotencyHeader != ""))
+	}
+	// The safe list holds the non_replayable and keyed operations in table order.
+	list := safeList()
+	next := 0
+	for i, op := range ops {
+		if op.Class != retrypolicy.ClassNonReplayable && op.Class != retrypolicy.ClassKeyed {
+			continue
+		}
+		route := list[next]
+		next++
+		fmt.Fprintf(out, "L2\t%d\t%s\t%s\t%s\n", i, hexOf(route.Method), hexOf(route.Pattern.String()),
+			optionalHex(route.IdempotencyHeader, route.IdempotencyHeader != ""))
+	}
+}
+
+// policyFields writes the 19 P2 fields of a policy.
+func policyFields(p retrypolicy.Policy) string {
 	deadline := "-"
-	if p.DeadlineMs > 0 {
+	if p.HasDeadline {
 		deadline = strconv.FormatInt(p.DeadlineMs, 10)
 	}
-	fmt.Fprintf(out, "B\t%s\t%s\n", hexOf(retrypolicy.BasePath), hexOf(retrypolicy.SourceName))
-	fmt.Fprintf(out, "P\t%d\t%d\t%d\t%016x\t%s\t%s\t%s\t%d\t%s\n", p.MaxRetries, p.InitialBackoffMs, p.MaxBackoffMs,
-		math.Float64bits(p.Multiplier), p.Jitter, joinStatuses(p.RetryableStatuses), joinStatuses(p.RejectedStatuses),
-		p.RetryAfterCapMs, deadline)
-	for i, op := range retrypolicy.Operations() {
-		id := "-"
-		if op.HasOperationID {
-			id = hexOf(op.OperationID)
+	headers := "-"
+	if len(p.ServerDirectiveHeaders) > 0 {
+		hexed := make([]string, len(p.ServerDirectiveHeaders))
+		for i, h := range p.ServerDirectiveHeaders {
+			hexed[i] = hexOf(h)
 		}
-		fmt.Fprintf(out, "O\t%d\t%s\t%s\t%s\t%s\t%s\n", i, hexOf(op.Method), hexOf(op.Path), id, op.Class, hexOf(op.Pattern))
+		headers = strings.Join(hexed, ",")
 	}
+	return strings.Join([]string{
+		strconv.Itoa(p.MaxRetries), strconv.FormatInt(p.InitialBackoffMs, 10), strconv.FormatInt(p.MaxBackoffMs, 10),
+		fmt.Sprintf("%016x", math.Float64bits(p.Multiplier)), string(p.Jitter), joinStatuses(p.RetryableStatuses),
+		joinStatuses(p.RejectedStatuses), strconv.FormatInt(p.RetryAfterCapMs, 10), deadline,
+		joinStatuses(p.RetryOnlyWithServerDelay), joinStatuses(p.KeyInFlightStatuses), joinStatuses(p.KeyReusedStatuses),
+		headers, string(p.RetryAfterOverCap), string(p.UnknownOperationClass), strconv.FormatInt(p.BudgetCapacity, 10),
+		strconv.FormatInt(p.BudgetRetryCost, 10), strconv.FormatInt(p.BudgetTimeoutCost, 10),
+		strconv.FormatInt(p.BudgetSuccessRefund, 10),
+	}, "\t")
 }
 
-// text decodes a hex field holding UTF-8 text.
-func text(field string) (string, error) {
-	b, err := hex.DecodeString(field)
-	if err != nil {
-		return "", fmt.Errorf("bad hex field %q: %v", field, err)
+func bit(b bool) int {
+	if b {
+		return 1
 	}
-	if !utf8.Valid(b) {
-		return "", fmt.Errorf("hex field %q is not UTF-8", field)
-	}
-	return string(b), nil
-}
-
-// optionalText is text, or "" for "-" (an absent header), unless an earlier field already failed.
-func optionalText(field string, err error) (string, error) {
-	if err != nil || field == "-" {
-		return "", err
-	}
-	return text(field)
+	return 0
 }
 
 func hexOf(s string) string {
 	return hex.EncodeToString([]byte(s))
 }
 
-// integer parses a decimal field unless an earlier field already failed.
-func integer(field string, err error) (int64, error) {
-	if err != nil {
-		return 0, err
+// optionalHex is s in hex when present, else "-".
+func optionalHex(s string, present bool) string {
+	if !present {
+		return "-"
 	}
-	n, err := strconv.ParseInt(field, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("bad integer %q", field)
-	}
-	return n, nil
-}
-
-// double reads the 16 hex digits of IEEE 754 bits unless an earlier field already failed.
-func double(field string, err error) (float64, error) {
-	if err != nil {
-		return 0, err
-	}
-	if len(field) != 16 {
-		return 0, fmt.Errorf("bad double bits %q", field)
-	}
-	bits, err := strconv.ParseUint(field, 16, 64)
-	if err != nil {
-		return 0, fmt.Errorf("bad double bits %q", field)
-	}
-	return math.Float64frombits(bits), nil
-}
-
-func statuses(field string, err error) ([]int, error) {
-	if err != nil || field == "" {
-		return []int{}, err
-	}
-	var list []int
-	for _, part := range strings.Split(field, ",") {
-		n, err := strconv.Atoi(part)
-		if err != nil {
-			return nil, fmt.Errorf("bad status list %q", field)
-		}
-		list = append(list, n)
-	}
-	return list, nil
+	return hexOf(s)
 }
 
 func joinStatuses(list []int) string {

@@ -18,15 +18,26 @@ const SourceName = "hostile.yaml"
 // DefaultPolicy returns the retry policy the API declares.
 func DefaultPolicy() Policy {
 	return Policy{
-		MaxRetries:        3,
-		InitialBackoffMs:  500,
-		MaxBackoffMs:      30000,
-		Multiplier:        2.0,
-		Jitter:            JitterFull,
-		RetryableStatuses: []int{408, 425, 429, 500, 502, 503, 504},
-		RejectedStatuses:  []int{429},
-		RetryAfterCapMs:   60000,
-		DeadlineMs:        0,
+		MaxRetries:               3,
+		InitialBackoffMs:         500,
+		MaxBackoffMs:             30000,
+		Multiplier:               2.0,
+		Jitter:                   JitterFull,
+		RetryableStatuses:        []int{408, 425, 429, 500, 502, 503, 504},
+		RejectedStatuses:         []int{429},
+		RetryAfterCapMs:          60000,
+		DeadlineMs:               0,
+		HasDeadline:              false,
+		RetryOnlyWithServerDelay: []int{},
+		KeyInFlightStatuses:      []int{409},
+		KeyReusedStatuses:        []int{422},
+		ServerDirectiveHeaders:   []string{"x-should-retry"},
+		RetryAfterOverCap:        OverCapRefuse,
+		UnknownOperationClass:    UnknownMethodDefault,
+		BudgetCapacity:           500,
+		BudgetRetryCost:          5,
+		BudgetTimeoutCost:        10,
+		BudgetSuccessRefund:      1,
 	}
 }
 

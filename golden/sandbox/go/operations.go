@@ -18,15 +18,26 @@ const SourceName = "sandbox.yaml"
 // DefaultPolicy returns the retry policy the API declares.
 func DefaultPolicy() Policy {
 	return Policy{
-		MaxRetries:        4,
-		InitialBackoffMs:  200,
-		MaxBackoffMs:      10000,
-		Multiplier:        2.0,
-		Jitter:            JitterEqual,
-		RetryableStatuses: []int{408, 425, 429, 500, 502, 503, 504},
-		RejectedStatuses:  []int{429, 503},
-		RetryAfterCapMs:   30000,
-		DeadlineMs:        0,
+		MaxRetries:               4,
+		InitialBackoffMs:         200,
+		MaxBackoffMs:             10000,
+		Multiplier:               2.0,
+		Jitter:                   JitterEqual,
+		RetryableStatuses:        []int{408, 425, 429, 500, 502, 503, 504},
+		RejectedStatuses:         []int{429, 503},
+		RetryAfterCapMs:          30000,
+		DeadlineMs:               0,
+		HasDeadline:              false,
+		RetryOnlyWithServerDelay: []int{},
+		KeyInFlightStatuses:      []int{409},
+		KeyReusedStatuses:        []int{422},
+		ServerDirectiveHeaders:   []string{"x-should-retry"},
+		RetryAfterOverCap:        OverCapRefuse,
+		UnknownOperationClass:    UnknownMethodDefault,
+		BudgetCapacity:           500,
+		BudgetRetryCost:          5,
+		BudgetTimeoutCost:        10,
+		BudgetSuccessRefund:      1,
 	}
 }
 
