@@ -152,12 +152,20 @@ def wtf8(text: str) -> str:
         raise Malformed(f"hex field is not WTF-8: {text}") from e
 
 
-_Name = TypeVar("_Name", rp.Jitter, rp.OverCapMode, rp.UnknownOperationClass)
+_Name = TypeVar(
+    "_Name",
+    rp.Jitter,
+    rp.OverCapMode,
+    rp.UnknownOperationClass,
+    rp.ReplayClass,
+    rp.Failure,
+)
 
 
 def name(parse: Callable[[str], _Name], word: str) -> _Name:
     """A name given to the runtime's parser; an unknown one goes to the runtime as
-    the plain string it is, so that the policy's checks report it in table order."""
+    the plain string it is, so that the runtime's checks (which refuse a plain
+    string where an enum belongs) report it in the contract's order."""
     try:
         return parse(word)
     except rp.InvalidInputError:
@@ -216,7 +224,7 @@ def policy2_fields(p: rp.RetryPolicy) -> list[str]:
 def decide2_line(f: Sequence[str]) -> str:
     expect_fields(f, 35)
     policy = policy2(f[2:21])
-    replay_class = rp.ReplayClass.parse(f[21])
+    replay_class = name(rp.ReplayClass.parse, f[21])
     has_key = flag(f[22])
     outcome: rp.Outcome
     if f[23] == "status":
@@ -227,7 +235,7 @@ def decide2_line(f: Sequence[str]) -> str:
             directive=optional_hex(f[27]),
         )
     else:
-        outcome = rp.Failure.parse(f[23])
+        outcome = name(rp.Failure.parse, f[23])
     inputs = rp.DecisionInput(
         replay_class=replay_class,
         has_idempotency_key=has_key,
