@@ -1195,7 +1195,12 @@ def _wait(
             return _stop(DecisionReason.BUDGET_EXHAUSTED, tokens)
         tokens = after
     # [contract R18] retry after the delay
-    return Decision(retry=True, delay_ms=delay_ms, reason=reason, budget_tokens=tokens)
+    return Decision(
+        retry=True,
+        delay_ms=delay_ms,
+        reason=reason,
+        budget_tokens=tokens,
+    )
 
 
 def _backoff_ms(policy: RetryPolicy, inputs: DecisionInput) -> int:
