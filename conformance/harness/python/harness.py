@@ -8,7 +8,8 @@ Reads a case file (conformance/README.md) and prints one result line per case.
 import re
 import struct
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar, cast
 
 import retry_policy as rp
 
@@ -141,65 +142,309 @@ def expect_fields(f: Sequence[str], count: int) -> None:
         raise Malformed(f"{f[0]} line has {len(f)} fields, expected {count}")
 
 
+def wtf8(text: str) -> str:
+    """A hex field of a C2 line: UTF-8 that may hold lone surrogates."""
+    if _HEX.fullmatch(text) is None:
+        raise Malformed(f"bad hex field {text!r}")
+    try:
+        return bytes.fromhex(text).decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as e:
+        raise Malformed(f"hex field is not WTF-8: {text}") from e
+
+
+_Name = TypeVar(
+    "_Name",
+    rp.Jitter,
+    rp.OverCapMode,
+    rp.UnknownOperationClass,
+    rp.ReplayClass,
+    rp.Failure,
+)
+
+
+def name(parse: Callable[[str], _Name], word: str) -> _Name:
+    """A name given to the runtime's parser; an unknown one goes to the runtime as
+    the plain string it is, so that the runtime's checks (which refuse a plain
+    string where an enum belongs) report it in the contract's order."""
+    try:
+        return parse(word)
+    except rp.InvalidInputError:
+        return cast(_Name, word)
+
+
+def policy2(f: Sequence[str]) -> rp.RetryPolicy:
+    """The 19 P2 fields."""
+    if len(f) != 19:
+        raise Malformed(f"P2 has {len(f)} fields, expected 19")
+    headers = () if f[12] == "-" else tuple(unhex(h) for h in f[12].split(","))
+    return rp.RetryPolicy(
+        max_retries=integer(f[0]),
+        initial_backoff_ms=integer(f[1]),
+        max_backoff_ms=integer(f[2]),
+        multiplier=double(f[3]),
+        jitter=name(rp.Jitter.parse, f[4]),
+        retryable_statuses=statuses(f[5]),
+        rejected_statuses=statuses(f[6]),
+        retry_after_cap_ms=integer(f[7]),
+        deadline_ms=optional_integer(f[8]),
+        retry_only_with_server_delay=statuses(f[9]),
+        key_in_flight_statuses=statuses(f[10]),
+        key_reused_statuses=statuses(f[11]),
+        server_directive_headers=headers,
+        retry_after_over_cap=name(rp.OverCapMode.parse, f[13]),
+        unknown_operation_class=name(rp.UnknownOperationClass.parse, f[14]),
+        budget_capacity=integer(f[15]),
+        budget_retry_cost=integer(f[16]),
+        budget_timeout_cost=integer(f[17]),
+        budget_success_refund=integer(f[18]),
+    )
+
+
+def policy2_fields(p: rp.RetryPolicy) -> list[str]:
+    headers = (
+        ",".join(to_hex(h) for h in p.server_directive_headers)
+        if p.server_directive_headers
+        else "-"
+    )
+    return [
+        *policy_fields(p),
+        ",".join(str(s) for s in p.retry_only_with_server_delay),
+        ",".join(str(s) for s in p.key_in_flight_statuses),
+        ",".join(str(s) for s in p.key_reused_statuses),
+        headers,
+        p.retry_after_over_cap.value,
+        p.unknown_operation_class.value,
+        str(p.budget_capacity),
+        str(p.budget_retry_cost),
+        str(p.budget_timeout_cost),
+        str(p.budget_success_refund),
+    ]
+
+
+def decide2_line(f: Sequence[str]) -> str:
+    expect_fields(f, 35)
+    policy = policy2(f[2:21])
+    replay_class = name(rp.ReplayClass.parse, f[21])
+    has_key = flag(f[22])
+    outcome: rp.Outcome
+    if f[23] == "status":
+        outcome = rp.StatusOutcome(
+            status=integer(f[24]),
+            retry_after=optional_hex(f[25]),
+            retry_after_ms=optional_hex(f[26]),
+            directive=optional_hex(f[27]),
+        )
+    else:
+        outcome = name(rp.Failure.parse, f[23])
+    inputs = rp.DecisionInput(
+        replay_class=replay_class,
+        has_idempotency_key=has_key,
+        outcome=outcome,
+        retries_used=integer(f[28]),
+        elapsed_ms=integer(f[29]),
+        previous_delay_ms=integer(f[30]),
+        now_ms=integer(f[31]),
+        random=double(f[32]),
+        budget_tokens=optional_integer(f[33]),
+        timed_out=flag(f[34]),
+    )
+    d = rp.decide(policy, inputs)
+    tokens = "-" if d.budget_tokens is None else str(d.budget_tokens)
+    return "\t".join(
+        ["D2", f[1], "1" if d.retry else "0", str(d.delay_ms), d.reason.value, tokens]
+    )
+
+
+def budget_line(f: Sequence[str]) -> str:
+    expect_fields(f, 7)
+    policy = rp.RetryPolicy(
+        budget_capacity=integer(f[2]),
+        budget_retry_cost=integer(f[3]),
+        budget_timeout_cost=integer(f[4]),
+        budget_success_refund=integer(f[5]),
+    )
+    budget = rp.RetryBudget(policy)
+    initial = budget.tokens
+    results = []
+    for event in f[6].split(",") if f[6] else []:
+        if event in ("r", "t") or event.startswith("a"):
+            if event == "r":
+                kind = rp.BudgetKind.RETRY
+            elif event == "t":
+                kind = rp.BudgetKind.TIMEOUT
+            else:
+                kind = rp.BudgetKind.parse(unhex(event[1:]))
+            allowed = budget.try_acquire(kind)
+            results.append(("y" if allowed else "n") + str(budget.tokens))
+        elif event.startswith("s"):
+            budget.record_success(integer(event[1:]))
+            results.append("s" + str(budget.tokens))
+        else:
+            raise Malformed(f"bad budget event {event!r}")
+    return "\t".join(["K", f[1], str(initial), ",".join(results)])
+
+
+def classifier(base: str, unknown: str) -> rp.Classifier:
+    return rp.classifier(
+        None if base == "-" else wtf8(base),
+        name(rp.UnknownOperationClass.parse, unknown),
+    )
+
+
 def run(lines: Sequence[str]) -> list[str]:
     out: list[str] = []
     for line in lines:
         if line == "":
             continue
         f = line.split("\t")
-        kind = f[0]
-        if kind == "D":
-            out.append(decide_line(f))
-        elif kind == "C":
-            expect_fields(f, 4)
-            c = rp.classify(unhex(f[2]), unhex(f[3]))
-            op_id = None if c.operation is None else c.operation.operation_id
+        try:
+            out.extend(case(f))
+        except rp.InvalidInputError as e:
+            out.append("\t".join(["X", field(f, 1), e.key]))
+    return out
+
+
+def case(f: Sequence[str]) -> list[str]:
+    kind = f[0]
+    if kind == "D":
+        return [decide_line(f)]
+    if kind == "D2":
+        return [decide2_line(f)]
+    if kind == "K":
+        return [budget_line(f)]
+    if kind == "C":
+        expect_fields(f, 4)
+        c = rp.classify(unhex(f[2]), unhex(f[3]))
+        return ["\t".join(["C", f[1], *classification(c)])]
+    if kind == "C2":
+        expect_fields(f, 6)
+        clf = classifier(f[2], f[3])
+        c = clf.classify(wtf8(f[4]), wtf8(f[5]))
+        return ["\t".join(["C2", f[1], *classification(c)])]
+    if kind == "I":
+        expect_fields(f, 3)
+        op = rp.operation_by_id(unhex(f[2]))
+        if op is None:
+            return ["\t".join(["I", f[1], "-", "-"])]
+        return ["\t".join(["I", f[1], to_hex(op.method), to_hex(op.path)])]
+    if kind == "N":
+        # Contract v1's list: non_replayable operations, literals as written.
+        expect_fields(f, 4)
+        method, path = unhex(f[2]), unhex(f[3])
+        hit = any(
+            op.method == method and op.pattern.fullmatch(path) is not None
+            for op in rp.OPERATIONS
+            if op.replay_class == rp.ReplayClass.NON_REPLAYABLE
+        )
+        return ["\t".join(["N", f[1], "1" if hit else "0"])]
+    if kind == "L":
+        expect_fields(f, 4)
+        entry = rp.NON_REPLAYABLE_OPERATIONS.match(unhex(f[2]), unhex(f[3]))
+        if entry is None:
+            return ["\t".join(["L", f[1], "0", "-"])]
+        return ["\t".join(["L", f[1], "1", optional_to_hex(entry.idempotency_header)])]
+    if kind == "H":
+        if len(f) < 3 or len(f) % 2 != 1:
+            raise Malformed("H line needs an operation and name/value pairs")
+        op = rp.operation_by_id(unhex(f[2]))
+        headers = [(unhex(f[i]), unhex(f[i + 1])) for i in range(3, len(f), 2)]
+        hit = rp.has_idempotency_key(op, headers)
+        return ["\t".join(["H", f[1], "1" if hit else "0"])]
+    if kind == "E":
+        expect_fields(f, 8)
+        method = unhex(f[3])
+        c = classifier(f[2], "method_default").classify(method, unhex(f[4]))
+        decision = rp.Decision(
+            retry=True,
+            delay_ms=integer(f[6]),
+            reason=rp.DecisionReason(f[7]),
+        )
+        event = rp.retry_event(
+            method=method,
+            operation=c.operation,
+            retries_used=integer(f[5]),
+            decision=decision,
+        )
+        return [
+            "\t".join(
+                [
+                    "E",
+                    f[1],
+                    str(event.attempt),
+                    event.reason.value,
+                    str(event.delay_ms),
+                    to_hex(event.method),
+                    optional_to_hex(event.path_template),
+                    optional_to_hex(event.operation_id),
+                ]
+            )
+        ]
+    if kind == "T":
+        expect_fields(f, 1)
+        out = ["\t".join(["B", to_hex(rp.BASE_PATH), to_hex(rp.SOURCE_SPEC)])]
+        out.append("\t".join(["P", *policy_fields(rp.DEFAULT_RETRY_POLICY)]))
+        for index, op in enumerate(rp.OPERATIONS):
             out.append(
                 "\t".join(
                     [
-                        "C",
-                        f[1],
-                        c.replay_class.value,
-                        "-" if op_id is None else to_hex(op_id),
+                        "O",
+                        str(index),
+                        to_hex(op.method),
+                        to_hex(op.path),
+                        optional_to_hex(op.operation_id),
+                        op.replay_class.value,
+                        to_hex(op.pattern.pattern),
                     ]
                 )
             )
-        elif kind == "I":
-            expect_fields(f, 3)
-            op = rp.operation_by_id(unhex(f[2]))
-            if op is None:
-                out.append("\t".join(["I", f[1], "-", "-"]))
-            else:
-                out.append("\t".join(["I", f[1], to_hex(op.method), to_hex(op.path)]))
-        elif kind == "N":
-            expect_fields(f, 4)
-            method, path = unhex(f[2]), unhex(f[3])
-            hit = any(
-                m == method and p.fullmatch(path) is not None
-                for m, p in rp.NON_REPLAYABLE_OPERATIONS
-            )
-            out.append("\t".join(["N", f[1], "1" if hit else "0"]))
-        elif kind == "T":
-            expect_fields(f, 1)
-            out.append("\t".join(["B", to_hex(rp.BASE_PATH), to_hex(rp.SOURCE_SPEC)]))
-            out.append("\t".join(["P", *policy_fields(rp.DEFAULT_RETRY_POLICY)]))
-            for index, op in enumerate(rp.OPERATIONS):
-                out.append(
-                    "\t".join(
-                        [
-                            "O",
-                            str(index),
-                            to_hex(op.method),
-                            to_hex(op.path),
-                            "-" if op.operation_id is None else to_hex(op.operation_id),
-                            op.replay_class.value,
-                            to_hex(op.pattern.pattern),
-                        ]
-                    )
+        return out
+    if kind == "T2":
+        expect_fields(f, 1)
+        out = ["\t".join(["B2", to_hex(rp.BASE_PATH), to_hex(rp.SOURCE_SPEC)])]
+        out.append("\t".join(["P2", *policy2_fields(rp.DEFAULT_RETRY_POLICY)]))
+        listed = []
+        for index, op in enumerate(rp.OPERATIONS):
+            out.append(
+                "\t".join(
+                    [
+                        "O2",
+                        str(index),
+                        to_hex(op.method),
+                        to_hex(op.path),
+                        optional_to_hex(op.operation_id),
+                        op.replay_class.value,
+                        optional_to_hex(op.idempotency_header),
+                    ]
                 )
-        else:
-            raise Malformed(f"unknown line kind {kind!r}")
-    return out
+            )
+            if op.replay_class in (rp.ReplayClass.NON_REPLAYABLE, rp.ReplayClass.KEYED):
+                listed.append(index)
+        entries = list(rp.NON_REPLAYABLE_OPERATIONS)
+        if len(entries) != len(listed):
+            raise Malformed("the safe list and the operations disagree")
+        for index, entry in zip(listed, entries, strict=True):
+            out.append(
+                "\t".join(
+                    [
+                        "L2",
+                        str(index),
+                        to_hex(entry.method),
+                        to_hex(entry.pattern.pattern),
+                        optional_to_hex(entry.idempotency_header),
+                    ]
+                )
+            )
+        return out
+    raise Malformed(f"unknown line kind {kind!r}")
+
+
+def classification(c: rp.Classification) -> list[str]:
+    op_id = None if c.operation is None else c.operation.operation_id
+    return [c.replay_class.value, optional_to_hex(op_id)]
+
+
+def optional_to_hex(text: str | None) -> str:
+    return "-" if text is None else to_hex(text)
 
 
 def main(argv: Sequence[str]) -> int:

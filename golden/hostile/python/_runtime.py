@@ -2,44 +2,78 @@
 # @generated
 # retrygen's spec-independent runtime for Python, implementing docs/contract.md; copied verbatim
 # beside the per-spec tables (__init__.py) of every generated package.
-"""The retry contract of retrygen (docs/contract.md), independent of any API.
+"""The retry contract of retrygen (docs/contract.md, contract v2), independent of any API.
 
 - ``OperationTable(base_path=..., operations=...)`` builds the matcher of one
-  API from its operations; ``table.classify(method, path)`` finds the operation
-  a request calls and its replay class.
+  API from its operations; ``table.classify(method, target)`` finds the
+  operation a request calls and its replay class, and ``table.classifier(base)``
+  builds a ``Classifier`` for a base path or URL configured at run time.
 - ``decide(policy, inputs)`` says whether to retry an attempt that failed, after
-  how long, and why.
+  how long, and why; ``RetryBudget`` keeps a client's retry budget.
+- ``has_idempotency_key``, the safe list (``table.non_replayable_operations``)
+  and ``retry_event`` complete the contract.
 
 There is no hidden clock and no hidden random source, so the same inputs give
-the same decision in every language retrygen generates. Standard library only,
-Python 3.10+. The generated package's ``__init__.py`` holds the API's tables and
-re-exports what is public here.
+the same decision in every language retrygen generates. Bad input raises
+``InvalidInputError`` carrying the contract's message key. Standard library
+only, Python 3.10+. The generated package's ``__init__.py`` holds the API's
+tables and re-exports what is public here.
 """
 
+import dataclasses
 import enum
 import functools
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias, overload
+from typing import NamedTuple, TypeAlias, overload
 
 __all__ = [
+    "BudgetKind",
     "Classification",
+    "Classifier",
     "Decision",
     "DecisionInput",
     "DecisionReason",
     "Failure",
+    "InvalidInputError",
     "Jitter",
     "Operation",
     "OperationTable",
     "Outcome",
+    "OverCapMode",
     "ReplayClass",
+    "RetryBudget",
+    "RetryEvent",
     "RetryPolicy",
+    "SafeListEntry",
     "StatusOutcome",
+    "UnknownOperationClass",
+    "budget_new",
+    "budget_record_success",
+    "budget_try_acquire",
     "decide",
+    "has_idempotency_key",
+    "retry_event",
     "server_delay_ms",
 ]
+
+
+class InvalidInputError(ValueError):
+    """The contract's one error kind, invalid input (docs/contract.md, "Validation").
+
+    ``key`` is the message key every language reports: the offending field,
+    such as ``policy.max_retries`` or ``input.random``.
+    """
+
+    key: str
+
+    def __init__(self, key: str) -> None:
+        """Carry ``key`` as the message and as ``key``."""
+        super().__init__(key)
+        self.key = key
 
 
 def _require(name: str, value: object, expected: type | tuple[type, ...]) -> None:
@@ -56,6 +90,11 @@ def _require(name: str, value: object, expected: type | tuple[type, ...]) -> Non
         )
         msg = f"{name} must be a {names}, not {type(value).__name__} {value!r}"
         raise TypeError(msg)
+
+
+def _is_int(value: object) -> bool:
+    """Tell whether ``value`` is an integer (``bool`` is not one here)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @functools.cache
@@ -75,6 +114,35 @@ class ReplayClass(str, enum.Enum):
     """A replay may do the work twice."""
     NO_RETRY = "no_retry"
     """Never retried (streaming responses, ``x-retry: false``)."""
+
+    @classmethod
+    def parse(cls, name: str) -> "ReplayClass":
+        """Return the class named exactly ``name``, else raise ``input.class``."""
+        try:
+            return cls(name)
+        except (ValueError, TypeError):
+            raise InvalidInputError("input.class") from None
+
+
+class UnknownOperationClass(str, enum.Enum):
+    """The class of a request no operation matches (``unknown_operation_class``)."""
+
+    METHOD_DEFAULT = "method_default"
+    """``idempotent`` for GET, HEAD, OPTIONS, TRACE, PUT, DELETE and QUERY,
+    ``non_replayable`` for every other method."""
+    NON_REPLAYABLE = "non_replayable"
+    NO_RETRY = "no_retry"
+
+    @classmethod
+    def parse(cls, name: str) -> "UnknownOperationClass":
+        """Return the value named exactly ``name``.
+
+        Anything else raises ``policy.unknown_operation_class``.
+        """
+        try:
+            return cls(name)
+        except (ValueError, TypeError):
+            raise InvalidInputError("policy.unknown_operation_class") from None
 
 
 # Characters a literal path segment escapes in a regular expression.
@@ -96,7 +164,8 @@ class Operation:
     """The operationId, or None when the spec gives none."""
     replay_class: ReplayClass
     idempotency_header: str | None = None
-    """The idempotency key header a ``keyed`` operation declares, or None."""
+    """The idempotency key header a ``keyed`` operation declares, as the spec
+    writes it, or None."""
 
     def __post_init__(self) -> None:
         """Refuse a replay class that is not a ``ReplayClass``."""
@@ -107,7 +176,8 @@ class Operation:
         """Anchored expression over the request path without query and base path.
 
         It accepts one trailing slash; parameters match ``[^/]+``, literal text is
-        as written with regular-expression syntax escaped.
+        as written with regular-expression syntax escaped (what a hand-kept list
+        holds; the safe list uses ``safe_regex``).
         """
         return _route_regex(self.route)
 
@@ -115,6 +185,21 @@ class Operation:
     def pattern(self) -> re.Pattern[str]:
         """``regex`` compiled (on first use); match paths with ``fullmatch``."""
         return _regex(_route_regex(self.route))
+
+    @property
+    def safe_regex(self) -> str:
+        """The safe list's expression of this operation (contract L1).
+
+        Like ``regex``, but each literal character (percent-decoded) also
+        matches the percent-encoding of its UTF-8 bytes in either hex case, and
+        the root template accepts one trailing slash.
+        """
+        return _safe_route_regex(self.route)
+
+    @property
+    def safe_pattern(self) -> re.Pattern[str]:
+        """``safe_regex`` compiled (on first use); match paths with ``fullmatch``."""
+        return _regex(_safe_route_regex(self.route))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -124,7 +209,8 @@ class Classification:
     operation: Operation | None
     """The operation the request calls, or None when none matches."""
     replay_class: ReplayClass
-    """The operation's class, or the method default when none matches."""
+    """The operation's class, or the class of unknown requests when none
+    matches (by default the method default)."""
 
 
 # A parsed segment of a route: its pieces, literal text (str, as written) or a
@@ -184,6 +270,47 @@ def _route_regex(route: str) -> str:
     return "".join(out)
 
 
+@functools.cache
+def _safe_route_regex(route: str) -> str:
+    """Return the safe list's expression of a route (src/model/path.rs ``safe_regex``)."""
+    segments = _parse_route(route)
+    if not segments:
+        return "^//?$"
+    out = ["^"]
+    for pieces in segments:
+        out.append("/")
+        for piece in pieces:
+            if piece is None:
+                out.append("[^/]+")
+            else:
+                _encoded_alternatives(_percent_decode(piece), out)
+    out.append("/?$")
+    return "".join(out)
+
+
+def _hex_digit_class(nibble: int) -> str:
+    """Return a hex digit, a letter as a class of both cases (``[Bb]``)."""
+    digit = "0123456789abcdef"[nibble]
+    return digit if nibble < 10 else f"[{digit.upper()}{digit}]"
+
+
+def _encoded_alternatives(text: str, out: list[str]) -> None:
+    """Append each character as itself or as its percent-encoded UTF-8 bytes.
+
+    A decoded ``/`` is only its encoding: a raw one would end the segment.
+    """
+    for c in text:
+        encoded = "".join(
+            "%" + _hex_digit_class(b >> 4) + _hex_digit_class(b & 15)
+            for b in c.encode("utf-8")
+        )
+        if c == "/":
+            out.append(encoded)
+        else:
+            escaped = "\\" + c if c in _REGEX_SYNTAX else c
+            out.append(f"(?:{escaped}|{encoded})")
+
+
 _HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
 
 
@@ -191,11 +318,13 @@ def _percent_decode(segment: str) -> str:
     """Percent-decode one segment (contract section 2, step 7).
 
     Every ``%XX`` becomes that byte and other ``%`` stay; when the bytes are not
-    UTF-8 the segment is kept as it is.
+    valid UTF-8 (RFC 3629: Python's strict decoder, which never substitutes
+    U+FFFD) the segment is kept as it is. ``segment`` holds no lone surrogate:
+    ``classify`` refuses those first.
     """
     if "%" not in segment:
         return segment
-    parts = segment.encode("utf-8", "surrogatepass").split(b"%")
+    parts = segment.encode("utf-8").split(b"%")
     out = bytearray(parts[0])
     for part in parts[1:]:
         if len(part) >= 2 and part[0] in _HEX_DIGITS and part[1] in _HEX_DIGITS:
@@ -227,7 +356,7 @@ class _Node:
 
 
 def _literal_bytes(pieces: _Pieces) -> int:
-    return sum(len(p.encode("utf-8", "surrogatepass")) for p in pieces if p is not None)
+    return sum(len(p.encode("utf-8")) for p in pieces if p is not None)
 
 
 def _mixed_order(entry: tuple[_Pieces, _Node]) -> tuple[int, list[tuple[int, str]]]:
@@ -303,6 +432,10 @@ _ASCII_UPPER = str.maketrans(
     "abcdefghijklmnopqrstuvwxyz",
     "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
 )
+_ASCII_LOWER = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "abcdefghijklmnopqrstuvwxyz",
+)
 # classify returns these shared (frozen) results rather than building one per call.
 _UNMATCHED_IDEMPOTENT = Classification(
     operation=None,
@@ -312,12 +445,27 @@ _UNMATCHED_NON_REPLAYABLE = Classification(
     operation=None,
     replay_class=ReplayClass.NON_REPLAYABLE,
 )
+_UNMATCHED_NO_RETRY = Classification(
+    operation=None,
+    replay_class=ReplayClass.NO_RETRY,
+)
 
-_NonReplayableEntry: TypeAlias = tuple[str, re.Pattern[str]]
+
+class SafeListEntry(NamedTuple):
+    """One entry of the safe list: an operation not to replay without a key."""
+
+    method: str
+    """The operation's method, compared exactly."""
+    pattern: re.Pattern[str]
+    """Anchored expression over the path without query and base path (L1);
+    match with ``fullmatch``."""
+    idempotency_header: str | None
+    """None for a ``non_replayable`` operation; for a ``keyed`` one, the header
+    that makes a replay safe."""
 
 
-class _NonReplayableOperations(Sequence[_NonReplayableEntry]):
-    """``(method, pattern)`` of every ``non_replayable`` operation, in table order.
+class _SafeList(Sequence[SafeListEntry]):
+    """The safe list (L1-L2): ``non_replayable`` and ``keyed`` operations in table order.
 
     The expressions are compiled when the list is first read, not at import.
     """
@@ -326,40 +474,66 @@ class _NonReplayableOperations(Sequence[_NonReplayableEntry]):
 
     def __init__(self, operations: tuple[Operation, ...]) -> None:
         self._operations = tuple(
-            op for op in operations if op.replay_class == ReplayClass.NON_REPLAYABLE
+            op
+            for op in operations
+            if op.replay_class in (ReplayClass.NON_REPLAYABLE, ReplayClass.KEYED)
         )
-        self._entries: tuple[_NonReplayableEntry, ...] | None = None
+        self._entries: tuple[SafeListEntry, ...] | None = None
 
-    def _all(self) -> tuple[_NonReplayableEntry, ...]:
+    def _all(self) -> tuple[SafeListEntry, ...]:
         entries = self._entries
         if entries is None:
             # Two threads may both build it; they build equal tuples.
-            entries = tuple((op.method, op.pattern) for op in self._operations)
+            entries = tuple(
+                SafeListEntry(
+                    method=op.method,
+                    pattern=op.safe_pattern,
+                    idempotency_header=(
+                        op.idempotency_header
+                        if op.replay_class == ReplayClass.KEYED
+                        else None
+                    ),
+                )
+                for op in self._operations
+            )
             self._entries = entries
         return entries
 
     @overload
-    def __getitem__(self, index: int) -> _NonReplayableEntry: ...
+    def __getitem__(self, index: int) -> SafeListEntry: ...
     @overload
-    def __getitem__(self, index: slice) -> tuple[_NonReplayableEntry, ...]: ...
+    def __getitem__(self, index: slice) -> tuple[SafeListEntry, ...]: ...
     def __getitem__(
         self,
         index: int | slice,
-    ) -> _NonReplayableEntry | tuple[_NonReplayableEntry, ...]:
+    ) -> SafeListEntry | tuple[SafeListEntry, ...]:
         """Return one entry, or a tuple of them for a slice."""
         return self._all()[index]
 
     def __len__(self) -> int:
-        """Return the number of ``non_replayable`` operations."""
+        """Return the number of entries."""
         return len(self._operations)
 
-    def __iter__(self) -> Iterator[_NonReplayableEntry]:
+    def __iter__(self) -> Iterator[SafeListEntry]:
         """Iterate over the entries in table order."""
         return iter(self._all())
 
     def __repr__(self) -> str:
         """Show the entries."""
         return repr(self._all())
+
+    def match(self, method: str, path: str) -> SafeListEntry | None:
+        """Return the first entry with this exact method whose pattern matches the path.
+
+        ``path`` is the request path without query and base path. A match means
+        the request must not be replayed after a failure that may have reached
+        the server, unless the entry names a header and the request carries it
+        (``has_idempotency_key``).
+        """
+        for entry in self._all():
+            if entry.method == method and entry.pattern.fullmatch(path) is not None:
+                return entry
+        return None
 
 
 class OperationTable:
@@ -370,13 +544,21 @@ class OperationTable:
     API.
     """
 
-    __slots__ = ("_base_path", "_by_id", "_non_replayable", "_operations", "_root")
+    __slots__ = (
+        "_base_path",
+        "_by_id",
+        "_default",
+        "_operations",
+        "_root",
+        "_safe_list",
+    )
 
     def __init__(self, *, base_path: str, operations: Iterable[Operation]) -> None:
         """Build the matcher exactly as src/model/matcher.rs does.
 
-        ``base_path`` has no trailing slash (empty when none); ``operations`` are
-        in table order: when two claim the same path and method, the first wins.
+        ``base_path`` is the spec's (no trailing slash; empty when none);
+        ``operations`` are in table order: when two claim the same path and
+        method, the first wins.
         """
         self._base_path = base_path
         self._operations = tuple(operations)
@@ -385,7 +567,7 @@ class OperationTable:
             for op in self._operations
             if op.operation_id is not None
         }
-        self._non_replayable = _NonReplayableOperations(self._operations)
+        self._safe_list = _SafeList(self._operations)
         self._root = _Node()
         nodes = [self._root]
         for op in self._operations:
@@ -398,10 +580,11 @@ class OperationTable:
             )
         for node in nodes:
             node.mixed.sort(key=_mixed_order)
+        self._default = Classifier(self)
 
     @property
     def base_path(self) -> str:
-        """The path prefix ``classify`` removes from request paths that carry it."""
+        """The spec's base path, which the default classifier removes."""
         return self._base_path
 
     @property
@@ -410,39 +593,116 @@ class OperationTable:
         return self._operations
 
     @property
-    def non_replayable_operations(self) -> Sequence[tuple[str, re.Pattern[str]]]:
-        """``(method, pattern)`` of every ``non_replayable`` operation.
+    def non_replayable_operations(self) -> _SafeList:
+        """The safe list: ``SafeListEntry(method, pattern, idempotency_header)``.
 
-        A drop-in for a hand-kept list of methods and anchored expressions
-        (match paths with ``pattern.fullmatch``), compiled on first use.
+        Every ``non_replayable`` and ``keyed`` operation in table order (L1-L2),
+        a drop-in for a hand-kept list (match paths with ``pattern.fullmatch``
+        or ``.match(method, path)``), compiled on first use.
         """
-        return self._non_replayable
+        return self._safe_list
 
     def operation_by_id(self, operation_id: str) -> Operation | None:
         """Return the operation with this operationId, if any."""
         return self._by_id.get(operation_id)
 
-    def classify(self, method: str, path: str) -> Classification:
-        """Find the operation a request calls and its replay class (contract section 2).
+    def classifier(
+        self,
+        base: str | None = None,
+        unknown_operation_class: UnknownOperationClass = (
+            UnknownOperationClass.METHOD_DEFAULT
+        ),
+    ) -> "Classifier":
+        """Build a classifier for a configured base path or base URL (C1-C3).
 
-        ``method`` may be in any case; ``path`` is the request target as sent, with
-        or without the base path, query string and fragment.
+        ``base`` None means the spec's base path. Create one per client.
         """
+        return Classifier(self, base, unknown_operation_class)
+
+    def classify(self, method: str, target: str) -> Classification:
+        """Classify with the spec's base path and the method default (section 2).
+
+        ``method`` may be in any case; ``target`` is the request target as sent:
+        a path with or without the base path, query string and fragment, or a
+        full URL.
+        """
+        return self._default.classify(method, target)
+
+
+class Classifier:
+    """``classify`` for one configured base and ``unknown_operation_class``.
+
+    Built once per client from the SDK's base path (``/proxy/v1``) or base URL
+    (``https://gw.example/proxy/v1/``); immutable, so threads may share it.
+    """
+
+    __slots__ = ("_base_path", "_root", "_unknown", "_unmatched")
+
+    def __init__(
+        self,
+        table: OperationTable,
+        base: str | None = None,
+        unknown_operation_class: UnknownOperationClass = (
+            UnknownOperationClass.METHOD_DEFAULT
+        ),
+    ) -> None:
+        """Check the base (``input.base``), then the class of unknown requests."""
+        if base is None:
+            self._base_path = table.base_path
+        else:
+            _require_scalar("input.base", base)
+            self._base_path = _base_path_of(base)
+        if not isinstance(unknown_operation_class, UnknownOperationClass):
+            raise InvalidInputError("policy.unknown_operation_class")
+        self._unknown = unknown_operation_class
+        self._unmatched: Classification | None = (
+            None
+            if unknown_operation_class == UnknownOperationClass.METHOD_DEFAULT
+            else (
+                _UNMATCHED_NO_RETRY
+                if unknown_operation_class == UnknownOperationClass.NO_RETRY
+                else _UNMATCHED_NON_REPLAYABLE
+            )
+        )
+        self._root = table._root
+
+    @property
+    def base_path(self) -> str:
+        """The base path removed from request paths (C2), empty when none."""
+        return self._base_path
+
+    @property
+    def unknown_operation_class(self) -> UnknownOperationClass:
+        """The class of a request no operation matches (C3)."""
+        return self._unknown
+
+    def classify(self, method: str, target: str) -> Classification:
+        """Find the operation a request calls and its replay class (section 2).
+
+        A method or target holding a lone surrogate raises ``InvalidInputError``
+        (``input.method``, ``input.path``).
+        """
+        if not method.isascii():
+            _require_scalar("input.method", method)
+        if not target.isascii():
+            _require_scalar("input.path", target)
         upper = (
             method if method in _UPPER_CASE_METHODS else method.translate(_ASCII_UPPER)
         )
-        node = _find(self._root, self._segments(path), 0)
+        node = _find(self._root, self._segments(target), 0)
         if node is not None:
             found = node.operations.get(upper)
             if found is not None:
                 return found
+        if self._unmatched is not None:
+            return self._unmatched
         if upper in _IDEMPOTENT_METHODS:
             return _UNMATCHED_IDEMPOTENT
         return _UNMATCHED_NON_REPLAYABLE
 
-    def _segments(self, path: str) -> list[str]:
-        """Return the decoded segments of a request path (steps 2-7)."""
-        p = path
+    def _segments(self, target: str) -> list[str]:
+        """Return the decoded segments of a request target (steps 2-7)."""
+        p = target if target.startswith("/") else _without_origin(target)
         cut = p.find("?")
         if cut >= 0:
             p = p[:cut]
@@ -461,6 +721,39 @@ class OperationTable:
         if "%" in rest:
             return [_percent_decode(s) for s in segments]
         return segments
+
+
+_SCHEME_CHARACTERS = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.",
+)
+
+
+def _without_origin(target: str) -> str:
+    """Apply C1: drop ``scheme://authority``; a relative target starts at the root."""
+    sep = target.find("://")
+    if sep > 0 and target[0].isascii() and target[0].isalpha():
+        scheme = target[:sep]
+        if all(c in _SCHEME_CHARACTERS for c in scheme):
+            rest = target[sep + 3 :]
+            end = len(rest)
+            for stop in "/?#":
+                at = rest.find(stop, 0, end)
+                if at >= 0:
+                    end = at
+            target = rest[end:]
+    if target and target[0] not in "/?#":
+        target = "/" + target
+    return target
+
+
+def _base_path_of(base: str) -> str:
+    """Apply C2: the base path of a configured base path or URL."""
+    path = _without_origin(base)
+    for stop in "?#":
+        cut = path.find(stop)
+        if cut >= 0:
+            path = path[:cut]
+    return path.rstrip("/")
 
 
 def _child(node: _Node, pieces: _Pieces, nodes: list[_Node]) -> _Node:
@@ -499,48 +792,170 @@ class Jitter(str, enum.Enum):
     NONE = "none"
     """Exactly the base."""
 
+    @classmethod
+    def parse(cls, name: str) -> "Jitter":
+        """Return the jitter named exactly ``name``, else raise ``policy.jitter``."""
+        try:
+            return cls(name)
+        except (ValueError, TypeError):
+            raise InvalidInputError("policy.jitter") from None
+
+
+class OverCapMode(str, enum.Enum):
+    """What a server delay above ``retry_after_cap_ms`` does (``retry_after_over_cap``)."""
+
+    REFUSE = "refuse"
+    """Stop with ``retry_after_over_cap``."""
+    CLAMP = "clamp"
+    """Wait ``retry_after_cap_ms``."""
+
+    @classmethod
+    def parse(cls, name: str) -> "OverCapMode":
+        """Return the mode named exactly ``name``.
+
+        Anything else raises ``policy.retry_after_over_cap``.
+        """
+        try:
+            return cls(name)
+        except (ValueError, TypeError):
+            raise InvalidInputError("policy.retry_after_over_cap") from None
+
+
+_DAY_MS = 86_400_000
+_BUDGET_MAX = 1_000_000
+# retries_used, elapsed_ms and previous_delay_ms: integers every language holds exactly.
+_MAX_COUNTER = 2**53 - 1
+# RFC 9110 token characters (header names).
+_TCHAR = frozenset(
+    "!#$%&'*+-.^_`|~0123456789" "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+)
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RetryPolicy:
-    """The retry policy.
+    """The retry policy, checked when it is built (V1-V2).
 
     These defaults are the contract's; the generated package's
     ``DEFAULT_RETRY_POLICY`` carries the values the spec declares
     (``x-retry-policy``). Derive another policy from it with
-    ``dataclasses.replace(DEFAULT_RETRY_POLICY, max_retries=5)``.
+    ``dataclasses.replace(DEFAULT_RETRY_POLICY, max_retries=5)``. A value out of
+    its range raises ``InvalidInputError`` with the key ``policy.<field>``;
+    status lists may be given as lists, they are stored as tuples.
     """
 
     max_retries: int = 3
-    """Retries after the first attempt; 0 disables retrying."""
+    """Retries after the first attempt (0-100); 0 disables retrying."""
     initial_backoff_ms: int = 500
+    """1-86400000."""
     max_backoff_ms: int = 30000
+    """``initial_backoff_ms``-86400000."""
     multiplier: float = 2.0
+    """1.0-10.0."""
     jitter: Jitter = Jitter.FULL
     retryable_statuses: tuple[int, ...] = (408, 425, 429, 500, 502, 503, 504)
     """Statuses retried when the request is replayable."""
     rejected_statuses: tuple[int, ...] = (429,)
     """Statuses the API answers before doing anything: retried for every class."""
     retry_after_cap_ms: int = 60000
-    """The longest server-requested delay that is honoured."""
+    """The longest server-requested delay that is honoured (0-86400000)."""
     deadline_ms: int | None = None
     """No retry whose wait would end later than this after the first attempt."""
+    retry_only_with_server_delay: tuple[int, ...] = ()
+    """Statuses retried only when the server says how long to wait."""
+    key_in_flight_statuses: tuple[int, ...] = (409,)
+    """Retried with backoff when the request carries its idempotency key."""
+    key_reused_statuses: tuple[int, ...] = (422,)
+    """Never retried when the request carries its idempotency key."""
+    server_directive_headers: tuple[str, ...] = ("x-should-retry",)
+    """Response headers whose ``true``/``false`` overrides the status lists."""
+    retry_after_over_cap: OverCapMode = OverCapMode.REFUSE
+    unknown_operation_class: UnknownOperationClass = (
+        UnknownOperationClass.METHOD_DEFAULT
+    )
+    """The class of requests no operation matches (give it to ``classifier``)."""
+    budget_capacity: int = 500
+    """Tokens of the retry budget (0-1000000); 0 disables the budget."""
+    budget_retry_cost: int = 5
+    budget_timeout_cost: int = 10
+    budget_success_refund: int = 1
 
     def __post_init__(self) -> None:
-        """Refuse a jitter that is not a ``Jitter``."""
-        _require("jitter", self.jitter, Jitter)
+        """Check every field in the policy table's order, then initial <= max."""
+        # [contract V1] each key in table order, against its constraint
+        _int_in("policy.max_retries", self.max_retries, 0, 100)
+        _int_in("policy.initial_backoff_ms", self.initial_backoff_ms, 1, _DAY_MS)
+        _int_in("policy.max_backoff_ms", self.max_backoff_ms, 1, _DAY_MS)
+        m = self.multiplier
+        if (
+            not isinstance(m, (int, float))
+            or isinstance(m, bool)
+            or not 1.0 <= m <= 10.0
+        ):
+            raise InvalidInputError("policy.multiplier")
+        if not isinstance(self.jitter, Jitter):
+            raise InvalidInputError("policy.jitter")
+        self._statuses("retryable_statuses")
+        self._statuses("rejected_statuses")
+        _int_in("policy.retry_after_cap_ms", self.retry_after_cap_ms, 0, _DAY_MS)
+        if self.deadline_ms is not None:
+            _int_in("policy.deadline_ms", self.deadline_ms, 1, _DAY_MS)
+        self._statuses("retry_only_with_server_delay")
+        self._statuses("key_in_flight_statuses")
+        self._statuses("key_reused_statuses")
+        headers = self.server_directive_headers
+        if not isinstance(headers, (tuple, list)) or not all(
+            isinstance(h, str) and h != "" and all(c in _TCHAR for c in h)
+            for h in headers
+        ):
+            raise InvalidInputError("policy.server_directive_headers")
+        object.__setattr__(self, "server_directive_headers", tuple(headers))
+        if not isinstance(self.retry_after_over_cap, OverCapMode):
+            raise InvalidInputError("policy.retry_after_over_cap")
+        if not isinstance(self.unknown_operation_class, UnknownOperationClass):
+            raise InvalidInputError("policy.unknown_operation_class")
+        _int_in("policy.budget_capacity", self.budget_capacity, 0, _BUDGET_MAX)
+        _int_in("policy.budget_retry_cost", self.budget_retry_cost, 1, _BUDGET_MAX)
+        _int_in("policy.budget_timeout_cost", self.budget_timeout_cost, 1, _BUDGET_MAX)
+        _int_in(
+            "policy.budget_success_refund",
+            self.budget_success_refund,
+            0,
+            _BUDGET_MAX,
+        )
+        # [contract V2] the backoff's range
+        if self.initial_backoff_ms > self.max_backoff_ms:
+            raise InvalidInputError("policy.max_backoff_ms")
+
+    def _statuses(self, name: str) -> None:
+        """Check a status list (each 100-599) and store it as a tuple."""
+        value = getattr(self, name)
+        if not isinstance(value, (tuple, list)) or not all(
+            _is_int(s) and 100 <= s <= 599 for s in value
+        ):
+            raise InvalidInputError("policy." + name)
+        object.__setattr__(self, name, tuple(value))
+
+
+def _int_in(key: str, value: object, low: int, high: int) -> None:
+    """Raise ``key`` unless ``value`` is an integer in ``low``-``high``."""
+    if not _is_int(value) or not low <= value <= high:  # type: ignore[operator]
+        raise InvalidInputError(key)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StatusOutcome:
     """An attempt that got a response.
 
-    Its status and the values of its ``Retry-After`` and ``retry-after-ms``
-    headers (None when absent).
+    Its status, the values of its ``Retry-After`` and ``retry-after-ms``
+    headers and its server directive (the value of the first header of the
+    policy's ``server_directive_headers`` the response carries), None when
+    absent.
     """
 
     status: int
     retry_after: str | None = None
     retry_after_ms: str | None = None
+    directive: str | None = None
 
 
 class Failure(str, enum.Enum):
@@ -555,6 +970,14 @@ class Failure(str, enum.Enum):
     ABORTED = "aborted"
     """The caller cancelled."""
 
+    @classmethod
+    def parse(cls, name: str) -> "Failure":
+        """Return the failure named exactly ``name``, else raise ``input.outcome``."""
+        try:
+            return cls(name)
+        except (ValueError, TypeError):
+            raise InvalidInputError("input.outcome") from None
+
 
 Outcome: TypeAlias = StatusOutcome | Failure
 """What an attempt ended with."""
@@ -562,12 +985,12 @@ Outcome: TypeAlias = StatusOutcome | Failure
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DecisionInput:
-    """Everything ``decide`` looks at."""
+    """Everything ``decide`` looks at, checked when it is built (V3-V6)."""
 
     replay_class: ReplayClass
     """The operation's class, from ``classify`` or ``operation_by_id``."""
     has_idempotency_key: bool
-    """The request carries the idempotency key header."""
+    """The request carries the idempotency key header (``has_idempotency_key``)."""
     outcome: Outcome
     retries_used: int
     """Retries already made for this request (0 after the first attempt)."""
@@ -579,11 +1002,37 @@ class DecisionInput:
     """The current time in milliseconds since the Unix epoch."""
     random: float
     """A uniformly random number in [0, 1)."""
+    budget_tokens: int | None = None
+    """The client's retry budget state, None without a budget (``RetryBudget``
+    fills it in)."""
+    timed_out: bool = False
+    """The failed attempt ended by a timeout: a budget retry costs
+    ``budget_timeout_cost``."""
 
     def __post_init__(self) -> None:
-        """Refuse a plain string where a ``ReplayClass`` or an outcome belongs."""
-        _require("replay_class", self.replay_class, ReplayClass)
-        _require("outcome", self.outcome, (StatusOutcome, Failure))
+        """Check the inputs in the contract's order.
+
+        A plain string where a ``ReplayClass`` or an outcome belongs is refused.
+        """
+        # [contract V3] the class, then the failure, by their exact names
+        if not isinstance(self.replay_class, ReplayClass):
+            raise InvalidInputError("input.class")
+        outcome = self.outcome
+        if not isinstance(outcome, (StatusOutcome, Failure)):
+            raise InvalidInputError("input.outcome")
+        # [contract V4] a status is 100-599
+        if isinstance(outcome, StatusOutcome) and not (
+            _is_int(outcome.status) and 100 <= outcome.status <= 599
+        ):
+            raise InvalidInputError("input.status")
+        # [contract V5] counters every language holds exactly
+        _int_in("input.retries_used", self.retries_used, 0, _MAX_COUNTER)
+        _int_in("input.elapsed_ms", self.elapsed_ms, 0, _MAX_COUNTER)
+        _int_in("input.previous_delay_ms", self.previous_delay_ms, 0, _MAX_COUNTER)
+        # [contract V6] random is a finite double in [0, 1); NaN compares false
+        r = self.random
+        if not isinstance(r, (int, float)) or isinstance(r, bool) or not 0.0 <= r < 1.0:
+            raise InvalidInputError("input.random")
 
 
 class DecisionReason(str, enum.Enum):
@@ -600,6 +1049,12 @@ class DecisionReason(str, enum.Enum):
     STATUS_NOT_RETRYABLE = "status_not_retryable"
     RETRY_AFTER_OVER_CAP = "retry_after_over_cap"
     DEADLINE = "deadline"
+    SERVER_SAID_NO = "server_said_no"
+    SERVER_SAID_YES = "server_said_yes"
+    KEY_IN_FLIGHT = "key_in_flight"
+    KEY_REUSED = "key_reused"
+    NO_SERVER_DELAY = "no_server_delay"
+    BUDGET_EXHAUSTED = "budget_exhausted"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -609,34 +1064,67 @@ class Decision:
     retry: bool
     delay_ms: int
     reason: DecisionReason
+    budget_tokens: int | None = None
+    """The budget state after the decision (None when the input had none)."""
 
 
-# Every "do not retry" decision, built once.
+# Every "do not retry" decision without a budget, built once.
 _STOP = {
     reason: Decision(retry=False, delay_ms=0, reason=reason)
     for reason in DecisionReason
 }
 
 
+def _stop(reason: DecisionReason, tokens: int | None) -> Decision:
+    if tokens is None:
+        return _STOP[reason]
+    return Decision(retry=False, delay_ms=0, reason=reason, budget_tokens=tokens)
+
+
+def _check_tokens(policy: RetryPolicy, tokens: object) -> None:
+    # [contract V7] the budget state is 0-budget_capacity
+    _int_in("input.budget_tokens", tokens, 0, policy.budget_capacity)
+
+
+def _directive(policy: RetryPolicy, value: str | None) -> bool | None:
+    """Return the server directive: True, False or None (absent or ignored)."""
+    if value is None or not policy.server_directive_headers:
+        return None
+    text = value.strip(" \t")
+    if not text.isascii():
+        return None
+    text = text.lower()
+    if text == "true":
+        return True
+    if text == "false":
+        return False
+    return None
+
+
 def decide(policy: RetryPolicy, inputs: DecisionInput) -> Decision:
     """Decide whether and when to retry an attempt that failed (contract section 3).
 
-    Classes, failures and jitters are compared by value, so even a plain string
-    that slipped past the type checks cannot change the decision.
+    The policy and the inputs were checked when they were built; the budget
+    state is checked here against the policy. Classes, failures and jitters
+    are compared by value.
     """
+    tokens = inputs.budget_tokens
+    if tokens is not None:
+        _check_tokens(policy, tokens)
     outcome = inputs.outcome
     replay_class = inputs.replay_class
     # [contract R1] the caller cancelled
     if outcome == Failure.ABORTED:
-        return _STOP[DecisionReason.ABORTED]
+        return _stop(DecisionReason.ABORTED, tokens)
     # [contract R2] a no_retry operation is never retried
     if replay_class == ReplayClass.NO_RETRY:
-        return _STOP[DecisionReason.NO_RETRY_OPERATION]
+        return _stop(DecisionReason.NO_RETRY_OPERATION, tokens)
     # [contract R3] the retries are used up
     if inputs.retries_used >= policy.max_retries:
-        return _STOP[DecisionReason.EXHAUSTED]
+        return _stop(DecisionReason.EXHAUSTED, tokens)
+    key = inputs.has_idempotency_key
     replayable = replay_class == ReplayClass.IDEMPOTENT or (
-        replay_class == ReplayClass.KEYED and inputs.has_idempotency_key
+        replay_class == ReplayClass.KEYED and key
     )
     if isinstance(outcome, Failure):
         # [contract R4] the request never left: safe for every class
@@ -645,22 +1133,41 @@ def decide(policy: RetryPolicy, inputs: DecisionInput) -> Decision:
         # [contract R5] the request may have been sent
         if replayable:
             return _wait(policy, inputs, DecisionReason.TRANSPORT_FAILURE, None)
-        return _STOP[DecisionReason.NOT_REPLAYABLE]
-    # [contract R6] answered before doing anything: retried for every class
-    if outcome.status in policy.rejected_statuses:
+        return _stop(DecisionReason.NOT_REPLAYABLE, tokens)
+    status = outcome.status
+    directive = _directive(policy, outcome.directive)
+    # [contract R6] the server's "false" wins over every status list
+    if directive is False:
+        return _stop(DecisionReason.SERVER_SAID_NO, tokens)
+    # [contract R7] the key was used with another payload
+    if key and status in policy.key_reused_statuses:
+        return _stop(DecisionReason.KEY_REUSED, tokens)
+    # [contract R8] the original request with this key is still in flight
+    if key and status in policy.key_in_flight_statuses:
+        reason = DecisionReason.KEY_IN_FLIGHT
+    # [contract R9] the server's "true", on a replayable request only
+    elif directive is True and replayable:
+        reason = DecisionReason.SERVER_SAID_YES
+    # [contract R10] answered before doing anything: retried for every class
+    elif status in policy.rejected_statuses:
         reason = DecisionReason.REJECTED_STATUS
-    # [contract R7] retryable only when the request is replayable
-    elif outcome.status in policy.retryable_statuses:
+    # [contract R11] retryable only when the request is replayable
+    elif status in policy.retryable_statuses:
         if not replayable:
-            return _STOP[DecisionReason.NOT_REPLAYABLE]
+            return _stop(DecisionReason.NOT_REPLAYABLE, tokens)
         reason = DecisionReason.RETRYABLE_STATUS
-    # [contract R8] any other status
+    # [contract R12] any other status
     else:
-        return _STOP[DecisionReason.STATUS_NOT_RETRYABLE]
-    # [contract R9] the server's delay, unless it is longer than the cap
+        return _stop(DecisionReason.STATUS_NOT_RETRYABLE, tokens)
     server = server_delay_ms(outcome.retry_after, outcome.retry_after_ms, inputs.now_ms)
+    # [contract R13] some statuses are retried only when the server says when
+    if server is None and status in policy.retry_only_with_server_delay:
+        return _stop(DecisionReason.NO_SERVER_DELAY, tokens)
+    # [contract R14] a server delay above the cap: refused or clamped
     if server is not None and server > policy.retry_after_cap_ms:
-        return _STOP[DecisionReason.RETRY_AFTER_OVER_CAP]
+        if policy.retry_after_over_cap == OverCapMode.REFUSE:
+            return _stop(DecisionReason.RETRY_AFTER_OVER_CAP, tokens)
+        server = policy.retry_after_cap_ms
     return _wait(policy, inputs, reason, server)
 
 
@@ -670,17 +1177,30 @@ def _wait(
     reason: DecisionReason,
     server: int | None,
 ) -> Decision:
-    """Apply rules R10-R12: the backoff without a server delay, then the deadline."""
-    # [contract R10] without a server delay, the backoff
+    """Apply rules R15-R18: the backoff, the deadline, the budget."""
+    # [contract R15] without a server delay, the backoff
     delay_ms = _backoff_ms(policy, inputs) if server is None else server
-    # [contract R11] no wait that ends after the deadline
+    tokens = inputs.budget_tokens
+    # [contract R16] no wait that ends after the deadline
     if (
         policy.deadline_ms is not None
         and inputs.elapsed_ms + delay_ms > policy.deadline_ms
     ):
-        return _STOP[DecisionReason.DEADLINE]
-    # [contract R12] retry after the delay
-    return Decision(retry=True, delay_ms=delay_ms, reason=reason)
+        return _stop(DecisionReason.DEADLINE, tokens)
+    # [contract R17] the retry budget pays for the retry, or it does not happen
+    if tokens is not None:
+        kind = BudgetKind.TIMEOUT if inputs.timed_out else BudgetKind.RETRY
+        allowed, after = _try_acquire(policy, tokens, kind)
+        if not allowed:
+            return _stop(DecisionReason.BUDGET_EXHAUSTED, tokens)
+        tokens = after
+    # [contract R18] retry after the delay
+    return Decision(
+        retry=True,
+        delay_ms=delay_ms,
+        reason=reason,
+        budget_tokens=tokens,
+    )
 
 
 def _backoff_ms(policy: RetryPolicy, inputs: DecisionInput) -> int:
@@ -762,7 +1282,6 @@ _IMF_FIXDATE = _DAY + ", ([0-9]{2}) " + _MONTH + " ([0-9]{4}) " + _TIME + " GMT"
 _RFC850_DATE = _LONG_DAY + ", ([0-9]{2})-" + _MONTH + "-([0-9]{2}) " + _TIME + " GMT"
 # Sun Nov  6 08:49:37 1994
 _ASCTIME_DATE = _DAY + " " + _MONTH + " ([0-9]{2}| [0-9]) " + _TIME + " ([0-9]{4})"
-_DAY_MS = 86_400_000
 
 
 def _parse_http_date(text: str, now_ms: int) -> int | None:
@@ -853,3 +1372,203 @@ def _parse_number(syntax: str, text: str) -> int | None:
     digits = match.group(2)
     # [contract S8] more than 15 digits: larger than any cap
     return _OVER_ANY_CAP if len(digits) > 15 else int(digits)
+
+
+class BudgetKind(str, enum.Enum):
+    """What a retry costs the budget: a retry, or a retry after a timeout."""
+
+    RETRY = "retry"
+    """``budget_retry_cost``."""
+    TIMEOUT = "timeout"
+    """``budget_timeout_cost``."""
+
+    @classmethod
+    def parse(cls, name: str) -> "BudgetKind":
+        """Return the kind named exactly ``name``, else raise ``input.budget_kind``."""
+        try:
+            return cls(name)
+        except (ValueError, TypeError):
+            raise InvalidInputError("input.budget_kind") from None
+
+
+def budget_new(policy: RetryPolicy) -> int:
+    """Return the state of a new retry budget: full (0 when disabled)."""
+    # [contract K1] a new bucket is full
+    return policy.budget_capacity
+
+
+def budget_try_acquire(
+    policy: RetryPolicy,
+    tokens: int,
+    kind: BudgetKind,
+) -> tuple[bool, int]:
+    """Take the cost of one retry from the budget: ``(allowed, tokens)``.
+
+    A disabled budget (capacity 0) allows every retry and takes nothing.
+    """
+    _check_tokens(policy, tokens)
+    if not isinstance(kind, BudgetKind):
+        raise InvalidInputError("input.budget_kind")
+    return _try_acquire(policy, tokens, kind)
+
+
+def _try_acquire(
+    policy: RetryPolicy, tokens: int, kind: BudgetKind
+) -> tuple[bool, int]:
+    # [contract K2] a retry costs budget_retry_cost, after a timeout budget_timeout_cost
+    if policy.budget_capacity == 0:
+        return True, tokens
+    cost = (
+        policy.budget_timeout_cost
+        if kind == BudgetKind.TIMEOUT
+        else policy.budget_retry_cost
+    )
+    if tokens < cost:
+        return False, tokens
+    return True, tokens - cost
+
+
+def budget_record_success(policy: RetryPolicy, tokens: int, released: int) -> int:
+    """Return the budget state after a request that ended in success.
+
+    ``released`` is what its last granted retry took (0 when it was not
+    retried): that comes back, else ``budget_success_refund``; never above the
+    capacity.
+    """
+    _check_tokens(policy, tokens)
+    _int_in("input.budget_release", released, 0, _BUDGET_MAX)
+    # [contract K3] a success gives back what its retry took, or the refund
+    if policy.budget_capacity == 0:
+        return tokens
+    refund = released if released > 0 else policy.budget_success_refund
+    return min(policy.budget_capacity, tokens + refund)
+
+
+class RetryBudget:
+    """A client's retry budget: one cell, updated atomically (create one per client).
+
+    Every update holds a ``threading.Lock`` for the length of a pure function
+    that never awaits, so threads and asyncio tasks may share one budget.
+    """
+
+    __slots__ = ("_lock", "_policy", "_tokens")
+
+    def __init__(self, policy: RetryPolicy, *, tokens: int | None = None) -> None:
+        """Start full (``budget_new``), or at ``tokens`` (0-``budget_capacity``)."""
+        if tokens is not None:
+            _check_tokens(policy, tokens)
+        self._policy = policy
+        self._tokens = budget_new(policy) if tokens is None else tokens
+        # [contract K4] one cell per client, read and written under one lock
+        self._lock = threading.Lock()
+
+    @property
+    def policy(self) -> RetryPolicy:
+        """The policy whose budget keys this budget follows."""
+        return self._policy
+
+    @property
+    def tokens(self) -> int:
+        """The current state."""
+        return self._tokens
+
+    def decide(self, inputs: DecisionInput) -> Decision:
+        """Decide with the current state and store the state after the decision."""
+        with self._lock:
+            decision = decide(
+                self._policy,
+                dataclasses.replace(inputs, budget_tokens=self._tokens),
+            )
+            if decision.budget_tokens is not None:
+                self._tokens = decision.budget_tokens
+        return decision
+
+    def try_acquire(self, kind: BudgetKind) -> bool:
+        """Take the cost of one retry (``budget_try_acquire``); tell whether allowed."""
+        with self._lock:
+            allowed, self._tokens = budget_try_acquire(self._policy, self._tokens, kind)
+        return allowed
+
+    def record_success(self, released: int = 0) -> None:
+        """Record a success (``budget_record_success``)."""
+        with self._lock:
+            self._tokens = budget_record_success(self._policy, self._tokens, released)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RetryEvent:
+    """What a granted retry reports (E1): route templates, never the URL."""
+
+    attempt: int
+    """``retries_used + 1``: 1 for the first retry."""
+    reason: DecisionReason
+    delay_ms: int
+    method: str
+    """The operation's method; the request's, upper-cased, when none matched."""
+    path_template: str | None
+    """The operation's path as the spec writes it, or None."""
+    operation_id: str | None
+
+
+def retry_event(
+    *,
+    method: str,
+    operation: Operation | None,
+    retries_used: int,
+    decision: Decision,
+) -> RetryEvent:
+    """Build the event of a retry ``decision`` grants, for a user callback.
+
+    ``operation`` is what ``classify`` found (``Classification.operation``).
+    """
+    if not decision.retry:
+        msg = "a retry event is built only for a decision that retries"
+        raise ValueError(msg)
+    if operation is None:
+        return RetryEvent(
+            attempt=retries_used + 1,
+            reason=decision.reason,
+            delay_ms=decision.delay_ms,
+            method=method.translate(_ASCII_UPPER),
+            path_template=None,
+            operation_id=None,
+        )
+    return RetryEvent(
+        attempt=retries_used + 1,
+        reason=decision.reason,
+        delay_ms=decision.delay_ms,
+        method=operation.method,
+        path_template=operation.path,
+        operation_id=operation.operation_id,
+    )
+
+
+def has_idempotency_key(
+    operation: Operation | None,
+    headers: Iterable[tuple[str, str]] | Mapping[str, str],
+) -> bool:
+    """Tell whether a request carries its operation's idempotency key (H1).
+
+    ``headers`` are the request's fields as ``(name, value)`` pairs (names may
+    repeat) or a mapping. True when the operation declares a header and a field
+    of that name (ASCII case-insensitive) has a value that is not blank.
+    """
+    if operation is None or operation.idempotency_header is None:
+        return False
+    want = operation.idempotency_header.translate(_ASCII_LOWER)
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    return any(
+        name.translate(_ASCII_LOWER) == want and value.strip(" \t") != ""
+        for name, value in pairs
+    )
+
+
+def _require_scalar(key: str, text: object) -> None:
+    """Raise ``key`` unless ``text`` is a string of Unicode scalar values (C4)."""
+    # [contract V8] a lone surrogate is invalid input, never classified
+    if not isinstance(text, str):
+        raise InvalidInputError(key)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(key) from None

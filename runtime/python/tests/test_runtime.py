@@ -1,26 +1,41 @@
 """Unit tests of the runtime, run with ``python3 -m unittest`` from runtime/python."""
 
+import asyncio
 import dataclasses
+import enum
 import importlib.util
 import math
 import re
+import sys
+import threading
 import unittest
+from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
 import _runtime as rt
 from _runtime import (
+    BudgetKind,
     Decision,
     DecisionInput,
     DecisionReason,
     Failure,
+    InvalidInputError,
     Jitter,
     Operation,
     OperationTable,
+    OverCapMode,
     ReplayClass,
+    RetryBudget,
     RetryPolicy,
     StatusOutcome,
+    UnknownOperationClass,
+    budget_new,
+    budget_record_success,
+    budget_try_acquire,
     decide,
+    has_idempotency_key,
+    retry_event,
     server_delay_ms,
 )
 
@@ -37,6 +52,7 @@ def op(
     path: str,
     operation_id: str | None,
     replay_class: ReplayClass = IDEMPOTENT,
+    idempotency_header: str | None = None,
 ) -> Operation:
     """Build an operation whose route is its path without a ``?``/``#`` suffix."""
     route = re.split(r"[?#]", path, maxsplit=1)[0]
@@ -46,6 +62,7 @@ def op(
         path=path,
         operation_id=operation_id,
         replay_class=replay_class,
+        idempotency_header=idempotency_header,
     )
 
 
@@ -55,7 +72,7 @@ OPERATIONS = (
     op("POST", "/sandboxes", "createSandbox", NON_REPLAYABLE),
     op("GET", "/sandboxes/templates", "listTemplates"),
     op("GET", "/sandboxes/{id}", "getSandbox"),
-    op("POST", "/sandboxes/{id}", "updateSandbox", KEYED),
+    op("POST", "/sandboxes/{id}", "updateSandbox", KEYED, "Idempotency-Key"),
     op("GET", "/sandboxes/{id}/logs", "logs", NO_RETRY),
     # Backtracking: the literal `templates` branch has no `files` child.
     op("GET", "/sandboxes/{id}/files", "sandboxFiles"),
@@ -228,21 +245,40 @@ class MatcherTest(unittest.TestCase):
                 OperationTable(base_path="", operations=(op("GET", route, None),))
 
 
-class NonReplayableTest(unittest.TestCase):
-    def test_patterns_are_the_models(self) -> None:
+class SafeListTest(unittest.TestCase):
+    def test_entries_are_non_replayable_and_keyed_in_table_order(self) -> None:
         t = table()
         self.assertEqual(
-            [(m, p.pattern) for m, p in t.non_replayable_operations],
+            [(m, h) for m, _, h in t.non_replayable_operations],
             [
-                ("POST", "^/sandboxes/?$"),
-                ("POST", "^/oauth/token/?$"),
-                ("POST", "^/oauth/token/?$"),
-                ("PUT", r"^/regex/a\.b\+c\(d\)/[^/]+/v[^/]+\.json/?$"),
+                ("POST", None),
+                ("POST", "Idempotency-Key"),
+                ("POST", None),
+                ("POST", None),
+                ("PUT", None),
             ],
         )
-        self.assertEqual(len(t.non_replayable_operations), 4)
+        self.assertEqual(len(t.non_replayable_operations), 5)
+        first = t.non_replayable_operations[0]
+        self.assertEqual(first.method, "POST")
+        self.assertIsNone(first.idempotency_header)
+
+    def test_patterns_are_the_models(self) -> None:
+        # L1, as src/model/path.rs safe_regex writes them.
+        self.assertEqual(op("GET", "/", None).safe_regex, "^//?$")
+        self.assertEqual(
+            op("POST", "/ab", None).safe_regex,
+            "^/(?:a|%61)(?:b|%62)/?$",
+        )
+        self.assertEqual(
+            op("POST", "/a%2Fb/{x}.j", None).safe_regex,
+            "^/(?:a|%61)%2[Ff](?:b|%62)/[^/]+(?:\\.|%2[Ee])(?:j|%6[Aa])/?$",
+        )
+        self.assertEqual(
+            op("POST", "/\u00e9", None).safe_regex, "^/(?:\u00e9|%[Cc]3%[Aa]9)/?$"
+        )
+        # v1's expression stays on Operation.regex: literal text as written.
         self.assertEqual(op("GET", "/", None).regex, "^/$")
-        # Literal text as written, not decoded; every syntax character escaped.
         self.assertEqual(op("GET", "/a%20b/", None).regex, "^/a%20b/?$")
         syntax = "/\\.+*?()|[]^$/{x}"
         self.assertEqual(
@@ -255,9 +291,25 @@ class NonReplayableTest(unittest.TestCase):
             ).regex,
             r"^/\\\.\+\*\?\(\)\|\[\]\^\$/[^/]+/?$",
         )
-        pattern = t.non_replayable_operations[3][1]
-        self.assertIsNotNone(pattern.fullmatch("/regex/a.b+c(d)/7/v2.json/"))
-        self.assertIsNone(pattern.fullmatch("/regex/a.b+c(d)/7/v2.json\n"))
+
+    def test_the_list_agrees_with_classify(self) -> None:
+        t = table()
+        safe = t.non_replayable_operations
+        for path in ("/sandboxes", "/s%61ndboxes/", "/%73andboxes"):
+            entry = safe.match("POST", path)
+            self.assertIsNotNone(entry, path)
+            self.assertEqual(
+                t.classify("POST", path).replay_class, NON_REPLAYABLE, path
+            )
+        keyed = safe.match("POST", "/sandboxes/7")
+        assert keyed is not None
+        self.assertEqual(keyed.idempotency_header, "Idempotency-Key")
+        self.assertIsNone(safe.match("post", "/sandboxes"))
+        self.assertIsNone(safe.match("POST", "/sandboxes\n"))
+        regex = safe[-1].pattern
+        self.assertIsNotNone(regex.fullmatch("/regex/a.b+c(d)/7/v2.json/"))
+        self.assertIsNotNone(regex.fullmatch("/regex/a%2eb%2Bc(d)/7/v2.json"))
+        self.assertIsNone(regex.fullmatch("/regex/aXb+c(d)/7/v2.json"))
 
     def test_nothing_is_compiled_until_the_list_is_read(self) -> None:
         compiled: list[object] = []
@@ -271,16 +323,20 @@ class NonReplayableTest(unittest.TestCase):
         assert spec is not None
         assert spec.loader is not None
         fresh = importlib.util.module_from_spec(spec)
+        # OPERATIONS belong to this module, whose cache other tests filled.
+        rt._regex.cache_clear()
         with mock.patch.object(re, "compile", counting):
             spec.loader.exec_module(fresh)
             t = fresh.OperationTable(base_path="/api", operations=OPERATIONS)
             for method, path in (("GET", "/files/a.json"), ("GET", "/a%20b/caf%C3%A9")):
                 t.classify(method, path)
             t.operation_by_id("file")
-            self.assertEqual(len(t.non_replayable_operations), 4)
+            t.classifier("https://gw.example/proxy/").classify("GET", "http://h/x?y")
+            fresh.RetryPolicy(server_directive_headers=("a",))
+            self.assertEqual(len(t.non_replayable_operations), 5)
             self.assertEqual(compiled, [])
             self.assertEqual(t.non_replayable_operations[0][0], "POST")
-        self.assertEqual(len(compiled), 3)
+        self.assertEqual(len(compiled), 4)
 
 
 def inputs(**changes: object) -> DecisionInput:
@@ -381,7 +437,7 @@ class DecideTest(unittest.TestCase):
         self.assertEqual(decide(policy, inputs(elapsed_ms=750)).delay_ms, 250)
 
     def test_failures_ignore_headers(self) -> None:
-        # A failure has no server delay (R9): only the backoff counts.
+        # A failure has no server delay (R13): only the backoff counts.
         self.assertEqual(
             decide(RetryPolicy(), inputs(outcome=Failure.CONNECT)).delay_ms, 250
         )
@@ -527,12 +583,28 @@ class IdiomTest(unittest.TestCase):
     """Issue 9 item 6: typed values, frozen slotted keyword-only dataclasses."""
 
     def test_a_plain_string_is_not_a_replay_class(self) -> None:
-        with self.assertRaises(TypeError):
-            inputs(replay_class="no_retry")
-        with self.assertRaises(TypeError):
-            inputs(outcome="aborted")
-        with self.assertRaises(TypeError):
-            RetryPolicy(jitter="none")  # type: ignore[arg-type]
+        for build, key in (
+            (lambda: inputs(replay_class="no_retry"), "input.class"),
+            (lambda: inputs(outcome="aborted"), "input.outcome"),
+            (lambda: RetryPolicy(jitter="none"), "policy.jitter"),  # type: ignore[arg-type]
+            (
+                lambda: RetryPolicy(retry_after_over_cap="clamp"),  # type: ignore[arg-type]
+                "policy.retry_after_over_cap",
+            ),
+            (
+                lambda: RetryPolicy(
+                    unknown_operation_class="no_retry",  # type: ignore[arg-type]
+                ),
+                "policy.unknown_operation_class",
+            ),
+            (
+                lambda: table().classifier(None, "no_retry"),  # type: ignore[arg-type]
+                "policy.unknown_operation_class",
+            ),
+        ):
+            with self.assertRaises(InvalidInputError) as caught:
+                build()
+            self.assertEqual(caught.exception.key, key)
         with self.assertRaises(TypeError):
             op("GET", "/", None, "idempotent")  # type: ignore[arg-type]
 
@@ -554,6 +626,7 @@ class IdiomTest(unittest.TestCase):
             StatusOutcome,
             DecisionInput,
             Decision,
+            rt.RetryEvent,
         ):
             with self.subTest(cls=cls.__name__):
                 self.assertTrue(dataclasses.is_dataclass(cls))
@@ -595,7 +668,493 @@ class IdiomTest(unittest.TestCase):
         )
 
 
-ANCHORS = {"R": 12, "S": 8, "B": 6}
+def key_of(build: Callable[..., object], *args: object, **kwargs: object) -> str:
+    """Return the message key of the InvalidInputError ``build(...)`` raises."""
+    try:
+        build(*args, **kwargs)
+    except InvalidInputError as e:
+        return e.key
+    msg = "no InvalidInputError"
+    raise AssertionError(msg)
+
+
+class ValidationTest(unittest.TestCase):
+    """V1-V8: the first failing check, in the contract's order, gives the key."""
+
+    def test_policy_keys(self) -> None:
+        nan, inf = math.nan, math.inf
+        bad: list[tuple[str, object]] = [
+            ("max_retries", -1),
+            ("max_retries", 101),
+            ("max_retries", 1.0),
+            ("max_retries", True),
+            ("initial_backoff_ms", 0),
+            ("initial_backoff_ms", 86400001),
+            ("max_backoff_ms", 0),
+            ("multiplier", nan),
+            ("multiplier", inf),
+            ("multiplier", 0.9999999999999999),
+            ("multiplier", 10.5),
+            ("jitter", "full"),
+            ("retryable_statuses", (99,)),
+            ("rejected_statuses", (600,)),
+            ("rejected_statuses", "429"),
+            ("retry_after_cap_ms", -1),
+            ("deadline_ms", 0),
+            ("retry_only_with_server_delay", (700,)),
+            ("key_in_flight_statuses", (99,)),
+            ("key_reused_statuses", (600,)),
+            ("server_directive_headers", ("",)),
+            ("server_directive_headers", ("x should retry",)),
+            ("server_directive_headers", ("caf\u00e9",)),
+            ("server_directive_headers", "x-should-retry"),
+            ("retry_after_over_cap", "refuse"),
+            ("unknown_operation_class", "method_default"),
+            ("budget_capacity", 1000001),
+            ("budget_retry_cost", 0),
+            ("budget_timeout_cost", 0),
+            ("budget_success_refund", -1),
+        ]
+        for field, value in bad:
+            with self.subTest(field=field, value=value):
+                self.assertEqual(
+                    key_of(RetryPolicy, **{field: value}),
+                    "policy." + field,
+                )
+
+    def test_policy_order_and_range(self) -> None:
+        self.assertEqual(
+            key_of(
+                lambda: RetryPolicy(
+                    max_retries=-1,
+                    jitter="x",  # type: ignore[arg-type]
+                    budget_capacity=-1,
+                )
+            ),
+            "policy.max_retries",
+        )
+        self.assertEqual(
+            key_of(lambda: RetryPolicy(initial_backoff_ms=2000, max_backoff_ms=1000)),
+            "policy.max_backoff_ms",
+        )
+        # Lists are accepted and stored as tuples, so the policy stays immutable.
+        policy = RetryPolicy(
+            retryable_statuses=[503],  # type: ignore[arg-type]
+            server_directive_headers=["X-Should-Retry"],  # type: ignore[arg-type]
+        )
+        self.assertEqual(policy.retryable_statuses, (503,))
+        self.assertEqual(policy.server_directive_headers, ("X-Should-Retry",))
+        self.assertEqual(RetryPolicy(multiplier=3).multiplier, 3)
+
+    def test_inputs_in_order(self) -> None:
+        cases: list[tuple[dict[str, object], str]] = [
+            ({"replay_class": "x", "random": math.nan}, "input.class"),
+            ({"outcome": "timeout"}, "input.outcome"),
+            ({"outcome": StatusOutcome(status=99)}, "input.status"),
+            ({"outcome": StatusOutcome(status=42), "retries_used": -1}, "input.status"),
+            ({"retries_used": 2**53}, "input.retries_used"),
+            ({"elapsed_ms": -1}, "input.elapsed_ms"),
+            ({"previous_delay_ms": 2**53}, "input.previous_delay_ms"),
+            ({"random": math.nan}, "input.random"),
+            ({"random": 1.0}, "input.random"),
+            ({"random": -1e-300}, "input.random"),
+            ({"random": -math.inf}, "input.random"),
+            ({"random": math.nan, "outcome": Failure.ABORTED}, "input.random"),
+        ]
+        for changes, key in cases:
+            with self.subTest(changes=changes):
+                self.assertEqual(key_of(inputs, **changes), key)
+        inputs(retries_used=2**53 - 1, now_ms=-(2**63))
+
+    def test_budget_tokens(self) -> None:
+        policy = RetryPolicy()
+        for tokens in (-1, 501):
+            self.assertEqual(
+                key_of(decide, policy, inputs(budget_tokens=tokens)),
+                "input.budget_tokens",
+            )
+        self.assertEqual(
+            key_of(
+                lambda: decide(RetryPolicy(budget_capacity=0), inputs(budget_tokens=1))
+            ),
+            "input.budget_tokens",
+        )
+
+    def test_name_parsers_are_exact(self) -> None:
+        parsers: list[tuple[Callable[[str], enum.Enum], str, str]] = [
+            (ReplayClass.parse, "keyed", "input.class"),
+            (Failure.parse, "connect", "input.outcome"),
+            (Jitter.parse, "equal", "policy.jitter"),
+            (OverCapMode.parse, "clamp", "policy.retry_after_over_cap"),
+            (
+                UnknownOperationClass.parse,
+                "no_retry",
+                "policy.unknown_operation_class",
+            ),
+            (BudgetKind.parse, "timeout", "input.budget_kind"),
+        ]
+        for parse, good, key in parsers:
+            self.assertEqual(parse(good).value, good)
+            for word in (good.upper(), " " + good, good + " ", "", "x"):
+                with self.subTest(word=word):
+                    self.assertEqual(key_of(parse, word), key)
+
+    def test_strings_must_be_scalar_values(self) -> None:
+        t = table()
+        self.assertEqual(key_of(lambda: t.classify("GET", "/\ud800")), "input.path")
+        self.assertEqual(
+            key_of(lambda: t.classify("GET", "/sandboxes?x=\udc00")), "input.path"
+        )
+        self.assertEqual(
+            key_of(lambda: t.classify("\udc80", "/\ud800")), "input.method"
+        )
+        self.assertEqual(key_of(lambda: t.classifier("/v\ud800")), "input.base")
+        self.assertEqual(
+            key_of(lambda: t.classifier("\ud800", "x")),  # type: ignore[arg-type]
+            "input.base",
+        )
+
+
+class ClassifierTest(unittest.TestCase):
+    """C1-C3 and the strict decoder of step 7."""
+
+    def setUp(self) -> None:
+        self.table = table()
+
+    def id_of(self, c: rt.Classification) -> str | None:
+        return None if c.operation is None else c.operation.operation_id
+
+    def test_configured_base(self) -> None:
+        for base in (
+            "/proxy/v1",
+            "/proxy/v1/",
+            "https://gw.example/proxy/v1//",
+            "HTTP://gw.example:8443/proxy/v1?x=1",
+            "proxy/v1",
+        ):
+            with self.subTest(base=base):
+                clf = self.table.classifier(base)
+                self.assertEqual(clf.base_path, "/proxy/v1")
+                c = clf.classify("GET", "/proxy/v1/sandboxes/sb1/logs")
+                self.assertEqual(self.id_of(c), "logs")
+                self.assertEqual(c.replay_class, NO_RETRY)
+        self.assertEqual(self.table.classifier("https://gw.example").base_path, "")
+        self.assertEqual(self.table.classifier("/").base_path, "")
+        # The base is compared as written, never decoded.
+        clf = self.table.classifier("/pro%78y")
+        self.assertIsNone(clf.classify("GET", "/proxy/sandboxes/templates").operation)
+        # The spec's base is unknown to a classifier with another one.
+        self.assertIsNone(
+            self.table.classify("GET", "/proxy/v1/sandboxes/sb1/logs").operation
+        )
+
+    def test_full_urls(self) -> None:
+        for target in (
+            "https://h/api/v1/sandboxes/templates",
+            "h+t.t-p://user@h:1/api/v1/sandboxes/templates?x#y",
+            "api/v1/sandboxes/templates",
+            "/sandboxes/templates",
+        ):
+            with self.subTest(target=target):
+                c = self.table.classify("GET", target)
+                self.assertEqual(self.id_of(c), "listTemplates")
+        # No scheme: a colon before the first slash is part of the path.
+        self.assertIsNone(self.table.classify("GET", "1http://h/sandboxes").operation)
+        self.assertEqual(self.id_of(self.table.classify("GET", "https://h")), "root")
+        self.assertEqual(
+            self.id_of(self.table.classify("GET", "https://h?q=/sandboxes")), "root"
+        )
+
+    def test_unknown_operation_class(self) -> None:
+        for unknown, expected in (
+            (UnknownOperationClass.METHOD_DEFAULT, IDEMPOTENT),
+            (UnknownOperationClass.NON_REPLAYABLE, NON_REPLAYABLE),
+            (UnknownOperationClass.NO_RETRY, NO_RETRY),
+        ):
+            clf = self.table.classifier(None, unknown)
+            self.assertEqual(clf.unknown_operation_class, unknown)
+            self.assertEqual(clf.classify("GET", "/nowhere").replay_class, expected)
+            # A matched operation keeps its class.
+            self.assertEqual(
+                clf.classify("POST", "/sandboxes").replay_class, NON_REPLAYABLE
+            )
+            self.assertIs(clf.classify("GET", "/nowhere"), clf.classify("DELETE", "/x"))
+
+    def test_strict_decoding(self) -> None:
+        t = OperationTable(
+            base_path="",
+            operations=(
+                op("GET", "/{p}", "param"),
+                op("GET", "/\u00e9", "literal"),
+                op("GET", "/%C0%AE", "overlong"),
+            ),
+        )
+        self.assertEqual(self.id_of(t.classify("GET", "/%C3%A9")), "literal")
+        self.assertEqual(self.id_of(t.classify("GET", "/%c3%a9")), "literal")
+        # Not UTF-8: the segment stays as written, never U+FFFD.
+        for bad in ("%C0%AE", "%ED%A0%80", "%F4%90%80%80", "%C3", "%EF%BF%BD%C3"):
+            with self.subTest(bad=bad):
+                self.assertEqual(rt._percent_decode(bad), bad)
+        self.assertEqual(self.id_of(t.classify("GET", "/%C0%AE")), "overlong")
+        self.assertEqual(rt._percent_decode("%EF%BF%BE"), "\ufffe")
+
+
+class DecideV2Test(unittest.TestCase):
+    """The v2 examples of docs/contract.md section 4."""
+
+    def test_examples(self) -> None:
+        policy = RetryPolicy()
+        d = DecisionReason
+        cases: list[tuple[DecisionInput, tuple[bool, int, DecisionReason, int | None]]]
+        cases = [
+            (
+                inputs(outcome=StatusOutcome(status=503, directive="false")),
+                (False, 0, d.SERVER_SAID_NO, None),
+            ),
+            (
+                inputs(outcome=StatusOutcome(status=404, directive=" TRUE\t")),
+                (True, 250, d.SERVER_SAID_YES, None),
+            ),
+            (
+                inputs(
+                    replay_class=NON_REPLAYABLE,
+                    outcome=StatusOutcome(status=404, directive="true"),
+                ),
+                (False, 0, d.STATUS_NOT_RETRYABLE, None),
+            ),
+            (
+                inputs(
+                    replay_class=NON_REPLAYABLE,
+                    outcome=StatusOutcome(status=429, directive="false"),
+                ),
+                (False, 0, d.SERVER_SAID_NO, None),
+            ),
+            (
+                inputs(
+                    replay_class=KEYED,
+                    has_idempotency_key=True,
+                    outcome=StatusOutcome(status=409),
+                ),
+                (True, 250, d.KEY_IN_FLIGHT, None),
+            ),
+            (
+                inputs(
+                    replay_class=KEYED,
+                    has_idempotency_key=True,
+                    outcome=StatusOutcome(status=422, directive="true"),
+                ),
+                (False, 0, d.KEY_REUSED, None),
+            ),
+            (
+                inputs(replay_class=KEYED, outcome=StatusOutcome(status=409)),
+                (False, 0, d.STATUS_NOT_RETRYABLE, None),
+            ),
+            (
+                inputs(outcome=Failure.CONNECT, budget_tokens=500),
+                (True, 250, d.CONNECT_FAILURE, 495),
+            ),
+            (
+                inputs(outcome=Failure.TRANSPORT, budget_tokens=10, timed_out=True),
+                (True, 250, d.TRANSPORT_FAILURE, 0),
+            ),
+            (inputs(budget_tokens=4), (False, 0, d.BUDGET_EXHAUSTED, 4)),
+            (
+                inputs(outcome=StatusOutcome(status=404), budget_tokens=4),
+                (False, 0, d.STATUS_NOT_RETRYABLE, 4),
+            ),
+        ]
+        for given, (retry, delay, reason, tokens) in cases:
+            with self.subTest(given=given):
+                self.assertEqual(
+                    decide(policy, given),
+                    Decision(
+                        retry=retry, delay_ms=delay, reason=reason, budget_tokens=tokens
+                    ),
+                )
+
+    def test_directives_off_and_ignored(self) -> None:
+        off = RetryPolicy(server_directive_headers=())
+        given = inputs(outcome=StatusOutcome(status=503, directive="false"))
+        self.assertEqual(decide(off, given).reason, DecisionReason.RETRYABLE_STATUS)
+        for ignored in ("no", "", "truee", "tru\u0435", "1"):
+            given = inputs(outcome=StatusOutcome(status=503, directive=ignored))
+            self.assertEqual(
+                decide(RetryPolicy(), given).reason,
+                DecisionReason.RETRYABLE_STATUS,
+                ignored,
+            )
+
+    def test_server_delay_only_and_over_cap(self) -> None:
+        only = RetryPolicy(retry_only_with_server_delay=(429,))
+        self.assertEqual(
+            decide(only, inputs(outcome=StatusOutcome(status=429))).reason,
+            DecisionReason.NO_SERVER_DELAY,
+        )
+        self.assertEqual(
+            decide(
+                only, inputs(outcome=StatusOutcome(status=429, retry_after="1"))
+            ).delay_ms,
+            1000,
+        )
+        clamp = RetryPolicy(retry_after_over_cap=OverCapMode.CLAMP)
+        for header in ("120", "9" * 16):
+            d = decide(
+                clamp, inputs(outcome=StatusOutcome(status=503, retry_after=header))
+            )
+            self.assertEqual((d.retry, d.delay_ms), (True, 60000), header)
+
+
+class BudgetTest(unittest.TestCase):
+    """K1-K4."""
+
+    def test_pure_functions(self) -> None:
+        policy = RetryPolicy()
+        tokens = budget_new(policy)
+        self.assertEqual(tokens, 500)
+        for _ in range(100):
+            allowed, tokens = budget_try_acquire(policy, tokens, BudgetKind.RETRY)
+            self.assertTrue(allowed)
+        self.assertEqual(
+            budget_try_acquire(policy, tokens, BudgetKind.RETRY), (False, 0)
+        )
+        self.assertEqual(budget_record_success(policy, 0, 5), 5)
+        self.assertEqual(budget_record_success(policy, 0, 0), 1)
+        self.assertEqual(budget_record_success(policy, 499, 10), 500)
+        self.assertEqual(budget_try_acquire(policy, 10, BudgetKind.TIMEOUT), (True, 0))
+        off = RetryPolicy(budget_capacity=0)
+        self.assertEqual(budget_new(off), 0)
+        self.assertEqual(budget_try_acquire(off, 0, BudgetKind.TIMEOUT), (True, 0))
+        self.assertEqual(budget_record_success(off, 0, 5), 0)
+
+    def test_invalid(self) -> None:
+        policy = RetryPolicy()
+        self.assertEqual(
+            key_of(lambda: budget_try_acquire(policy, 0, "retry")),  # type: ignore[arg-type]
+            "input.budget_kind",
+        )
+        for released in (-1, 1000001):
+            self.assertEqual(
+                key_of(budget_record_success, policy, 0, released),
+                "input.budget_release",
+            )
+        self.assertEqual(
+            key_of(lambda: budget_record_success(policy, 501, 0)),
+            "input.budget_tokens",
+        )
+        self.assertEqual(
+            key_of(lambda: RetryBudget(policy, tokens=-1)), "input.budget_tokens"
+        )
+
+    def test_the_cell_decides_and_stores(self) -> None:
+        budget = RetryBudget(RetryPolicy(), tokens=10)
+        self.assertEqual(budget.decide(inputs()).budget_tokens, 5)
+        self.assertEqual(budget.tokens, 5)
+        self.assertTrue(budget.decide(inputs(timed_out=False)).retry)
+        self.assertEqual(budget.tokens, 0)
+        self.assertEqual(
+            budget.decide(inputs()).reason, DecisionReason.BUDGET_EXHAUSTED
+        )
+        budget.record_success(5)
+        self.assertEqual(budget.tokens, 5)
+        budget.record_success()
+        self.assertEqual(budget.tokens, 6)
+
+    def test_the_cell_is_thread_safe(self) -> None:
+        policy = RetryPolicy(budget_capacity=1000000, budget_retry_cost=1)
+        budget = RetryBudget(policy)
+        threads, rounds = 8, 2000
+        barrier = threading.Barrier(threads)
+
+        def work() -> None:
+            barrier.wait()
+            for _ in range(rounds):
+                budget.try_acquire(BudgetKind.RETRY)
+                budget.decide(inputs(outcome=Failure.CONNECT))
+                budget.record_success(1)
+
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+        try:
+            workers = [threading.Thread(target=work) for _ in range(threads)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+        finally:
+            sys.setswitchinterval(interval)
+        # Each round takes 2 tokens and gives 1 back: no update was lost.
+        self.assertEqual(budget.tokens, 1000000 - threads * rounds)
+
+    def test_the_cell_serves_asyncio_tasks(self) -> None:
+        budget = RetryBudget(RetryPolicy(budget_capacity=100, budget_retry_cost=1))
+
+        async def task() -> None:
+            for _ in range(10):
+                budget.try_acquire(BudgetKind.RETRY)
+                await asyncio.sleep(0)
+
+        async def main() -> None:
+            await asyncio.gather(*(task() for _ in range(10)))
+
+        asyncio.run(main())
+        self.assertEqual(budget.tokens, 0)
+        self.assertFalse(budget.try_acquire(BudgetKind.RETRY))
+
+
+class KeyAndEventTest(unittest.TestCase):
+    """H1 and E1."""
+
+    def test_has_idempotency_key(self) -> None:
+        keyed = table().operation_by_id("updateSandbox")
+        plain = table().operation_by_id("getSandbox")
+        self.assertTrue(has_idempotency_key(keyed, [("idempotency-KEY", "k")]))
+        self.assertTrue(has_idempotency_key(keyed, {"Idempotency-Key": " k "}))
+        self.assertTrue(
+            has_idempotency_key(
+                keyed, [("Idempotency-Key", " \t"), ("Idempotency-Key", "k")]
+            )
+        )
+        self.assertFalse(has_idempotency_key(keyed, [("Idempotency-Key", " \t")]))
+        self.assertFalse(has_idempotency_key(keyed, [("Idempotency-K\u0435y", "k")]))
+        self.assertFalse(has_idempotency_key(plain, [("Idempotency-Key", "k")]))
+        self.assertFalse(has_idempotency_key(None, [("Idempotency-Key", "k")]))
+
+    def test_retry_event(self) -> None:
+        t = table()
+        decision = Decision(
+            retry=True, delay_ms=250, reason=DecisionReason.TRANSPORT_FAILURE
+        )
+        c = t.classify("post", "https://h/api/v1/sandboxes/sb-1?x=1")
+        event = retry_event(
+            method="post", operation=c.operation, retries_used=0, decision=decision
+        )
+        self.assertEqual(
+            event,
+            rt.RetryEvent(
+                attempt=1,
+                reason=DecisionReason.TRANSPORT_FAILURE,
+                delay_ms=250,
+                method="POST",
+                path_template="/sandboxes/{id}",
+                operation_id="updateSandbox",
+            ),
+        )
+        unknown = retry_event(
+            method="purge", operation=None, retries_used=2, decision=decision
+        )
+        self.assertEqual(
+            (unknown.attempt, unknown.method, unknown.path_template), (3, "PURGE", None)
+        )
+        with self.assertRaises(ValueError):
+            retry_event(
+                method="GET",
+                operation=None,
+                retries_used=0,
+                decision=decide(RetryPolicy(), inputs(outcome=Failure.ABORTED)),
+            )
+
+
+ANCHORS = {"V": 8, "R": 18, "S": 8, "B": 6, "K": 4}
 
 
 class AnchorTest(unittest.TestCase):
@@ -603,7 +1162,7 @@ class AnchorTest(unittest.TestCase):
         source = RUNTIME.read_text(encoding="utf-8")
         firsts: dict[str, list[int]] = {family: [] for family in ANCHORS}
         seen: set[str] = set()
-        for m in re.finditer(r"\[contract ([RSB])([0-9]+)\]", source):
+        for m in re.finditer(r"\[contract ([VRSBK])([0-9]+)\]", source):
             anchor = m.group(1) + m.group(2)
             if anchor not in seen:
                 seen.add(anchor)
