@@ -2987,6 +2987,27 @@ namespace Retrygen.Generated
             return new BudgetAcquisition(allowed, after);
         }
 
+        /// <summary>K2 on checked values.</summary>
+        internal static bool Acquire(RetryPolicy policy, long tokens, BudgetKind kind, out long after)
+        {
+            after = tokens;
+
+            // [contract K2] Disabled: allowed for free; else the cost of the kind, when the tokens cover it.
+            if (policy.BudgetCapacity == 0)
+            {
+                return true;
+            }
+
+            long cost = kind == BudgetKind.Timeout ? policy.BudgetTimeoutCost : policy.BudgetRetryCost;
+            if (tokens < cost)
+            {
+                return false;
+            }
+
+            after = tokens - cost;
+            return true;
+        }
+
         /// <summary>Gives tokens back after a request ended with a response the SDK treats as success.</summary>
         /// <param name="policy">The policy.</param>
         /// <param name="tokens">The budget state.</param>
@@ -3023,27 +3044,6 @@ namespace Retrygen.Generated
                 throw new InvalidInputException("input.budget_tokens");
             }
         }
-
-        /// <summary>K2 on checked values.</summary>
-        internal static bool Acquire(RetryPolicy policy, long tokens, BudgetKind kind, out long after)
-        {
-            after = tokens;
-
-            // [contract K2] Disabled: allowed for free; else the cost of the kind, when the tokens cover it.
-            if (policy.BudgetCapacity == 0)
-            {
-                return true;
-            }
-
-            long cost = kind == BudgetKind.Timeout ? policy.BudgetTimeoutCost : policy.BudgetRetryCost;
-            if (tokens < cost)
-            {
-                return false;
-            }
-
-            after = tokens - cost;
-            return true;
-        }
     }
 
     /// <summary>
@@ -3076,32 +3076,6 @@ namespace Retrygen.Generated
             get { return Interlocked.Read(ref tokens); }
         }
 
-        /// <summary>
-        /// Decides with the cell's state (the input's own <see cref="DecisionInput.BudgetTokens"/> is ignored) and
-        /// stores the new state only if the cell still holds the value read; else decides again.
-        /// </summary>
-        /// <param name="input">The decision input.</param>
-        /// <returns>The decision, with the state it left in the cell.</returns>
-        public Decision Decide(DecisionInput input)
-        {
-            if (input == null)
-            {
-                throw new ArgumentNullException(nameof(input));
-            }
-
-            while (true)
-            {
-                // [contract K4] Read, decide, then store only if the cell still holds what was read.
-                long current = Interlocked.Read(ref tokens);
-                Decision decision = RetryRuntime.DecideWith(policy, input, current);
-                long next = decision.BudgetTokens.GetValueOrDefault(current);
-                if (next == current || Interlocked.CompareExchange(ref tokens, next, current) == current)
-                {
-                    return decision;
-                }
-            }
-        }
-
         /// <summary>Takes the cost of a retry the SDK grants by other means (<see cref="RetryBudget.TryAcquire"/>, atomically).</summary>
         /// <param name="kind">What the retry follows.</param>
         /// <returns>Whether the retry is allowed, and the state left in the cell.</returns>
@@ -3109,6 +3083,7 @@ namespace Retrygen.Generated
         {
             while (true)
             {
+                // [contract K4] Read, compute, then store only if the cell still holds what was read; else again.
                 long current = Interlocked.Read(ref tokens);
                 BudgetAcquisition result = RetryBudget.TryAcquire(policy, current, kind);
                 if (result.Tokens == current || Interlocked.CompareExchange(ref tokens, result.Tokens, current) == current)
@@ -3130,6 +3105,31 @@ namespace Retrygen.Generated
                 if (next == current || Interlocked.CompareExchange(ref tokens, next, current) == current)
                 {
                     return next;
+                }
+            }
+        }
+
+        /// <summary>
+        /// Decides with the cell's state (the input's own <see cref="DecisionInput.BudgetTokens"/> is ignored) and
+        /// stores the new state only if the cell still holds the value read; else decides again.
+        /// </summary>
+        /// <param name="input">The decision input.</param>
+        /// <returns>The decision, with the state it left in the cell.</returns>
+        public Decision Decide(DecisionInput input)
+        {
+            if (input == null)
+            {
+                throw new ArgumentNullException(nameof(input));
+            }
+
+            while (true)
+            {
+                long current = Interlocked.Read(ref tokens);
+                Decision decision = RetryRuntime.DecideWith(policy, input, current);
+                long next = decision.BudgetTokens.GetValueOrDefault(current);
+                if (next == current || Interlocked.CompareExchange(ref tokens, next, current) == current)
+                {
+                    return decision;
                 }
             }
         }
