@@ -84,20 +84,30 @@ impl Backend for CSharp {
 
 /// Names the two files declare: the namespace's types (runtime/csharp/RetryRuntime.cs and the tables
 /// file), and the tables class's members (C# forbids a member named like its enclosing type).
-const DECLARED_NAMES: [&str; 26] = [
+const DECLARED_NAMES: [&str; 40] = [
     "ReplayClass",
     "Jitter",
     "DecisionReason",
     "FailureKind",
+    "OverCapMode",
+    "UnknownOperationClass",
+    "BudgetKind",
+    "InvalidInputException",
     "WireNames",
     "Operation",
     "Classification",
+    "SafeListEntry",
     "OperationTable",
     "RetryPolicy",
     "Outcome",
     "DecisionInput",
     "Decision",
     "RetryRuntime",
+    "Classifier",
+    "BudgetAcquisition",
+    "RetryBudget",
+    "RetryBudgetCell",
+    "RetryEvent",
     "BasePath",
     "SourceName",
     "BeyondAnyCapMs",
@@ -105,8 +115,12 @@ const DECLARED_NAMES: [&str; 26] = [
     "Operations",
     "NonReplayableOperations",
     "IdempotentMethods",
+    "DefaultClassifier",
     "Classify",
+    "CreateClassifier",
     "OperationById",
+    "HasIdempotencyKey",
+    "FindSafeListEntry",
     "IsNonReplayable",
     "Decide",
     "BackoffMs",
@@ -262,7 +276,10 @@ mod tests {
         let source = RUNTIME_FILES[0].source;
         for line in source.lines() {
             let words: Vec<&str> = line.split_whitespace().collect();
-            if let Some(at) = words.iter().position(|w| matches!(*w, "class" | "enum")) {
+            if let Some(at) = words
+                .iter()
+                .position(|w| matches!(*w, "class" | "enum" | "struct"))
+            {
                 if words[..at].contains(&"public") {
                     let name = words[at + 1];
                     assert!(
@@ -302,6 +319,9 @@ mod tests {
             ("A", "Decide"),
             ("A", "LoadOperations12"),
             ("A", "OperationTable"),
+            ("A", "Classifier"),
+            ("A", "RetryBudgetCell"),
+            ("A", "CreateClassifier"),
             ("A", "RetryRuntime"),
             ("A", "Volatile"),
             ("A", "Operation"),

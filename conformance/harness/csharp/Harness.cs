@@ -8,6 +8,7 @@ using System.Collections.Generic;
 using System.Globalization;
 using System.IO;
 using System.Text;
+using System.Text.RegularExpressions;
 using Retrygen.Generated;
 
 namespace Retrygen.Conformance
@@ -73,16 +74,44 @@ namespace Retrygen.Conformance
 
         private static void RunCase(string[] f, StringBuilder output)
         {
+            try
+            {
+                RunLine(f, output);
+            }
+            catch (InvalidInputException e)
+            {
+                // The contract's invalid-input error: its message key instead of the line's output.
+                Line(output, "X", f.Length > 1 ? f[1] : string.Empty, e.Key);
+            }
+        }
+
+        private static void RunLine(string[] f, StringBuilder output)
+        {
             switch (f[0])
             {
                 case "D":
                     DecideCase(f, output);
                     break;
+                case "D2":
+                    Decide2Case(f, output);
+                    break;
+                case "K":
+                    BudgetCase(f, output);
+                    break;
                 case "C":
                     {
                         ExpectFields(f, 4);
                         Classification result = RetryPolicies.Classify(Unhex(f[2]), Unhex(f[3]));
-                        Line(output, "C", f[1], result.ReplayClass.ToWireName(), HexOrAbsent(result.Operation == null ? null : result.Operation.OperationId));
+                        Line(output, "C", f[1], result.ReplayClass.ToWireName(), OperationIdOf(result));
+                        break;
+                    }
+
+                case "C2":
+                    {
+                        ExpectFields(f, 6);
+                        Classifier classifier = RetryPolicies.CreateClassifier(f[2] == "-" ? null : Wtf8(f[2]), Name<UnknownOperationClass>(f[3], WireNames.TryParse));
+                        Classification result = classifier.Classify(Wtf8(f[4]), Wtf8(f[5]));
+                        Line(output, "C2", f[1], result.ReplayClass.ToWireName(), OperationIdOf(result));
                         break;
                     }
 
@@ -102,19 +131,88 @@ namespace Retrygen.Conformance
                         break;
                     }
 
-                case "N":
-                    ExpectFields(f, 4);
-                    Line(output, "N", f[1], RetryPolicies.IsNonReplayable(Unhex(f[2]), Unhex(f[3])) ? "1" : "0");
-                    break;
-                case "T":
+                case "L":
+                    {
+                        ExpectFields(f, 4);
+                        SafeListEntry entry = RetryPolicies.FindSafeListEntry(Unhex(f[2]), Unhex(f[3]));
+                        Line(output, "L", f[1], entry == null ? "0" : "1", entry == null ? "-" : HexOrAbsent(entry.IdempotencyHeader));
+                        break;
+                    }
+
+                case "H":
+                    {
+                        if (f.Length < 3 || (f.Length - 3) % 2 != 0)
+                        {
+                            throw new MalformedCaseException("H line needs an operationId and name/value pairs");
+                        }
+
+                        var headers = new List<KeyValuePair<string, string>>();
+                        for (int i = 3; i < f.Length; i += 2)
+                        {
+                            headers.Add(new KeyValuePair<string, string>(Unhex(f[i]), Unhex(f[i + 1])));
+                        }
+
+                        Operation operation = RetryPolicies.OperationById(Unhex(f[2]));
+                        Line(output, "H", f[1], RetryPolicies.HasIdempotencyKey(operation, headers) ? "1" : "0");
+                        break;
+                    }
+
+                case "E":
+                    {
+                        ExpectFields(f, 8);
+                        Classifier classifier = f[2] == "-" ? RetryPolicies.DefaultClassifier : RetryPolicies.CreateClassifier(Wtf8(f[2]));
+                        string method = Wtf8(f[3]);
+                        Classification classification = classifier.Classify(method, Wtf8(f[4]));
+                        RetryEvent e = RetryEvent.Create(classification, method, Long(f[5]), Reason(f[7]), Long(f[6]));
+                        Line(
+                            output,
+                            "E",
+                            f[1],
+                            Decimal(e.Attempt),
+                            e.Reason.ToWireName(),
+                            Decimal(e.DelayMs),
+                            Hex(e.Method),
+                            HexOrAbsent(e.PathTemplate),
+                            HexOrAbsent(e.OperationId));
+                        break;
+                    }
+
+                case "T2":
                     ExpectFields(f, 1);
                     Tables(output);
+                    break;
+                case "N":
+                    {
+                        // Contract v1's list, retired by v2: the runtime no longer carries it, so the harness rebuilds
+                        // it from the operation table (non_replayable only, literals as written) for v1 runs.
+                        ExpectFields(f, 4);
+                        string method = Unhex(f[2]);
+                        string path = Unhex(f[3]);
+                        bool listed = false;
+                        foreach (Operation operation in RetryPolicies.Operations)
+                        {
+                            if (operation.ReplayClass == ReplayClass.NonReplayable && operation.Method == method
+                                && new Regex(@"\A(?:" + V1Pattern(operation.Path) + @")\z", RegexOptions.CultureInvariant).IsMatch(path))
+                            {
+                                listed = true;
+                                break;
+                            }
+                        }
+
+                        Line(output, "N", f[1], listed ? "1" : "0");
+                        break;
+                    }
+
+                case "T":
+                    ExpectFields(f, 1);
+                    TablesV1(output);
                     break;
                 default:
                     throw new MalformedCaseException("unknown line type " + f[0]);
             }
         }
 
+        /// <summary>A v1 decision: a v2 decision whose new policy keys are neutral, without a budget.</summary>
         private static void DecideCase(string[] f, StringBuilder output)
         {
             ExpectFields(f, 22);
@@ -123,62 +221,297 @@ namespace Retrygen.Conformance
                 initialBackoffMs: Long(f[3]),
                 maxBackoffMs: Long(f[4]),
                 multiplier: Double(f[5]),
-                jitter: Parse<Jitter>(f[6], WireNames.ToWireName),
+                jitter: Name<Jitter>(f[6], WireNames.TryParse),
                 retryableStatuses: Statuses(f[7]),
                 rejectedStatuses: Statuses(f[8]),
                 retryAfterCapMs: Long(f[9]),
-                deadlineMs: f[10] == "-" ? (long?)null : Long(f[10]));
-            ReplayClass replayClass = Parse<ReplayClass>(f[11], WireNames.ToWireName);
-            bool hasKey;
-            switch (f[12])
-            {
-                case "1":
-                    hasKey = true;
-                    break;
-                case "0":
-                    hasKey = false;
-                    break;
-                default:
-                    throw new MalformedCaseException("has_key must be 1 or 0, not " + f[12]);
-            }
-
+                deadlineMs: f[10] == "-" ? (long?)null : Long(f[10]),
+                retryOnlyWithServerDelay: new int[0],
+                keyInFlightStatuses: new int[0],
+                keyReusedStatuses: new int[0],
+                serverDirectiveHeaders: new string[0],
+                retryAfterOverCap: OverCapMode.Refuse,
+                unknownOperationClass: UnknownOperationClass.MethodDefault);
+            ReplayClass replayClass = Name<ReplayClass>(f[11], WireNames.TryParse);
+            bool hasKey = Flag(f[12], "has_key");
             Outcome outcome = f[13] == "status"
                 ? Outcome.FromStatus(Int(f[14]), OptionalUnhex(f[15]), OptionalUnhex(f[16]))
-                : Outcome.FromFailure(Parse<FailureKind>(f[13], WireNames.ToWireName));
-            var input = new DecisionInput(replayClass, hasKey, outcome, Int(f[17]), Long(f[18]), Long(f[19]), Long(f[20]), Double(f[21]));
+                : Outcome.FromFailure(Name<FailureKind>(f[13], WireNames.TryParse));
+            var input = new DecisionInput(replayClass, hasKey, outcome, Long(f[17]), Long(f[18]), Long(f[19]), Long(f[20]), Double(f[21]));
             Decision decision = RetryPolicies.Decide(policy, input);
-            Line(output, "D", f[1], decision.Retry ? "1" : "0", decision.DelayMs.ToString(CultureInfo.InvariantCulture), decision.Reason.ToWireName());
+            Line(output, "D", f[1], decision.Retry ? "1" : "0", Decimal(decision.DelayMs), decision.Reason.ToWireName());
+        }
+
+        /// <summary>A v2 decision: the 19 policy fields, then the input.</summary>
+        private static void Decide2Case(string[] f, StringBuilder output)
+        {
+            ExpectFields(f, 35);
+            RetryPolicy policy = Policy2(f, 2);
+            ReplayClass replayClass = Name<ReplayClass>(f[21], WireNames.TryParse);
+            bool hasKey = Flag(f[22], "has_key");
+            Outcome outcome = f[23] == "status"
+                ? Outcome.FromStatus(Int(f[24]), OptionalUnhex(f[25]), OptionalUnhex(f[26]), OptionalUnhex(f[27]))
+                : Outcome.FromFailure(Name<FailureKind>(f[23], WireNames.TryParse));
+            long? tokens = f[33] == "-" ? (long?)null : Long(f[33]);
+            var input = new DecisionInput(
+                replayClass, hasKey, outcome, Long(f[28]), Long(f[29]), Long(f[30]), Long(f[31]), Double(f[32]), tokens, Flag(f[34], "timed_out"));
+            Decision decision = RetryPolicies.Decide(policy, input);
+            Line(
+                output,
+                "D2",
+                f[1],
+                decision.Retry ? "1" : "0",
+                Decimal(decision.DelayMs),
+                decision.Reason.ToWireName(),
+                decision.BudgetTokens.HasValue ? Decimal(decision.BudgetTokens.Value) : "-");
+        }
+
+        /// <summary>A retry budget sequence, run on one client's cell.</summary>
+        private static void BudgetCase(string[] f, StringBuilder output)
+        {
+            ExpectFields(f, 7);
+            var policy = new RetryPolicy(budgetCapacity: Long(f[2]), budgetRetryCost: Long(f[3]), budgetTimeoutCost: Long(f[4]), budgetSuccessRefund: Long(f[5]));
+            var cell = new RetryBudgetCell(policy);
+            long initial = cell.Tokens;
+            var results = new List<string>();
+            foreach (string ev in f[6].Length == 0 ? new string[0] : f[6].Split(','))
+            {
+                if (ev == "r" || ev == "t" || ev.StartsWith("a", StringComparison.Ordinal))
+                {
+                    string kind = ev == "r" ? "retry" : ev == "t" ? "timeout" : Unhex(ev.Substring(1));
+                    BudgetAcquisition result = cell.TryAcquire(Name<BudgetKind>(kind, WireNames.TryParse));
+                    results.Add((result.Allowed ? "y" : "n") + Decimal(result.Tokens));
+                }
+                else if (ev.StartsWith("s", StringComparison.Ordinal))
+                {
+                    results.Add("s" + Decimal(cell.RecordSuccess(Long(ev.Substring(1)))));
+                }
+                else
+                {
+                    throw new MalformedCaseException("unknown budget event " + ev);
+                }
+            }
+
+            Line(output, "K", f[1], Decimal(initial), string.Join(",", results));
+        }
+
+        /// <summary>The policy of the 19 <c>P2</c> fields from <paramref name="at"/>, built unchecked: the runtime checks it.</summary>
+        private static RetryPolicy Policy2(string[] f, int at)
+        {
+            var headers = new List<string>();
+            if (f[at + 12] != "-")
+            {
+                foreach (string name in f[at + 12].Split(','))
+                {
+                    headers.Add(Unhex(name));
+                }
+            }
+
+            return new RetryPolicy(
+                maxRetries: Int(f[at]),
+                initialBackoffMs: Long(f[at + 1]),
+                maxBackoffMs: Long(f[at + 2]),
+                multiplier: Double(f[at + 3]),
+                jitter: Name<Jitter>(f[at + 4], WireNames.TryParse),
+                retryableStatuses: Statuses(f[at + 5]),
+                rejectedStatuses: Statuses(f[at + 6]),
+                retryAfterCapMs: Long(f[at + 7]),
+                deadlineMs: f[at + 8] == "-" ? (long?)null : Long(f[at + 8]),
+                retryOnlyWithServerDelay: Statuses(f[at + 9]),
+                keyInFlightStatuses: Statuses(f[at + 10]),
+                keyReusedStatuses: Statuses(f[at + 11]),
+                serverDirectiveHeaders: headers,
+                retryAfterOverCap: Name<OverCapMode>(f[at + 13], WireNames.TryParse),
+                unknownOperationClass: Name<UnknownOperationClass>(f[at + 14], WireNames.TryParse),
+                budgetCapacity: Long(f[at + 15]),
+                budgetRetryCost: Long(f[at + 16]),
+                budgetTimeoutCost: Long(f[at + 17]),
+                budgetSuccessRefund: Long(f[at + 18]));
         }
 
         private static void Tables(StringBuilder output)
+        {
+            Line(output, "B2", Hex(RetryPolicies.BasePath), Hex(RetryPolicies.SourceName));
+            RetryPolicy p = RetryPolicy.Default;
+            var headers = new List<string>();
+            foreach (string name in p.ServerDirectiveHeaders)
+            {
+                headers.Add(Hex(name));
+            }
+
+            Line(
+                output,
+                "P2",
+                Decimal(p.MaxRetries),
+                Decimal(p.InitialBackoffMs),
+                Decimal(p.MaxBackoffMs),
+                Bits(p.Multiplier),
+                p.Jitter.ToWireName(),
+                JoinStatuses(p.RetryableStatuses),
+                JoinStatuses(p.RejectedStatuses),
+                Decimal(p.RetryAfterCapMs),
+                p.DeadlineMs.HasValue ? Decimal(p.DeadlineMs.Value) : "-",
+                JoinStatuses(p.RetryOnlyWithServerDelay),
+                JoinStatuses(p.KeyInFlightStatuses),
+                JoinStatuses(p.KeyReusedStatuses),
+                headers.Count == 0 ? "-" : string.Join(",", headers),
+                p.RetryAfterOverCap.ToWireName(),
+                p.UnknownOperationClass.ToWireName(),
+                Decimal(p.BudgetCapacity),
+                Decimal(p.BudgetRetryCost),
+                Decimal(p.BudgetTimeoutCost),
+                Decimal(p.BudgetSuccessRefund));
+            IReadOnlyList<Operation> operations = RetryPolicies.Operations;
+            for (int i = 0; i < operations.Count; i++)
+            {
+                Operation operation = operations[i];
+                Line(
+                    output,
+                    "O2",
+                    Decimal(i),
+                    Hex(operation.Method),
+                    Hex(operation.Path),
+                    HexOrAbsent(operation.OperationId),
+                    operation.ReplayClass.ToWireName(),
+                    HexOrAbsent(operation.IdempotencyHeader));
+            }
+
+            foreach (SafeListEntry entry in RetryPolicies.NonReplayableOperations)
+            {
+                int index = 0;
+                while (!ReferenceEquals(operations[index], entry.Operation))
+                {
+                    index++;
+                }
+
+                Line(output, "L2", Decimal(index), Hex(entry.Method), Hex(entry.Pattern.ToString()), HexOrAbsent(entry.IdempotencyHeader));
+            }
+        }
+
+        /// <summary>The v1 table dump (<c>T</c>), its patterns those of contract v1's list (<see cref="V1Pattern"/>).</summary>
+        private static void TablesV1(StringBuilder output)
         {
             Line(output, "B", Hex(RetryPolicies.BasePath), Hex(RetryPolicies.SourceName));
             RetryPolicy p = RetryPolicy.Default;
             Line(
                 output,
                 "P",
-                p.MaxRetries.ToString(CultureInfo.InvariantCulture),
-                p.InitialBackoffMs.ToString(CultureInfo.InvariantCulture),
-                p.MaxBackoffMs.ToString(CultureInfo.InvariantCulture),
+                Decimal(p.MaxRetries),
+                Decimal(p.InitialBackoffMs),
+                Decimal(p.MaxBackoffMs),
                 Bits(p.Multiplier),
                 p.Jitter.ToWireName(),
                 JoinStatuses(p.RetryableStatuses),
                 JoinStatuses(p.RejectedStatuses),
-                p.RetryAfterCapMs.ToString(CultureInfo.InvariantCulture),
-                p.DeadlineMs.HasValue ? p.DeadlineMs.Value.ToString(CultureInfo.InvariantCulture) : "-");
+                Decimal(p.RetryAfterCapMs),
+                p.DeadlineMs.HasValue ? Decimal(p.DeadlineMs.Value) : "-");
             for (int i = 0; i < RetryPolicies.Operations.Count; i++)
             {
                 Operation operation = RetryPolicies.Operations[i];
                 Line(
                     output,
                     "O",
-                    i.ToString(CultureInfo.InvariantCulture),
+                    Decimal(i),
                     Hex(operation.Method),
                     Hex(operation.Path),
                     HexOrAbsent(operation.OperationId),
                     operation.ReplayClass.ToWireName(),
-                    Hex(operation.Pattern.ToString()));
+                    Hex(V1Pattern(operation.Path)));
             }
+        }
+
+        /// <summary>
+        /// Contract v1's expression of a template: the route's literal text as written, syntax characters escaped,
+        /// <c>[^/]+</c> per parameter, one optional trailing slash; <c>^/$</c> for the root.
+        /// </summary>
+        private static string V1Pattern(string path)
+        {
+            int cut = path.IndexOfAny(new[] { '?', '#' });
+            string route = cut < 0 ? path : path.Substring(0, cut);
+            string rest = route.StartsWith("/", StringComparison.Ordinal) ? route.Substring(1) : route;
+            if (rest.EndsWith("/", StringComparison.Ordinal))
+            {
+                rest = rest.Substring(0, rest.Length - 1);
+            }
+
+            if (rest.Length == 0)
+            {
+                return "^/$";
+            }
+
+            var source = new StringBuilder("^");
+            foreach (string segment in rest.Split('/'))
+            {
+                source.Append('/');
+                for (int i = 0; i < segment.Length; i++)
+                {
+                    char c = segment[i];
+                    int close = c == '{' ? segment.IndexOf('}', i) : -1;
+                    if (close > i)
+                    {
+                        source.Append("[^/]+");
+                        i = close;
+                        continue;
+                    }
+
+                    if ("\\.+*?()|[]{}^$".IndexOf(c) >= 0)
+                    {
+                        source.Append('\\');
+                    }
+
+                    source.Append(c);
+                }
+            }
+
+            return source.Append("/?$").ToString();
+        }
+
+        private static string OperationIdOf(Classification result)
+        {
+            return HexOrAbsent(result.Operation == null ? null : result.Operation.OperationId);
+        }
+
+        private delegate bool TryParser<T>(string name, out T value);
+
+        /// <summary>
+        /// A name read with the runtime's parser; an unknown one becomes a value outside the enum, which the runtime
+        /// rejects with its key when it checks that value in the contract's order.
+        /// </summary>
+        private static T Name<T>(string name, TryParser<T> parse)
+        {
+            T value;
+            return parse(name, out value) ? value : (T)Enum.ToObject(typeof(T), -1);
+        }
+
+        private static DecisionReason Reason(string name)
+        {
+            foreach (DecisionReason reason in (DecisionReason[])Enum.GetValues(typeof(DecisionReason)))
+            {
+                if (reason.ToWireName() == name)
+                {
+                    return reason;
+                }
+            }
+
+            throw new MalformedCaseException("unknown reason " + name);
+        }
+
+        private static bool Flag(string text, string what)
+        {
+            switch (text)
+            {
+                case "1":
+                    return true;
+                case "0":
+                    return false;
+                default:
+                    throw new MalformedCaseException(what + " must be 1 or 0, not " + text);
+            }
+        }
+
+        private static string Decimal(long value)
+        {
+            return value.ToString(CultureInfo.InvariantCulture);
         }
 
         private static void Line(StringBuilder output, params string[] fields)
@@ -234,15 +567,11 @@ namespace Retrygen.Conformance
             return value;
         }
 
+        /// <summary>A 64-bit integer handed to an <c>int</c> parameter: saturated, so that the runtime still rejects it with its key.</summary>
         private static int Int(string text)
         {
             long value = Long(text);
-            if (value < int.MinValue || value > int.MaxValue)
-            {
-                throw new MalformedCaseException("not a 32-bit integer: " + text);
-            }
-
-            return (int)value;
+            return value < int.MinValue ? int.MinValue : value > int.MaxValue ? int.MaxValue : (int)value;
         }
 
         private static List<int> Statuses(string text)
@@ -284,6 +613,55 @@ namespace Retrygen.Conformance
         private static string Bits(double value)
         {
             return BitConverter.DoubleToInt64Bits(value).ToString("x16", CultureInfo.InvariantCulture);
+        }
+
+        /// <summary>
+        /// Hex of WTF-8: UTF-8 whose three-byte forms may also encode a lone surrogate (<c>ed a0..bf 80..bf</c>), built
+        /// into the UTF-16 string by hand.
+        /// </summary>
+        private static string Wtf8(string text)
+        {
+            if (text.Length % 2 != 0 || !IsLowerHex(text))
+            {
+                throw new MalformedCaseException("not lower-case hex: " + text);
+            }
+
+            var bytes = new byte[text.Length / 2];
+            for (int i = 0; i < bytes.Length; i++)
+            {
+                bytes[i] = (byte)((HexDigit(text[2 * i]) * 16) + HexDigit(text[(2 * i) + 1]));
+            }
+
+            var builder = new StringBuilder();
+            int at = 0;
+            while (at < bytes.Length)
+            {
+                int b = bytes[at];
+                int count = b < 0x80 ? 0 : b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : b >= 0xC0 ? 1 : -1;
+                if (count < 0 || at + count >= bytes.Length)
+                {
+                    throw new MalformedCaseException("not WTF-8: " + text);
+                }
+
+                int codePoint = count == 0 ? b : b & (0x3F >> count);
+                for (int k = 1; k <= count; k++)
+                {
+                    codePoint = (codePoint << 6) | (bytes[at + k] & 0x3F);
+                }
+
+                if (codePoint < 0x10000)
+                {
+                    builder.Append((char)codePoint);
+                }
+                else
+                {
+                    codePoint -= 0x10000;
+                    builder.Append((char)(0xD800 + (codePoint >> 10))).Append((char)(0xDC00 + (codePoint & 0x3FF)));
+                }
+                at += count + 1;
+            }
+
+            return builder.ToString();
         }
 
         private static string OptionalUnhex(string text)

@@ -84,6 +84,75 @@ namespace Retrygen.Generated
 
         /// <summary>Stop: the wait would end after the policy's deadline.</summary>
         Deadline,
+
+        /// <summary>Stop: the server's directive header said <c>false</c>.</summary>
+        ServerSaidNo,
+
+        /// <summary>Retry: the server's directive header said <c>true</c> on a replayable request.</summary>
+        ServerSaidYes,
+
+        /// <summary>Retry: the request carrying its idempotency key is still being processed (409 by default).</summary>
+        KeyInFlight,
+
+        /// <summary>Stop: the idempotency key was used with another payload (422 by default).</summary>
+        KeyReused,
+
+        /// <summary>Stop: the status is retried only with a server delay, and none came.</summary>
+        NoServerDelay,
+
+        /// <summary>Stop: the retry budget cannot pay for the retry.</summary>
+        BudgetExhausted,
+    }
+
+    /// <summary>What <see cref="RetryRuntime.Decide"/> does when the server asks to wait longer than the cap.</summary>
+    public enum OverCapMode
+    {
+        /// <summary>Stop with <see cref="DecisionReason.RetryAfterOverCap"/>.</summary>
+        Refuse,
+
+        /// <summary>Wait the cap.</summary>
+        Clamp,
+    }
+
+    /// <summary>The class of a request no operation matches.</summary>
+    public enum UnknownOperationClass
+    {
+        /// <summary>The method's default class (idempotent for GET, HEAD, OPTIONS, TRACE, PUT, DELETE, QUERY).</summary>
+        MethodDefault,
+
+        /// <summary>Not replayable.</summary>
+        NonReplayable,
+
+        /// <summary>Never retried.</summary>
+        NoRetry,
+    }
+
+    /// <summary>What a retry costs the retry budget.</summary>
+    public enum BudgetKind
+    {
+        /// <summary>A retry after any failure but a timeout: costs <see cref="RetryPolicy.BudgetRetryCost"/>.</summary>
+        Retry,
+
+        /// <summary>A retry after a timeout: costs <see cref="RetryPolicy.BudgetTimeoutCost"/>.</summary>
+        Timeout,
+    }
+
+    /// <summary>
+    /// The retry contract's one error kind, <c>invalid_input</c>: a policy value, a decision input, a budget value or
+    /// a string given to the classifier is out of its range. <see cref="Key"/> names the offending field.
+    /// </summary>
+    public sealed class InvalidInputException : ArgumentException
+    {
+        /// <summary>Initializes a new instance of the <see cref="InvalidInputException"/> class.</summary>
+        /// <param name="key">The message key, such as <c>policy.jitter</c> or <c>input.random</c>.</param>
+        public InvalidInputException(string key)
+            : base("invalid input: " + key, key)
+        {
+            Key = key;
+        }
+
+        /// <summary>Gets the message key: the name of the offending field, such as <c>input.random</c>.</summary>
+        public string Key { get; }
     }
 
     /// <summary>How an attempt failed without a response.</summary>
@@ -155,8 +224,216 @@ namespace Retrygen.Generated
                 case DecisionReason.StatusNotRetryable: return "status_not_retryable";
                 case DecisionReason.RetryAfterOverCap: return "retry_after_over_cap";
                 case DecisionReason.Deadline: return "deadline";
+                case DecisionReason.ServerSaidNo: return "server_said_no";
+                case DecisionReason.ServerSaidYes: return "server_said_yes";
+                case DecisionReason.KeyInFlight: return "key_in_flight";
+                case DecisionReason.KeyReused: return "key_reused";
+                case DecisionReason.NoServerDelay: return "no_server_delay";
+                case DecisionReason.BudgetExhausted: return "budget_exhausted";
                 default: throw new ArgumentOutOfRangeException(nameof(value));
             }
+        }
+
+        /// <summary>The mode's contract name, <c>refuse</c> or <c>clamp</c>.</summary>
+        /// <param name="value">The mode.</param>
+        /// <returns>The snake_case name.</returns>
+        public static string ToWireName(this OverCapMode value)
+        {
+            switch (value)
+            {
+                case OverCapMode.Refuse: return "refuse";
+                case OverCapMode.Clamp: return "clamp";
+                default: throw new ArgumentOutOfRangeException(nameof(value));
+            }
+        }
+
+        /// <summary>The class's contract name, such as <c>method_default</c>.</summary>
+        /// <param name="value">The class of unknown requests.</param>
+        /// <returns>The snake_case name.</returns>
+        public static string ToWireName(this UnknownOperationClass value)
+        {
+            switch (value)
+            {
+                case UnknownOperationClass.MethodDefault: return "method_default";
+                case UnknownOperationClass.NonReplayable: return "non_replayable";
+                case UnknownOperationClass.NoRetry: return "no_retry";
+                default: throw new ArgumentOutOfRangeException(nameof(value));
+            }
+        }
+
+        /// <summary>The kind's contract name, <c>retry</c> or <c>timeout</c>.</summary>
+        /// <param name="value">The budget kind.</param>
+        /// <returns>The snake_case name.</returns>
+        public static string ToWireName(this BudgetKind value)
+        {
+            switch (value)
+            {
+                case BudgetKind.Retry: return "retry";
+                case BudgetKind.Timeout: return "timeout";
+                default: throw new ArgumentOutOfRangeException(nameof(value));
+            }
+        }
+
+        /// <summary>Reads a class name exactly (case-sensitive, never trimmed).</summary>
+        /// <param name="name">The contract name, such as <c>keyed</c>.</param>
+        /// <param name="value">The class, when the name is one.</param>
+        /// <returns>Whether <paramref name="name"/> is a class name.</returns>
+        public static bool TryParse(string name, out ReplayClass value)
+        {
+            for (value = ReplayClass.Idempotent; value <= ReplayClass.NoRetry; value++)
+            {
+                if (string.Equals(name, value.ToWireName(), StringComparison.Ordinal))
+                {
+                    return true;
+                }
+            }
+
+            return false;
+        }
+
+        /// <summary>Reads a failure name exactly (case-sensitive, never trimmed).</summary>
+        /// <param name="name">The contract name, such as <c>transport</c>.</param>
+        /// <param name="value">The failure, when the name is one.</param>
+        /// <returns>Whether <paramref name="name"/> is a failure name.</returns>
+        public static bool TryParse(string name, out FailureKind value)
+        {
+            for (value = FailureKind.Connect; value <= FailureKind.Aborted; value++)
+            {
+                if (string.Equals(name, value.ToWireName(), StringComparison.Ordinal))
+                {
+                    return true;
+                }
+            }
+
+            return false;
+        }
+
+        /// <summary>Reads a jitter name exactly (case-sensitive, never trimmed).</summary>
+        /// <param name="name">The contract name, such as <c>full</c>.</param>
+        /// <param name="value">The jitter, when the name is one.</param>
+        /// <returns>Whether <paramref name="name"/> is a jitter name.</returns>
+        public static bool TryParse(string name, out Jitter value)
+        {
+            for (value = Jitter.Full; value <= Jitter.None; value++)
+            {
+                if (string.Equals(name, value.ToWireName(), StringComparison.Ordinal))
+                {
+                    return true;
+                }
+            }
+
+            return false;
+        }
+
+        /// <summary>Reads an over-cap mode name exactly (case-sensitive, never trimmed).</summary>
+        /// <param name="name">The contract name, <c>refuse</c> or <c>clamp</c>.</param>
+        /// <param name="value">The mode, when the name is one.</param>
+        /// <returns>Whether <paramref name="name"/> is a mode name.</returns>
+        public static bool TryParse(string name, out OverCapMode value)
+        {
+            for (value = OverCapMode.Refuse; value <= OverCapMode.Clamp; value++)
+            {
+                if (string.Equals(name, value.ToWireName(), StringComparison.Ordinal))
+                {
+                    return true;
+                }
+            }
+
+            return false;
+        }
+
+        /// <summary>Reads an <c>unknown_operation_class</c> name exactly (case-sensitive, never trimmed).</summary>
+        /// <param name="name">The contract name, such as <c>method_default</c>.</param>
+        /// <param name="value">The class, when the name is one.</param>
+        /// <returns>Whether <paramref name="name"/> is one of the three names.</returns>
+        public static bool TryParse(string name, out UnknownOperationClass value)
+        {
+            for (value = UnknownOperationClass.MethodDefault; value <= UnknownOperationClass.NoRetry; value++)
+            {
+                if (string.Equals(name, value.ToWireName(), StringComparison.Ordinal))
+                {
+                    return true;
+                }
+            }
+
+            return false;
+        }
+
+        /// <summary>Reads a budget kind name exactly (case-sensitive, never trimmed).</summary>
+        /// <param name="name">The contract name, <c>retry</c> or <c>timeout</c>.</param>
+        /// <param name="value">The kind, when the name is one.</param>
+        /// <returns>Whether <paramref name="name"/> is a kind name.</returns>
+        public static bool TryParse(string name, out BudgetKind value)
+        {
+            for (value = BudgetKind.Retry; value <= BudgetKind.Timeout; value++)
+            {
+                if (string.Equals(name, value.ToWireName(), StringComparison.Ordinal))
+                {
+                    return true;
+                }
+            }
+
+            return false;
+        }
+
+        /// <summary>The class named <paramref name="name"/>.</summary>
+        /// <param name="name">The contract name, such as <c>keyed</c>.</param>
+        /// <returns>The class.</returns>
+        /// <exception cref="InvalidInputException"><c>input.class</c>: not a class name.</exception>
+        public static ReplayClass ParseReplayClass(string name)
+        {
+            ReplayClass value;
+            return TryParse(name, out value) ? value : throw new InvalidInputException("input.class");
+        }
+
+        /// <summary>The failure named <paramref name="name"/>.</summary>
+        /// <param name="name">The contract name, such as <c>connect</c>.</param>
+        /// <returns>The failure.</returns>
+        /// <exception cref="InvalidInputException"><c>input.outcome</c>: not a failure name.</exception>
+        public static FailureKind ParseFailureKind(string name)
+        {
+            FailureKind value;
+            return TryParse(name, out value) ? value : throw new InvalidInputException("input.outcome");
+        }
+
+        /// <summary>The jitter named <paramref name="name"/>.</summary>
+        /// <param name="name">The contract name, such as <c>full</c>.</param>
+        /// <returns>The jitter.</returns>
+        /// <exception cref="InvalidInputException"><c>policy.jitter</c>: not a jitter name.</exception>
+        public static Jitter ParseJitter(string name)
+        {
+            Jitter value;
+            return TryParse(name, out value) ? value : throw new InvalidInputException("policy.jitter");
+        }
+
+        /// <summary>The over-cap mode named <paramref name="name"/>.</summary>
+        /// <param name="name">The contract name, <c>refuse</c> or <c>clamp</c>.</param>
+        /// <returns>The mode.</returns>
+        /// <exception cref="InvalidInputException"><c>policy.retry_after_over_cap</c>: not a mode name.</exception>
+        public static OverCapMode ParseOverCapMode(string name)
+        {
+            OverCapMode value;
+            return TryParse(name, out value) ? value : throw new InvalidInputException("policy.retry_after_over_cap");
+        }
+
+        /// <summary>The class of unknown requests named <paramref name="name"/>.</summary>
+        /// <param name="name">The contract name, such as <c>no_retry</c>.</param>
+        /// <returns>The class of unknown requests.</returns>
+        /// <exception cref="InvalidInputException"><c>policy.unknown_operation_class</c>: not one of the three names.</exception>
+        public static UnknownOperationClass ParseUnknownOperationClass(string name)
+        {
+            UnknownOperationClass value;
+            return TryParse(name, out value) ? value : throw new InvalidInputException("policy.unknown_operation_class");
+        }
+
+        /// <summary>The budget kind named <paramref name="name"/>.</summary>
+        /// <param name="name">The contract name, <c>retry</c> or <c>timeout</c>.</param>
+        /// <returns>The kind.</returns>
+        /// <exception cref="InvalidInputException"><c>input.budget_kind</c>: not a kind name.</exception>
+        public static BudgetKind ParseBudgetKind(string name)
+        {
+            BudgetKind value;
+            return TryParse(name, out value) ? value : throw new InvalidInputException("input.budget_kind");
         }
 
         /// <summary>The failure's contract name, such as <c>transport</c>.</summary>
@@ -205,10 +482,11 @@ namespace Retrygen.Generated
         public string Path { get; }
 
         /// <summary>
-        /// Gets an anchored expression over the request path without base path and query, accepting one
-        /// trailing slash; built on first use, with a match timeout of <see cref="OperationTable.PatternTimeout"/>.
+        /// Gets the operation's expression of the safe list (docs/contract.md, L1): anchored, over the request path
+        /// without base path and query, accepting one trailing slash, each literal character also as its
+        /// percent-encoding; built on first use, with a match timeout of <see cref="OperationTable.PatternTimeout"/>.
         /// .NET's <c>$</c> also matches before a final newline, so check that a match covers the whole path, or
-        /// call <see cref="OperationTable.IsNonReplayable"/>.
+        /// call <see cref="OperationTable.FindSafeListEntry"/>.
         /// </summary>
         public Regex Pattern
         {
@@ -249,6 +527,36 @@ namespace Retrygen.Generated
             get { return Volatile.Read(ref pattern) != null; }
         }
 
+        /// <summary>
+        /// Whether the request carries this operation's idempotency key (docs/contract.md, H1): the operation declares
+        /// a header and <paramref name="headers"/> hold a field of that name (compared ASCII case-insensitively) whose
+        /// value is not empty after trimming spaces and tabs.
+        /// </summary>
+        /// <param name="headers">The request's header fields as name/value pairs, in any order, names possibly repeated.</param>
+        /// <returns>The <c>has_idempotency_key</c> input of <see cref="RetryRuntime.Decide"/>.</returns>
+        public bool HasIdempotencyKey(IEnumerable<KeyValuePair<string, string>> headers)
+        {
+            if (headers == null)
+            {
+                throw new ArgumentNullException(nameof(headers));
+            }
+
+            if (IdempotencyHeader == null)
+            {
+                return false;
+            }
+
+            foreach (KeyValuePair<string, string> field in headers)
+            {
+                if (field.Key != null && field.Value != null && AsciiEqualsIgnoreCase(field.Key, IdempotencyHeader) && !IsBlank(field.Value))
+                {
+                    return true;
+                }
+            }
+
+            return false;
+        }
+
         /// <summary>Returns the method and the path template.</summary>
         /// <returns>For example <c>GET /sandboxes/{sandboxID}</c>.</returns>
         public override string ToString()
@@ -257,15 +565,17 @@ namespace Retrygen.Generated
         }
 
         /// <summary>
-        /// The anchored expression of a route: <c>^</c>, then per segment <c>/</c> and the literal text as written
-        /// (syntax characters escaped) or <c>[^/]+</c> per parameter, then <c>/?$</c>; <c>^/$</c> without segments.
+        /// The safe-list expression of a route (docs/contract.md, L1): <c>^</c>, then per segment <c>/</c> and per
+        /// character of its percent-decoded literal text <c>(?:c|%XX...)</c> (the character, escaped when it is a
+        /// syntax character, or its UTF-8 bytes percent-encoded with either hex case; a decoded <c>/</c> only encoded)
+        /// or <c>[^/]+</c> per parameter, then <c>/?$</c>; <c>^//?$</c> without segments.
         /// </summary>
         internal static string PatternSource(string route)
         {
             string[] segments = RouteSegments(route);
             if (segments.Length == 0)
             {
-                return "^/$";
+                return "^//?$";
             }
 
             var source = new StringBuilder("^");
@@ -277,22 +587,105 @@ namespace Retrygen.Generated
                     if (piece == null)
                     {
                         source.Append("[^/]+");
-                        continue;
                     }
-
-                    foreach (char c in piece)
+                    else
                     {
-                        if ("\\.+*?()|[]{}^$".IndexOf(c) >= 0)
-                        {
-                            source.Append('\\');
-                        }
-
-                        source.Append(c);
+                        AppendEncodedAlternatives(source, OperationTable.PercentDecode(piece));
                     }
                 }
             }
 
             return source.Append("/?$").ToString();
+        }
+
+        /// <summary>ASCII letters compared case-insensitively, every other character exactly.</summary>
+        internal static bool AsciiEqualsIgnoreCase(string a, string b)
+        {
+            if (a.Length != b.Length)
+            {
+                return false;
+            }
+
+            for (int i = 0; i < a.Length; i++)
+            {
+                char x = a[i];
+                char y = b[i];
+                if (x >= 'A' && x <= 'Z')
+                {
+                    x = (char)(x + ('a' - 'A'));
+                }
+
+                if (y >= 'A' && y <= 'Z')
+                {
+                    y = (char)(y + ('a' - 'A'));
+                }
+
+                if (x != y)
+                {
+                    return false;
+                }
+            }
+
+            return true;
+        }
+
+        /// <summary>Whether the text is empty after trimming spaces and tabs.</summary>
+        internal static bool IsBlank(string text)
+        {
+            foreach (char c in text)
+            {
+                if (c != ' ' && c != '\t')
+                {
+                    return false;
+                }
+            }
+
+            return true;
+        }
+
+        private static void AppendEncodedAlternatives(StringBuilder source, string text)
+        {
+            var utf8 = new UTF8Encoding(false, false);
+            for (int i = 0; i < text.Length; i++)
+            {
+                int length = char.IsHighSurrogate(text[i]) && i + 1 < text.Length && char.IsLowSurrogate(text[i + 1]) ? 2 : 1;
+                string character = text.Substring(i, length);
+                i += length - 1;
+                var encoded = new StringBuilder();
+                foreach (byte b in utf8.GetBytes(character))
+                {
+                    encoded.Append('%');
+                    AppendHexDigitClass(encoded, b >> 4);
+                    AppendHexDigitClass(encoded, b & 15);
+                }
+
+                if (character == "/")
+                {
+                    source.Append(encoded);
+                    continue;
+                }
+
+                source.Append("(?:");
+                if ("\\.+*?()|[]{}^$".IndexOf(character[0]) >= 0)
+                {
+                    source.Append('\\');
+                }
+
+                source.Append(character).Append('|').Append(encoded).Append(')');
+            }
+        }
+
+        private static void AppendHexDigitClass(StringBuilder source, int nibble)
+        {
+            char digit = "0123456789ABCDEF"[nibble];
+            if (nibble < 10)
+            {
+                source.Append(digit);
+            }
+            else
+            {
+                source.Append('[').Append(digit).Append((char)(digit + ('a' - 'A'))).Append(']');
+            }
         }
 
         /// <summary>The segments of a route as written: without the leading <c>/</c> and one trailing <c>/</c>.</summary>
@@ -349,14 +742,17 @@ namespace Retrygen.Generated
         }
     }
 
-    /// <summary>What <see cref="OperationTable.Classify"/> found for a request.</summary>
+    /// <summary>What <see cref="Classifier.Classify"/> found for a request.</summary>
     public sealed class Classification
     {
         /// <summary>The result for a request no operation claims whose method is idempotent by default.</summary>
         internal static readonly Classification UnmatchedIdempotent = new Classification(null, ReplayClass.Idempotent);
 
-        /// <summary>The result for a request no operation claims whose method is not idempotent by default.</summary>
+        /// <summary>The result for a request no operation claims whose method is not idempotent by default, or for any unknown request under <see cref="UnknownOperationClass.NonReplayable"/>.</summary>
         internal static readonly Classification UnmatchedNonReplayable = new Classification(null, ReplayClass.NonReplayable);
+
+        /// <summary>The result for an unknown request under <see cref="UnknownOperationClass.NoRetry"/>.</summary>
+        internal static readonly Classification UnmatchedNoRetry = new Classification(null, ReplayClass.NoRetry);
 
         internal Classification(Operation operation, ReplayClass replayClass)
         {
@@ -369,8 +765,47 @@ namespace Retrygen.Generated
         /// </summary>
         public Operation Operation { get; }
 
-        /// <summary>Gets the operation's class, or the method's default class when <see cref="Operation"/> is <c>null</c>.</summary>
+        /// <summary>Gets the operation's class, or the class of unknown requests when <see cref="Operation"/> is <c>null</c>.</summary>
         public ReplayClass ReplayClass { get; }
+    }
+
+    /// <summary>One entry of the safe list (docs/contract.md, L1-L2): an operation that must not be replayed without a key.</summary>
+    public sealed class SafeListEntry
+    {
+        private readonly Regex wholePath;
+
+        internal SafeListEntry(Operation operation)
+        {
+            Operation = operation;
+            wholePath = new Regex(@"\A(?:" + operation.Pattern.ToString() + @")\z", RegexOptions.CultureInvariant, OperationTable.PatternTimeout);
+        }
+
+        /// <summary>Gets the operation (<see cref="ReplayClass.NonReplayable"/> or <see cref="ReplayClass.Keyed"/>).</summary>
+        public Operation Operation { get; }
+
+        /// <summary>Gets the HTTP method, upper-case, compared exactly.</summary>
+        public string Method
+        {
+            get { return Operation.Method; }
+        }
+
+        /// <summary>Gets the anchored expression over the path without base path and query (<see cref="Operation.Pattern"/>).</summary>
+        public Regex Pattern
+        {
+            get { return Operation.Pattern; }
+        }
+
+        /// <summary>Gets the header whose key makes a keyed entry replayable, or <c>null</c> for a non-replayable one.</summary>
+        public string IdempotencyHeader
+        {
+            get { return Operation.IdempotencyHeader; }
+        }
+
+        /// <summary>Whether the method is exactly this entry's and the expression matches the whole path.</summary>
+        internal bool Matches(string method, string path)
+        {
+            return string.Equals(Operation.Method, method, StringComparison.Ordinal) && wholePath.IsMatch(path);
+        }
     }
 
     /// <summary>
@@ -379,12 +814,11 @@ namespace Retrygen.Generated
     /// </summary>
     public sealed class OperationTable
     {
-        /// <summary>The longest time one expression of <see cref="Operation.Pattern"/> or <see cref="IsNonReplayable"/> may run.</summary>
+        /// <summary>The longest time one expression of <see cref="Operation.Pattern"/> or of the safe list may run.</summary>
         public static readonly TimeSpan PatternTimeout = TimeSpan.FromSeconds(1);
 
         private static readonly char[] QueryOrFragment = { '?', '#' };
         private static readonly char[] Braces = { '{', '}' };
-        private static readonly UTF8Encoding StrictUtf8 = new UTF8Encoding(false, true);
         private static readonly string[] IdempotentMethodNames = { "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", "QUERY" };
         private static readonly ReadOnlyCollection<string> IdempotentMethodList = Array.AsReadOnly(IdempotentMethodNames);
 
@@ -392,13 +826,22 @@ namespace Retrygen.Generated
         private readonly ReadOnlyCollection<Operation> operations;
         private readonly Dictionary<string, Operation> byId = new Dictionary<string, Operation>(StringComparer.Ordinal);
         private readonly Node root = new Node();
-        private readonly Lazy<ReadOnlyCollection<KeyValuePair<string, Regex>>> nonReplayable;
-        private readonly Lazy<Regex[]> wholePathPatterns;
+        private readonly Lazy<ReadOnlyCollection<SafeListEntry>> safeList;
+        private readonly Classifier defaultClassifier;
 
         /// <summary>Initializes a new instance of the <see cref="OperationTable"/> class and builds its matcher.</summary>
         /// <param name="basePath">The base path of the API's first server, without a trailing slash, or empty.</param>
         /// <param name="operations">The operations in table order; when two claim the same path and method, the first wins.</param>
         internal OperationTable(string basePath, Operation[] operations)
+            : this(basePath, operations, UnknownOperationClass.MethodDefault)
+        {
+        }
+
+        /// <summary>Initializes a new instance of the <see cref="OperationTable"/> class and builds its matcher.</summary>
+        /// <param name="basePath">The base path of the API's first server, without a trailing slash, or empty.</param>
+        /// <param name="operations">The operations in table order; when two claim the same path and method, the first wins.</param>
+        /// <param name="unknownOperationClass">The class <see cref="Classify"/> gives requests no operation matches.</param>
+        internal OperationTable(string basePath, Operation[] operations, UnknownOperationClass unknownOperationClass)
         {
             this.basePath = basePath;
             this.operations = Array.AsReadOnly(operations);
@@ -413,8 +856,8 @@ namespace Retrygen.Generated
             }
 
             root.Freeze();
-            nonReplayable = new Lazy<ReadOnlyCollection<KeyValuePair<string, Regex>>>(ListNonReplayable, LazyThreadSafetyMode.ExecutionAndPublication);
-            wholePathPatterns = new Lazy<Regex[]>(AnchorWholePaths, LazyThreadSafetyMode.ExecutionAndPublication);
+            safeList = new Lazy<ReadOnlyCollection<SafeListEntry>>(ListSafe, LazyThreadSafetyMode.ExecutionAndPublication);
+            defaultClassifier = new Classifier(this, basePath, unknownOperationClass);
         }
 
         /// <summary>Gets the methods whose requests are idempotent when no operation matches (RFC 9110, plus QUERY).</summary>
@@ -423,7 +866,7 @@ namespace Retrygen.Generated
             get { return IdempotentMethodList; }
         }
 
-        /// <summary>Gets the base path <see cref="Classify"/> removes from request paths (empty when none).</summary>
+        /// <summary>Gets the spec's base path, which <see cref="Classify"/> removes from request paths (empty when none).</summary>
         public string BasePath
         {
             get { return basePath; }
@@ -436,87 +879,44 @@ namespace Retrygen.Generated
         }
 
         /// <summary>
-        /// Gets the <c>non_replayable</c> operations as (method, anchored path expression) pairs, for SDKs that
-        /// kept such a list by hand; built on first use. The expression applies to the path without base path and
-        /// query; call <see cref="IsNonReplayable"/>, or check that a match covers the whole path.
+        /// Gets the safe list (docs/contract.md, L1-L2): every <c>non_replayable</c> and <c>keyed</c> operation, in
+        /// table order, with its method, expression and idempotency header; built on first use. The expressions apply
+        /// to the path without base path and query; call <see cref="FindSafeListEntry"/> or <see cref="IsNonReplayable"/>.
         /// </summary>
-        public IReadOnlyList<KeyValuePair<string, Regex>> NonReplayableOperations
+        public IReadOnlyList<SafeListEntry> NonReplayableOperations
         {
-            get { return nonReplayable.Value; }
+            get { return safeList.Value; }
+        }
+
+        /// <summary>Gets the classifier of the spec's base path that <see cref="Classify"/> uses.</summary>
+        public Classifier DefaultClassifier
+        {
+            get { return defaultClassifier; }
         }
 
         /// <summary>
-        /// Classifies a request: finds the operation its method and path address and that operation's replay
-        /// class, or the method's default class when none matches. The cost depends on the length of
-        /// <paramref name="path"/>, never on the number of operations, and a call allocates nothing unless a
-        /// segment holds a percent escape.
+        /// Classifies a request with the spec's base path (<see cref="Classifier.Classify"/>): finds the operation its
+        /// method and target address and that operation's replay class, or the class of unknown requests.
         /// </summary>
         /// <param name="method">The HTTP method, in any case.</param>
-        /// <param name="path">The request target as sent; it may carry the base path, a query and a fragment.</param>
+        /// <param name="path">The request target as sent: a path (with the base path, a query, a fragment) or a full URL.</param>
         /// <returns>The operation, or none, and the class (one shared instance per result).</returns>
+        /// <exception cref="InvalidInputException"><c>input.method</c>, <c>input.path</c>: a lone surrogate.</exception>
         public Classification Classify(string method, string path)
         {
-            if (method == null)
-            {
-                throw new ArgumentNullException(nameof(method));
-            }
+            return defaultClassifier.Classify(method, path);
+        }
 
-            if (path == null)
-            {
-                throw new ArgumentNullException(nameof(path));
-            }
-
-            // Steps 2-5 narrow [start, end) of the path; nothing is copied.
-            int start = 0;
-            int end = path.IndexOfAny(QueryOrFragment);
-            if (end < 0)
-            {
-                end = path.Length;
-            }
-
-            if (basePath.Length > 0 && end >= basePath.Length && string.CompareOrdinal(path, 0, basePath, 0, basePath.Length) == 0
-                && (end == basePath.Length || path[basePath.Length] == '/'))
-            {
-                start = basePath.Length;
-            }
-
-            if (end - start > 1 && path[end - 1] == '/')
-            {
-                end--;
-            }
-
-            // Step 6: an empty path and "/" have no segments; otherwise the first segment starts after the leading "/".
-            int first;
-            if (end == start || (end - start == 1 && path[start] == '/'))
-            {
-                first = -1;
-            }
-            else
-            {
-                first = path[start] == '/' ? start + 1 : start;
-            }
-
-            Node node = Match(root, path, first, end);
-            if (node != null)
-            {
-                foreach (Operation operation in node.Operations)
-                {
-                    if (MethodEquals(method, operation.Method))
-                    {
-                        return operation.Classification;
-                    }
-                }
-            }
-
-            foreach (string idempotent in IdempotentMethodNames)
-            {
-                if (MethodEquals(method, idempotent))
-                {
-                    return Classification.UnmatchedIdempotent;
-                }
-            }
-
-            return Classification.UnmatchedNonReplayable;
+        /// <summary>
+        /// A classifier for a configured base (docs/contract.md, C1-C3): create one per client and keep it.
+        /// </summary>
+        /// <param name="baseUrl">The SDK's base path (<c>/proxy/v1</c>) or base URL (<c>https://gw.example/proxy/v1/</c>); <c>null</c> for the spec's base path.</param>
+        /// <param name="unknownOperationClass">The class of requests no operation matches.</param>
+        /// <returns>The classifier.</returns>
+        /// <exception cref="InvalidInputException"><c>input.base</c>: a lone surrogate; <c>policy.unknown_operation_class</c>: not one of the three values.</exception>
+        public Classifier CreateClassifier(string baseUrl, UnknownOperationClass unknownOperationClass = UnknownOperationClass.MethodDefault)
+        {
+            return new Classifier(this, baseUrl, unknownOperationClass, true);
         }
 
         /// <summary>Looks an operation up by its operationId.</summary>
@@ -534,14 +934,26 @@ namespace Retrygen.Generated
         }
 
         /// <summary>
-        /// Tells whether an entry of <see cref="NonReplayableOperations"/> has exactly <paramref name="method"/>
-        /// and an expression matching the whole of <paramref name="path"/>.
+        /// Whether the request carries the idempotency key of <paramref name="operation"/> (docs/contract.md, H1); no
+        /// operation gives false.
+        /// </summary>
+        /// <param name="operation">The operation, or <c>null</c>.</param>
+        /// <param name="headers">The request's header fields as name/value pairs.</param>
+        /// <returns>The <c>has_idempotency_key</c> input of <see cref="RetryRuntime.Decide"/>.</returns>
+        public static bool HasIdempotencyKey(Operation operation, IEnumerable<KeyValuePair<string, string>> headers)
+        {
+            return operation != null && operation.HasIdempotencyKey(headers);
+        }
+
+        /// <summary>
+        /// The first entry of <see cref="NonReplayableOperations"/> (table order) with exactly <paramref name="method"/>
+        /// and an expression matching the whole of <paramref name="path"/>, or <c>null</c>.
         /// </summary>
         /// <param name="method">The HTTP method, compared exactly.</param>
         /// <param name="path">The request path without base path and query.</param>
-        /// <returns>Whether the request is listed.</returns>
+        /// <returns>The entry, or <c>null</c>.</returns>
         /// <exception cref="RegexMatchTimeoutException">A match ran longer than <see cref="PatternTimeout"/>.</exception>
-        public bool IsNonReplayable(string method, string path)
+        public SafeListEntry FindSafeListEntry(string method, string path)
         {
             if (method == null)
             {
@@ -553,17 +965,184 @@ namespace Retrygen.Generated
                 throw new ArgumentNullException(nameof(path));
             }
 
-            ReadOnlyCollection<KeyValuePair<string, Regex>> list = nonReplayable.Value;
-            Regex[] whole = wholePathPatterns.Value;
-            for (int i = 0; i < list.Count; i++)
+            foreach (SafeListEntry entry in safeList.Value)
             {
-                if (string.Equals(list[i].Key, method, StringComparison.Ordinal) && whole[i].IsMatch(path))
+                if (entry.Matches(method, path))
                 {
-                    return true;
+                    return entry;
                 }
             }
 
-            return false;
+            return null;
+        }
+
+        /// <summary>
+        /// The drop-in rule of the safe list (docs/contract.md, L2): whether a request must not be replayed after a
+        /// failure that may have reached the server. A listed request is replayable only when its entry names a header
+        /// and <paramref name="headers"/> carry that key.
+        /// </summary>
+        /// <param name="method">The HTTP method, compared exactly.</param>
+        /// <param name="path">The request path without base path and query.</param>
+        /// <param name="headers">The request's header fields, or <c>null</c> for none.</param>
+        /// <returns>Whether the request is listed and not made replayable by its key.</returns>
+        /// <exception cref="RegexMatchTimeoutException">A match ran longer than <see cref="PatternTimeout"/>.</exception>
+        public bool IsNonReplayable(string method, string path, IEnumerable<KeyValuePair<string, string>> headers = null)
+        {
+            SafeListEntry entry = FindSafeListEntry(method, path);
+            return entry != null && (headers == null || !entry.Operation.HasIdempotencyKey(headers));
+        }
+
+        /// <summary>
+        /// Steps 1-9 of docs/contract.md section 2 for a target already checked (C4): C1, the query, the base path
+        /// <paramref name="basePath"/> (empty or starting with <c>/</c>), then the trie. Allocates nothing unless a
+        /// segment holds a percent escape.
+        /// </summary>
+        internal Classification Find(string method, string target, string basePath, UnknownOperationClass unknown)
+        {
+            // C1: the origin of a full URL is skipped; a relative target is read as if it had a leading "/".
+            int start = OriginEnd(target);
+            bool relative = start < target.Length && target[start] != '/' && target[start] != '?' && target[start] != '#';
+
+            // Steps 2-5 narrow [start, end) of the target; nothing is copied.
+            int end = target.IndexOfAny(QueryOrFragment, start);
+            if (end < 0)
+            {
+                end = target.Length;
+            }
+
+            int baseLength = basePath.Length;
+            if (baseLength > 0 && basePath[0] == '/')
+            {
+                // The "/" of a relative target is virtual: compare the rest of the base path with the target.
+                int skip = relative ? 1 : 0;
+                int length = baseLength - skip;
+                if (end - start >= length && string.CompareOrdinal(target, start, basePath, skip, length) == 0
+                    && (end - start == length || target[start + length] == '/'))
+                {
+                    start += length;
+                }
+            }
+
+            if (end - start > 1 && target[end - 1] == '/')
+            {
+                end--;
+            }
+
+            // Step 6: an empty path and "/" have no segments; otherwise the first segment starts after the leading "/".
+            int first;
+            if (end == start || (end - start == 1 && target[start] == '/'))
+            {
+                first = -1;
+            }
+            else
+            {
+                first = target[start] == '/' ? start + 1 : start;
+            }
+
+            Node node = Match(root, target, first, end);
+            if (node != null)
+            {
+                foreach (Operation operation in node.Operations)
+                {
+                    if (MethodEquals(method, operation.Method))
+                    {
+                        return operation.Classification;
+                    }
+                }
+            }
+
+            // C3: no operation.
+            switch (unknown)
+            {
+                case UnknownOperationClass.NonReplayable:
+                    return Classification.UnmatchedNonReplayable;
+                case UnknownOperationClass.NoRetry:
+                    return Classification.UnmatchedNoRetry;
+            }
+
+            foreach (string idempotent in IdempotentMethodNames)
+            {
+                if (MethodEquals(method, idempotent))
+                {
+                    return Classification.UnmatchedIdempotent;
+                }
+            }
+
+            return Classification.UnmatchedNonReplayable;
+        }
+
+        /// <summary>
+        /// C1: the index after <c>scheme://authority</c> when <paramref name="target"/> starts with a scheme (an ASCII
+        /// letter, then letters, digits, <c>+</c>, <c>-</c>, <c>.</c>) and <c>://</c>; else 0.
+        /// </summary>
+        internal static int OriginEnd(string target)
+        {
+            if (target.Length == 0 || !IsAsciiLetter(target[0]))
+            {
+                return 0;
+            }
+
+            int i = 1;
+            while (i < target.Length && (IsAsciiLetter(target[i]) || (target[i] >= '0' && target[i] <= '9') || target[i] == '+' || target[i] == '-' || target[i] == '.'))
+            {
+                i++;
+            }
+
+            if (i + 3 > target.Length || target[i] != ':' || target[i + 1] != '/' || target[i + 2] != '/')
+            {
+                return 0;
+            }
+
+            i += 3;
+            while (i < target.Length && target[i] != '/' && target[i] != '?' && target[i] != '#')
+            {
+                i++;
+            }
+
+            return i;
+        }
+
+        /// <summary>
+        /// C2: the base path of a configured base: its origin removed (C1), a leading <c>/</c> added to a relative
+        /// one, cut at the first <c>?</c> or <c>#</c>, every trailing <c>/</c> removed.
+        /// </summary>
+        internal static string BasePathOf(string configured)
+        {
+            string path = configured.Substring(OriginEnd(configured));
+            if (path.Length > 0 && path[0] != '/' && path[0] != '?' && path[0] != '#')
+            {
+                path = "/" + path;
+            }
+
+            int cut = path.IndexOfAny(QueryOrFragment);
+            if (cut >= 0)
+            {
+                path = path.Substring(0, cut);
+            }
+
+            return path.TrimEnd('/');
+        }
+
+        /// <summary>C4: whether <paramref name="text"/> is a sequence of Unicode scalar values (no lone surrogate).</summary>
+        internal static bool IsScalarValues(string text)
+        {
+            for (int i = 0; i < text.Length; i++)
+            {
+                char c = text[i];
+                if (c < '\uD800' || c > '\uDFFF')
+                {
+                    continue;
+                }
+
+                if (c > '\uDBFF' || i + 1 == text.Length || text[i + 1] < '\uDC00' || text[i + 1] > '\uDFFF')
+                {
+                    return false;
+                }
+
+                i++;
+            }
+
+            return true;
         }
 
         /// <summary>Step 7: decodes <c>%XX</c> escapes; keeps the text as is when the bytes are not UTF-8.</summary>
@@ -595,15 +1174,87 @@ namespace Retrygen.Generated
                 decoded[length++] = bytes[i++];
             }
 
-            try
+            return DecodeStrictUtf8(decoded, length) ?? segment;
+        }
+
+        /// <summary>
+        /// RFC 3629's UTF-8, strictly: no overlong forms, no encoded surrogates, nothing above U+10FFFF, no truncated
+        /// sequence. Returns <c>null</c> on any error (never a U+FFFD or <c>?</c> substitute).
+        /// </summary>
+        internal static string DecodeStrictUtf8(byte[] bytes, int length)
+        {
+            var text = new StringBuilder(length);
+            int i = 0;
+            while (i < length)
             {
-                return StrictUtf8.GetString(decoded, 0, length);
+                int b = bytes[i];
+                int count;
+                int codePoint;
+                int min;
+                if (b < 0x80)
+                {
+                    text.Append((char)b);
+                    i++;
+                    continue;
+                }
+                else if (b >= 0xC2 && b <= 0xDF)
+                {
+                    count = 1;
+                    codePoint = b & 0x1F;
+                    min = 0x80;
+                }
+                else if (b >= 0xE0 && b <= 0xEF)
+                {
+                    count = 2;
+                    codePoint = b & 0x0F;
+                    min = 0x800;
+                }
+                else if (b >= 0xF0 && b <= 0xF4)
+                {
+                    count = 3;
+                    codePoint = b & 0x07;
+                    min = 0x10000;
+                }
+                else
+                {
+                    return null;
+                }
+
+                if (i + count >= length)
+                {
+                    return null;
+                }
+
+                for (int k = 1; k <= count; k++)
+                {
+                    int continuation = bytes[i + k];
+                    if ((continuation & 0xC0) != 0x80)
+                    {
+                        return null;
+                    }
+
+                    codePoint = (codePoint << 6) | (continuation & 0x3F);
+                }
+
+                if (codePoint < min || codePoint > 0x10FFFF || (codePoint >= 0xD800 && codePoint <= 0xDFFF))
+                {
+                    return null;
+                }
+
+                if (codePoint >= 0x10000)
+                {
+                    codePoint -= 0x10000;
+                    text.Append((char)(0xD800 + (codePoint >> 10))).Append((char)(0xDC00 + (codePoint & 0x3FF)));
+                }
+                else
+                {
+                    text.Append((char)codePoint);
+                }
+
+                i += count + 1;
             }
-            catch (ArgumentException)
-            {
-                // DecoderFallbackException: the bytes are not UTF-8.
-                return segment;
-            }
+
+            return text.ToString();
         }
 
         /// <summary>
@@ -766,34 +1417,24 @@ namespace Retrygen.Generated
             node.Claim(operation);
         }
 
-        private ReadOnlyCollection<KeyValuePair<string, Regex>> ListNonReplayable()
+        /// <summary>L1: the non-replayable and keyed operations, in table order (built on first use).</summary>
+        private ReadOnlyCollection<SafeListEntry> ListSafe()
         {
-            var list = new List<KeyValuePair<string, Regex>>();
+            var list = new List<SafeListEntry>();
             foreach (Operation operation in operations)
             {
-                if (operation.ReplayClass == ReplayClass.NonReplayable)
+                if (operation.ReplayClass == ReplayClass.NonReplayable || operation.ReplayClass == ReplayClass.Keyed)
                 {
-                    list.Add(new KeyValuePair<string, Regex>(operation.Method, operation.Pattern));
+                    list.Add(new SafeListEntry(operation));
                 }
             }
 
             return list.AsReadOnly();
         }
 
-        /// <summary>
-        /// The expressions of <see cref="NonReplayableOperations"/> wrapped so that they match the whole input: .NET's
-        /// <c>$</c> also matches before a final newline.
-        /// </summary>
-        private Regex[] AnchorWholePaths()
+        private static bool IsAsciiLetter(char c)
         {
-            ReadOnlyCollection<KeyValuePair<string, Regex>> list = nonReplayable.Value;
-            var patterns = new Regex[list.Count];
-            for (int i = 0; i < patterns.Length; i++)
-            {
-                patterns[i] = new Regex(@"\A(?:" + list[i].Value.ToString() + @")\z", RegexOptions.CultureInvariant, PatternTimeout);
-            }
-
-            return patterns;
+            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
         }
 
         /// <summary>One node of the segment trie: filled while the table is built, then frozen.</summary>
@@ -1100,14 +1741,32 @@ namespace Retrygen.Generated
     }
 
     /// <summary>
-    /// The values that drive <see cref="RetryRuntime.Decide"/>. The defaults are the ones the spec declares (the
-    /// public constructor and <c>Default</c> live in the tables file); values are used as given, so keep them
-    /// within the ranges the retry contract documents.
+    /// The values that drive <see cref="RetryRuntime.Decide"/>, immutable. The defaults are the ones the spec declares
+    /// (the public constructor and <c>Default</c> live in the tables file); the constructor checks every value
+    /// against the retry contract's constraints and throws <see cref="InvalidInputException"/> for the first one out
+    /// of range, in the policy table's order.
     /// </summary>
     public sealed partial class RetryPolicy
     {
+        /// <summary>The largest budget value (capacity, costs, refund, release).</summary>
+        public const long BudgetMax = 1000000;
+
+        private const long DayMs = 86400000;
+        private const byte RetryableFlag = 1;
+        private const byte RejectedFlag = 2;
+        private const byte ServerDelayFlag = 4;
+        private const byte KeyInFlightFlag = 8;
+        private const byte KeyReusedFlag = 16;
+
         private readonly ReadOnlyCollection<int> retryableStatuses;
         private readonly ReadOnlyCollection<int> rejectedStatuses;
+        private readonly ReadOnlyCollection<int> retryOnlyWithServerDelay;
+        private readonly ReadOnlyCollection<int> keyInFlightStatuses;
+        private readonly ReadOnlyCollection<int> keyReusedStatuses;
+        private readonly ReadOnlyCollection<string> serverDirectiveHeaders;
+
+        // One byte of flags per status 0-599: the five lists looked up without a search.
+        private readonly byte[] statusFlags = new byte[600];
 
         private RetryPolicy(
             int maxRetries,
@@ -1115,20 +1774,68 @@ namespace Retrygen.Generated
             long maxBackoffMs,
             double multiplier,
             Jitter jitter,
-            ReadOnlyCollection<int> retryableStatuses,
-            ReadOnlyCollection<int> rejectedStatuses,
+            int[] retryableStatuses,
+            int[] rejectedStatuses,
             long retryAfterCapMs,
-            long? deadlineMs)
+            long? deadlineMs,
+            int[] retryOnlyWithServerDelay,
+            int[] keyInFlightStatuses,
+            int[] keyReusedStatuses,
+            string[] serverDirectiveHeaders,
+            OverCapMode retryAfterOverCap,
+            UnknownOperationClass unknownOperationClass,
+            long budgetCapacity,
+            long budgetRetryCost,
+            long budgetTimeoutCost,
+            long budgetSuccessRefund)
         {
+            // [contract V1] Every key against its constraint, in the policy table's order.
+            Check(maxRetries >= 0 && maxRetries <= 100, "policy.max_retries");
+            Check(initialBackoffMs >= 1 && initialBackoffMs <= DayMs, "policy.initial_backoff_ms");
+            Check(maxBackoffMs >= 1 && maxBackoffMs <= DayMs, "policy.max_backoff_ms");
+            Check(multiplier >= 1.0 && multiplier <= 10.0, "policy.multiplier"); // NaN fails
+            Check(jitter >= Jitter.Full && jitter <= Jitter.None, "policy.jitter");
+            CheckStatuses(retryableStatuses, "policy.retryable_statuses");
+            CheckStatuses(rejectedStatuses, "policy.rejected_statuses");
+            Check(retryAfterCapMs >= 0 && retryAfterCapMs <= DayMs, "policy.retry_after_cap_ms");
+            Check(!deadlineMs.HasValue || (deadlineMs.Value >= 1 && deadlineMs.Value <= DayMs), "policy.deadline_ms");
+            CheckStatuses(retryOnlyWithServerDelay, "policy.retry_only_with_server_delay");
+            CheckStatuses(keyInFlightStatuses, "policy.key_in_flight_statuses");
+            CheckStatuses(keyReusedStatuses, "policy.key_reused_statuses");
+            foreach (string header in serverDirectiveHeaders)
+            {
+                Check(IsToken(header), "policy.server_directive_headers");
+            }
+
+            Check(retryAfterOverCap >= OverCapMode.Refuse && retryAfterOverCap <= OverCapMode.Clamp, "policy.retry_after_over_cap");
+            Check(unknownOperationClass >= UnknownOperationClass.MethodDefault && unknownOperationClass <= UnknownOperationClass.NoRetry, "policy.unknown_operation_class");
+            Check(budgetCapacity >= 0 && budgetCapacity <= BudgetMax, "policy.budget_capacity");
+            Check(budgetRetryCost >= 1 && budgetRetryCost <= BudgetMax, "policy.budget_retry_cost");
+            Check(budgetTimeoutCost >= 1 && budgetTimeoutCost <= BudgetMax, "policy.budget_timeout_cost");
+            Check(budgetSuccessRefund >= 0 && budgetSuccessRefund <= BudgetMax, "policy.budget_success_refund");
+
+            // [contract V2] The backoff range.
+            Check(initialBackoffMs <= maxBackoffMs, "policy.max_backoff_ms");
+
             MaxRetries = maxRetries;
             InitialBackoffMs = initialBackoffMs;
             MaxBackoffMs = maxBackoffMs;
             Multiplier = multiplier;
             Jitter = jitter;
-            this.retryableStatuses = retryableStatuses;
-            this.rejectedStatuses = rejectedStatuses;
+            this.retryableStatuses = Flag(retryableStatuses, RetryableFlag);
+            this.rejectedStatuses = Flag(rejectedStatuses, RejectedFlag);
             RetryAfterCapMs = retryAfterCapMs;
             DeadlineMs = deadlineMs;
+            this.retryOnlyWithServerDelay = Flag(retryOnlyWithServerDelay, ServerDelayFlag);
+            this.keyInFlightStatuses = Flag(keyInFlightStatuses, KeyInFlightFlag);
+            this.keyReusedStatuses = Flag(keyReusedStatuses, KeyReusedFlag);
+            this.serverDirectiveHeaders = Array.AsReadOnly(serverDirectiveHeaders);
+            RetryAfterOverCap = retryAfterOverCap;
+            UnknownOperationClass = unknownOperationClass;
+            BudgetCapacity = budgetCapacity;
+            BudgetRetryCost = budgetRetryCost;
+            BudgetTimeoutCost = budgetTimeoutCost;
+            BudgetSuccessRefund = budgetSuccessRefund;
         }
 
         /// <summary>Gets the retries allowed after the first attempt; 0 disables retries.</summary>
@@ -1158,48 +1865,157 @@ namespace Retrygen.Generated
             get { return rejectedStatuses; }
         }
 
-        /// <summary>Gets the longest server-requested delay to honour, in milliseconds; a longer one stops.</summary>
+        /// <summary>Gets the longest server-requested delay to honour, in milliseconds.</summary>
         public long RetryAfterCapMs { get; }
 
         /// <summary>Gets the time since the first attempt after which no retry may end, or <c>null</c> for none.</summary>
         public long? DeadlineMs { get; }
 
+        /// <summary>Gets the statuses retried only when the server says how long to wait.</summary>
+        public IReadOnlyList<int> RetryOnlyWithServerDelay
+        {
+            get { return retryOnlyWithServerDelay; }
+        }
+
+        /// <summary>Gets the statuses that mean "the request with this idempotency key is still in flight": retried with backoff.</summary>
+        public IReadOnlyList<int> KeyInFlightStatuses
+        {
+            get { return keyInFlightStatuses; }
+        }
+
+        /// <summary>Gets the statuses that mean "this idempotency key was used with another payload": never retried.</summary>
+        public IReadOnlyList<int> KeyReusedStatuses
+        {
+            get { return keyReusedStatuses; }
+        }
+
+        /// <summary>Gets the response headers whose <c>true</c>/<c>false</c> value is the server's directive, in order; empty disables directives.</summary>
+        public IReadOnlyList<string> ServerDirectiveHeaders
+        {
+            get { return serverDirectiveHeaders; }
+        }
+
+        /// <summary>Gets what a server delay above <see cref="RetryAfterCapMs"/> does.</summary>
+        public OverCapMode RetryAfterOverCap { get; }
+
+        /// <summary>Gets the class of requests no operation matches.</summary>
+        public UnknownOperationClass UnknownOperationClass { get; }
+
+        /// <summary>Gets the retry budget's capacity in tokens; 0 disables the budget.</summary>
+        public long BudgetCapacity { get; }
+
+        /// <summary>Gets the tokens a retry takes.</summary>
+        public long BudgetRetryCost { get; }
+
+        /// <summary>Gets the tokens a retry after a timeout takes.</summary>
+        public long BudgetTimeoutCost { get; }
+
+        /// <summary>Gets the tokens a success without retries gives back.</summary>
+        public long BudgetSuccessRefund { get; }
+
         internal bool IsRetryable(int status)
         {
-            return retryableStatuses.Contains(status);
+            return (statusFlags[status] & RetryableFlag) != 0;
         }
 
         internal bool IsRejected(int status)
         {
-            return rejectedStatuses.Contains(status);
+            return (statusFlags[status] & RejectedFlag) != 0;
+        }
+
+        internal bool NeedsServerDelay(int status)
+        {
+            return (statusFlags[status] & ServerDelayFlag) != 0;
+        }
+
+        internal bool IsKeyInFlight(int status)
+        {
+            return (statusFlags[status] & KeyInFlightFlag) != 0;
+        }
+
+        internal bool IsKeyReused(int status)
+        {
+            return (statusFlags[status] & KeyReusedFlag) != 0;
         }
 
         /// <summary>A private copy of the caller's statuses, or of the spec's when the caller gave none.</summary>
-        private static ReadOnlyCollection<int> Statuses(IEnumerable<int> given, params int[] spec)
+        private static int[] Statuses(IEnumerable<int> given, params int[] spec)
         {
-            return new List<int>(given ?? spec).AsReadOnly();
+            return new List<int>(given ?? spec).ToArray();
+        }
+
+        /// <summary>A private copy of the caller's header names, or of the spec's when the caller gave none.</summary>
+        private static string[] Headers(IEnumerable<string> given, params string[] spec)
+        {
+            return new List<string>(given ?? spec).ToArray();
+        }
+
+        private static void Check(bool valid, string key)
+        {
+            if (!valid)
+            {
+                throw new InvalidInputException(key);
+            }
+        }
+
+        private static void CheckStatuses(int[] statuses, string key)
+        {
+            foreach (int status in statuses)
+            {
+                Check(status >= 100 && status <= 599, key);
+            }
+        }
+
+        /// <summary>An RFC 9110 token: one or more of <c>!#$%&amp;'*+-.^_`|~</c>, ASCII digits and letters.</summary>
+        private static bool IsToken(string name)
+        {
+            if (string.IsNullOrEmpty(name))
+            {
+                return false;
+            }
+
+            foreach (char c in name)
+            {
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || "!#$%&'*+-.^_`|~".IndexOf(c) >= 0))
+                {
+                    return false;
+                }
+            }
+
+            return true;
+        }
+
+        private ReadOnlyCollection<int> Flag(int[] statuses, byte flag)
+        {
+            foreach (int status in statuses)
+            {
+                statusFlags[status] |= flag;
+            }
+
+            return Array.AsReadOnly(statuses);
         }
     }
 
     /// <summary>What an attempt ended with: a status from the server, or a <see cref="FailureKind"/>.</summary>
     public sealed class Outcome
     {
-        private Outcome(int? status, FailureKind? failure, string retryAfter, string retryAfterMs)
+        private Outcome(int? status, FailureKind? failure, string retryAfter, string retryAfterMs, string directive)
         {
             Status = status;
             Failure = failure;
             RetryAfter = retryAfter;
             RetryAfterMs = retryAfterMs;
+            Directive = directive;
         }
 
         /// <summary>Gets the outcome of a request that provably never left.</summary>
-        public static Outcome Connect { get; } = new Outcome(null, FailureKind.Connect, null, null);
+        public static Outcome Connect { get; } = new Outcome(null, FailureKind.Connect, null, null, null);
 
         /// <summary>Gets the outcome of a request that may have been sent.</summary>
-        public static Outcome Transport { get; } = new Outcome(null, FailureKind.Transport, null, null);
+        public static Outcome Transport { get; } = new Outcome(null, FailureKind.Transport, null, null, null);
 
         /// <summary>Gets the outcome of a request the caller cancelled.</summary>
-        public static Outcome Aborted { get; } = new Outcome(null, FailureKind.Aborted, null, null);
+        public static Outcome Aborted { get; } = new Outcome(null, FailureKind.Aborted, null, null, null);
 
         /// <summary>Gets the HTTP status, or <c>null</c> for a failure.</summary>
         public int? Status { get; }
@@ -1213,18 +2029,25 @@ namespace Retrygen.Generated
         /// <summary>Gets the <c>retry-after-ms</c> response header, or <c>null</c> when absent.</summary>
         public string RetryAfterMs { get; }
 
+        /// <summary>
+        /// Gets the value of the first of <see cref="RetryPolicy.ServerDirectiveHeaders"/> the response carries, or
+        /// <c>null</c>: <c>true</c> or <c>false</c> (trimmed, any ASCII case); anything else is ignored.
+        /// </summary>
+        public string Directive { get; }
+
         /// <summary>The server answered.</summary>
         /// <param name="status">The HTTP status, 100-599.</param>
         /// <param name="retryAfter">The <c>Retry-After</c> response header, or <c>null</c> when absent.</param>
         /// <param name="retryAfterMs">The <c>retry-after-ms</c> response header, or <c>null</c> when absent.</param>
+        /// <param name="directive">The server's directive header value (<see cref="Directive"/>), or <c>null</c> when absent.</param>
         /// <returns>The outcome.</returns>
-        public static Outcome FromStatus(int status, string retryAfter = null, string retryAfterMs = null)
+        public static Outcome FromStatus(int status, string retryAfter = null, string retryAfterMs = null, string directive = null)
         {
-            return new Outcome(status, null, retryAfter, retryAfterMs);
+            return new Outcome(status, null, retryAfter, retryAfterMs, directive);
         }
 
         /// <summary>The attempt failed without a response.</summary>
-        /// <param name="failure">How it failed.</param>
+        /// <param name="failure">How it failed (a value outside the enum is rejected by <see cref="RetryRuntime.Decide"/>).</param>
         /// <returns>The outcome.</returns>
         public static Outcome FromFailure(FailureKind failure)
         {
@@ -1233,35 +2056,39 @@ namespace Retrygen.Generated
                 case FailureKind.Connect: return Connect;
                 case FailureKind.Transport: return Transport;
                 case FailureKind.Aborted: return Aborted;
-                default: throw new ArgumentOutOfRangeException(nameof(failure));
+                default: return new Outcome(null, failure, null, null, null);
             }
         }
     }
 
     /// <summary>
     /// Everything <see cref="RetryRuntime.Decide"/> looks at. There is no hidden clock and no hidden
-    /// random source: the same input always gives the same decision.
+    /// random source: the same input always gives the same decision. Values are checked by <c>Decide</c>.
     /// </summary>
     public sealed class DecisionInput
     {
         /// <summary>Initializes a new instance of the <see cref="DecisionInput"/> class.</summary>
-        /// <param name="replayClass">The operation's class, from <see cref="OperationTable.Classify"/> or <see cref="OperationTable.OperationById"/>.</param>
-        /// <param name="hasIdempotencyKey">Whether the request carries the idempotency key header.</param>
+        /// <param name="replayClass">The operation's class, from <see cref="Classifier.Classify"/> or <see cref="OperationTable.OperationById"/>.</param>
+        /// <param name="hasIdempotencyKey">Whether the request carries the idempotency key header (<see cref="Operation.HasIdempotencyKey"/>).</param>
         /// <param name="outcome">What the attempt ended with.</param>
         /// <param name="retriesUsed">Retries already made for this request (0 after the first attempt).</param>
         /// <param name="elapsedMs">Milliseconds since the first attempt started.</param>
         /// <param name="previousDelayMs">The delay waited before the attempt that just failed, 0 after the first.</param>
         /// <param name="nowMs">The current time in milliseconds since the Unix epoch, for HTTP-date headers.</param>
         /// <param name="random">A uniformly random number in [0, 1) drawn by the caller.</param>
+        /// <param name="budgetTokens">The client's retry budget state, or <c>null</c> without a budget (see <see cref="RetryBudgetCell"/>).</param>
+        /// <param name="timedOut">Whether the failed attempt ended by a timeout (a budget retry then costs the timeout cost).</param>
         public DecisionInput(
             ReplayClass replayClass,
             bool hasIdempotencyKey,
             Outcome outcome,
-            int retriesUsed,
+            long retriesUsed,
             long elapsedMs,
             long previousDelayMs,
             long nowMs,
-            double random)
+            double random,
+            long? budgetTokens = null,
+            bool timedOut = false)
         {
             if (outcome == null)
             {
@@ -1276,6 +2103,8 @@ namespace Retrygen.Generated
             PreviousDelayMs = previousDelayMs;
             NowMs = nowMs;
             Random = random;
+            BudgetTokens = budgetTokens;
+            TimedOut = timedOut;
         }
 
         /// <summary>Gets the operation's class.</summary>
@@ -1288,7 +2117,7 @@ namespace Retrygen.Generated
         public Outcome Outcome { get; }
 
         /// <summary>Gets the retries already made for this request (0 after the first attempt).</summary>
-        public int RetriesUsed { get; }
+        public long RetriesUsed { get; }
 
         /// <summary>Gets the milliseconds since the first attempt started.</summary>
         public long ElapsedMs { get; }
@@ -1301,16 +2130,23 @@ namespace Retrygen.Generated
 
         /// <summary>Gets the uniformly random number in [0, 1) drawn by the caller.</summary>
         public double Random { get; }
+
+        /// <summary>Gets the client's retry budget state, or <c>null</c> without a budget.</summary>
+        public long? BudgetTokens { get; }
+
+        /// <summary>Gets a value indicating whether the failed attempt ended by a timeout.</summary>
+        public bool TimedOut { get; }
     }
 
     /// <summary>The decision about one failed attempt.</summary>
     public sealed class Decision
     {
-        internal Decision(bool retry, long delayMs, DecisionReason reason)
+        internal Decision(bool retry, long delayMs, DecisionReason reason, long? budgetTokens)
         {
             Retry = retry;
             DelayMs = delayMs;
             Reason = reason;
+            BudgetTokens = budgetTokens;
         }
 
         /// <summary>Gets a value indicating whether to send the request again.</summary>
@@ -1321,6 +2157,9 @@ namespace Retrygen.Generated
 
         /// <summary>Gets why.</summary>
         public DecisionReason Reason { get; }
+
+        /// <summary>Gets the budget state after the decision (unchanged unless the retry is granted), or <c>null</c> without a budget.</summary>
+        public long? BudgetTokens { get; }
 
         /// <summary>Returns the decision as the retry contract writes it.</summary>
         /// <returns>For example <c>retry 250 ms (rejected_status)</c>.</returns>
@@ -1352,44 +2191,130 @@ namespace Retrygen.Generated
         private static readonly string[] LongDayNames = { "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday" };
         private static readonly string[] MonthNames = { "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
 
-        /// <summary>Decides whether to retry a failed attempt, and after how long.</summary>
+        /// <summary>The largest <c>retries_used</c>, <c>elapsed_ms</c> and <c>previous_delay_ms</c>: 2^53 - 1, every language's exact integers.</summary>
+        public const long MaxCounter = 9007199254740991L;
+
+        /// <summary>Decides whether to retry a failed attempt, and after how long (docs/contract.md section 3).</summary>
         /// <param name="policy">The policy values, usually <see cref="RetryPolicy.Default"/>.</param>
-        /// <param name="input">The request's class, what the attempt ended with, the clock and a random draw.</param>
-        /// <returns>The decision.</returns>
+        /// <param name="input">The request's class, what the attempt ended with, the clock, a random draw and the budget state.</param>
+        /// <returns>The decision, with the new budget state when the input had one.</returns>
+        /// <exception cref="InvalidInputException">An input is out of range; <see cref="InvalidInputException.Key"/> names it.</exception>
         public static Decision Decide(RetryPolicy policy, DecisionInput input)
+        {
+            if (input == null)
+            {
+                throw new ArgumentNullException(nameof(input));
+            }
+
+            return DecideWith(policy, input, input.BudgetTokens);
+        }
+
+        /// <summary>
+        /// The directive of a response: the value of the first of <paramref name="policy"/>'s
+        /// <see cref="RetryPolicy.ServerDirectiveHeaders"/> that <paramref name="headers"/> carry (names compared
+        /// ASCII case-insensitively), or <c>null</c>; what <see cref="Outcome.FromStatus"/> takes as its directive.
+        /// </summary>
+        /// <param name="policy">The policy.</param>
+        /// <param name="headers">The response's header fields as name/value pairs.</param>
+        /// <returns>The header value, or <c>null</c>.</returns>
+        public static string DirectiveOf(RetryPolicy policy, IEnumerable<KeyValuePair<string, string>> headers)
         {
             if (policy == null)
             {
                 throw new ArgumentNullException(nameof(policy));
             }
 
-            if (input == null)
+            if (headers == null)
             {
-                throw new ArgumentNullException(nameof(input));
+                throw new ArgumentNullException(nameof(headers));
+            }
+
+            foreach (string name in policy.ServerDirectiveHeaders)
+            {
+                foreach (KeyValuePair<string, string> field in headers)
+                {
+                    if (field.Key != null && Operation.AsciiEqualsIgnoreCase(field.Key, name))
+                    {
+                        return field.Value;
+                    }
+                }
+            }
+
+            return null;
+        }
+
+        /// <summary>The decision with <paramref name="budgetTokens"/> as the budget state (the cell passes its own).</summary>
+        internal static Decision DecideWith(RetryPolicy policy, DecisionInput input, long? budgetTokens)
+        {
+            if (policy == null)
+            {
+                throw new ArgumentNullException(nameof(policy));
             }
 
             Outcome outcome = input.Outcome;
+            ReplayClass replayClass = input.ReplayClass;
+
+            // [contract V3] The class, then the failure: one of their names.
+            if (replayClass < ReplayClass.Idempotent || replayClass > ReplayClass.NoRetry)
+            {
+                throw new InvalidInputException("input.class");
+            }
+
+            if (outcome.Failure.HasValue && (outcome.Failure.Value < FailureKind.Connect || outcome.Failure.Value > FailureKind.Aborted))
+            {
+                throw new InvalidInputException("input.outcome");
+            }
+
+            // [contract V4] A status is 100-599.
+            int status = outcome.Status.GetValueOrDefault();
+            if (!outcome.Failure.HasValue && (status < 100 || status > 599))
+            {
+                throw new InvalidInputException("input.status");
+            }
+
+            // [contract V5] The counters are exact integers.
+            CheckCounter(input.RetriesUsed, "input.retries_used");
+            CheckCounter(input.ElapsedMs, "input.elapsed_ms");
+            CheckCounter(input.PreviousDelayMs, "input.previous_delay_ms");
+
+            // [contract V6] random in [0, 1), NaN and infinities rejected, even where it would not be used.
+            if (!(input.Random >= 0.0 && input.Random < 1.0))
+            {
+                throw new InvalidInputException("input.random");
+            }
+
+            // [contract V7] The budget state, when there is one, is within the capacity.
+            if (budgetTokens.HasValue)
+            {
+                RetryBudget.CheckTokens(policy, budgetTokens.Value);
+            }
+
+            bool key = input.HasIdempotencyKey;
+            bool replayable = replayClass == ReplayClass.Idempotent || (replayClass == ReplayClass.Keyed && key);
+            int directive = 0;
+            if (!outcome.Failure.HasValue && policy.ServerDirectiveHeaders.Count > 0)
+            {
+                directive = DirectiveValue(outcome.Directive);
+            }
 
             // [contract R1] The caller cancelled.
             if (outcome.Failure == FailureKind.Aborted)
             {
-                return Stop(DecisionReason.Aborted);
+                return Stop(DecisionReason.Aborted, budgetTokens);
             }
 
             // [contract R2] The operation is never retried.
-            if (input.ReplayClass == ReplayClass.NoRetry)
+            if (replayClass == ReplayClass.NoRetry)
             {
-                return Stop(DecisionReason.NoRetryOperation);
+                return Stop(DecisionReason.NoRetryOperation, budgetTokens);
             }
 
             // [contract R3] The retries are used up.
             if (input.RetriesUsed >= policy.MaxRetries)
             {
-                return Stop(DecisionReason.Exhausted);
+                return Stop(DecisionReason.Exhausted, budgetTokens);
             }
 
-            bool replayable = input.ReplayClass == ReplayClass.Idempotent
-                || (input.ReplayClass == ReplayClass.Keyed && input.HasIdempotencyKey);
             DecisionReason reason;
             long? serverDelay = null;
             if (outcome.Failure == FailureKind.Connect)
@@ -1402,56 +2327,98 @@ namespace Retrygen.Generated
                 // [contract R5] The request may have been sent: only a replayable one goes again.
                 if (!replayable)
                 {
-                    return Stop(DecisionReason.NotReplayable);
+                    return Stop(DecisionReason.NotReplayable, budgetTokens);
                 }
 
                 reason = DecisionReason.TransportFailure;
             }
             else
             {
-                int status = outcome.Status.GetValueOrDefault();
-                if (policy.IsRejected(status))
+                if (directive < 0)
                 {
-                    // [contract R6] The API rejected the request before doing anything.
+                    // [contract R6] The server said no: its word wins over every status list.
+                    return Stop(DecisionReason.ServerSaidNo, budgetTokens);
+                }
+                else if (key && policy.IsKeyReused(status))
+                {
+                    // [contract R7] The key was used with another payload.
+                    return Stop(DecisionReason.KeyReused, budgetTokens);
+                }
+                else if (key && policy.IsKeyInFlight(status))
+                {
+                    // [contract R8] The request with this key is still being processed.
+                    reason = DecisionReason.KeyInFlight;
+                }
+                else if (directive > 0 && replayable)
+                {
+                    // [contract R9] The server said yes to a replayable request.
+                    reason = DecisionReason.ServerSaidYes;
+                }
+                else if (policy.IsRejected(status))
+                {
+                    // [contract R10] The API rejected the request before doing anything.
                     reason = DecisionReason.RejectedStatus;
                 }
                 else if (policy.IsRetryable(status))
                 {
-                    // [contract R7] A transient status: only a replayable request goes again.
+                    // [contract R11] A transient status: only a replayable request goes again.
                     if (replayable)
                     {
                         reason = DecisionReason.RetryableStatus;
                     }
                     else
                     {
-                        return Stop(DecisionReason.NotReplayable);
+                        return Stop(DecisionReason.NotReplayable, budgetTokens);
                     }
                 }
                 else
                 {
-                    // [contract R8] Any other status.
-                    return Stop(DecisionReason.StatusNotRetryable);
+                    // [contract R12] Any other status.
+                    return Stop(DecisionReason.StatusNotRetryable, budgetTokens);
                 }
 
-                // [contract R9] The server delay of an eligible status, unless it exceeds the cap.
+                // [contract R13] The server delay of an eligible status; some statuses need one.
                 serverDelay = ServerDelayMs(outcome.RetryAfter, outcome.RetryAfterMs, input.NowMs);
-                if (serverDelay.HasValue && (serverDelay.Value == BeyondAnyCapMs || serverDelay.Value > policy.RetryAfterCapMs))
+                if (!serverDelay.HasValue && policy.NeedsServerDelay(status))
                 {
-                    return Stop(DecisionReason.RetryAfterOverCap);
+                    return Stop(DecisionReason.NoServerDelay, budgetTokens);
+                }
+
+                // [contract R14] A server delay above the cap stops, or is clamped to the cap.
+                if (serverDelay.HasValue && serverDelay.Value > policy.RetryAfterCapMs)
+                {
+                    if (policy.RetryAfterOverCap != OverCapMode.Clamp)
+                    {
+                        return Stop(DecisionReason.RetryAfterOverCap, budgetTokens);
+                    }
+
+                    serverDelay = policy.RetryAfterCapMs;
                 }
             }
 
-            // [contract R10] Without a server delay, the backoff.
+            // [contract R15] Without a server delay, the backoff.
             long delay = serverDelay ?? BackoffMs(policy, input.RetriesUsed, input.PreviousDelayMs, input.Random);
 
-            // [contract R11] elapsed + delay > deadline, written so that it cannot overflow (delay >= 0, deadline >= 0).
+            // [contract R16] elapsed + delay > deadline, written so that it cannot overflow (delay >= 0, deadline >= 0).
             if (policy.DeadlineMs.HasValue && input.ElapsedMs > policy.DeadlineMs.Value - delay)
             {
-                return Stop(DecisionReason.Deadline);
+                return Stop(DecisionReason.Deadline, budgetTokens);
             }
 
-            // [contract R12] Retry after the delay, with the eligible reason.
-            return new Decision(true, delay, reason);
+            // [contract R17] The budget pays for the retry, or the retry is refused.
+            if (budgetTokens.HasValue)
+            {
+                long after;
+                if (!RetryBudget.Acquire(policy, budgetTokens.Value, input.TimedOut ? BudgetKind.Timeout : BudgetKind.Retry, out after))
+                {
+                    return Stop(DecisionReason.BudgetExhausted, budgetTokens);
+                }
+
+                budgetTokens = after;
+            }
+
+            // [contract R18] Retry after the delay, with the eligible reason.
+            return new Decision(true, delay, reason, budgetTokens);
         }
 
         /// <summary>
@@ -1463,7 +2430,7 @@ namespace Retrygen.Generated
         /// <param name="previousDelayMs">The delay waited before the attempt that just failed (0 after the first).</param>
         /// <param name="random">A uniformly random number in [0, 1).</param>
         /// <returns>The delay in milliseconds.</returns>
-        public static long BackoffMs(RetryPolicy policy, int retriesUsed, long previousDelayMs, double random)
+        public static long BackoffMs(RetryPolicy policy, long retriesUsed, long previousDelayMs, double random)
         {
             if (policy == null)
             {
@@ -1475,7 +2442,7 @@ namespace Retrygen.Generated
             double backoff = initial;
 
             // [contract B1] Exponential growth, capped as soon as it reaches the maximum.
-            for (int i = 0; i < retriesUsed; i++)
+            for (long i = 0; i < retriesUsed; i++)
             {
                 backoff = backoff * policy.Multiplier;
                 if (backoff >= max)
@@ -1556,9 +2523,64 @@ namespace Retrygen.Generated
             return HttpDateDelayMs(value, nowMs);
         }
 
-        private static Decision Stop(DecisionReason reason)
+        private static Decision Stop(DecisionReason reason, long? budgetTokens)
         {
-            return new Decision(false, 0, reason);
+            return new Decision(false, 0, reason, budgetTokens);
+        }
+
+        private static void CheckCounter(long value, string key)
+        {
+            if (value < 0 || value > MaxCounter)
+            {
+                throw new InvalidInputException(key);
+            }
+        }
+
+        /// <summary>The directive: 1 for <c>true</c>, -1 for <c>false</c> (trimmed of spaces and tabs, ASCII case-insensitive), else 0.</summary>
+        private static int DirectiveValue(string text)
+        {
+            if (text == null)
+            {
+                return 0;
+            }
+
+            int start = 0;
+            int end = text.Length;
+            while (start < end && (text[start] == ' ' || text[start] == '\t'))
+            {
+                start++;
+            }
+
+            while (end > start && (text[end - 1] == ' ' || text[end - 1] == '\t'))
+            {
+                end--;
+            }
+
+            if (end - start == 4 && AsciiLowerEquals(text, start, "true"))
+            {
+                return 1;
+            }
+
+            return end - start == 5 && AsciiLowerEquals(text, start, "false") ? -1 : 0;
+        }
+
+        private static bool AsciiLowerEquals(string text, int start, string lower)
+        {
+            for (int i = 0; i < lower.Length; i++)
+            {
+                char c = text[start + i];
+                if (c >= 'A' && c <= 'Z')
+                {
+                    c = (char)(c + ('a' - 'A'));
+                }
+
+                if (c != lower[i])
+                {
+                    return false;
+                }
+            }
+
+            return true;
         }
 
         /// <summary>The delay until an IMF-fixdate, RFC 850 or asctime date, 0 when past, or null when the text is none.</summary>
@@ -1813,6 +2835,393 @@ namespace Retrygen.Generated
         private static string TrimSpacesAndTabs(string text)
         {
             return text.Trim(' ', '\t');
+        }
+    }
+
+    /// <summary>
+    /// Classifies requests for one configured base (docs/contract.md section 2, C1-C4): the SDK creates one per client
+    /// (<see cref="OperationTable.CreateClassifier"/>) and keeps it. Immutable and thread-safe; <see cref="Classify"/>
+    /// allocates nothing unless a path segment holds a percent escape.
+    /// </summary>
+    public sealed class Classifier
+    {
+        private readonly OperationTable table;
+        private readonly string basePath;
+        private readonly UnknownOperationClass unknownOperationClass;
+
+        /// <summary>The classifier of the spec's base path, used as written.</summary>
+        internal Classifier(OperationTable table, string basePath, UnknownOperationClass unknownOperationClass)
+        {
+            this.table = table;
+            this.basePath = basePath;
+            this.unknownOperationClass = unknownOperationClass;
+        }
+
+        /// <summary>The classifier of a configured base path or base URL (<c>null</c>: the spec's base path).</summary>
+        internal Classifier(OperationTable table, string baseUrl, UnknownOperationClass unknownOperationClass, bool configured)
+        {
+            // [contract V8] The base is Unicode scalar values, then the class of unknown requests is one of three.
+            if (baseUrl != null && !OperationTable.IsScalarValues(baseUrl))
+            {
+                throw new InvalidInputException("input.base");
+            }
+
+            if (unknownOperationClass < UnknownOperationClass.MethodDefault || unknownOperationClass > UnknownOperationClass.NoRetry)
+            {
+                throw new InvalidInputException("policy.unknown_operation_class");
+            }
+
+            this.table = table;
+            basePath = baseUrl == null || !configured ? table.BasePath : OperationTable.BasePathOf(baseUrl);
+            this.unknownOperationClass = unknownOperationClass;
+        }
+
+        /// <summary>Gets the base path removed from request paths (C2; empty when none).</summary>
+        public string BasePath
+        {
+            get { return basePath; }
+        }
+
+        /// <summary>Gets the class of requests no operation matches (C3).</summary>
+        public UnknownOperationClass UnknownOperationClass
+        {
+            get { return unknownOperationClass; }
+        }
+
+        /// <summary>
+        /// Classifies a request: finds the operation its method and target address and that operation's replay
+        /// class, or the class of unknown requests. The cost depends on the length of <paramref name="target"/>,
+        /// never on the number of operations.
+        /// </summary>
+        /// <param name="method">The HTTP method, in any case.</param>
+        /// <param name="target">The request target as sent: a path (with the base path, a query, a fragment) or a full URL.</param>
+        /// <returns>The operation, or none, and the class (one shared instance per result).</returns>
+        /// <exception cref="InvalidInputException"><c>input.method</c>, then <c>input.path</c>: a lone surrogate.</exception>
+        public Classification Classify(string method, string target)
+        {
+            if (method == null)
+            {
+                throw new ArgumentNullException(nameof(method));
+            }
+
+            if (target == null)
+            {
+                throw new ArgumentNullException(nameof(target));
+            }
+
+            if (!OperationTable.IsScalarValues(method))
+            {
+                throw new InvalidInputException("input.method");
+            }
+
+            if (!OperationTable.IsScalarValues(target))
+            {
+                throw new InvalidInputException("input.path");
+            }
+
+            return table.Find(method, target, basePath, unknownOperationClass);
+        }
+    }
+
+    /// <summary>The result of <see cref="RetryBudget.TryAcquire"/>: whether the retry is allowed, and the new state.</summary>
+    public readonly struct BudgetAcquisition
+    {
+        /// <summary>Initializes a new instance of the <see cref="BudgetAcquisition"/> struct.</summary>
+        /// <param name="allowed">Whether the budget pays for the retry.</param>
+        /// <param name="tokens">The budget state after the call.</param>
+        public BudgetAcquisition(bool allowed, long tokens)
+        {
+            Allowed = allowed;
+            Tokens = tokens;
+        }
+
+        /// <summary>Gets a value indicating whether the budget pays for the retry.</summary>
+        public bool Allowed { get; }
+
+        /// <summary>Gets the budget state after the call (unchanged when refused).</summary>
+        public long Tokens { get; }
+    }
+
+    /// <summary>
+    /// The retry budget's arithmetic (docs/contract.md, K1-K3): a token bucket per client, as in the AWS SDKs' standard
+    /// retry mode, its state one integer in 0..<see cref="RetryPolicy.BudgetCapacity"/>. Pure functions;
+    /// <see cref="RetryBudgetCell"/> keeps the state of one client.
+    /// </summary>
+    public static class RetryBudget
+    {
+        /// <summary>A full bucket (0 tokens when the budget is disabled).</summary>
+        /// <param name="policy">The policy.</param>
+        /// <returns>The initial state.</returns>
+        public static long New(RetryPolicy policy)
+        {
+            if (policy == null)
+            {
+                throw new ArgumentNullException(nameof(policy));
+            }
+
+            // [contract K1] A full bucket.
+            return policy.BudgetCapacity;
+        }
+
+        /// <summary>Takes the cost of a retry from the budget, when there are enough tokens.</summary>
+        /// <param name="policy">The policy.</param>
+        /// <param name="tokens">The budget state.</param>
+        /// <param name="kind">What the retry follows: a timeout costs <see cref="RetryPolicy.BudgetTimeoutCost"/>, anything else <see cref="RetryPolicy.BudgetRetryCost"/>.</param>
+        /// <returns>Whether the retry is allowed, and the new state (always allowed, nothing taken, when the budget is disabled).</returns>
+        /// <exception cref="InvalidInputException"><c>input.budget_tokens</c> out of 0..capacity; <c>input.budget_kind</c> not a kind.</exception>
+        public static BudgetAcquisition TryAcquire(RetryPolicy policy, long tokens, BudgetKind kind)
+        {
+            if (policy == null)
+            {
+                throw new ArgumentNullException(nameof(policy));
+            }
+
+            CheckTokens(policy, tokens);
+            if (kind < BudgetKind.Retry || kind > BudgetKind.Timeout)
+            {
+                throw new InvalidInputException("input.budget_kind");
+            }
+
+            long after;
+            bool allowed = Acquire(policy, tokens, kind, out after);
+            return new BudgetAcquisition(allowed, after);
+        }
+
+        /// <summary>K2 on checked values.</summary>
+        internal static bool Acquire(RetryPolicy policy, long tokens, BudgetKind kind, out long after)
+        {
+            after = tokens;
+
+            // [contract K2] Disabled: allowed for free; else the cost of the kind, when the tokens cover it.
+            if (policy.BudgetCapacity == 0)
+            {
+                return true;
+            }
+
+            long cost = kind == BudgetKind.Timeout ? policy.BudgetTimeoutCost : policy.BudgetRetryCost;
+            if (tokens < cost)
+            {
+                return false;
+            }
+
+            after = tokens - cost;
+            return true;
+        }
+
+        /// <summary>Gives tokens back after a request ended with a response the SDK treats as success.</summary>
+        /// <param name="policy">The policy.</param>
+        /// <param name="tokens">The budget state.</param>
+        /// <param name="released">The cost the request's last granted retry took, 0 when it was not retried.</param>
+        /// <returns>The new state: <paramref name="released"/> back, or the success refund without retries, never above the capacity.</returns>
+        /// <exception cref="InvalidInputException"><c>input.budget_tokens</c> out of 0..capacity; <c>input.budget_release</c> out of 0..1000000.</exception>
+        public static long RecordSuccess(RetryPolicy policy, long tokens, long released)
+        {
+            if (policy == null)
+            {
+                throw new ArgumentNullException(nameof(policy));
+            }
+
+            CheckTokens(policy, tokens);
+            if (released < 0 || released > RetryPolicy.BudgetMax)
+            {
+                throw new InvalidInputException("input.budget_release");
+            }
+
+            // [contract K3] Disabled: unchanged; else the release (or the refund) back, up to the capacity.
+            if (policy.BudgetCapacity == 0)
+            {
+                return tokens;
+            }
+
+            return Math.Min(policy.BudgetCapacity, tokens + (released > 0 ? released : policy.BudgetSuccessRefund));
+        }
+
+        /// <summary>V7: the state is within 0..capacity.</summary>
+        internal static void CheckTokens(RetryPolicy policy, long tokens)
+        {
+            if (tokens < 0 || tokens > policy.BudgetCapacity)
+            {
+                throw new InvalidInputException("input.budget_tokens");
+            }
+        }
+    }
+
+    /// <summary>
+    /// The retry budget of one client (docs/contract.md, K4): one cell updated atomically with
+    /// <see cref="Interlocked.CompareExchange(ref long, long, long)"/>, so that concurrent requests (threads or async
+    /// continuations) share it without a lock. Create one per client, beside its <see cref="Classifier"/>.
+    /// </summary>
+    public sealed class RetryBudgetCell
+    {
+        private readonly RetryPolicy policy;
+        private long tokens;
+
+        /// <summary>Initializes a new instance of the <see cref="RetryBudgetCell"/> class: a full bucket.</summary>
+        /// <param name="policy">The policy whose budget values apply.</param>
+        public RetryBudgetCell(RetryPolicy policy)
+        {
+            this.policy = policy ?? throw new ArgumentNullException(nameof(policy));
+            tokens = RetryBudget.New(policy);
+        }
+
+        /// <summary>Gets the policy.</summary>
+        public RetryPolicy Policy
+        {
+            get { return policy; }
+        }
+
+        /// <summary>Gets the current state.</summary>
+        public long Tokens
+        {
+            get { return Interlocked.Read(ref tokens); }
+        }
+
+        /// <summary>Takes the cost of a retry the SDK grants by other means (<see cref="RetryBudget.TryAcquire"/>, atomically).</summary>
+        /// <param name="kind">What the retry follows.</param>
+        /// <returns>Whether the retry is allowed, and the state left in the cell.</returns>
+        public BudgetAcquisition TryAcquire(BudgetKind kind)
+        {
+            while (true)
+            {
+                // [contract K4] Read, compute, then store only if the cell still holds what was read; else again.
+                long current = Interlocked.Read(ref tokens);
+                BudgetAcquisition result = RetryBudget.TryAcquire(policy, current, kind);
+                if (result.Tokens == current || Interlocked.CompareExchange(ref tokens, result.Tokens, current) == current)
+                {
+                    return result;
+                }
+            }
+        }
+
+        /// <summary>Gives tokens back after a success (<see cref="RetryBudget.RecordSuccess"/>, atomically).</summary>
+        /// <param name="released">The cost the request's last granted retry took, 0 when it was not retried.</param>
+        /// <returns>The state left in the cell.</returns>
+        public long RecordSuccess(long released)
+        {
+            while (true)
+            {
+                long current = Interlocked.Read(ref tokens);
+                long next = RetryBudget.RecordSuccess(policy, current, released);
+                if (next == current || Interlocked.CompareExchange(ref tokens, next, current) == current)
+                {
+                    return next;
+                }
+            }
+        }
+
+        /// <summary>
+        /// Decides with the cell's state (the input's own <see cref="DecisionInput.BudgetTokens"/> is ignored) and
+        /// stores the new state only if the cell still holds the value read; else decides again.
+        /// </summary>
+        /// <param name="input">The decision input.</param>
+        /// <returns>The decision, with the state it left in the cell.</returns>
+        public Decision Decide(DecisionInput input)
+        {
+            if (input == null)
+            {
+                throw new ArgumentNullException(nameof(input));
+            }
+
+            while (true)
+            {
+                long current = Interlocked.Read(ref tokens);
+                Decision decision = RetryRuntime.DecideWith(policy, input, current);
+                long next = decision.BudgetTokens.GetValueOrDefault(current);
+                if (next == current || Interlocked.CompareExchange(ref tokens, next, current) == current)
+                {
+                    return decision;
+                }
+            }
+        }
+    }
+
+    /// <summary>
+    /// What the runtime reports for every retry it grants (docs/contract.md, E1), for a user callback: the route
+    /// template, never the concrete URL, so that metrics stay low-cardinality.
+    /// </summary>
+    public sealed class RetryEvent
+    {
+        private RetryEvent(long attempt, DecisionReason reason, long delayMs, string method, string pathTemplate, string operationId)
+        {
+            Attempt = attempt;
+            Reason = reason;
+            DelayMs = delayMs;
+            Method = method;
+            PathTemplate = pathTemplate;
+            OperationId = operationId;
+        }
+
+        /// <summary>Gets the retry's number: 1 for the first retry.</summary>
+        public long Attempt { get; }
+
+        /// <summary>Gets the decision's reason.</summary>
+        public DecisionReason Reason { get; }
+
+        /// <summary>Gets the decision's delay in milliseconds.</summary>
+        public long DelayMs { get; }
+
+        /// <summary>Gets the operation's method, or the request's method ASCII upper-cased when no operation matched.</summary>
+        public string Method { get; }
+
+        /// <summary>Gets the operation's path as the spec writes it, or <c>null</c>.</summary>
+        public string PathTemplate { get; }
+
+        /// <summary>Gets the operation's operationId, or <c>null</c>.</summary>
+        public string OperationId { get; }
+
+        /// <summary>The event of a granted retry.</summary>
+        /// <param name="classification">What the request was classified as.</param>
+        /// <param name="method">The request's method, as sent.</param>
+        /// <param name="retriesUsed">The decision input's retries already made.</param>
+        /// <param name="decision">The decision, which must retry.</param>
+        /// <returns>The event.</returns>
+        public static RetryEvent Create(Classification classification, string method, long retriesUsed, Decision decision)
+        {
+            if (decision == null)
+            {
+                throw new ArgumentNullException(nameof(decision));
+            }
+
+            if (!decision.Retry)
+            {
+                throw new ArgumentException("only a granted retry has an event", nameof(decision));
+            }
+
+            return Create(classification, method, retriesUsed, decision.Reason, decision.DelayMs);
+        }
+
+        /// <summary>The event of a granted retry, from the decision's reason and delay.</summary>
+        /// <param name="classification">What the request was classified as.</param>
+        /// <param name="method">The request's method, as sent.</param>
+        /// <param name="retriesUsed">The decision input's retries already made.</param>
+        /// <param name="reason">The decision's reason.</param>
+        /// <param name="delayMs">The decision's delay.</param>
+        /// <returns>The event.</returns>
+        public static RetryEvent Create(Classification classification, string method, long retriesUsed, DecisionReason reason, long delayMs)
+        {
+            if (classification == null)
+            {
+                throw new ArgumentNullException(nameof(classification));
+            }
+
+            if (method == null)
+            {
+                throw new ArgumentNullException(nameof(method));
+            }
+
+            Operation operation = classification.Operation;
+            if (operation != null)
+            {
+                return new RetryEvent(retriesUsed + 1, reason, delayMs, operation.Method, operation.Path, operation.OperationId);
+            }
+
+            var upper = new StringBuilder(method.Length);
+            foreach (char c in method)
+            {
+                upper.Append(c >= 'a' && c <= 'z' ? (char)(c - ('a' - 'A')) : c);
+            }
+
+            return new RetryEvent(retriesUsed + 1, reason, delayMs, upper.ToString(), null, null);
         }
     }
 }

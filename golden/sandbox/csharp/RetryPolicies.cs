@@ -5,7 +5,6 @@
 namespace Retrygen.Generated
 {
     using System.Collections.Generic;
-    using System.Text.RegularExpressions;
 
     /// <summary>The retry policy of the API: its operations, the path matcher and the retry decision.</summary>
     public static class RetryPolicies
@@ -19,31 +18,43 @@ namespace Retrygen.Generated
         /// <summary>The value <see cref="ServerDelayMs"/> returns for a delay larger than any cap.</summary>
         public const long BeyondAnyCapMs = RetryRuntime.BeyondAnyCapMs;
 
-        private static readonly OperationTable Table = new OperationTable(BasePath, LoadOperations());
+        private static readonly OperationTable Table = new OperationTable(BasePath, LoadOperations(), UnknownOperationClass.MethodDefault);
 
         /// <summary>Gets every operation of the API, sorted by path, then method.</summary>
         public static IReadOnlyList<Operation> Operations => Table.Operations;
 
-        /// <summary>Gets the <c>non_replayable</c> operations as (method, anchored path expression) pairs.</summary>
-        public static IReadOnlyList<KeyValuePair<string, Regex>> NonReplayableOperations => Table.NonReplayableOperations;
+        /// <summary>Gets the safe list: the <c>non_replayable</c> and <c>keyed</c> operations with their expressions and idempotency headers.</summary>
+        public static IReadOnlyList<SafeListEntry> NonReplayableOperations => Table.NonReplayableOperations;
 
         /// <summary>Gets the methods whose requests are idempotent when no operation matches.</summary>
         public static IReadOnlyCollection<string> IdempotentMethods => OperationTable.IdempotentMethods;
 
+        /// <summary>Gets the classifier of the spec's base path that <see cref="Classify"/> uses.</summary>
+        public static Classifier DefaultClassifier => Table.DefaultClassifier;
+
         /// <inheritdoc cref="OperationTable.Classify"/>
         public static Classification Classify(string method, string path) => Table.Classify(method, path);
+
+        /// <inheritdoc cref="OperationTable.CreateClassifier"/>
+        public static Classifier CreateClassifier(string baseUrl, UnknownOperationClass unknownOperationClass = UnknownOperationClass.MethodDefault) => Table.CreateClassifier(baseUrl, unknownOperationClass);
 
         /// <inheritdoc cref="OperationTable.OperationById"/>
         public static Operation OperationById(string id) => Table.OperationById(id);
 
+        /// <inheritdoc cref="OperationTable.HasIdempotencyKey"/>
+        public static bool HasIdempotencyKey(Operation operation, IEnumerable<KeyValuePair<string, string>> headers) => OperationTable.HasIdempotencyKey(operation, headers);
+
+        /// <inheritdoc cref="OperationTable.FindSafeListEntry"/>
+        public static SafeListEntry FindSafeListEntry(string method, string path) => Table.FindSafeListEntry(method, path);
+
         /// <inheritdoc cref="OperationTable.IsNonReplayable"/>
-        public static bool IsNonReplayable(string method, string path) => Table.IsNonReplayable(method, path);
+        public static bool IsNonReplayable(string method, string path, IEnumerable<KeyValuePair<string, string>> headers = null) => Table.IsNonReplayable(method, path, headers);
 
         /// <inheritdoc cref="RetryRuntime.Decide"/>
         public static Decision Decide(RetryPolicy policy, DecisionInput input) => RetryRuntime.Decide(policy, input);
 
         /// <inheritdoc cref="RetryRuntime.BackoffMs"/>
-        public static long BackoffMs(RetryPolicy policy, int retriesUsed, long previousDelayMs, double random) => RetryRuntime.BackoffMs(policy, retriesUsed, previousDelayMs, random);
+        public static long BackoffMs(RetryPolicy policy, long retriesUsed, long previousDelayMs, double random) => RetryRuntime.BackoffMs(policy, retriesUsed, previousDelayMs, random);
 
         /// <inheritdoc cref="RetryRuntime.ServerDelayMs"/>
         public static long? ServerDelayMs(string retryAfter, string retryAfterMs, long nowMs) => RetryRuntime.ServerDelayMs(retryAfter, retryAfterMs, nowMs);
@@ -98,8 +109,19 @@ namespace Retrygen.Generated
         /// <param name="jitter">How the backoff is randomized.</param>
         /// <param name="retryableStatuses">Statuses retried when the request is replayable; <c>null</c> for the spec's.</param>
         /// <param name="rejectedStatuses">Statuses retried for every class but <see cref="ReplayClass.NoRetry"/>; <c>null</c> for the spec's.</param>
-        /// <param name="retryAfterCapMs">The longest server-requested delay to honour; a longer one stops.</param>
+        /// <param name="retryAfterCapMs">The longest server-requested delay to honour.</param>
         /// <param name="deadlineMs">The time since the first attempt after which no retry may end, or <c>null</c> for none.</param>
+        /// <param name="retryOnlyWithServerDelay">Statuses retried only with a server delay; <c>null</c> for the spec's.</param>
+        /// <param name="keyInFlightStatuses">Statuses retried when the request carries its idempotency key; <c>null</c> for the spec's.</param>
+        /// <param name="keyReusedStatuses">Statuses never retried when the request carries its idempotency key; <c>null</c> for the spec's.</param>
+        /// <param name="serverDirectiveHeaders">Response headers holding the server's <c>true</c>/<c>false</c> directive, in order; <c>null</c> for the spec's, empty for none.</param>
+        /// <param name="retryAfterOverCap">What a server delay above <paramref name="retryAfterCapMs"/> does.</param>
+        /// <param name="unknownOperationClass">The class of requests no operation matches.</param>
+        /// <param name="budgetCapacity">The retry budget's capacity in tokens; 0 disables it.</param>
+        /// <param name="budgetRetryCost">The tokens a retry takes.</param>
+        /// <param name="budgetTimeoutCost">The tokens a retry after a timeout takes.</param>
+        /// <param name="budgetSuccessRefund">The tokens a success without retries gives back.</param>
+        /// <exception cref="InvalidInputException">A value is out of range; <see cref="InvalidInputException.Key"/> names the first one, in the policy table's order.</exception>
         public RetryPolicy(
             int maxRetries = 4,
             long initialBackoffMs = 200,
@@ -109,7 +131,17 @@ namespace Retrygen.Generated
             IEnumerable<int> retryableStatuses = null,
             IEnumerable<int> rejectedStatuses = null,
             long retryAfterCapMs = 30000,
-            long? deadlineMs = null)
+            long? deadlineMs = null,
+            IEnumerable<int> retryOnlyWithServerDelay = null,
+            IEnumerable<int> keyInFlightStatuses = null,
+            IEnumerable<int> keyReusedStatuses = null,
+            IEnumerable<string> serverDirectiveHeaders = null,
+            OverCapMode retryAfterOverCap = OverCapMode.Refuse,
+            UnknownOperationClass unknownOperationClass = UnknownOperationClass.MethodDefault,
+            long budgetCapacity = 500,
+            long budgetRetryCost = 5,
+            long budgetTimeoutCost = 10,
+            long budgetSuccessRefund = 1)
             : this(
                 maxRetries,
                 initialBackoffMs,
@@ -119,7 +151,17 @@ namespace Retrygen.Generated
                 Statuses(retryableStatuses, 408, 425, 429, 500, 502, 503, 504),
                 Statuses(rejectedStatuses, 429, 503),
                 retryAfterCapMs,
-                deadlineMs)
+                deadlineMs,
+                Statuses(retryOnlyWithServerDelay),
+                Statuses(keyInFlightStatuses, 409),
+                Statuses(keyReusedStatuses, 422),
+                Headers(serverDirectiveHeaders, "x-should-retry"),
+                retryAfterOverCap,
+                unknownOperationClass,
+                budgetCapacity,
+                budgetRetryCost,
+                budgetTimeoutCost,
+                budgetSuccessRefund)
         {
         }
 

@@ -59,6 +59,16 @@ namespace Retrygen.Generated
         /// <param name="rejectedStatuses">Statuses retried for every class but no_retry.</param>
         /// <param name="retryAfterCapMs">The longest server-requested delay to honour.</param>
         /// <param name="deadlineMs">The deadline, or <c>null</c> for none.</param>
+        /// <param name="retryOnlyWithServerDelay">Statuses retried only with a server delay.</param>
+        /// <param name="keyInFlightStatuses">Statuses retried when the request carries its key.</param>
+        /// <param name="keyReusedStatuses">Statuses never retried when the request carries its key.</param>
+        /// <param name="serverDirectiveHeaders">The directive headers.</param>
+        /// <param name="retryAfterOverCap">What a server delay above the cap does.</param>
+        /// <param name="unknownOperationClass">The class of unknown requests.</param>
+        /// <param name="budgetCapacity">The budget's capacity.</param>
+        /// <param name="budgetRetryCost">The cost of a retry.</param>
+        /// <param name="budgetTimeoutCost">The cost of a retry after a timeout.</param>
+        /// <param name="budgetSuccessRefund">The refund of a success without retries.</param>
         public RetryPolicy(
             int maxRetries = 3,
             long initialBackoffMs = 500,
@@ -68,7 +78,17 @@ namespace Retrygen.Generated
             IEnumerable<int> retryableStatuses = null,
             IEnumerable<int> rejectedStatuses = null,
             long retryAfterCapMs = 60000,
-            long? deadlineMs = null)
+            long? deadlineMs = null,
+            IEnumerable<int> retryOnlyWithServerDelay = null,
+            IEnumerable<int> keyInFlightStatuses = null,
+            IEnumerable<int> keyReusedStatuses = null,
+            IEnumerable<string> serverDirectiveHeaders = null,
+            OverCapMode retryAfterOverCap = OverCapMode.Refuse,
+            UnknownOperationClass unknownOperationClass = UnknownOperationClass.MethodDefault,
+            long budgetCapacity = 500,
+            long budgetRetryCost = 5,
+            long budgetTimeoutCost = 10,
+            long budgetSuccessRefund = 1)
             : this(
                 maxRetries,
                 initialBackoffMs,
@@ -78,7 +98,17 @@ namespace Retrygen.Generated
                 Statuses(retryableStatuses, 408, 425, 429, 500, 502, 503, 504),
                 Statuses(rejectedStatuses, 429),
                 retryAfterCapMs,
-                deadlineMs)
+                deadlineMs,
+                Statuses(retryOnlyWithServerDelay),
+                Statuses(keyInFlightStatuses, 409),
+                Statuses(keyReusedStatuses, 422),
+                Headers(serverDirectiveHeaders, "x-should-retry"),
+                retryAfterOverCap,
+                unknownOperationClass,
+                budgetCapacity,
+                budgetRetryCost,
+                budgetTimeoutCost,
+                budgetSuccessRefund)
         {
         }
 
