@@ -109,6 +109,16 @@ DEFAULT_RETRY_POLICY = RetryPolicy(
     rejected_statuses=(429,),
     retry_after_cap_ms=60000,
     deadline_ms=None,
+    retry_only_with_server_delay=(),
+    key_in_flight_statuses=(409,),
+    key_reused_statuses=(422,),
+    server_directive_headers=("x-should-retry",),
+    retry_after_over_cap=OverCapMode.REFUSE,
+    unknown_operation_class=UnknownOperationClass.METHOD_DEFAULT,
+    budget_capacity=500,
+    budget_retry_cost=5,
+    budget_timeout_cost=10,
+    budget_success_refund=1,
 )
 """The policy the spec declares (``x-retry-policy``), else the contract's."""
 # fmt: on
