@@ -7,7 +7,7 @@
 mod retry_policy;
 
 use retry_policy::{
-    BudgetKind, Decision, DecisionInput, InvalidInput, Jitter, OverCapMode, Outcome, Reason,
+    BudgetKind, Decision, DecisionInput, InvalidInput, Jitter, Outcome, OverCapMode, Reason,
     ReplayClass, RetryBudget, RetryEvent, RetryPolicy, UnknownOperationClass,
 };
 use std::fmt::Write as _;
@@ -84,7 +84,11 @@ fn run_case(out: &mut String, f: &[&str]) -> Result<(), Failure> {
             return Err(format!("{} needs {want} fields, found {}", f[0], f.len()))
         }
         None if f.len() < 3 || (f.len() - 3) % 2 != 0 => {
-            return Err(format!("{} needs 3 fields and pairs, found {}", f[0], f.len()))
+            return Err(format!(
+                "{} needs 3 fields and pairs, found {}",
+                f[0],
+                f.len()
+            ))
         }
         _ => {}
     }
@@ -241,8 +245,8 @@ fn policy_v2(p: &[&str]) -> Result<Result<RetryPolicy, InvalidInput>, Failure> {
     }
     if let Err(e) = policy.validate() {
         // `policy.max_backoff_ms` with a value in range is V2, after every key.
-        let v2 = e.key() == "policy.max_backoff_ms"
-            && (1..=86_400_000).contains(&policy.max_backoff_ms);
+        let v2 =
+            e.key() == "policy.max_backoff_ms" && (1..=86_400_000).contains(&policy.max_backoff_ms);
         let r = if v2 {
             POLICY_KEYS.len()
         } else {
@@ -834,11 +838,9 @@ fn match_sequence(tokens: &[Token], text: &[char], then: &mut dyn FnMut(&[char])
                 match_sequence(rest, after, then)
             }) || match_sequence(rest, text, then)
         }
-        Token::Repeat(atom) => {
-            match_sequence(std::slice::from_ref(&**atom), text, &mut |after| {
-                match_sequence(tokens, after, then) || match_sequence(rest, after, then)
-            })
-        }
+        Token::Repeat(atom) => match_sequence(std::slice::from_ref(&**atom), text, &mut |after| {
+            match_sequence(tokens, after, then) || match_sequence(rest, after, then)
+        }),
         single => match text.split_first() {
             Some((&c, after)) if matches_char(single, c) => match_sequence(rest, after, then),
             _ => false,
