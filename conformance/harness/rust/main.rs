@@ -315,14 +315,16 @@ fn decide_v2(f: &[&str]) -> Result<Case, Failure> {
 
 /// A v1 `D` line: a v2 decision with the new keys neutral and no budget.
 fn decide_v1(f: &[&str]) -> Result<Case, Failure> {
+    let jitter = match f[6].parse::<Jitter>() {
+        Ok(jitter) => jitter,
+        Err(e) => return Ok(e.into()),
+    };
     let policy = RetryPolicy {
         max_retries: integer(f[2])?,
         initial_backoff_ms: integer(f[3])?,
         max_backoff_ms: integer(f[4])?,
         multiplier: double(f[5])?,
-        jitter: f[6]
-            .parse()
-            .map_err(|_| format!("unknown jitter {:?}", f[6]))?,
+        jitter,
         retryable_statuses: statuses(f[7])?,
         rejected_statuses: statuses(f[8])?,
         retry_after_cap_ms: integer(f[9])?,
@@ -333,9 +335,10 @@ fn decide_v1(f: &[&str]) -> Result<Case, Failure> {
         server_directive_headers: vec![],
         ..contract_policy()
     };
-    let class = f[11]
-        .parse()
-        .map_err(|_| format!("unknown class {:?}", f[11]))?;
+    let class = match f[11].parse::<ReplayClass>() {
+        Ok(class) => class,
+        Err(e) => return Ok(e.into()),
+    };
     let retry_after = optional_text(f[15])?;
     let retry_after_ms = optional_text(f[16])?;
     let outcome = match f[13] {
@@ -346,7 +349,10 @@ fn decide_v1(f: &[&str]) -> Result<Case, Failure> {
             directive: None,
         },
         // A failure carries no headers, whatever the adapter passed along.
-        other => Outcome::failure(other).map_err(|_| format!("unknown outcome {other:?}"))?,
+        other => match Outcome::failure(other) {
+            Ok(outcome) => outcome,
+            Err(e) => return Ok(e.into()),
+        },
     };
     let input = DecisionInput {
         has_idempotency_key: flag(f[12])?,
