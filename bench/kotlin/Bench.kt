@@ -1,6 +1,7 @@
 // Matching bench for the generated Kotlin module (see bench/README.md).
 // Run as: java -cp <classes>:<kotlin-stdlib> BenchKt MIXFILE WARM_MS MIN_MS SAMPLES
-// Compiled together with the module rendered with default options (package retrygen.generated).
+// Compiled together with the module (RetryPolicies.kt, RetryRuntime.kt) rendered with default
+// options (package retrygen.generated).
 
 import retrygen.generated.Operation
 import retrygen.generated.ReplayClass

@@ -1,9 +1,9 @@
 // Matching bench for the generated TypeScript module (see bench/README.md). Compiled by
-// `cargo xtask bench` next to retryPolicy.gen.ts and run by node.
+// `cargo xtask bench` next to the generated index.ts and runtime.ts, and run by node.
 
 import { readFileSync } from "node:fs";
-import { BASE_PATH, OPERATIONS, classify } from "./retryPolicy.gen.js";
-import type { Operation, ReplayClass } from "./retryPolicy.gen.js";
+import { BASE_PATH, OPERATIONS, classify } from "./index.js";
+import type { Operation, ReplayClass } from "./index.js";
 
 const LETTERS: Record<ReplayClass, string> = {
   idempotent: "i",

@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let json = data.first().is_some_and(|b| b & 1 == 1);
     let path = dir.path().join(if json { "spec.json" } else { "spec.yaml" });
     std::fs::write(&path, data).unwrap();
-    let diagnostics = match retrygen::cli::load_api(&path, &ModelOptions::default()) {
+    let diagnostics = match retrygen::load_api(&path, &ModelOptions::default()) {
         Ok((api, d)) => {
             for op in &api.operations {
                 let _ = api.classify(&op.method, &op.path);

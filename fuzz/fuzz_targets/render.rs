@@ -9,7 +9,7 @@ fuzz_target!(|data: &[u8]| {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("spec.yaml");
     std::fs::write(&path, data).unwrap();
-    if let Ok((api, _)) = retrygen::cli::load_api(&path, &ModelOptions::default()) {
+    if let Ok((api, _)) = retrygen::load_api(&path, &ModelOptions::default()) {
         for backend in emit::BACKENDS {
             let options = emit::resolve_options(backend, &Default::default()).unwrap();
             emit::render(&api, backend, &options, &TemplateSource::Embedded).expect("renders");

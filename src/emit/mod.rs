@@ -181,7 +181,7 @@ fn render_tables(
             template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
             message: format!("{e:#}"),
         })?;
-    let context = context::context(api, backend, options, &|field| compiled.uses(field));
+    let context = context::context(api, backend, options);
     let mut text = template.render(context).map_err(|e| EmitError::Template {
         template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
         message: format!("{e:#}"),
@@ -260,7 +260,6 @@ pub fn render_all(
 
 #[cfg(test)]
 mod tests {
-    use super::context::{digits, width};
     use super::templates::environment;
     use super::*;
     use std::path::Path;
@@ -353,62 +352,13 @@ mod tests {
     fn records_list_their_fields() {
         let text = render_folder(
             &matching_api(),
-            &[(
-                ENTRY_TEMPLATE,
-                "{{ operations[0] | list | join(',') }}\n{{ trie_statements[0] | list | join(',') }}",
-            )],
+            &[(ENTRY_TEMPLATE, "{{ operations[0] | list | join(',') }}")],
         )
         .expect("renders");
         assert_eq!(
             text,
-            "index,method,method_literal,path_literal,path_comment,pattern_literal,\
-             operation_id_literal,has_operation_id,class,class_ident,method_literal_width,\
-             path_literal_width,pattern_literal_width,operation_id_literal_width,class_ident_width,\
-             route_literal,idempotency_header_literal,has_idempotency_header\n\
-             kind,node,node_width,key,key_width,pieces,target,target_width\n"
-        );
-    }
-
-    /// Only the trie views a template refers to are built, and each one is complete whichever
-    /// other views are built; templates split over several files get every view.
-    #[test]
-    fn trie_views_agree_whichever_are_built() {
-        let api = matching_api();
-        let by_nodes = "{% for n in nodes %}{% if n.param >= 0 %}{{ n.index }} param {{ n.param }}\n{% endif %}\
-            {% for key, child in n.literals %}{{ n.index }} literal {{ key }} {{ child }}\n{% endfor %}\
-            {% for m in n.mixed %}{{ n.index }} mixed {{ m.pieces | length }} {{ m.child }}\n{% endfor %}\
-            {% for method, index in n.operations %}{{ n.index }} operation {{ method }} {{ index }}\n{% endfor %}\
-            {% endfor %}";
-        let by_edges = "{% for e in trie_statements %}{{ e.node }} {{ e.kind }}\
-            {% if e.kind == 'literal' or e.kind == 'operation' %} {{ e.key }}{% endif %}\
-            {% if e.kind == 'mixed' %} {{ e.pieces | length }}{% endif %} {{ e.target }}\n{% endfor %}";
-        let nodes = render_folder(&api, &[(ENTRY_TEMPLATE, by_nodes)]).expect("renders");
-        let edges = render_folder(&api, &[(ENTRY_TEMPLATE, by_edges)]).expect("renders");
-        assert_eq!(nodes, edges);
-        assert!(nodes.contains(" mixed ") && nodes.contains(" param "));
-        let both = render_folder(
-            &api,
-            &[
-                (ENTRY_TEMPLATE, "{% include 'edges.j2' %}"),
-                ("edges.j2", by_edges),
-            ],
-        )
-        .expect("renders");
-        assert_eq!(both, edges);
-        // The number of nodes comes without the list of nodes.
-        assert_eq!(
-            render_folder(&api, &[(ENTRY_TEMPLATE, "{{ node_count }}")]).expect("renders"),
-            format!("{}\n", api.matcher.nodes.len())
-        );
-    }
-
-    #[test]
-    fn widths_are_what_length_gives() {
-        assert_eq!(width("\"a\\u00e9\""), 9);
-        assert_eq!(width("caf\u{e9}"), 4);
-        assert_eq!(
-            (digits(0), digits(9), digits(10), digits(12345)),
-            (1, 1, 2, 5)
+            "index,method,method_literal,path_literal,route_literal,operation_id_literal,\
+             has_operation_id,class,class_ident,idempotency_header_literal,has_idempotency_header\n"
         );
     }
 

@@ -4,7 +4,6 @@
 use super::EmitError;
 use include_dir::{include_dir, Dir};
 use minijinja::Environment;
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -55,24 +54,13 @@ impl TemplateSource {
 /// The compiled templates of one language.
 pub(super) struct Compiled {
     pub(super) env: Environment<'static>,
-    /// The root context fields the templates refer to, or `None` when that is not known: a
-    /// folder with several templates, which may include or import one another.
-    uses: Option<HashSet<String>>,
 }
 
 impl Compiled {
     fn new(templates: Vec<(String, String)>) -> Result<Compiled, EmitError> {
-        let single = templates.len() == 1;
-        let env = environment(templates)?;
-        let uses = match env.get_template(ENTRY_TEMPLATE) {
-            Ok(template) if single => Some(template.undeclared_variables(false)),
-            _ => None,
-        };
-        Ok(Compiled { env, uses })
-    }
-
-    pub(super) fn uses(&self, field: &str) -> bool {
-        self.uses.as_ref().map_or(true, |uses| uses.contains(field))
+        Ok(Compiled {
+            env: environment(templates)?,
+        })
     }
 }
 

@@ -1,44 +1,35 @@
 use super::escape::{c_like, push_quoted, utf16_escape};
-use super::{Backend, LanguageOptions};
+use super::{Backend, LanguageOptions, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 
+/// TypeScript: `index.ts` (the per-spec tables, rendered from `templates/typescript/tables.j2`)
+/// and `runtime.ts` (`runtime/typescript/runtime.ts`, copied verbatim). ESM, `.js` imports.
 pub struct TypeScript;
+
+static RUNTIME: [RuntimeFile; 1] = [RuntimeFile {
+    name: "runtime.ts",
+    source: include_str!("../../runtime/typescript/runtime.ts"),
+}];
 
 impl Backend for TypeScript {
     fn name(&self) -> &'static str {
         "typescript"
     }
     fn default_options(&self) -> LanguageOptions {
-        LanguageOptions::from([("file_name".to_string(), "retryPolicy.gen.ts".to_string())])
+        LanguageOptions::new()
     }
-    fn check_options(&self, options: &LanguageOptions) -> Result<(), String> {
-        let name = &options["file_name"];
-        if !name.ends_with(".ts") || name.contains(['/', '\\']) {
-            return Err(format!(
-                "file_name {name:?} must be a bare file name ending in .ts"
-            ));
-        }
+    fn check_options(&self, _options: &LanguageOptions) -> Result<(), String> {
         Ok(())
     }
-    fn tables_file_name(&self, options: &LanguageOptions) -> String {
-        options["file_name"].clone()
+    fn tables_file_name(&self, _options: &LanguageOptions) -> String {
+        "index.ts".to_string()
+    }
+    fn runtime_files(&self) -> &'static [RuntimeFile] {
+        &RUNTIME
     }
     fn push_string_literal(&self, out: &mut String, s: &str) {
         push_quoted(out, s, c_like, utf16_escape)
-    }
-    /// A regex literal `/.../`: `/` is escaped (it would end the literal) and so is any character
-    /// outside printable ASCII; `\uXXXX` means the same inside a regex.
-    fn push_regex_literal(&self, out: &mut String, pattern: &str) {
-        out.push('/');
-        for c in pattern.chars() {
-            match c {
-                '/' => out.push_str("\\/"),
-                ' '..='~' => out.push(c),
-                _ => out.push_str(&utf16_escape(c)),
-            }
-        }
-        out.push('/');
     }
     fn null_literal(&self) -> &'static str {
         "null"
@@ -54,29 +45,21 @@ impl Backend for TypeScript {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::emit::{is_generated, resolve_options};
 
     #[test]
-    fn regex_literals_escape_slashes_and_non_ascii() {
-        assert_eq!(
-            TypeScript.regex_literal(r"^/a\.b/[^/]+/?$"),
-            r"/^\/a\.b\/[^\/]+\/?$/"
-        );
-        assert_eq!(
-            TypeScript.regex_literal("^/\u{2028}\u{1F600}$"),
-            r"/^\/\u2028\uD83D\uDE00$/"
-        );
+    fn the_runtime_is_copied_byte_for_byte_and_marked_generated() {
+        let options = resolve_options(&TypeScript, &LanguageOptions::new()).unwrap();
+        for file in TypeScript.runtime_files() {
+            assert_eq!(TypeScript.runtime_text(file, &options), file.source);
+            assert!(is_generated(file.source), "{} lacks the marker", file.name);
+        }
+        assert_eq!(TypeScript.tables_file_name(&options), "index.ts");
     }
 
     #[test]
-    fn file_name_must_be_a_bare_ts_file() {
-        let with =
-            |name: &str| LanguageOptions::from([("file_name".to_string(), name.to_string())]);
-        assert!(TypeScript
-            .check_options(&with("retryPolicy.gen.ts"))
-            .is_ok());
-        assert!(TypeScript.check_options(&with("retryPolicy.js")).is_err());
-        assert!(TypeScript
-            .check_options(&with("src/retryPolicy.ts"))
-            .is_err());
+    fn the_file_name_option_is_gone() {
+        let given = LanguageOptions::from([("file_name".to_string(), "x.ts".to_string())]);
+        assert!(resolve_options(&TypeScript, &given).is_err());
     }
 }

@@ -19,7 +19,7 @@ mod mix;
 mod programs;
 mod synth;
 
-use crate::toolchains::{self, root};
+use crate::toolchains::{self, root, shell};
 use anyhow::{anyhow, bail, Context, Result};
 use generation::{cpu, languages, wall, GenResult, GenSpec};
 use retrygen::model::{ModelOptions, ReplayClass};
@@ -108,25 +108,6 @@ fn build_release(packages: &[&str]) -> Result<()> {
     Ok(())
 }
 
-fn shell(program: &str, args: &[&str]) -> String {
-    toolchains::command(program)
-        .args(args)
-        .output()
-        .map(|o| {
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            );
-            text.lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .unwrap_or("")
-                .to_string()
-        })
-        .unwrap_or_else(|e| format!("unavailable ({e})"))
-}
-
 fn machine() -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo
@@ -163,35 +144,9 @@ fn machine() -> String {
     );
     let _ = writeln!(s, "| memory | {mem_gib} |");
     let _ = writeln!(s, "| OS | {os}, {kernel} |");
-    let versions = [
-        ("Rust", shell("rustc", &["--version"])),
-        (
-            "TypeScript",
-            format!(
-                "{} on node {}",
-                shell("tsc", &["--version"]),
-                shell("node", &["--version"])
-            ),
-        ),
-        ("Python", shell("python3", &["--version"])),
-        ("Go", shell("go", &["version"])),
-        (
-            "Kotlin",
-            format!(
-                "{} on {}",
-                shell("kotlinc", &["-version"]).replace("info: ", ""),
-                shell("java", &["-version"])
-            ),
-        ),
-        (
-            "C#",
-            format!(
-                "{}; {}",
-                shell("mcs", &["--version"]),
-                shell("mono", &["--version"])
-            ),
-        ),
-    ];
+    let versions = toolchains::TOOLCHAINS
+        .iter()
+        .map(|t| (t.display_name(), t.versions()));
     for (name, v) in versions {
         let _ = writeln!(s, "| {name} | {} |", v.replace('|', "/"));
     }

@@ -1,7 +1,7 @@
 // Conformance harness for the Kotlin module retrygen generates (see conformance/README.md).
 // Run as: java -cp <classes>:<kotlin-stdlib> HarnessKt CASEFILE
-// Compiled together with the module rendered with default options (package retrygen.generated,
-// object RetryPolicies). Standard library only.
+// Compiled together with the module (RetryPolicies.kt and RetryRuntime.kt) rendered with default
+// options (package retrygen.generated, object RetryPolicies). Standard library only.
 
 import retrygen.generated.Decision
 import retrygen.generated.DecisionInput
@@ -117,7 +117,7 @@ private fun decideCase(f: List<String>, out: StringBuilder) {
 
 private fun tables(out: StringBuilder) {
     line(out, "B", hex(RetryPolicies.BASE_PATH), hex(RetryPolicies.SOURCE_NAME))
-    val p = RetryPolicy()
+    val p = RetryPolicies.DEFAULT_POLICY
     line(
         out, "P", p.maxRetries.toString(), p.initialBackoffMs.toString(), p.maxBackoffMs.toString(), bits(p.multiplier),
         p.jitter.wireName, p.retryableStatuses.joinToString(","), p.rejectedStatuses.joinToString(","),

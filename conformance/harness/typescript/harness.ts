@@ -1,5 +1,6 @@
 // Conformance harness for the TypeScript module: reads a case file (conformance/README.md) and
-// prints one result line per case. Compiled by `cargo xtask` next to retryPolicy.gen.ts.
+// prints one result line per case. Compiled by `cargo xtask` next to the generated index.ts and
+// runtime.ts.
 
 import { readFileSync } from "node:fs";
 import {
@@ -11,14 +12,14 @@ import {
   classify,
   decide,
   operationById,
-} from "./retryPolicy.gen.js";
+} from "./index.js";
 import type {
   DecisionInput,
   Jitter,
   Outcome,
   ReplayClass,
   RetryPolicy,
-} from "./retryPolicy.gen.js";
+} from "./index.js";
 
 class Malformed extends Error {}
 
@@ -114,7 +115,10 @@ function policyFields(policy: RetryPolicy): string[] {
   ];
 }
 
-/** The pattern text as retrygen wrote it: undoes the `\/` and `\uXXXX` of a regex literal. */
+/**
+ * The pattern text the module compiled: undoes what `RegExp#source` escapes
+ * (`/` as `\/`, line terminators as `\n`, `\r`, `\u2028`, `\u2029`).
+ */
 function patternText(pattern: RegExp): string {
   const source = pattern.source;
   let out = "";
@@ -125,6 +129,12 @@ function patternText(pattern: RegExp): string {
       out += c;
     } else if (next === "/") {
       out += "/";
+      i += 1;
+    } else if (next === "n") {
+      out += "\n";
+      i += 1;
+    } else if (next === "r") {
+      out += "\r";
       i += 1;
     } else if (
       next === "u" &&

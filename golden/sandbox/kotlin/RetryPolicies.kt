@@ -3,1003 +3,144 @@
 
 package retrygen.generated
 
-import java.nio.ByteBuffer
-import java.nio.charset.CharacterCodingException
-import java.nio.charset.CodingErrorAction
-import kotlin.math.floor
-
-/**
- * How safely a request can be replayed after a failure that may have reached the server.
- *
- * @property wireName the class's name in the retry contract, as logs and conformance vectors spell it.
- */
-public enum class ReplayClass(
-    public val wireName: String,
-) {
-    /** A replay has the same effect as one request. */
-    IDEMPOTENT("idempotent"),
-
-    /** Not idempotent, but the server deduplicates requests that carry an idempotency key header. */
-    KEYED("keyed"),
-
-    /**
-     * A replay may do the work twice: retried only when the request provably never left or the API
-     * rejected it before doing anything.
-     */
-    NON_REPLAYABLE("non_replayable"),
-
-    /** Never retried (streaming responses, `x-retry: false`). */
-    NO_RETRY("no_retry"),
-}
-
-/**
- * How the backoff delay is spread out between clients.
- *
- * @property wireName the jitter's name in the retry contract.
- */
-public enum class Jitter(
-    public val wireName: String,
-) {
-    /** A uniformly random delay between zero and the exponential backoff. */
-    FULL("full"),
-
-    /** Half the exponential backoff plus a random share of the other half. */
-    EQUAL("equal"),
-
-    /** A random delay between the initial backoff and three times the previous delay ("decorrelated jitter"). */
-    DECORRELATED("decorrelated"),
-
-    /** Exactly the exponential backoff. */
-    NONE("none"),
-}
-
-/**
- * Why [RetryPolicies.decide] retries or stops.
- *
- * @property wireName the reason's name in the retry contract.
- */
-public enum class DecisionReason(
-    public val wireName: String,
-) {
-    /** Stop: the caller cancelled. */
-    ABORTED("aborted"),
-
-    /** Stop: the operation is never retried. */
-    NO_RETRY_OPERATION("no_retry_operation"),
-
-    /** Stop: the policy's retries are used up. */
-    EXHAUSTED("exhausted"),
-
-    /** Retry: the request provably never left. */
-    CONNECT_FAILURE("connect_failure"),
-
-    /** Retry: the request may have been sent, and replaying it is safe. */
-    TRANSPORT_FAILURE("transport_failure"),
-
-    /** Stop: the request may have reached the server and replaying it is not safe. */
-    NOT_REPLAYABLE("not_replayable"),
-
-    /** Retry: the API rejected the request before doing anything. */
-    REJECTED_STATUS("rejected_status"),
-
-    /** Retry: a transient status, and replaying the request is safe. */
-    RETRYABLE_STATUS("retryable_status"),
-
-    /** Stop: the status is not worth a retry. */
-    STATUS_NOT_RETRYABLE("status_not_retryable"),
-
-    /** Stop: the server asked to wait longer than the policy allows. */
-    RETRY_AFTER_OVER_CAP("retry_after_over_cap"),
-
-    /** Stop: the wait would end after the policy's deadline. */
-    DEADLINE("deadline"),
-}
-
-/**
- * One operation of the API.
- *
- * @property method the HTTP method, upper-case.
- * @property path the path template as the spec writes it.
- * @property pattern an anchored expression over the request path without base path and query,
- *   accepting one trailing slash; test it with [Regex.matches], which requires the whole path to match.
- * @property operationId the spec's operationId, or null when the operation has none.
- * @property replayClass how safely a request to this operation can be replayed.
- */
-public data class Operation(
-    public val method: String,
-    public val path: String,
-    public val pattern: Regex,
-    public val operationId: String?,
-    public val replayClass: ReplayClass,
-)
-
-/**
- * What [RetryPolicies.classify] found for a request.
- *
- * @property operation the operation the request addresses, or null when no operation has its path
- *   and method.
- * @property replayClass the operation's class, or the method's default class when [operation] is null.
- */
-public data class Classification(
-    public val operation: Operation?,
-    public val replayClass: ReplayClass,
-)
-
-/**
- * The values that drive [RetryPolicies.decide]. The defaults are the ones the spec declares;
- * values are used as given, so keep them within the ranges the retry contract documents.
- *
- * @property maxRetries retries allowed after the first attempt; 0 disables retries.
- * @property initialBackoffMs the backoff before the first retry, in milliseconds.
- * @property maxBackoffMs the largest backoff, in milliseconds.
- * @property multiplier the growth of the backoff from one retry to the next.
- * @property jitter how the backoff is randomized.
- * @property retryableStatuses statuses retried when the request is replayable.
- * @property rejectedStatuses statuses the API returns before doing anything, retried for every class
- *   but [ReplayClass.NO_RETRY].
- * @property retryAfterCapMs the longest server-requested delay to honour; a longer one stops.
- * @property deadlineMs the time since the first attempt after which no retry may end, or null for none.
- */
-public data class RetryPolicy(
-    public val maxRetries: Int = 4,
-    public val initialBackoffMs: Long = 200,
-    public val maxBackoffMs: Long = 10000,
-    public val multiplier: Double = 2.0,
-    public val jitter: Jitter = Jitter.EQUAL,
-    public val retryableStatuses: Set<Int> = setOf(408, 425, 429, 500, 502, 503, 504),
-    public val rejectedStatuses: Set<Int> = setOf(429, 503),
-    public val retryAfterCapMs: Long = 30000,
-    public val deadlineMs: Long? = null,
-)
-
-/** What an attempt ended with. */
-public sealed class Outcome {
-    /**
-     * The server answered.
-     *
-     * @property status the HTTP status, 100-599.
-     * @property retryAfter the `Retry-After` response header, or null when absent.
-     * @property retryAfterMs the `retry-after-ms` response header, or null when absent.
-     */
-    public data class Status(
-        public val status: Int,
-        public val retryAfter: String? = null,
-        public val retryAfterMs: String? = null,
-    ) : Outcome()
-
-    /** The request provably never left: DNS failure, connection refused, connect timeout, TLS handshake failure. */
-    public data object Connect : Outcome()
-
-    /**
-     * The request may have been sent: reset, EOF, read or write timeout, protocol error, and any
-     * failure the adapter cannot classify.
-     */
-    public data object Transport : Outcome()
-
-    /** The caller cancelled. */
-    public data object Aborted : Outcome()
-}
-
-/**
- * Everything [RetryPolicies.decide] looks at. There is no hidden clock and no hidden random
- * source: the same input always gives the same decision.
- *
- * @property replayClass the operation's class, from [RetryPolicies.classify] or
- *   [RetryPolicies.operationById].
- * @property hasIdempotencyKey whether the request carries the idempotency key header.
- * @property outcome what the attempt ended with.
- * @property retriesUsed retries already made for this request (0 after the first attempt).
- * @property elapsedMs milliseconds since the first attempt started.
- * @property previousDelayMs the delay waited before the attempt that just failed, 0 after the first.
- * @property nowMs the current time in milliseconds since the Unix epoch, for HTTP-date headers.
- * @property random a uniformly random number in [0, 1) drawn by the caller.
- */
-public data class DecisionInput(
-    public val replayClass: ReplayClass,
-    public val hasIdempotencyKey: Boolean,
-    public val outcome: Outcome,
-    public val retriesUsed: Int,
-    public val elapsedMs: Long,
-    public val previousDelayMs: Long,
-    public val nowMs: Long,
-    public val random: Double,
-)
-
-/**
- * The decision about one failed attempt.
- *
- * @property retry whether to send the request again.
- * @property delayMs how long to wait before the retry, in milliseconds; 0 when [retry] is false.
- * @property reason why.
- */
-public data class Decision(
-    public val retry: Boolean,
-    public val delayMs: Long,
-    public val reason: DecisionReason,
-)
-
 /**
  * The retry policy of the API: its operation table with each operation's replay class, the path
- * matcher that classifies requests, and the retry decision. Every retrygen module, in every
- * language, decides exactly alike.
+ * matcher that classifies requests, and the retry decision. The code is the runtime's
+ * ([OperationTable], [RetryRuntime]); this object holds the spec's data.
  */
 public object RetryPolicies {
+    // @formatter:off
     /** The base path of the API's first server; [classify] removes it from request paths. */
+    @Suppress("ktlint")
     public const val BASE_PATH: String = "/v1"
 
     /** The spec this module was generated from. */
+    @Suppress("ktlint")
     public const val SOURCE_NAME: String = "sandbox.yaml"
+
+    /** The policy the spec declares ([RetryPolicy]'s own defaults are the retry contract's). */
+    @JvmField
+    @Suppress("ktlint")
+    public val DEFAULT_POLICY: RetryPolicy = RetryPolicy(
+        maxRetries = 4,
+        initialBackoffMs = 200,
+        maxBackoffMs = 10000,
+        multiplier = 2.0,
+        jitter = Jitter.EQUAL,
+        retryableStatuses = RetryRuntime.statusSet(408, 425, 429, 500, 502, 503, 504),
+        rejectedStatuses = RetryRuntime.statusSet(429, 503),
+        retryAfterCapMs = 30000,
+        deadlineMs = null,
+    )
+    // @formatter:on
+
+    /** The operations and the path matcher built from them, once, when this object loads. */
+    @JvmField
+    public val TABLE: OperationTable =
+        OperationTable(
+            BASE_PATH,
+            listOf(
+                OperationChunk0.LIST,
+            ).flatten(),
+        )
+
+    /** Every operation of the API, sorted by path, then method (unmodifiable). */
+    @JvmField
+    public val OPERATIONS: List<Operation> = TABLE.operations
 
     /** The methods whose requests are idempotent when no operation matches (RFC 9110, plus QUERY). */
     @JvmField
-    public val IDEMPOTENT_METHODS: Set<String> = setOf("GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", "QUERY")
-
-    /** Every operation of the API, sorted by path, then method. */
-    @JvmField
-    public val OPERATIONS: List<Operation> =
-        ArrayList<Operation>(26).also { table ->
-            OperationChunk0.load(table)
-        }
-
-    /**
-     * The `non_replayable` operations as (method, anchored path expression) pairs, for SDKs that kept
-     * such a list by hand. The expression applies to the path without base path and query; test it
-     * with [Regex.matches], or call [isNonReplayable].
-     */
-    @JvmField
-    public val NON_REPLAYABLE_OPERATIONS: List<Pair<String, Regex>> =
-        OPERATIONS.filter { it.replayClass == ReplayClass.NON_REPLAYABLE }.map { it.method to it.pattern }
-
-    /** The policy the spec declares. */
-    @JvmField
-    public val DEFAULT_POLICY: RetryPolicy = RetryPolicy()
+    public val IDEMPOTENT_METHODS: Set<String> = RetryRuntime.IDEMPOTENT_METHODS
 
     /**
      * The value [serverDelayMs] returns for a delay larger than any cap (a number of more than 15
      * digits, or a date beyond 64-bit milliseconds).
      */
-    public const val BEYOND_ANY_CAP_MS: Long = Long.MAX_VALUE
-
-    private const val MS_PER_DAY: Long = 86_400_000L
-    private const val MAX_DIGITS: Int = 15
-
-    private val operationsById: Map<String, Operation> =
-        HashMap<String, Operation>().also { byId ->
-            for (operation in OPERATIONS) {
-                val id = operation.operationId
-                if (id != null && id !in byId) {
-                    byId[id] = operation
-                }
-            }
-        }
-
-    private val trie: Array<TrieNode> =
-        Array(34) { TrieNode() }.also { nodes ->
-            TrieChunk0.load(nodes)
-        }
-
-    private val shortDayNames = listOf("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-    private val longDayNames = listOf("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-    private val monthNames = listOf("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+    public const val BEYOND_ANY_CAP_MS: Long = RetryRuntime.BEYOND_ANY_CAP_MS
 
     /**
-     * Classifies a request: finds the operation its method and path address and that operation's
-     * replay class, or the method's default class when none matches. The cost depends on the length
-     * of [path], never on the number of operations.
-     *
-     * @param method the HTTP method, in any case.
-     * @param path the request target as sent; it may carry the base path, a query and a fragment.
+     * The `non_replayable` operations as (method, anchored path expression) pairs, for SDKs that kept
+     * such a list by hand; built on first use. See [OperationTable.nonReplayableOperations].
      */
+    @JvmStatic
+    @get:JvmName("nonReplayableOperations")
+    public val NON_REPLAYABLE_OPERATIONS: List<Pair<String, Regex>>
+        get() = TABLE.nonReplayableOperations
+
+    /** See [OperationTable.classify]. */
     @JvmStatic
     public fun classify(
         method: String,
         path: String,
-    ): Classification {
-        val upperMethod = asciiUpperCase(method)
-        val node = match(0, segmentsOf(path), 0)
-        if (node >= 0) {
-            val index = trie[node].operations[upperMethod]
-            if (index != null) {
-                val operation = OPERATIONS[index]
-                return Classification(operation, operation.replayClass)
-            }
-        }
-        val default = if (upperMethod in IDEMPOTENT_METHODS) ReplayClass.IDEMPOTENT else ReplayClass.NON_REPLAYABLE
-        return Classification(null, default)
-    }
+    ): Classification = TABLE.classify(method, path)
 
-    /** The operation whose operationId is [id], or null. */
+    /** See [OperationTable.operationById]. */
     @JvmStatic
-    public fun operationById(id: String): Operation? = operationsById[id]
+    public fun operationById(id: String): Operation? = TABLE.operationById(id)
 
-    /**
-     * Whether an entry of [NON_REPLAYABLE_OPERATIONS] has exactly [method] and an expression matching
-     * the whole of [path] (without base path and query).
-     */
+    /** See [OperationTable.isNonReplayable]. */
     @JvmStatic
     public fun isNonReplayable(
         method: String,
         path: String,
-    ): Boolean = NON_REPLAYABLE_OPERATIONS.any { (entryMethod, pattern) -> entryMethod == method && pattern.matches(path) }
+    ): Boolean = TABLE.isNonReplayable(method, path)
 
-    /**
-     * Decides whether to retry a failed attempt, and after how long.
-     *
-     * @param policy the policy values, usually [DEFAULT_POLICY].
-     * @param input the request's class, what the attempt ended with, the clock and a random draw.
-     */
+    /** See [RetryRuntime.decide]; [policy] is usually [DEFAULT_POLICY]. */
     @JvmStatic
     public fun decide(
         policy: RetryPolicy,
         input: DecisionInput,
-    ): Decision {
-        val outcome = input.outcome
-        if (outcome == Outcome.Aborted) {
-            return stop(DecisionReason.ABORTED)
-        }
-        if (input.replayClass == ReplayClass.NO_RETRY) {
-            return stop(DecisionReason.NO_RETRY_OPERATION)
-        }
-        if (input.retriesUsed >= policy.maxRetries) {
-            return stop(DecisionReason.EXHAUSTED)
-        }
-        val replayable =
-            input.replayClass == ReplayClass.IDEMPOTENT ||
-                (input.replayClass == ReplayClass.KEYED && input.hasIdempotencyKey)
-        val reason =
-            when (outcome) {
-                Outcome.Aborted -> {
-                    return stop(DecisionReason.ABORTED)
-                }
+    ): Decision = RetryRuntime.decide(policy, input)
 
-                Outcome.Connect -> {
-                    DecisionReason.CONNECT_FAILURE
-                }
-
-                Outcome.Transport -> {
-                    if (replayable) DecisionReason.TRANSPORT_FAILURE else return stop(DecisionReason.NOT_REPLAYABLE)
-                }
-
-                is Outcome.Status -> {
-                    when (outcome.status) {
-                        in policy.rejectedStatuses -> DecisionReason.REJECTED_STATUS
-                        !in policy.retryableStatuses -> return stop(DecisionReason.STATUS_NOT_RETRYABLE)
-                        else -> if (replayable) DecisionReason.RETRYABLE_STATUS else return stop(DecisionReason.NOT_REPLAYABLE)
-                    }
-                }
-            }
-        var serverDelay: Long? = null
-        if (outcome is Outcome.Status) {
-            serverDelay = serverDelayMs(outcome.retryAfter, outcome.retryAfterMs, input.nowMs)
-            if (serverDelay != null && (serverDelay == BEYOND_ANY_CAP_MS || serverDelay > policy.retryAfterCapMs)) {
-                return stop(DecisionReason.RETRY_AFTER_OVER_CAP)
-            }
-        }
-        val delay = serverDelay ?: backoffMs(policy, input.retriesUsed, input.previousDelayMs, input.random)
-        val deadline = policy.deadlineMs
-        // elapsed + delay > deadline, written so that it cannot overflow (delay >= 0, deadline >= 0).
-        if (deadline != null && input.elapsedMs > deadline - delay) {
-            return stop(DecisionReason.DEADLINE)
-        }
-        return Decision(true, delay, reason)
-    }
-
-    /**
-     * The backoff delay in milliseconds before retry number [retriesUsed] + 1, computed in IEEE 754
-     * double precision in exactly the retry contract's order of operations.
-     *
-     * @param previousDelayMs the delay waited before the attempt that just failed (0 after the first).
-     * @param random a uniformly random number in [0, 1).
-     */
+    /** See [RetryRuntime.backoffMs]. */
     @JvmStatic
     public fun backoffMs(
         policy: RetryPolicy,
         retriesUsed: Int,
         previousDelayMs: Long,
         random: Double,
-    ): Long {
-        val initial = policy.initialBackoffMs.toDouble()
-        val max = policy.maxBackoffMs.toDouble()
-        var base = initial
-        for (retry in 1..retriesUsed) {
-            base *= policy.multiplier
-            if (base >= max) {
-                base = max
-                break
-            }
-        }
-        base = minOf(base, max)
-        val previous = if (previousDelayMs > 0) previousDelayMs.toDouble() else initial
-        val delay =
-            when (policy.jitter) {
-                Jitter.FULL -> random * base
-                Jitter.EQUAL -> base / 2 + random * (base / 2)
-                Jitter.NONE -> base
-                Jitter.DECORRELATED -> minOf(initial + random * (previous * 3 - initial), max)
-            }
-        return floor(delay).toLong()
-    }
+    ): Long = RetryRuntime.backoffMs(policy, retriesUsed, previousDelayMs, random)
 
-    /**
-     * The delay the server asked for, in milliseconds: `retry-after-ms` when valid, else `Retry-After`
-     * as delta-seconds or an HTTP-date (relative to [nowMs]). Returns null when neither header holds
-     * a valid value, and [BEYOND_ANY_CAP_MS] for a delay larger than any cap.
-     */
+    /** See [RetryRuntime.serverDelayMs]. */
     @JvmStatic
     public fun serverDelayMs(
         retryAfter: String?,
         retryAfterMs: String?,
         nowMs: Long,
-    ): Long? {
-        if (retryAfterMs != null) {
-            val milliseconds = parseNumber(trimSpacesAndTabs(retryAfterMs), allowFraction = true)
-            if (milliseconds != null) {
-                return milliseconds
-            }
-        }
-        if (retryAfter == null) {
-            return null
-        }
-        val value = trimSpacesAndTabs(retryAfter)
-        val seconds = parseNumber(value, allowFraction = false)
-        if (seconds != null) {
-            return if (seconds == BEYOND_ANY_CAP_MS) BEYOND_ANY_CAP_MS else seconds * 1000
-        }
-        return httpDateDelayMs(value, nowMs)
-    }
+    ): Long? = RetryRuntime.serverDelayMs(retryAfter, retryAfterMs, nowMs)
 
-    private fun stop(reason: DecisionReason): Decision = Decision(false, 0, reason)
-
-    /** `-?[0-9]+` (with [allowFraction] `(\.[0-9]+)?`): the integer part, 0 when negative, or null. */
-    private fun parseNumber(
-        text: String,
-        allowFraction: Boolean,
-    ): Long? {
-        val negative = text.startsWith('-')
-        val start = if (negative) 1 else 0
-        var end = start
-        while (end < text.length && isAsciiDigit(text[end])) {
-            end++
-        }
-        if (end == start) {
-            return null
-        }
-        if (end < text.length) {
-            if (!allowFraction || text[end] != '.') {
-                return null
-            }
-            var fraction = end + 1
-            while (fraction < text.length && isAsciiDigit(text[fraction])) {
-                fraction++
-            }
-            if (fraction == end + 1 || fraction != text.length) {
-                return null
-            }
-        }
-        if (negative) {
-            return 0
-        }
-        if (end - start > MAX_DIGITS) {
-            return BEYOND_ANY_CAP_MS
-        }
-        var value = 0L
-        for (i in start until end) {
-            value = value * 10 + (text[i] - '0')
-        }
-        return value
-    }
-
-    /** The delay until an IMF-fixdate, RFC 850 or asctime date, 0 when past, or null when [text] is none. */
-    private fun httpDateDelayMs(
-        text: String,
-        nowMs: Long,
-    ): Long? {
-        val nowDays = Math.floorDiv(nowMs, MS_PER_DAY)
-        val year: Long
-        val month: Int
-        val day: Int
-        val time: Int
-        val comma = text.indexOf(',')
-        if (text.length == 29 && comma == 3) {
-            // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
-            if (text.substring(0, 3) !in shortDayNames || text[4] != ' ' || text[7] != ' ' || text[11] != ' ' ||
-                text[16] != ' ' || !text.endsWith(" GMT")
-            ) {
-                return null
-            }
-            day = digits(text, 5, 2)
-            month = monthNames.indexOf(text.substring(8, 11)) + 1
-            year = digits(text, 12, 4).toLong()
-            time = timeOfDay(text, 17)
-            if (year < 1) {
-                return null
-            }
-        } else if (comma > 0) {
-            // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
-            if (text.substring(0, comma) !in longDayNames || text.length != comma + 24 || text[comma + 1] != ' ' ||
-                text[comma + 4] != '-' || text[comma + 8] != '-' || text[comma + 11] != ' ' || !text.endsWith(" GMT")
-            ) {
-                return null
-            }
-            day = digits(text, comma + 2, 2)
-            month = monthNames.indexOf(text.substring(comma + 5, comma + 8)) + 1
-            val twoDigitYear = digits(text, comma + 9, 2)
-            time = timeOfDay(text, comma + 12)
-            if (twoDigitYear < 0) {
-                return null
-            }
-            val nowYear = yearOfDay(nowDays)
-            var candidate = nowYear - Math.floorMod(nowYear, 100L) + twoDigitYear
-            if (candidate - nowYear > 50) {
-                candidate -= 100
-            }
-            year = candidate
-        } else if (text.length == 24 && comma < 0) {
-            // asctime: Sun Nov  6 08:49:37 1994
-            if (text.substring(0, 3) !in shortDayNames || text[3] != ' ' || text[7] != ' ' || text[10] != ' ' ||
-                text[19] != ' '
-            ) {
-                return null
-            }
-            month = monthNames.indexOf(text.substring(4, 7)) + 1
-            day = if (text[8] == ' ') digits(text, 9, 1) else digits(text, 8, 2)
-            time = timeOfDay(text, 11)
-            year = digits(text, 20, 4).toLong()
-            if (year < 1) {
-                return null
-            }
-        } else {
-            return null
-        }
-        if (month < 1 || day < 1 || day > daysInMonth(year, month) || time < 0) {
-            return null
-        }
-        val dayDifference = daysFromCivil(year, month, day) - nowDays
-        val delay =
-            try {
-                Math.addExact(Math.multiplyExact(dayDifference, MS_PER_DAY), time * 1000L - Math.floorMod(nowMs, MS_PER_DAY))
-            } catch (overflow: ArithmeticException) {
-                // Beyond 64 bits: larger than any cap when ahead, long past when behind.
-                if (dayDifference > 0) BEYOND_ANY_CAP_MS else 0L
-            }
-        return maxOf(delay, 0L)
-    }
-
-    /** `hh:mm:ss` at [start] as seconds of the day (a leap second counts as 60), or -1. */
-    private fun timeOfDay(
-        text: String,
-        start: Int,
-    ): Int {
-        if (text[start + 2] != ':' || text[start + 5] != ':') {
-            return -1
-        }
-        val hour = digits(text, start, 2)
-        val minute = digits(text, start + 3, 2)
-        val second = digits(text, start + 6, 2)
-        if (hour !in 0..23 || minute !in 0..59 || second !in 0..60) {
-            return -1
-        }
-        return hour * 3600 + minute * 60 + second
-    }
-
-    /** The [count] ASCII digits at [start] as a number, or -1 when one is not a digit. */
-    private fun digits(
-        text: String,
-        start: Int,
-        count: Int,
-    ): Int {
-        var value = 0
-        for (i in start until start + count) {
-            val c = text[i]
-            if (!isAsciiDigit(c)) {
-                return -1
-            }
-            value = value * 10 + (c - '0')
-        }
-        return value
-    }
-
-    private fun isLeapYear(year: Long): Boolean = year % 4 == 0L && (year % 100 != 0L || year % 400 == 0L)
-
-    private fun daysInMonth(
-        year: Long,
-        month: Int,
-    ): Int {
-        if (month == 2) {
-            return if (isLeapYear(year)) 29 else 28
-        }
-        return if (month == 4 || month == 6 || month == 9 || month == 11) 30 else 31
-    }
-
-    /** Days since 1970-01-01 of a proleptic Gregorian date. */
-    private fun daysFromCivil(
-        year: Long,
-        month: Int,
-        day: Int,
-    ): Long {
-        val y = if (month <= 2) year - 1 else year
-        val era = Math.floorDiv(y, 400L)
-        val yearOfEra = y - era * 400
-        val dayOfYear = (153 * (if (month > 2) month - 3 else month + 9) + 2) / 5 + day - 1
-        val dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
-
-    /** The proleptic Gregorian year of a day counted from 1970-01-01. */
-    private fun yearOfDay(days: Long): Long {
-        val shifted = days + 719_468
-        val era = Math.floorDiv(shifted, 146_097L)
-        val dayOfEra = shifted - era * 146_097
-        val yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        val dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        val shiftedMonth = (5 * dayOfYear + 2) / 153
-        return yearOfEra + era * 400 + (if (shiftedMonth >= 10) 1 else 0)
-    }
-
-    private fun isAsciiDigit(c: Char): Boolean = c in '0'..'9'
-
-    private fun trimSpacesAndTabs(text: String): String = text.trim { it == ' ' || it == '\t' }
-
-    private fun asciiUpperCase(text: String): String {
-        val chars =
-            CharArray(text.length) { i ->
-                val c = text[i]
-                if (c in 'a'..'z') c - ('a' - 'A') else c
-            }
-        return String(chars)
-    }
-
-    /** Steps 2-7 of classify: the decoded segments of the request path. */
-    private fun segmentsOf(target: String): List<String> {
-        var path = target
-        val end = path.indexOfAny(charArrayOf('?', '#'))
-        if (end >= 0) {
-            path = path.substring(0, end)
-        }
-        if (BASE_PATH.isNotEmpty() && (path == BASE_PATH || path.startsWith(BASE_PATH + "/"))) {
-            path = path.substring(BASE_PATH.length)
-        }
-        if (path.isEmpty()) {
-            path = "/"
-        }
-        if (path.length > 1 && path.endsWith('/')) {
-            path = path.substring(0, path.length - 1)
-        }
-        if (path == "/") {
-            return emptyList()
-        }
-        return path.removePrefix("/").split('/').map(::percentDecode)
-    }
-
-    /** Decodes `%XX` escapes; keeps [segment] as is when the bytes are not UTF-8. */
-    private fun percentDecode(segment: String): String {
-        if (segment.indexOf('%') < 0) {
-            return segment
-        }
-        val bytes = segment.toByteArray(Charsets.UTF_8)
-        val decoded = ByteArray(bytes.size)
-        var length = 0
-        var i = 0
-        while (i < bytes.size) {
-            if (bytes[i] == '%'.code.toByte() && i + 2 < bytes.size) {
-                val high = hexValue(bytes[i + 1])
-                val low = hexValue(bytes[i + 2])
-                if (high >= 0 && low >= 0) {
-                    decoded[length++] = (high * 16 + low).toByte()
-                    i += 3
-                    continue
-                }
-            }
-            decoded[length++] = bytes[i++]
-        }
-        val decoder =
-            Charsets.UTF_8
-                .newDecoder()
-                .onMalformedInput(CodingErrorAction.REPORT)
-                .onUnmappableCharacter(CodingErrorAction.REPORT)
-        return try {
-            decoder.decode(ByteBuffer.wrap(decoded, 0, length)).toString()
-        } catch (invalid: CharacterCodingException) {
-            segment
-        }
-    }
-
-    private fun hexValue(b: Byte): Int {
-        val c = b.toInt().toChar()
-        return when (c) {
-            in '0'..'9' -> c - '0'
-            in 'a'..'f' -> c - 'a' + 10
-            in 'A'..'F' -> c - 'A' + 10
-            else -> -1
-        }
-    }
-
-    /**
-     * Depth-first walk from [node] over [segments] from [depth]: literal child, then mixed children in
-     * order, then the parameter child. Returns the node where a path template ends, or -1.
-     */
-    private fun match(
-        node: Int,
-        segments: List<String>,
-        depth: Int,
-    ): Int {
-        val current = trie[node]
-        if (depth == segments.size) {
-            return if (current.operations.isEmpty()) -1 else node
-        }
-        val segment = segments[depth]
-        val literal = current.literals[segment]
-        if (literal != null) {
-            val found = match(literal, segments, depth + 1)
-            if (found >= 0) {
-                return found
-            }
-        }
-        for (mixed in current.mixed) {
-            if (mixed.matches(segment)) {
-                val found = match(mixed.child, segments, depth + 1)
-                if (found >= 0) {
-                    return found
-                }
-            }
-        }
-        if (current.param >= 0 && segment.isNotEmpty()) {
-            return match(current.param, segments, depth + 1)
-        }
-        return -1
-    }
-
-    /** One node of the segment trie; filled once by the chunks below. */
-    private class TrieNode {
-        val literals: HashMap<String, Int> = HashMap()
-        val mixed: ArrayList<MixedSegment> = ArrayList()
-        var param: Int = -1
-        val operations: HashMap<String, Int> = HashMap()
-    }
-
-    /**
-     * A segment such as `{name}.{ext}` or `v{version}`: [pieces] holds its literal text, with null
-     * for each parameter. Literal and parameter pieces alternate.
-     */
-    private class MixedSegment(
-        val pieces: List<String?>,
-        val child: Int,
-    ) {
-        /** The literal pieces appear in order and each parameter covers at least one character. */
-        fun matches(segment: String): Boolean {
-            var position = 0
-            var afterParameter = false
-            for ((index, piece) in pieces.withIndex()) {
-                if (piece == null) {
-                    afterParameter = true
-                    continue
-                }
-                if (!afterParameter) {
-                    if (!segment.startsWith(piece, position)) {
-                        return false
-                    }
-                    position += piece.length
-                } else if (index == pieces.size - 1) {
-                    val start = segment.length - piece.length
-                    if (start < position + 1 || !segment.endsWith(piece)) {
-                        return false
-                    }
-                    position = segment.length
-                } else {
-                    val found = segment.indexOf(piece, position + 1)
-                    if (found < 0) {
-                        return false
-                    }
-                    position = found + piece.length
-                }
-                afterParameter = false
-            }
-            return if (afterParameter) position < segment.length else position == segment.length
-        }
-    }
-
+    // @formatter:off
+    /** Operation(method, route, path, operationId, class, idempotency header), in table order. */
+    @Suppress("ktlint")
     private object OperationChunk0 {
-        fun load(table: MutableList<Operation>) {
-            table +=
-                Operation(
-                    "POST",
-                    "/admin/teams/{teamID}/api-keys",
-                    Regex("^/admin/teams/[^/]+/api-keys/?\$"),
-                    "createTeamApiKey",
-                    ReplayClass.NON_REPLAYABLE,
-                )
-            table += Operation("POST", "/api-keys", Regex("^/api-keys/?\$"), "createApiKey", ReplayClass.NON_REPLAYABLE)
-            table += Operation("POST", "/events/webhooks", Regex("^/events/webhooks/?\$"), "createWebhook", ReplayClass.NON_REPLAYABLE)
-            table += Operation("GET", "/health", Regex("^/health/?\$"), null, ReplayClass.IDEMPOTENT)
-            table += Operation("GET", "/sandboxes", Regex("^/sandboxes/?\$"), "listSandboxes", ReplayClass.IDEMPOTENT)
-            table += Operation("POST", "/sandboxes", Regex("^/sandboxes/?\$"), "createSandbox", ReplayClass.NON_REPLAYABLE)
-            table +=
-                Operation(
-                    "GET",
-                    "/sandboxes/templates",
-                    Regex("^/sandboxes/templates/?\$"),
-                    "listSandboxTemplates",
-                    ReplayClass.IDEMPOTENT,
-                )
-            table += Operation("DELETE", "/sandboxes/{sandboxID}", Regex("^/sandboxes/[^/]+/?\$"), "killSandbox", ReplayClass.IDEMPOTENT)
-            table += Operation("GET", "/sandboxes/{sandboxID}", Regex("^/sandboxes/[^/]+/?\$"), "getSandbox", ReplayClass.IDEMPOTENT)
-            table +=
-                Operation(
-                    "POST",
-                    "/sandboxes/{sandboxID}/fork",
-                    Regex("^/sandboxes/[^/]+/fork/?\$"),
-                    "forkSandbox",
-                    ReplayClass.NON_REPLAYABLE,
-                )
-            table +=
-                Operation(
-                    "GET",
-                    "/sandboxes/{sandboxID}/logs",
-                    Regex("^/sandboxes/[^/]+/logs/?\$"),
-                    "streamSandboxLogs",
-                    ReplayClass.NO_RETRY,
-                )
-            table +=
-                Operation(
-                    "POST",
-                    "/sandboxes/{sandboxID}/pause",
-                    Regex("^/sandboxes/[^/]+/pause/?\$"),
-                    "pauseSandbox",
-                    ReplayClass.IDEMPOTENT,
-                )
-            table +=
-                Operation(
-                    "POST",
-                    "/sandboxes/{sandboxID}/resume",
-                    Regex("^/sandboxes/[^/]+/resume/?\$"),
-                    "resumeSandbox",
-                    ReplayClass.IDEMPOTENT,
-                )
-            table +=
-                Operation(
-                    "POST",
-                    "/sandboxes/{sandboxID}/snapshots",
-                    Regex("^/sandboxes/[^/]+/snapshots/?\$"),
-                    "snapshotSandbox",
-                    ReplayClass.NON_REPLAYABLE,
-                )
-            table +=
-                Operation(
-                    "POST",
-                    "/sandboxes/{sandboxID}/timeout",
-                    Regex("^/sandboxes/[^/]+/timeout/?\$"),
-                    "setSandboxTimeout",
-                    ReplayClass.IDEMPOTENT,
-                )
-            table += Operation("POST", "/secrets", Regex("^/secrets/?\$"), "createSecret", ReplayClass.NON_REPLAYABLE)
-            table += Operation("PATCH", "/secrets/{secretID}", Regex("^/secrets/[^/]+/?\$"), "updateSecret", ReplayClass.KEYED)
-            table +=
-                Operation(
-                    "DELETE",
-                    "/templates/{templateID}",
-                    Regex("^/templates/[^/]+/?\$"),
-                    "deleteTemplate",
-                    ReplayClass.IDEMPOTENT,
-                )
-            table += Operation("GET", "/templates/{templateID}", Regex("^/templates/[^/]+/?\$"), "getTemplate", ReplayClass.IDEMPOTENT)
-            table +=
-                Operation(
-                    "GET",
-                    "/templates/{templateID}/builds/{buildID}/logs",
-                    Regex("^/templates/[^/]+/builds/[^/]+/logs/?\$"),
-                    "getTemplateBuildLogs",
-                    ReplayClass.NO_RETRY,
-                )
-            table += Operation("POST", "/v2/sandboxes", Regex("^/v2/sandboxes/?\$"), "createSandboxV2", ReplayClass.KEYED)
-            table += Operation("POST", "/v3/templates", Regex("^/v3/templates/?\$"), "createTemplate", ReplayClass.IDEMPOTENT)
-            table += Operation("POST", "/volumes", Regex("^/volumes/?\$"), "createVolume", ReplayClass.NON_REPLAYABLE)
-            table += Operation("DELETE", "/volumes/{volumeID}", Regex("^/volumes/[^/]+/?\$"), "deleteVolume", ReplayClass.IDEMPOTENT)
-            table +=
-                Operation(
-                    "GET",
-                    "/volumes/{volumeID}/files/archive.tar",
-                    Regex("^/volumes/[^/]+/files/archive\\.tar/?\$"),
-                    "downloadVolumeArchive",
-                    ReplayClass.IDEMPOTENT,
-                )
-            table +=
-                Operation(
-                    "PUT",
-                    "/volumes/{volumeID}/files/{name}.{ext}",
-                    Regex("^/volumes/[^/]+/files/[^/]+\\.[^/]+/?\$"),
-                    "uploadVolumeFile",
-                    ReplayClass.IDEMPOTENT,
-                )
-        }
+        val LIST: List<Operation> = listOf(
+            Operation("POST", "/admin/teams/{teamID}/api-keys", "/admin/teams/{teamID}/api-keys", "createTeamApiKey", ReplayClass.NON_REPLAYABLE, null),
+            Operation("POST", "/api-keys", "/api-keys", "createApiKey", ReplayClass.NON_REPLAYABLE, null),
+            Operation("POST", "/events/webhooks", "/events/webhooks", "createWebhook", ReplayClass.NON_REPLAYABLE, null),
+            Operation("GET", "/health", "/health", null, ReplayClass.IDEMPOTENT, null),
+            Operation("GET", "/sandboxes", "/sandboxes", "listSandboxes", ReplayClass.IDEMPOTENT, null),
+            Operation("POST", "/sandboxes", "/sandboxes", "createSandbox", ReplayClass.NON_REPLAYABLE, null),
+            Operation("GET", "/sandboxes/templates", "/sandboxes/templates", "listSandboxTemplates", ReplayClass.IDEMPOTENT, null),
+            Operation("DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", ReplayClass.IDEMPOTENT, null),
+            Operation("GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", ReplayClass.IDEMPOTENT, null),
+            Operation("POST", "/sandboxes/{sandboxID}/fork", "/sandboxes/{sandboxID}/fork", "forkSandbox", ReplayClass.NON_REPLAYABLE, null),
+            Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamSandboxLogs", ReplayClass.NO_RETRY, null),
+            Operation("POST", "/sandboxes/{sandboxID}/pause", "/sandboxes/{sandboxID}/pause", "pauseSandbox", ReplayClass.IDEMPOTENT, null),
+            Operation("POST", "/sandboxes/{sandboxID}/resume", "/sandboxes/{sandboxID}/resume", "resumeSandbox", ReplayClass.IDEMPOTENT, null),
+            Operation("POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", ReplayClass.NON_REPLAYABLE, null),
+            Operation("POST", "/sandboxes/{sandboxID}/timeout", "/sandboxes/{sandboxID}/timeout", "setSandboxTimeout", ReplayClass.IDEMPOTENT, null),
+            Operation("POST", "/secrets", "/secrets", "createSecret", ReplayClass.NON_REPLAYABLE, null),
+            Operation("PATCH", "/secrets/{secretID}", "/secrets/{secretID}", "updateSecret", ReplayClass.KEYED, "x-idempotency-key"),
+            Operation("DELETE", "/templates/{templateID}", "/templates/{templateID}", "deleteTemplate", ReplayClass.IDEMPOTENT, null),
+            Operation("GET", "/templates/{templateID}", "/templates/{templateID}", "getTemplate", ReplayClass.IDEMPOTENT, null),
+            Operation("GET", "/templates/{templateID}/builds/{buildID}/logs", "/templates/{templateID}/builds/{buildID}/logs", "getTemplateBuildLogs", ReplayClass.NO_RETRY, null),
+            Operation("POST", "/v2/sandboxes", "/v2/sandboxes", "createSandboxV2", ReplayClass.KEYED, "Idempotency-Key"),
+            Operation("POST", "/v3/templates", "/v3/templates", "createTemplate", ReplayClass.IDEMPOTENT, null),
+            Operation("POST", "/volumes", "/volumes", "createVolume", ReplayClass.NON_REPLAYABLE, null),
+            Operation("DELETE", "/volumes/{volumeID}", "/volumes/{volumeID}", "deleteVolume", ReplayClass.IDEMPOTENT, null),
+            Operation("GET", "/volumes/{volumeID}/files/archive.tar", "/volumes/{volumeID}/files/archive.tar", "downloadVolumeArchive", ReplayClass.IDEMPOTENT, null),
+            Operation("PUT", "/volumes/{volumeID}/files/{name}.{ext}", "/volumes/{volumeID}/files/{name}.{ext}", "uploadVolumeFile", ReplayClass.IDEMPOTENT, null),
+        )
     }
-
-    private object TrieChunk0 {
-        fun load(nodes: Array<TrieNode>) {
-            nodes[0].literals["admin"] = 1
-            nodes[0].literals["api-keys"] = 5
-            nodes[0].literals["events"] = 6
-            nodes[0].literals["health"] = 8
-            nodes[0].literals["sandboxes"] = 9
-            nodes[0].literals["secrets"] = 18
-            nodes[0].literals["templates"] = 20
-            nodes[0].literals["v2"] = 25
-            nodes[0].literals["v3"] = 27
-            nodes[0].literals["volumes"] = 29
-            nodes[1].literals["teams"] = 2
-            nodes[2].param = 3
-            nodes[3].literals["api-keys"] = 4
-            // /admin/teams/{teamID}/api-keys
-            nodes[4].operations["POST"] = 0
-            // /api-keys
-            nodes[5].operations["POST"] = 1
-            nodes[6].literals["webhooks"] = 7
-            // /events/webhooks
-            nodes[7].operations["POST"] = 2
-            // /health
-            nodes[8].operations["GET"] = 3
-            nodes[9].param = 11
-            nodes[9].literals["templates"] = 10
-            // /sandboxes
-            nodes[9].operations["GET"] = 4
-            // /sandboxes
-            nodes[9].operations["POST"] = 5
-            // /sandboxes/templates
-            nodes[10].operations["GET"] = 6
-            nodes[11].literals["fork"] = 12
-            nodes[11].literals["logs"] = 13
-            nodes[11].literals["pause"] = 14
-            nodes[11].literals["resume"] = 15
-            nodes[11].literals["snapshots"] = 16
-            nodes[11].literals["timeout"] = 17
-            // /sandboxes/{sandboxID}
-            nodes[11].operations["DELETE"] = 7
-            // /sandboxes/{sandboxID}
-            nodes[11].operations["GET"] = 8
-            // /sandboxes/{sandboxID}/fork
-            nodes[12].operations["POST"] = 9
-            // /sandboxes/{sandboxID}/logs
-            nodes[13].operations["GET"] = 10
-            // /sandboxes/{sandboxID}/pause
-            nodes[14].operations["POST"] = 11
-            // /sandboxes/{sandboxID}/resume
-            nodes[15].operations["POST"] = 12
-            // /sandboxes/{sandboxID}/snapshots
-            nodes[16].operations["POST"] = 13
-            // /sandboxes/{sandboxID}/timeout
-            nodes[17].operations["POST"] = 14
-            nodes[18].param = 19
-            // /secrets
-            nodes[18].operations["POST"] = 15
-            // /secrets/{secretID}
-            nodes[19].operations["PATCH"] = 16
-            nodes[20].param = 21
-            nodes[21].literals["builds"] = 22
-            // /templates/{templateID}
-            nodes[21].operations["DELETE"] = 17
-            // /templates/{templateID}
-            nodes[21].operations["GET"] = 18
-            nodes[22].param = 23
-            nodes[23].literals["logs"] = 24
-            // /templates/{templateID}/builds/{buildID}/logs
-            nodes[24].operations["GET"] = 19
-            nodes[25].literals["sandboxes"] = 26
-            // /v2/sandboxes
-            nodes[26].operations["POST"] = 20
-            nodes[27].literals["templates"] = 28
-            // /v3/templates
-            nodes[28].operations["POST"] = 21
-            nodes[29].param = 30
-            // /volumes
-            nodes[29].operations["POST"] = 22
-            nodes[30].literals["files"] = 31
-            // /volumes/{volumeID}
-            nodes[30].operations["DELETE"] = 23
-            nodes[31].literals["archive.tar"] = 32
-            nodes[31].mixed += MixedSegment(listOf(null, ".", null), 33)
-            // /volumes/{volumeID}/files/archive.tar
-            nodes[32].operations["GET"] = 24
-            // /volumes/{volumeID}/files/{name}.{ext}
-            nodes[33].operations["PUT"] = 25
-        }
-    }
+    // @formatter:on
 }

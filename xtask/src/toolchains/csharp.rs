@@ -4,8 +4,8 @@
 //! on public members; `mono` runs the harness and the runtime's unit tests.
 
 use super::{
-    code_outside_comments, command, copy_harness, root, run, Built, CFamily, CommentState, Module,
-    Toolchain,
+    code_outside_comments, command, copy_harness, copy_sources, lossy, root, run, shell, Built,
+    CFamily, CommentState, Module, Toolchain,
 };
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -43,6 +43,23 @@ impl Toolchain for CSharp {
 
     /// The runtime with the hand-written tables of its tests: the style checks, a strict library
     /// compile with XML docs required, then the test runner (`runtime/csharp/tests/`).
+    fn display_name(&self) -> &'static str {
+        "C#"
+    }
+
+    fn versions(&self) -> String {
+        format!(
+            "{}; {}",
+            shell("mcs", &["--version"]),
+            shell("mono", &["--version"])
+        )
+    }
+
+    fn bench_program(&self, module: &Module, work: &Path, shared: &Path) -> Result<Vec<String>> {
+        let _ = shared;
+        build_csharp(module, work)
+    }
+
     fn runtime_tests(&self, work: &Path) -> Result<()> {
         let dir = root().join("runtime/csharp");
         let runtime = dir.join("RetryRuntime.cs");
@@ -180,6 +197,35 @@ fn style_findings(text: &str) -> Vec<String> {
         }
     }
     findings
+}
+
+// The bench program (bench/csharp/), built against a rendered module.
+
+fn build_csharp(module: &Module, work: &Path) -> Result<Vec<String>> {
+    copy_sources("csharp", work)?;
+    let mut sources = Vec::new();
+    for file in &module.files {
+        let copy = work.join(file.file_name().context("module file name")?);
+        std::fs::copy(file, &copy)?;
+        sources.push(copy);
+    }
+    sources.push(work.join("Bench.cs"));
+    let exe = work.join("bench.exe");
+    run(
+        command("mcs")
+            .args([
+                "-langversion:7.2",
+                "-optimize+",
+                "-nowarn:1591",
+                "-r:System.dll",
+                "-target:exe",
+            ])
+            .arg(format!("-out:{}", exe.display()))
+            .args(&sources)
+            .current_dir(work),
+        "mcs (C# bench)",
+    )?;
+    Ok(vec!["mono".into(), lossy(&exe)])
 }
 
 #[cfg(test)]

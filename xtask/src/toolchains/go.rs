@@ -3,7 +3,9 @@
 //! module (no requirements, so it builds offline) that imports the generated package, the
 //! tables file and `runtime.go`, from a subfolder.
 
-use super::{command, copy_harness, root, run, Built, Module, Toolchain};
+use super::{
+    command, copy_harness, copy_sources, lossy, root, run, shell, Built, Module, Toolchain,
+};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::Command;
@@ -117,6 +119,19 @@ impl Toolchain for Go {
         Ok(())
     }
 
+    fn display_name(&self) -> &'static str {
+        "Go"
+    }
+
+    fn versions(&self) -> String {
+        shell("go", &["version"])
+    }
+
+    fn bench_program(&self, module: &Module, work: &Path, shared: &Path) -> Result<Vec<String>> {
+        let _ = shared;
+        build_go(module, work)
+    }
+
     fn runtime_tests(&self, work: &Path) -> Result<()> {
         let source = root().join("runtime/go");
         let mut files = Vec::new();
@@ -159,6 +174,32 @@ impl Toolchain for Go {
             cwd: work.to_path_buf(),
         })
     }
+}
+
+// The bench program (bench/go/), built against a rendered module.
+
+fn build_go(module: &Module, work: &Path) -> Result<Vec<String>> {
+    copy_sources("go", work)?;
+    let package = work.join("retrypolicy");
+    std::fs::create_dir_all(&package)?;
+    for file in &module.files {
+        std::fs::copy(
+            file,
+            package.join(file.file_name().context("module file name")?),
+        )?;
+    }
+    run(
+        command("go")
+            .current_dir(work)
+            .env("GOTOOLCHAIN", "local")
+            .env("GOPROXY", "off")
+            .env("GOWORK", "off")
+            .env("GOFLAGS", "")
+            .env("CGO_ENABLED", "0")
+            .args(["build", "-trimpath", "-o", "bench", "."]),
+        "go build (Go bench)",
+    )?;
+    Ok(vec![lossy(&work.join("bench"))])
 }
 
 #[cfg(test)]

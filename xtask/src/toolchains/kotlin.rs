@@ -1,11 +1,15 @@
 //! Kotlin/JVM: `ktlint` (the Kotlin ecosystem's linter and formatter) must report nothing on the
-//! module, and `kotlinc` compiles it with warnings as errors and explicit API mode; the harness
-//! runs on `java` with the Kotlin stdlib. Both tools are installed by
-//! scripts/bootstrap-toolchains.sh; versions are pinned so findings never drift between machines.
+//! module's files (tables and runtime), and `kotlinc` compiles them with warnings as errors and
+//! explicit API mode; a Java caller of the tables object (conformance/harness/kotlin/java/) is
+//! compiled with `javac -Werror -Xlint:all` and run against them. The harness runs on `java` with
+//! the Kotlin stdlib. The runtime (runtime/kotlin/) is checked alone by [`Toolchain::runtime_tests`]:
+//! the same ktlint and kotlinc flags, its unit tests (a `main` runner, no test library), and its
+//! Java callers. ktlint and kotlinc are installed by scripts/bootstrap-toolchains.sh; versions are
+//! pinned so findings never drift between machines.
 
 use super::{
-    code_outside_comments, command, copy_harness, root, Built, CFamily, CommentState, Module,
-    Toolchain,
+    code_outside_comments, command, copy_harness, copy_sources, root, run, shell, Built, CFamily,
+    CommentState, Module, Toolchain,
 };
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -44,46 +48,77 @@ impl Toolchain for Kotlin {
     }
 
     fn lint(&self, module: &Module, work: &Path) -> Result<()> {
-        let module = module.tables();
-        let text = std::fs::read_to_string(module)
-            .with_context(|| format!("reading {}", module.display()))?;
-        let findings = style_findings(&text);
-        if !findings.is_empty() {
-            bail!(
-                "kotlin lint: {} finding(s) in {}:\n{}",
-                findings.len(),
-                module.display(),
-                findings.join("\n")
-            );
+        for file in &module.files {
+            layout(file)?;
         }
         std::fs::create_dir_all(work)?;
-        ktlint(module, &work.join("ktlint"))?;
-        kotlinc(
-            &[module.to_path_buf()],
-            &work.join("classes"),
-            "kotlin lint: kotlinc",
+        ktlint(&module.files, &work.join("ktlint"))?;
+        let classes = work.join("classes");
+        kotlinc(&module.files, &classes, "kotlin lint: kotlinc")?;
+        java_callers(module, &classes, &work.join("java"))
+    }
+
+    fn display_name(&self) -> &'static str {
+        "Kotlin"
+    }
+
+    fn versions(&self) -> String {
+        format!(
+            "{} on {}",
+            shell("kotlinc", &["-version"]).replace("info: ", ""),
+            shell("java", &["-version"])
         )
     }
 
-    fn runtime_tests(&self, _work: &Path) -> Result<()> {
-        bail!(
-            "{}: the runtime is still template text; runtime/{} does not exist yet",
-            self.language(),
-            self.language()
-        )
+    fn bench_program(&self, module: &Module, work: &Path, shared: &Path) -> Result<Vec<String>> {
+        let _ = shared;
+        build_kotlin(module, work)
+    }
+
+    fn runtime_tests(&self, work: &Path) -> Result<()> {
+        let dir = root().join("runtime/kotlin");
+        let runtime = dir.join("RetryRuntime.kt");
+        let tests = dir.join("test/RetryRuntimeTest.kt");
+        let editorconfig = std::fs::read_to_string(dir.join(".editorconfig"))
+            .context("reading runtime/kotlin/.editorconfig")?;
+        if editorconfig != KTLINT_EDITORCONFIG {
+            bail!("runtime/kotlin/.editorconfig differs from KTLINT_EDITORCONFIG in xtask/src/toolchains/kotlin.rs; keep them equal");
+        }
+        layout(&runtime)?;
+        ktlint(&[runtime.clone(), tests.clone()], &work.join("ktlint"))?;
+        let classes = work.join("classes");
+        kotlinc(&[runtime, tests], &classes, "kotlin runtime: kotlinc")?;
+        let classpath = format!("{}:{}", classes.display(), stdlib()?.display());
+        let printed = run(
+            command("java").args(["-cp", &classpath, "retrygen.generated.RetryRuntimeTestKt"]),
+            "kotlin runtime unit tests",
+        )?;
+        print!("{printed}");
+        let java = work.join("java");
+        javac(&[dir.join("test/JavaCallers.java")], &classpath, &java)?;
+        let printed = run(
+            command("java").args([
+                "-cp",
+                &format!("{}:{classpath}", java.display()),
+                "retrygen.javacallers.JavaCallers",
+            ]),
+            "kotlin runtime: Java callers",
+        )?;
+        print!("{printed}");
+        Ok(())
     }
 
     fn build(&self, module: &Module, work: &Path) -> Result<Built> {
-        let module = module.tables();
         copy_harness("kotlin", work)?;
-        let module_copy = work.join(module.file_name().context("module path has no file name")?);
-        std::fs::copy(module, &module_copy)?;
+        let mut sources = Vec::new();
+        for file in &module.files {
+            let copy = work.join(file.file_name().context("module path has no file name")?);
+            std::fs::copy(file, &copy)?;
+            sources.push(copy);
+        }
+        sources.push(work.join("Harness.kt"));
         let classes = work.join("classes");
-        kotlinc(
-            &[module_copy, work.join("Harness.kt")],
-            &classes,
-            "kotlin harness: kotlinc",
-        )?;
+        kotlinc(&sources, &classes, "kotlin harness: kotlinc")?;
         let classpath = format!("{}:{}", classes.display(), stdlib()?.display());
         Ok(Built {
             argv: vec!["java".into(), "-cp".into(), classpath, "HarnessKt".into()],
@@ -92,9 +127,75 @@ impl Toolchain for Kotlin {
     }
 }
 
-/// Runs ktlint (default rules, [`KTLINT_EDITORCONFIG`]) over a copy of `module` in `dir`; any
+/// [`style_findings`] of one file; any finding fails.
+fn layout(file: &Path) -> Result<()> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let findings = style_findings(&text);
+    if !findings.is_empty() {
+        bail!(
+            "kotlin lint: {} finding(s) in {}:\n{}",
+            findings.len(),
+            file.display(),
+            findings.join("\n")
+        );
+    }
+    Ok(())
+}
+
+/// Compiles and runs `conformance/harness/kotlin/java/TablesFromJava.java` against the compiled
+/// module: a Java caller of the tables object (static functions and fields, `@JvmOverloads`
+/// constructors, unmodifiable tables). The package and object are the module's.
+fn java_callers(module: &Module, classes: &Path, work: &Path) -> Result<()> {
+    let tables = std::fs::read_to_string(module.tables())?;
+    let package = tables
+        .lines()
+        .find_map(|l| l.strip_prefix("package "))
+        .context("the tables file declares no package")?;
+    let object = module
+        .tables()
+        .file_stem()
+        .context("module path has no file name")?
+        .to_string_lossy()
+        .into_owned();
+    let source = std::fs::read_to_string(
+        root().join("conformance/harness/kotlin/java/TablesFromJava.java"),
+    )?
+    .replace("retrygen.generated", package)
+    .replace("RetryPolicies", &object);
+    let src = work.join("src");
+    std::fs::create_dir_all(&src)?;
+    let java_file = src.join("TablesFromJava.java");
+    std::fs::write(&java_file, source)?;
+    let classpath = format!("{}:{}", classes.display(), stdlib()?.display());
+    let out = work.join("classes");
+    javac(&[java_file], &classpath, &out)?;
+    run(
+        command("java").args([
+            "-cp",
+            &format!("{}:{classpath}", out.display()),
+            "retrygen.javacallers.TablesFromJava",
+        ]),
+        "kotlin lint: Java caller of the tables",
+    )?;
+    Ok(())
+}
+
+/// Compiles Java `sources` against `classpath` into `out`, every lint on and warnings as errors.
+fn javac(sources: &[PathBuf], classpath: &str, out: &Path) -> Result<()> {
+    run(
+        command("javac")
+            .args(["-Werror", "-Xlint:all", "-cp", classpath, "-d"])
+            .arg(out)
+            .args(sources),
+        "javac (Java callers)",
+    )?;
+    Ok(())
+}
+
+/// Runs ktlint (default rules, [`KTLINT_EDITORCONFIG`]) over copies of `files` in `dir`; any
 /// finding fails, and the error lists every finding line (`File.kt:LINE:COL: message (rule)`).
-fn ktlint(module: &Path, dir: &Path) -> Result<()> {
+fn ktlint(files: &[PathBuf], dir: &Path) -> Result<()> {
     let version = command("ktlint")
         .arg("--version")
         .output()
@@ -115,17 +216,21 @@ fn ktlint(module: &Path, dir: &Path) -> Result<()> {
         );
     }
     std::fs::create_dir_all(dir)?;
-    let name = module
-        .file_name()
-        .context("module path has no file name")?
-        .to_string_lossy()
-        .into_owned();
-    std::fs::copy(module, dir.join(&name))?;
+    let mut names = Vec::new();
+    for file in files {
+        let name = file
+            .file_name()
+            .context("module path has no file name")?
+            .to_string_lossy()
+            .into_owned();
+        std::fs::copy(file, dir.join(&name))?;
+        names.push(name);
+    }
     std::fs::write(dir.join(".editorconfig"), KTLINT_EDITORCONFIG)?;
-    // The file is named relative to `dir`, so findings read `RetryPolicies.kt:12:5: ...`.
+    // Files are named relative to `dir`, so findings read `RetryPolicies.kt:12:5: ...`.
     let output = command("ktlint")
         .args(["--relative", "--reporter=plain", "--log-level=error"])
-        .arg(&name)
+        .args(&names)
         .current_dir(dir)
         .output()
         .with_context(|| {
@@ -137,13 +242,17 @@ fn ktlint(module: &Path, dir: &Path) -> Result<()> {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let findings: Vec<&str> = stdout
         .lines()
-        .filter(|line| line.starts_with(&format!("{name}:")))
+        .filter(|line| {
+            names
+                .iter()
+                .any(|name| line.starts_with(&format!("{name}:")))
+        })
         .collect();
     if !findings.is_empty() {
         bail!(
             "kotlin lint: ktlint {KTLINT_VERSION} found {} problem(s) in {} (`ktlint --format` shows the expected layout):\n{}",
             findings.len(),
-            module.display(),
+            names.join(", "),
             findings.join("\n")
         );
     }
@@ -247,6 +356,48 @@ fn style_findings(text: &str) -> Vec<String> {
         }
     }
     findings
+}
+
+// The bench program (bench/kotlin/), built against a rendered module.
+
+fn kotlin_stdlib() -> Result<PathBuf> {
+    let file = root().join(".cache/toolchains/kotlin-classpath");
+    let text = std::fs::read_to_string(&file).with_context(|| {
+        format!(
+            "reading {}; run `bash scripts/bootstrap-toolchains.sh`",
+            file.display()
+        )
+    })?;
+    Ok(PathBuf::from(text.trim()))
+}
+
+fn build_kotlin(module: &Module, work: &Path) -> Result<Vec<String>> {
+    copy_sources("kotlin", work)?;
+    let mut sources = Vec::new();
+    for file in &module.files {
+        let copy = work.join(file.file_name().context("module name")?);
+        std::fs::copy(file, &copy)?;
+        sources.push(copy);
+    }
+    let classes = work.join("classes");
+    run(
+        command("kotlinc")
+            .arg("-nowarn")
+            .arg("-d")
+            .arg(&classes)
+            .args(&sources)
+            .arg(work.join("Bench.kt"))
+            .current_dir(work),
+        "kotlinc (Kotlin bench)",
+    )?;
+    let classpath = format!("{}:{}", classes.display(), kotlin_stdlib()?.display());
+    Ok(vec![
+        "java".into(),
+        "-Xss16m".into(),
+        "-cp".into(),
+        classpath,
+        "BenchKt".into(),
+    ])
 }
 
 #[cfg(test)]

@@ -47,6 +47,50 @@ pub trait Toolchain: Sync {
     /// nothing rendered: its formatter, its linter, a strict compile and its unit tests, run in
     /// the scratch folder `work`. Any finding or failing test is an error.
     fn runtime_tests(&self, work: &Path) -> Result<()>;
+    /// The language's name in reports ("TypeScript", "C#").
+    fn display_name(&self) -> &'static str;
+    /// The versions of the tools this language runs on, for the benchmark report.
+    fn versions(&self) -> String;
+    /// Builds the bench program `bench/<language>/` against `module` in the empty folder `work`
+    /// (`shared` is a folder every spec's build of this run may reuse); returns the command that
+    /// runs it.
+    fn bench_program(&self, module: &Module, work: &Path, shared: &Path) -> Result<Vec<String>>;
+}
+
+/// Copies the bench program sources of `language` (`bench/<language>/`) into `work`.
+pub fn copy_sources(language: &str, work: &Path) -> Result<()> {
+    let src = root().join("bench").join(language);
+    for entry in std::fs::read_dir(&src).with_context(|| format!("reading {}", src.display()))? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            std::fs::copy(entry.path(), work.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
+}
+
+pub fn lossy(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// The first non-empty line a tool prints for `args` (its version).
+pub fn shell(program: &str, args: &[&str]) -> String {
+    command(program)
+        .args(args)
+        .output()
+        .map(|o| {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            text.lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("")
+                .to_string()
+        })
+        .unwrap_or_else(|e| format!("unavailable ({e})"))
 }
 
 pub static TOOLCHAINS: [&dyn Toolchain; 6] = [

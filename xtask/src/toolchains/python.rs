@@ -8,7 +8,9 @@
 //! scripts/bootstrap-toolchains.sh with `pip install --target`; versions are pinned so that the
 //! formatting and the findings never drift between machines.
 
-use super::{command, copy_harness, root, run, Built, Module, Toolchain};
+use super::{
+    command, copy_harness, copy_sources, lossy, root, run, shell, Built, Module, Toolchain,
+};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -115,6 +117,19 @@ impl Toolchain for Python {
         Ok(())
     }
 
+    fn display_name(&self) -> &'static str {
+        "Python"
+    }
+
+    fn versions(&self) -> String {
+        shell("python3", &["--version"])
+    }
+
+    fn bench_program(&self, module: &Module, work: &Path, shared: &Path) -> Result<Vec<String>> {
+        let _ = shared;
+        build_python(module, work)
+    }
+
     fn runtime_tests(&self, work: &Path) -> Result<()> {
         require_tools()?;
         copy_project(&runtime_dir(), work)
@@ -218,4 +233,24 @@ fn copy_project(src: &Path, dst: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+// The bench program (bench/python/), built against a rendered module.
+
+fn build_python(module: &Module, work: &Path) -> Result<Vec<String>> {
+    copy_sources("python", work)?;
+    // The target is a package folder, imported by bench.py as `retry_policy`.
+    let package = work.join("retry_policy");
+    std::fs::create_dir_all(&package)?;
+    for file in &module.files {
+        std::fs::copy(file, package.join(file.file_name().context("module name")?))?;
+    }
+    // Compile once here so that no run pays for it.
+    run(
+        command("python3")
+            .args(["-m", "compileall", "-q", "."])
+            .current_dir(work),
+        "python3 -m compileall (Python bench)",
+    )?;
+    Ok(vec!["python3".into(), lossy(&work.join("bench.py"))])
 }

@@ -7,7 +7,7 @@
 //! rustfmt, clippy pedantic with `-D warnings` (every `allow` explained by a comment), rustdoc,
 //! and its unit, allocation and doc tests.
 
-use super::{command, copy_harness, root, run, Built, Module, Toolchain};
+use super::{command, copy_harness, lossy, root, run, shell, Built, Module, Toolchain};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::Command;
@@ -70,6 +70,28 @@ impl Toolchain for Rust {
             "cargo doc",
         )?;
         Ok(())
+    }
+
+    fn display_name(&self) -> &'static str {
+        "Rust"
+    }
+
+    fn versions(&self) -> String {
+        shell("rustc", &["--version"])
+    }
+
+    fn bench_program(&self, module: &Module, work: &Path, shared: &Path) -> Result<Vec<String>> {
+        // The name of the spec's folder (a slug) makes the package name unique.
+        let spec_dir = work
+            .parent()
+            .and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name: String = format!("retrygen-bench-{spec_dir}")
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        build_rust(module, work, &shared.join("cargo-target"), &name)
     }
 
     fn runtime_tests(&self, work: &Path) -> Result<()> {
@@ -154,4 +176,73 @@ fn check_allows(runtime: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+// The bench program (bench/rust/), built against a rendered module.
+
+/// The cargo project of the Rust program. Every spec's build shares one target folder, so the
+/// `regex` crate is compiled once; each gets its own package name, so that cargo never takes one
+/// spec's program for another's (a shared name gives the same unit hash, and cargo's mtime check
+/// then sees sources copied while another build ran as already built).
+fn rust_manifest(name: &str) -> String {
+    format!(
+        r#"[package]
+name = "{name}"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+regex = "1"
+
+[profile.release]
+codegen-units = 1
+
+# Not a member of the retrygen workspace this folder sits in.
+[workspace]
+"#
+    )
+}
+
+fn build_rust(
+    module: &Module,
+    work: &Path,
+    shared_target: &Path,
+    name: &str,
+) -> Result<Vec<String>> {
+    let src = work.join("src");
+    let folder = src.join("retry_policy");
+    std::fs::create_dir_all(&folder)?;
+    std::fs::write(work.join("Cargo.toml"), rust_manifest(name))?;
+    std::fs::copy(root().join("bench/rust/main.rs"), src.join("main.rs"))?;
+    // The module folder: the tables (`mod.rs`) and the runtime.
+    for file in &module.files {
+        std::fs::copy(
+            file,
+            folder.join(file.file_name().context("module file name")?),
+        )?;
+    }
+    let cargo = |offline: bool| {
+        let mut cmd = command("cargo");
+        cmd.current_dir(work)
+            .env("CARGO_TARGET_DIR", shared_target)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_BUILD_RUSTFLAGS")
+            .args(["build", "--release", "--quiet"]);
+        if offline {
+            cmd.arg("--offline");
+        }
+        cmd
+    };
+    // One Rust build at a time: they share the target folder and the binary's name.
+    static SHARED_TARGET: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    // The regex crate is normally in the local registry already (xtask depends on it).
+    if run(&mut cargo(true), "cargo build (Rust bench, offline)").is_err() {
+        run(&mut cargo(false), "cargo build (Rust bench)")?;
+    }
+    let binary = work.join("bench");
+    std::fs::copy(shared_target.join("release").join(name), &binary)?;
+    Ok(vec![lossy(&binary)])
 }

@@ -1,10 +1,13 @@
-//! TypeScript: `tsc` with every strictness flag over the module alone, `prettier --check` with
-//! prettier's defaults, and the harness compiled by `tsc` and run by `node`.
+//! TypeScript: `tsc` with every strictness flag over the module (index.ts + runtime.ts),
+//! `prettier --check` with prettier's defaults, the harness compiled by `tsc` and run by `node`,
+//! and runtime/typescript's unit tests (`node:test`).
 //!
 //! Tools come from `.cache/toolchains/node` (scripts/bootstrap-toolchains.sh installs them with
 //! `npm install --prefix`); versions are pinned so formatting never drifts between machines.
 
-use super::{command, copy_harness, root, run, Built, Module, Toolchain};
+use super::{
+    command, copy_harness, copy_sources, lossy, root, run, shell, Built, Module, Toolchain,
+};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -43,7 +46,8 @@ fn require(program: &str, version: &str) -> Result<()> {
 }
 
 /// The options every check of the module uses: tsc's strictest useful set, ES2020, no ambient
-/// types (the module must not need Node's or the DOM's).
+/// types (the module must not need Node's or the DOM's). The runtime's own `tsconfig.json`
+/// (runtime/typescript/) holds the same options.
 const MODULE_TSCONFIG: &str = r#"{
   "compilerOptions": {
     "strict": true,
@@ -63,9 +67,87 @@ const MODULE_TSCONFIG: &str = r#"{
     "moduleResolution": "bundler",
     "types": []
   },
-  "files": ["MODULE"]
+  "files": [FILES]
 }
 "#;
+
+/// The file names of `module`, tables first.
+fn file_names(module: &Module) -> Result<Vec<String>> {
+    module
+        .files
+        .iter()
+        .map(|f| {
+            Ok(f.file_name()
+                .context("module file without a name")?
+                .to_string_lossy()
+                .into_owned())
+        })
+        .collect()
+}
+
+/// Copies every file of `module` into `work`; returns their names, tables first.
+fn copy_module(module: &Module, work: &Path) -> Result<Vec<String>> {
+    let names = file_names(module)?;
+    for (file, name) in module.files.iter().zip(&names) {
+        std::fs::copy(file, work.join(name))?;
+    }
+    Ok(names)
+}
+
+/// `prettier --check` with prettier's defaults over `files` in `work`: no config file, no
+/// .editorconfig, and no ignore file (prettier reads .gitignore by default, which ignores
+/// everything under target/).
+fn prettier_check(work: &Path, files: &[String]) -> Result<()> {
+    require("prettier", PRETTIER_VERSION)?;
+    let ignore = work.join(".prettierignore-empty");
+    std::fs::write(&ignore, "")?;
+    let defaults = |cmd: &mut std::process::Command| {
+        cmd.args(["--no-config", "--no-editorconfig", "--ignore-path"])
+            .arg(&ignore)
+            .current_dir(work);
+    };
+    let mut check = command("prettier");
+    defaults(check.arg("--check"));
+    let check = check
+        .args(files)
+        .output()
+        .with_context(|| format!("prettier is not installed; {}", install_hint()))?;
+    if check.status.success() {
+        return Ok(());
+    }
+    let mut differences = String::new();
+    for name in files {
+        let mut format = command("prettier");
+        defaults(&mut format);
+        let formatted = format.arg(name).output()?;
+        let original = std::fs::read_to_string(work.join(name))?;
+        let formatted = String::from_utf8_lossy(&formatted.stdout);
+        if original != formatted {
+            differences.push_str(&format!(
+                "{name}: {}\n",
+                first_difference(&original, &formatted)
+            ));
+        }
+    }
+    bail!(
+        "prettier --check failed:\n{}{}\n{differences}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr),
+    )
+}
+
+/// `@types` of the bootstrapped toolchain (for the harness, the bench and the unit tests).
+fn type_roots() -> Result<PathBuf> {
+    let types = node_modules().join("@types");
+    if !types.join("node/package.json").is_file() {
+        bail!(
+            "@types/node is not installed in {}; {}",
+            types.display(),
+            install_hint()
+        );
+    }
+    Ok(types)
+}
 
 impl Toolchain for TypeScript {
     fn language(&self) -> &'static str {
@@ -73,81 +155,108 @@ impl Toolchain for TypeScript {
     }
 
     fn lint(&self, module: &Module, work: &Path) -> Result<()> {
-        let module = module.tables();
         require("tsc", TYPESCRIPT_VERSION)?;
-        require("prettier", PRETTIER_VERSION)?;
         std::fs::create_dir_all(work)?;
-        let name = module
-            .file_name()
-            .context("module without a file name")?
-            .to_string_lossy()
-            .into_owned();
-        std::fs::copy(module, work.join(&name))?;
+        let names = copy_module(module, work)?;
+        let files: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
         std::fs::write(
             work.join("tsconfig.json"),
-            MODULE_TSCONFIG.replace("MODULE", &name),
+            MODULE_TSCONFIG.replace("FILES", &files.join(", ")),
         )?;
         run(
             command("tsc").arg("-p").arg(work).current_dir(work),
             "tsc --strict over the module",
         )?;
-
-        // Prettier's defaults: no config file, no .editorconfig, and no ignore file (prettier reads
-        // .gitignore by default, which ignores everything under target/).
-        let ignore = work.join(".prettierignore");
-        std::fs::write(&ignore, "")?;
-        let check = command("prettier")
-            .args([
-                "--check",
-                "--no-config",
-                "--no-editorconfig",
-                "--ignore-path",
-            ])
-            .arg(&ignore)
-            .arg(&name)
-            .current_dir(work)
-            .output()
-            .with_context(|| format!("prettier is not installed; {}", install_hint()))?;
-        if !check.status.success() {
-            let formatted = command("prettier")
-                .args(["--no-config", "--no-editorconfig", "--ignore-path"])
-                .arg(&ignore)
-                .arg(&name)
-                .current_dir(work)
-                .output()?;
-            let original = std::fs::read_to_string(work.join(&name))?;
-            bail!(
-                "prettier --check failed:\n{}{}\n{}",
-                String::from_utf8_lossy(&check.stdout),
-                String::from_utf8_lossy(&check.stderr),
-                first_difference(&original, &String::from_utf8_lossy(&formatted.stdout))
-            );
-        }
-        Ok(())
+        prettier_check(work, &names)
     }
 
-    fn runtime_tests(&self, _work: &Path) -> Result<()> {
-        bail!(
-            "{}: the runtime is still template text; runtime/{} does not exist yet",
-            self.language(),
-            self.language()
+    /// runtime/typescript as its own project: tsc over runtime.ts alone with the module's
+    /// options, prettier over the sources, then the unit tests (`node:test`) compiled by tsc and
+    /// run by node. node_modules is the bootstrapped toolchain's (the tests read runtime.ts with
+    /// the TypeScript parser).
+    fn display_name(&self) -> &'static str {
+        "TypeScript"
+    }
+
+    fn versions(&self) -> String {
+        format!(
+            "{} on node {}",
+            shell("tsc", &["--version"]),
+            shell("node", &["--version"])
         )
     }
 
-    fn build(&self, module: &Module, work: &Path) -> Result<Built> {
-        let module = module.tables();
+    fn bench_program(&self, module: &Module, work: &Path, shared: &Path) -> Result<Vec<String>> {
+        let _ = shared;
+        build_typescript(module, work)
+    }
+
+    fn runtime_tests(&self, work: &Path) -> Result<()> {
         require("tsc", TYPESCRIPT_VERSION)?;
-        let types = node_modules().join("@types");
-        if !types.join("node/package.json").is_file() {
-            bail!(
-                "@types/node is not installed in {}; {}",
-                types.display(),
-                install_hint()
-            );
+        let source = root().join("runtime/typescript");
+        let mut sources = Vec::new();
+        for entry in std::fs::read_dir(&source)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type()?.is_file() {
+                std::fs::copy(entry.path(), work.join(&name))?;
+                if name.ends_with(".ts") {
+                    sources.push(name);
+                }
+            }
         }
+        sources.sort();
+        let link = work.join("node_modules");
+        if !link.exists() {
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(node_modules(), &link)?;
+            #[cfg(windows)]
+            std::os::windows::fs::symlink_dir(node_modules(), &link)?;
+        }
+        run(
+            command("tsc")
+                .args(["-p", "tsconfig.json"])
+                .current_dir(work),
+            "tsc --strict over runtime.ts",
+        )?;
+        prettier_check(work, &sources)?;
+        run(
+            command("tsc")
+                .args(["-p", "tsconfig.test.json", "--typeRoots"])
+                .arg(type_roots()?)
+                .current_dir(work),
+            "compiling the runtime's unit tests",
+        )?;
+        let tests: Vec<String> = sources
+            .iter()
+            .filter_map(|s| s.strip_suffix(".test.ts"))
+            .map(|s| format!("out/{s}.test.js"))
+            .collect();
+        if tests.is_empty() {
+            bail!("runtime/typescript has no *.test.ts");
+        }
+        let output = run(
+            command("node").arg("--test").args(&tests).current_dir(work),
+            "node --test (the runtime's unit tests)",
+        )?;
+        let summary: Vec<&str> = output
+            .lines()
+            .filter(|l| {
+                ["# tests ", "# pass ", "# fail "]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            })
+            .map(|l| l.trim_start_matches("# "))
+            .collect();
+        println!("runtime typescript: {}", summary.join(", "));
+        Ok(())
+    }
+
+    fn build(&self, module: &Module, work: &Path) -> Result<Built> {
+        require("tsc", TYPESCRIPT_VERSION)?;
+        let types = type_roots()?;
         copy_harness("typescript", work)?;
-        let name = module.file_name().context("module without a file name")?;
-        std::fs::copy(module, work.join(name))?;
+        copy_module(module, work)?;
         run(
             command("tsc")
                 .arg("-p")
@@ -189,4 +298,24 @@ fn first_difference(original: &str, formatted: &str) -> String {
         show(&a, '-'),
         show(&b, '+')
     )
+}
+
+// The bench program (bench/typescript/), built against a rendered module.
+
+fn build_typescript(module: &Module, work: &Path) -> Result<Vec<String>> {
+    copy_sources("typescript", work)?;
+    for file in &module.files {
+        std::fs::copy(file, work.join(file.file_name().context("module name")?))?;
+    }
+    let types = root().join(".cache/toolchains/node/node_modules/@types");
+    run(
+        command("tsc")
+            .arg("-p")
+            .arg(work)
+            .arg("--typeRoots")
+            .arg(&types)
+            .current_dir(work),
+        "tsc (TypeScript bench)",
+    )?;
+    Ok(vec!["node".into(), lossy(&work.join("out/bench.js"))])
 }

@@ -1,0 +1,81 @@
+// Java callers of the runtime: compiled with javac against the compiled runtime and run with `java`
+// (see README.md). It proves the public API reads naturally from Java: @JvmOverloads constructors,
+// @JvmStatic functions, @JvmField constants, unmodifiable collections.
+
+package retrygen.javacallers;
+
+import java.util.List;
+import retrygen.generated.Classification;
+import retrygen.generated.Decision;
+import retrygen.generated.DecisionInput;
+import retrygen.generated.DecisionReason;
+import retrygen.generated.Jitter;
+import retrygen.generated.Operation;
+import retrygen.generated.OperationTable;
+import retrygen.generated.Outcome;
+import retrygen.generated.ReplayClass;
+import retrygen.generated.RetryPolicy;
+import retrygen.generated.RetryRuntime;
+
+public final class JavaCallers {
+    private static int failures = 0;
+
+    private static void expect(String what, Object actual, Object expected) {
+        if (!expected.equals(actual)) {
+            System.err.println("FAIL " + what + ": expected <" + expected + ">, got <" + actual + ">");
+            failures++;
+        }
+    }
+
+    private static void expectUnmodifiable(String what, Runnable mutation) {
+        try {
+            mutation.run();
+            System.err.println("FAIL " + what + ": mutated");
+            failures++;
+        } catch (UnsupportedOperationException expected) {
+            // Unmodifiable, as it should be.
+        }
+    }
+
+    public static void main(String[] args) {
+        // @JvmOverloads: every prefix of the parameters, the contract's defaults for the rest.
+        RetryPolicy contract = new RetryPolicy();
+        RetryPolicy five = new RetryPolicy(5);
+        RetryPolicy equal = new RetryPolicy(5, 100L, 1000L, 2.0, Jitter.EQUAL);
+        expect("default max retries", contract.getMaxRetries(), 3);
+        expect("overload", five.getMaxRetries(), 5);
+        expect("overload keeps defaults", five.getRetryAfterCapMs(), 60000L);
+        expect("jitter", equal.getJitter(), Jitter.EQUAL);
+        expect("contract statuses", RetryPolicy.CONTRACT_RETRYABLE_STATUSES.size(), 7);
+
+        Operation get = new Operation("GET", "/items/{id}", "/items/{id}", "getItem", ReplayClass.IDEMPOTENT, null);
+        Operation post = new Operation("POST", "/items", "/items", "createItem", ReplayClass.NON_REPLAYABLE, null);
+        OperationTable table = new OperationTable("/v1", List.of(get, post));
+        Classification c = table.classify("get", "/v1/items/7?x=1");
+        expect("classify", c.getOperation(), get);
+        expect("class", c.getReplayClass(), ReplayClass.IDEMPOTENT);
+        expect("by id", table.operationById("createItem"), post);
+        expect("non-replayable", table.isNonReplayable("POST", "/items/"), true);
+        expect("pattern", post.getPattern().getPattern(), "^/items/?$");
+        expect("method default", RetryRuntime.methodDefaultClass("delete"), ReplayClass.IDEMPOTENT);
+
+        DecisionInput input = new DecisionInput(ReplayClass.IDEMPOTENT, false, new Outcome.Status(503), 0, 0L, 0L, 784111777000L, 0.5);
+        Decision d = RetryRuntime.decide(contract, input);
+        expect("decide", d, new Decision(true, 250L, DecisionReason.RETRYABLE_STATUS));
+        Decision connect = RetryRuntime.decide(five, new DecisionInput(ReplayClass.NON_REPLAYABLE, false, Outcome.Connect.INSTANCE, 0, 0L, 0L, 0L, 0.5));
+        expect("connect", connect.getReason().getWireName(), "connect_failure");
+        expect("server delay", RetryRuntime.serverDelayMs("7", null, 0L), 7000L);
+        expect("backoff", RetryRuntime.backoffMs(contract, 1, 0L, 0.5), 500L);
+        expect("beyond any cap", RetryRuntime.BEYOND_ANY_CAP_MS, Long.MAX_VALUE);
+
+        expectUnmodifiable("operations", () -> table.getOperations().add(get));
+        expectUnmodifiable("non-replayable list", () -> table.getNonReplayableOperations().clear());
+        expectUnmodifiable("idempotent methods", () -> RetryRuntime.IDEMPOTENT_METHODS.add("POST"));
+        expectUnmodifiable("policy statuses", () -> contract.getRetryableStatuses().add(404));
+
+        if (failures > 0) {
+            System.exit(1);
+        }
+        System.out.println("java callers of the runtime: ok");
+    }
+}
