@@ -57,9 +57,10 @@ pub static OPERATIONS: [Operation; 26] = [
 /// [`OPERATIONS`] and the matcher [`classify`] walks, built on first use.
 pub static OPERATION_TABLE: OperationTable = OperationTable::new(BASE_PATH, &OPERATIONS);
 
-/// The operations of class [`ReplayClass::NonReplayable`] as `(method, pattern)`, for SDKs that
-/// used to keep such a list by hand (see [`Operation::pattern`]); built on first use.
-pub static NON_REPLAYABLE_OPERATIONS: LazyLock<Vec<(&str, String)>> =
+/// The safe list (contract L1-L2): every `non_replayable` and `keyed` operation as a
+/// [`SafeListEntry`] (method, [`Operation::safe_pattern`], idempotency header), in table order,
+/// for SDKs that used to keep such a list by hand; built on first use.
+pub static NON_REPLAYABLE_OPERATIONS: LazyLock<&[SafeListEntry]> =
     LazyLock::new(|| OPERATION_TABLE.non_replayable_operations());
 
 /// Finds the operation a request is for and its replay class: [`OperationTable::classify`] on
@@ -73,6 +74,13 @@ pub fn classify(method: &str, path: &str) -> Classification {
 #[must_use]
 pub fn operation_by_id(id: &str) -> Option<&'static Operation> {
     OPERATION_TABLE.operation_by_id(id)
+}
+
+/// A [`Classifier`] of [`OPERATION_TABLE`] for the SDK's configured base path or base URL
+/// (`None`: [`BASE_PATH`]); build one per client.
+#[must_use]
+pub fn classifier(base: Option<&str>, unknown: UnknownOperationClass) -> Classifier<'static> {
+    Classifier::new(&OPERATION_TABLE, base, unknown)
 }
 
 impl Default for RetryPolicy {
@@ -89,6 +97,16 @@ impl Default for RetryPolicy {
             rejected_statuses: vec![429, 503],
             retry_after_cap_ms: 30000,
             deadline_ms: None,
+            retry_only_with_server_delay: vec![],
+            key_in_flight_statuses: vec![409],
+            key_reused_statuses: vec![422],
+            server_directive_headers: vec!["x-should-retry".to_string()],
+            retry_after_over_cap: OverCapMode::Refuse,
+            unknown_operation_class: UnknownOperationClass::MethodDefault,
+            budget_capacity: 500,
+            budget_retry_cost: 5,
+            budget_timeout_cost: 10,
+            budget_success_refund: 1,
         }
     }
 }

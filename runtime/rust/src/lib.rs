@@ -11,7 +11,9 @@
 //!     use retrygen_runtime::Reason::*;
 //!     match reason {
 //!         Aborted | NoRetryOperation | Exhausted | NotReplayable | StatusNotRetryable => "stop",
-//!         RetryAfterOverCap | Deadline => "stop",
+//!         RetryAfterOverCap | Deadline | ServerSaidNo | KeyReused | NoServerDelay => "stop",
+//!         BudgetExhausted => "stop",
+//!         ServerSaidYes | KeyInFlight => "retry",
 //!         ConnectFailure | TransportFailure | RejectedStatus | RetryableStatus => "retry",
 //!     }
 //! }
@@ -38,7 +40,7 @@
 //! Results are `#[non_exhaustive]` structs: readable, not built outside the module.
 //!
 //! ```compile_fail,E0639
-//! let _ = retrygen_runtime::Decision { retry: false, delay_ms: 0, reason: retrygen_runtime::Reason::Aborted };
+//! let _ = retrygen_runtime::Decision { retry: false, delay_ms: 0, reason: retrygen_runtime::Reason::Aborted, budget_tokens: None };
 //! ```
 //!
 //! The replay classes are deliberately exhaustive (see [`ReplayClass`]):

@@ -95,3 +95,40 @@ fn classify_allocates_nothing() {
     assert_eq!(n, 0, "classify allocated {n} times");
     assert_eq!(found, 100 * 11);
 }
+
+#[test]
+fn a_classifier_and_decide_allocate_nothing() {
+    use crate::{decide, Classifier, DecisionInput, Outcome, ReplayClass, UnknownOperationClass};
+    let proxy = Classifier::new(
+        &TABLE,
+        Some("https://gw.example/proxy/api/"),
+        UnknownOperationClass::NoRetry,
+    );
+    let _ = proxy.classify("GET", "/");
+    let policy = super::decide::policy();
+    let mut found = 0;
+    let n = allocations(|| {
+        for _ in 0..100 {
+            for (method, path) in REQUESTS {
+                let c = proxy.classify(std::hint::black_box(method), std::hint::black_box(path));
+                found += usize::from(c.operation.is_some());
+                let full = proxy.classify(method, "https://h.example:8443/proxy/api/items?q=1");
+                found += usize::from(full.operation.is_some());
+            }
+            let outcome = Outcome::Status {
+                status: 503,
+                retry_after: Some("Sun, 06 Nov 1994 08:49:47 GMT"),
+                retry_after_ms: None,
+                directive: Some(" true "),
+            };
+            let input = DecisionInput {
+                budget_tokens: Some(500),
+                ..DecisionInput::new(ReplayClass::Idempotent, outcome, 784_111_777_000, 0.5)
+            };
+            let d = decide(&policy, std::hint::black_box(&input)).expect("valid");
+            assert!(d.retry);
+        }
+    });
+    assert_eq!(n, 0, "classify or decide allocated {n} times");
+    assert!(found > 0);
+}

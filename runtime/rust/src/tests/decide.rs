@@ -1,11 +1,12 @@
 //! `decide` and the server delay, against contract sections 3 and 4.
 
 use crate::{
-    decide, server_delay_ms, DecisionInput, Jitter, Outcome, Reason, ReplayClass, RetryPolicy,
+    decide, server_delay_ms, DecisionInput, Jitter, Outcome, OverCapMode, Reason, ReplayClass,
+    RetryPolicy, UnknownOperationClass,
 };
 
 /// The contract's default policy.
-fn policy() -> RetryPolicy {
+pub(super) fn policy() -> RetryPolicy {
     RetryPolicy {
         max_retries: 3,
         initial_backoff_ms: 500,
@@ -16,31 +17,28 @@ fn policy() -> RetryPolicy {
         rejected_statuses: vec![429],
         retry_after_cap_ms: 60_000,
         deadline_ms: None,
+        retry_only_with_server_delay: vec![],
+        key_in_flight_statuses: vec![409],
+        key_reused_statuses: vec![422],
+        server_directive_headers: vec!["x-should-retry".to_string()],
+        retry_after_over_cap: OverCapMode::Refuse,
+        unknown_operation_class: UnknownOperationClass::MethodDefault,
+        budget_capacity: 500,
+        budget_retry_cost: 5,
+        budget_timeout_cost: 10,
+        budget_success_refund: 1,
     }
 }
 
 /// Sun, 06 Nov 1994 08:49:37 GMT.
 const NOW_MS: i64 = 784_111_777_000;
 
-fn input(class: ReplayClass, outcome: Outcome<'_>) -> DecisionInput<'_> {
-    DecisionInput {
-        class,
-        has_idempotency_key: false,
-        outcome,
-        retries_used: 0,
-        elapsed_ms: 0,
-        previous_delay_ms: 0,
-        now_ms: NOW_MS,
-        random: 0.5,
-    }
+pub(super) fn input(class: ReplayClass, outcome: Outcome<'_>) -> DecisionInput<'_> {
+    DecisionInput::new(class, outcome, NOW_MS, 0.5)
 }
 
-fn status(status: u16) -> Outcome<'static> {
-    Outcome::Status {
-        status,
-        retry_after: None,
-        retry_after_ms: None,
-    }
+fn status(status: i64) -> Outcome<'static> {
+    Outcome::status(status)
 }
 
 fn retry_after(value: &str) -> Outcome<'_> {
@@ -48,12 +46,13 @@ fn retry_after(value: &str) -> Outcome<'_> {
         status: 503,
         retry_after: Some(value),
         retry_after_ms: None,
+        directive: None,
     }
 }
 
 /// `(retry, delay_ms, reason)`.
 fn run(policy: &RetryPolicy, input: &DecisionInput<'_>) -> (bool, u64, &'static str) {
-    let d = decide(policy, input);
+    let d = decide(policy, input).expect("valid");
     (d.retry, d.delay_ms, d.reason.as_str())
 }
 
@@ -116,6 +115,7 @@ fn contract_examples() {
         status: 503,
         retry_after: Some("9"),
         retry_after_ms: Some("1500.9"),
+        directive: None,
     };
     assert_eq!(
         run(&p, &input(Idempotent, both)),
@@ -166,7 +166,7 @@ fn backoff_for_each_jitter() {
                     random,
                     ..input(ReplayClass::Idempotent, Outcome::Connect)
                 };
-                decide(&p, &i).delay_ms
+                decide(&p, &i).unwrap().delay_ms
             })
             .collect()
     };
@@ -196,7 +196,7 @@ fn backoff_for_each_jitter() {
             random,
             ..input(ReplayClass::Idempotent, Outcome::Connect)
         };
-        decide(&p, &i).delay_ms
+        decide(&p, &i).unwrap().delay_ms
     };
     assert_eq!(after(0, 0.5), 1000);
     assert_eq!(after(1000, 0.5), 1750);
@@ -215,7 +215,7 @@ fn backoff_for_each_jitter() {
         retries_used: 3,
         ..input(ReplayClass::Idempotent, Outcome::Connect)
     };
-    assert_eq!(decide(&fine, &i).delay_ms, 13);
+    assert_eq!(decide(&fine, &i).unwrap().delay_ms, 13);
 }
 
 #[test]
@@ -227,7 +227,7 @@ fn rejected_statuses_retry_every_class_but_no_retry() {
         ReplayClass::NonReplayable,
     ] {
         assert_eq!(
-            decide(&p, &input(class, status(429))).reason,
+            decide(&p, &input(class, status(429))).unwrap().reason,
             Reason::RejectedStatus
         );
     }
@@ -236,11 +236,13 @@ fn rejected_statuses_retry_every_class_but_no_retry() {
         rejected_statuses: vec![],
         ..policy()
     };
-    let d = decide(&no_lists, &input(ReplayClass::Idempotent, status(503)));
+    let d = decide(&no_lists, &input(ReplayClass::Idempotent, status(503))).unwrap();
     assert_eq!((d.retry, d.reason), (false, Reason::StatusNotRetryable));
     // Failures carry no server delay, whatever headers came along.
     assert_eq!(
-        decide(&p, &input(ReplayClass::Idempotent, Outcome::Connect)).delay(),
+        decide(&p, &input(ReplayClass::Idempotent, Outcome::Connect))
+            .unwrap()
+            .delay(),
         std::time::Duration::from_millis(250)
     );
 }

@@ -20,7 +20,7 @@ const fn op(
 
 use ReplayClass::{Idempotent, Keyed, NoRetry, NonReplayable};
 
-static OPERATIONS: [Operation; 19] = [
+pub(super) static OPERATIONS: [Operation; 19] = [
     op("GET", "/items", Some("listItems"), Idempotent),
     op("POST", "/items", Some("createItem"), NonReplayable),
     op("GET", "/items/special", Some("special"), Idempotent),
@@ -198,7 +198,7 @@ fn lookup_by_operation_id() {
 }
 
 #[test]
-fn patterns_and_the_non_replayable_list() {
+fn patterns_and_the_safe_list() {
     let pattern = |i: usize| OPERATIONS[i].pattern();
     assert_eq!(pattern(0), "^/items/?$");
     assert_eq!(pattern(6), r"^/files/[^/]+\.[^/]+/?$");
@@ -208,13 +208,40 @@ fn patterns_and_the_non_replayable_list() {
     assert_eq!(pattern(13), "^/$");
     assert_eq!(pattern(15), "^/search/?$");
     assert_eq!(pattern(18), r"^/files/[^/]+\.[^/]+/?$");
+    // The safe list: non_replayable and keyed operations, in table order.
+    let list: Vec<(usize, &str, Option<&str>)> = TABLE
+        .non_replayable_operations()
+        .iter()
+        .map(|e| (e.index, e.method, e.idempotency_header))
+        .collect();
     assert_eq!(
-        TABLE.non_replayable_operations(),
-        vec![
-            ("POST", "^/items/?$".to_string()),
-            ("GET", "^/items/[^/]+/?$".to_string()),
-            ("POST", r"^/files/[^/]+\.[^/]+/?$".to_string()),
+        list,
+        [
+            (1, "POST", None),
+            (12, "POST", Some("Idempotency-Key")),
+            (14, "GET", None),
+            (18, "POST", None),
         ]
+    );
+    let safe = |i: usize| OPERATIONS[i].safe_pattern();
+    assert_eq!(
+        safe(12),
+        "^/(?:k|%6[Bb])(?:e|%65)(?:y|%79)(?:e|%65)(?:d|%64)/?$"
+    );
+    assert_eq!(
+        safe(18),
+        r"^/(?:f|%66)(?:i|%69)(?:l|%6[Cc])(?:e|%65)(?:s|%73)/[^/]+(?:\.|%2[Ee])[^/]+/?$"
+    );
+    // Literals decoded, each character also as its encoded UTF-8; a decoded `/` only encoded.
+    assert_eq!(
+        safe(10),
+        "^/(?:c|%63)(?:a|%61)(?:f|%66)(?:\u{e9}|%[Cc]3%[Aa]9)/?$"
+    );
+    assert_eq!(safe(11), "^/(?:a|%61)%2[Ff](?:b|%62)/?$");
+    assert_eq!(safe(13), "^//?$");
+    assert_eq!(
+        safe(8),
+        "^/(?:f|%66)(?:i|%69)(?:l|%6[Cc])(?:e|%65)(?:s|%73)/(?:v|%76)[^/]+/?$"
     );
     let syntax = Operation {
         route: r"/a.b+c*d?e(f)g|h[i]j{k}l^m$n\o",

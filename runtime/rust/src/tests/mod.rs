@@ -6,3 +6,4 @@
 mod allocations;
 mod decide;
 mod matcher;
+mod v2;
