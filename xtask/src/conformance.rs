@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[path = "conformance_v2.rs"]
-mod v2;
+pub mod v2;
 
 pub fn hex(s: &str) -> String {
     s.bytes().map(|b| format!("{b:02x}")).collect()

@@ -353,7 +353,7 @@ pub fn safe_list(api: &Api) -> Result<Vec<(usize, regex::Regex)>> {
         .collect()
 }
 
-fn safe_list_match(
+pub fn safe_list_match(
     api: &Api,
     list: &[(usize, regex::Regex)],
     method: &str,
