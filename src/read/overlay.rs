@@ -191,7 +191,9 @@ impl Reader {
             return;
         }
         match doc.get("overlay") {
-            Some(v) if v.as_str().is_some_and(|s| s == "1.0" || s.starts_with("1.0.")) => {}
+            Some(v)
+                if v.as_str()
+                    .is_some_and(|s| s == "1.0" || s.starts_with("1.0.")) => {}
             Some(v) => {
                 self.error(
                     at(self, v, "/overlay"),
@@ -237,7 +239,11 @@ impl Reader {
             if !action.is_map() {
                 self.error(
                     at(self, action, &pointer),
-                    format!("action {} is {}, not an Action object", i + 1, action.kind()),
+                    format!(
+                        "action {} is {}, not an Action object",
+                        i + 1,
+                        action.kind()
+                    ),
                     "an action is a mapping with `target` and `update` or `remove: true`",
                 );
                 continue;
@@ -255,13 +261,21 @@ impl Reader {
             let target_pointer = pointer_push(&pointer, "target");
             let Some(target) = action.get("target").and_then(Node::as_str) else {
                 self.error(
-                    at(self, action.get("target").unwrap_or(action), &target_pointer),
+                    at(
+                        self,
+                        action.get("target").unwrap_or(action),
+                        &target_pointer,
+                    ),
                     format!("action {} has no `target` string", i + 1),
                     "write a JSONPath (RFC 9535) such as `$.paths['/things'].post`",
                 );
                 continue;
             };
-            let target_at = at(self, action.get("target").unwrap_or(action), &target_pointer);
+            let target_at = at(
+                self,
+                action.get("target").unwrap_or(action),
+                &target_pointer,
+            );
             let path = match JsonPath::parse(target) {
                 Ok(p) => p,
                 Err(e) => {
@@ -417,7 +431,10 @@ paths:
         );
         assert_eq!(out["info"]["title"], "Pets");
         assert_eq!(out["info"]["x-overlay-applied"], "structured-overlay");
-        assert_eq!(out["paths"]["/pets"]["get"]["summary"], "Get a list of pets");
+        assert_eq!(
+            out["paths"]["/pets"]["get"]["summary"],
+            "Get a list of pets"
+        );
         assert_eq!(out["paths"]["/pets"]["get"]["operationId"], "listPets");
     }
 
@@ -426,14 +443,20 @@ paths:
     fn targeted_update_with_quoted_names() {
         let out = apply(PETS, "$.paths['/pets'].get", Some("description: All pets"));
         assert_eq!(out["paths"]["/pets"]["get"]["description"], "All pets");
-        assert!(out["paths"]["/pets/{id}"]["get"].get("description").is_none());
+        assert!(out["paths"]["/pets/{id}"]["get"]
+            .get("description")
+            .is_none());
     }
 
     /// Overlay 1.0 "Wildcard Overlays Examples": every operation gets the update.
     #[test]
     fn wildcard_update() {
         let out = apply(PETS, "$.paths.*.*", Some("x-rate-limit: 100"));
-        for (path, op) in [("/pets", "get"), ("/pets", "post"), ("/pets/{id}", "delete")] {
+        for (path, op) in [
+            ("/pets", "get"),
+            ("/pets", "post"),
+            ("/pets/{id}", "delete"),
+        ] {
             assert_eq!(out["paths"][path][op]["x-rate-limit"], 100);
         }
     }
@@ -450,7 +473,10 @@ paths:
             "$.paths['/pets'].get.parameters[?@.name == 'limit']",
             None,
         );
-        assert_eq!(out["paths"]["/pets"]["get"]["parameters"], serde_json::json!([]));
+        assert_eq!(
+            out["paths"]["/pets"]["get"]["parameters"],
+            serde_json::json!([])
+        );
     }
 
     /// Overlay 1.0 "Traits Examples" style: a filter on an extension, removing what it selects.
@@ -471,7 +497,11 @@ paths:
         );
         assert_eq!(out["paths"]["/watch/pets"]["get"]["x-retry"], false);
         assert!(out["paths"]["/pets"]["get"].get("x-retry").is_none());
-        let out = apply(PETS, "$..[?match(@.operationId, 'get.*')]", Some("x-idempotent: true"));
+        let out = apply(
+            PETS,
+            "$..[?match(@.operationId, 'get.*')]",
+            Some("x-idempotent: true"),
+        );
         assert_eq!(out["paths"]["/pets/{id}"]["get"]["x-idempotent"], true);
     }
 
@@ -483,7 +513,10 @@ paths:
             Some("operationId: listAllPets\nparameters: [{name: offset, in: query}]"),
         );
         assert_eq!(out["paths"]["/pets"]["get"]["operationId"], "listAllPets");
-        assert_eq!(out["paths"]["/pets"]["get"]["parameters"][1]["name"], "offset");
+        assert_eq!(
+            out["paths"]["/pets"]["get"]["parameters"][1]["name"],
+            "offset"
+        );
     }
 
     #[test]
@@ -494,7 +527,13 @@ paths:
         for m in select(&path, &root) {
             update_at(&mut root, &m, &update).unwrap();
         }
-        let op = root.get("paths").unwrap().get("/watch/pets").unwrap().get("get").unwrap();
+        let op = root
+            .get("paths")
+            .unwrap()
+            .get("/watch/pets")
+            .unwrap()
+            .get("get")
+            .unwrap();
         let value = op.get("x-retry").unwrap();
         assert_eq!(value.mark.file, 7);
         assert_eq!((value.mark.line, value.mark.column), (1, 10));
