@@ -482,7 +482,7 @@ paths:
     /// Overlay 1.0 "Traits Examples" style: a filter on an extension, removing what it selects.
     #[test]
     fn remove_by_filter_on_extension() {
-        let out = apply(PETS, "$.paths.*[?@.x-internal == true]", None);
+        let out = apply(PETS, "$.paths.*[?@['x-internal'] == true]", None);
         assert!(out["paths"]["/pets"].get("post").is_none());
         assert!(out["paths"]["/pets/{id}"].get("delete").is_none());
         assert_eq!(out["paths"]["/pets"]["get"]["operationId"], "listPets");
