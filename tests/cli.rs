@@ -613,3 +613,33 @@ fn kubernetes_watch_overlay() {
     }
     assert!(watches > 100, "{watches}");
 }
+
+#[test]
+fn overlays_cannot_nest_the_document_past_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let nest = |n: usize| format!("{}1{}", "{n: ".repeat(n), "}".repeat(n));
+    let overlay = dir.path().join("deep.yaml");
+    std::fs::write(
+        &overlay,
+        format!(
+            "overlay: 1.0.0\ninfo: {{title: deep, version: 1}}\nactions:\n  - target: $.info\n    update: {}\n  - target: $.info{}\n    update: {}\n",
+            nest(240),
+            ".n".repeat(239),
+            nest(240)
+        ),
+    )
+    .unwrap();
+    let overlay = overlay.to_string_lossy().into_owned();
+    let (code, _, err) = retrygen(&[
+        "list",
+        "--spec",
+        "specs/sandbox.yaml",
+        "--overlay",
+        &overlay,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("deep.yaml:6:13: the overlaid document would nest deeper than 256 levels"),
+        "{err}"
+    );
+}

@@ -352,6 +352,24 @@ impl Reader {
                 );
                 return;
             }
+            // By induction the tree stays within the nesting limit, so the recursive walks
+            // over it (conversion, cloning) stay bounded.
+            let nesting = depth(update);
+            if let Some(m) = matches
+                .iter()
+                .find(|m| m.len() + nesting > self.limits.max_depth)
+            {
+                self.error(
+                    target_at,
+                    format!(
+                        "the overlaid document would nest deeper than {} levels (at a target {} levels deep)",
+                        self.limits.max_depth,
+                        m.len()
+                    ),
+                    load::TOO_DEEP_HELP,
+                );
+                return;
+            }
             for m in &matches {
                 if let Err(kind) = update_at(tree, m, update) {
                     self.error(
@@ -366,6 +384,15 @@ impl Reader {
                 }
             }
         }
+    }
+}
+
+/// Levels of nesting of `node` (a scalar is 0; the loaders bound it for a loaded tree).
+fn depth(node: &Node) -> usize {
+    match &node.value {
+        Value::Seq(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Map(entries) => 1 + entries.iter().map(|e| depth(&e.value)).max().unwrap_or(0),
+        _ => 0,
     }
 }
 
