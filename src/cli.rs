@@ -68,6 +68,10 @@ pub struct GenerateArgs {
     /// Use templates from DIR/<language>/ instead of the embedded ones.
     #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
+    /// An OpenAPI Overlay 1.0 file applied to every job's spec after the job's own `overlays`
+    /// (repeatable, applied in order).
+    #[arg(long = "overlay", value_name = "FILE")]
+    pub overlays: Vec<PathBuf>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -86,6 +90,9 @@ pub struct ListArgs {
     /// Require an explicit x-idempotent on every POST and PATCH.
     #[arg(long)]
     pub strict: bool,
+    /// An OpenAPI Overlay 1.0 file applied to the spec before it is read (repeatable, applied in order).
+    #[arg(long = "overlay", value_name = "FILE")]
+    pub overlays: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -95,6 +102,9 @@ pub struct LintArgs {
     /// Require an explicit x-idempotent on every POST and PATCH, and at least one annotation.
     #[arg(long)]
     pub strict: bool,
+    /// An OpenAPI Overlay 1.0 file applied to the spec before it is read (repeatable, applied in order).
+    #[arg(long = "overlay", value_name = "FILE")]
+    pub overlays: Vec<PathBuf>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -123,6 +133,9 @@ pub struct DiffArgs {
     /// Exit 1 when a change of this rating (or any change) is found.
     #[arg(long, value_enum, value_name = "riskier|any")]
     pub fail_on: Option<FailOn>,
+    /// An OpenAPI Overlay 1.0 file applied to both specs (repeatable, applied in order).
+    #[arg(long = "overlay", value_name = "FILE")]
+    pub overlays: Vec<PathBuf>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -142,6 +155,9 @@ pub struct ExplainArgs {
     pub url: String,
     #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
     pub format: ExplainFormat,
+    /// An OpenAPI Overlay 1.0 file applied to the spec before it is read (repeatable, applied in order).
+    #[arg(long = "overlay", value_name = "FILE")]
+    pub overlays: Vec<PathBuf>,
 }
 
 fn print_diagnostics(err: &mut dyn std::io::Write, diagnostics: &Diagnostics) {
@@ -187,6 +203,7 @@ fn config(args: &GenerateArgs) -> Result<Config, Diagnostic> {
                     templates: None,
                     policy: Vec::new(),
                     targets: vec![target],
+                    overlays: Vec::new(),
                 }],
             }
         } else {
@@ -211,6 +228,9 @@ fn config(args: &GenerateArgs) -> Result<Config, Diagnostic> {
         for job in &mut config.jobs {
             job.templates = Some(dir.clone());
         }
+    }
+    for job in &mut config.jobs {
+        job.overlays.extend(args.overlays.iter().cloned());
     }
     Ok(config)
 }
@@ -401,6 +421,7 @@ pub fn render_list(api: &Api, format: ListFormat) -> String {
 pub fn list(args: &ListArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
     let options = ModelOptions {
         strict: args.strict,
+        overlays: args.overlays.clone(),
         ..ModelOptions::default()
     };
     match load_api(&args.spec, &options) {
@@ -419,6 +440,7 @@ pub fn list(args: &ListArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io
 pub fn lint(args: &LintArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
     let options = ModelOptions {
         strict: args.strict,
+        overlays: args.overlays.clone(),
         ..ModelOptions::default()
     };
     // A spec path that names no file is a usage problem (exit 2); every problem inside a
@@ -443,7 +465,14 @@ pub fn lint(args: &LintArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io
 }
 
 pub fn diff(args: &DiffArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
-    let (report, warnings) = match facade::diff(&args.old, &args.new, &ModelOptions::default()) {
+    let (report, warnings) = match facade::diff(
+        &args.old,
+        &args.new,
+        &ModelOptions {
+            overlays: args.overlays.clone(),
+            ..ModelOptions::default()
+        },
+    ) {
         Ok(r) => r,
         Err(diagnostics) => {
             print_diagnostics(err, &diagnostics);
@@ -489,7 +518,13 @@ pub fn explain(
             ));
             d
         })
-        .and_then(|spec| facade::load_spec(&spec, &ModelOptions::default()));
+        .and_then(|spec| {
+            let options = ModelOptions {
+                overlays: args.overlays.clone(),
+                ..ModelOptions::default()
+            };
+            facade::load_spec(&spec, &options)
+        });
     let (api, warnings) = match loaded {
         Ok(loaded) => loaded,
         Err(diagnostics) => {

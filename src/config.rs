@@ -29,6 +29,9 @@ struct RawJob {
     policy: BTreeMap<String, toml::Value>,
     #[serde(default)]
     target: Vec<RawTarget>,
+    /// OpenAPI Overlay 1.0 files applied in order to the spec.
+    #[serde(default)]
+    overlays: Vec<PathBuf>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -58,6 +61,8 @@ pub struct Job {
     pub templates: Option<PathBuf>,
     pub policy: Vec<(String, RawValue)>,
     pub targets: Vec<Target>,
+    /// OpenAPI Overlay 1.0 files applied in order to the spec before it is read.
+    pub overlays: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -141,6 +146,7 @@ pub fn load(path: &Path) -> Result<Config, Diagnostic> {
             strict: job.strict,
             idempotency_headers: job.idempotency_headers,
             templates: job.templates.as_deref().map(resolve),
+            overlays: job.overlays.iter().map(|p| resolve(p)).collect(),
             policy: job
                 .policy
                 .iter()

@@ -60,7 +60,8 @@ pub fn load_spec(
     spec: &read::SpecRef,
     options: &ModelOptions,
 ) -> Result<(Api, Diagnostics), Diagnostics> {
-    let (raw, mut diagnostics) = read::read_spec(spec, &Limits::default())?;
+    let (raw, mut diagnostics) =
+        read::read_spec_with_overlays(spec, &Limits::default(), &options.overlays, options.strict)?;
     let root_file = &spec.display;
     match model::build(&raw, root_file, options) {
         Ok((api, warnings)) => {
@@ -130,6 +131,7 @@ pub fn model_options(job: &Job, config: &Config) -> ModelOptions {
         options.idempotency_headers = headers.clone();
     }
     options.policy_overrides = job.policy.clone();
+    options.overlays = job.overlays.clone();
     options.overrides_at = config.path.as_ref().map(|p| Location {
         file: display_path(p),
         line: 1,

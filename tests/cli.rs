@@ -470,3 +470,176 @@ fn explain_unmatched_request_and_errors() {
     assert_eq!(code, 2);
     assert!(err.contains("error:"), "{err}");
 }
+
+#[test]
+fn list_with_an_overlay_names_the_deciding_action() {
+    let (code, out, err) = retrygen(&[
+        "list",
+        "--spec",
+        "specs/sandbox.yaml",
+        "--overlay",
+        "tests/fixtures/overlay/annotate.yaml",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(
+        "x-idempotent: false from overlay tests/fixtures/overlay/annotate.yaml action 3"
+    ));
+    insta::assert_snapshot!("list_with_an_overlay", out);
+    insta::assert_snapshot!("list_with_an_overlay_warnings", err);
+}
+
+#[test]
+fn overlay_targets_matching_nothing_are_errors_with_strict() {
+    let (code, _, err) = retrygen(&[
+        "lint",
+        "--strict",
+        "--spec",
+        "specs/annotations.yaml",
+        "--overlay",
+        "tests/fixtures/overlay/annotate.yaml",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("error: tests/fixtures/overlay/annotate.yaml:16:13: action 4 target"));
+}
+
+#[test]
+fn overlay_diagnostics_point_into_the_overlay() {
+    let (code, out, err) = retrygen(&[
+        "lint",
+        "--spec",
+        "specs/sandbox.yaml",
+        "--overlay",
+        "tests/fixtures/overlay/errors.yaml",
+        "--overlay",
+        "tests/fixtures/overlay/duplicate-keys.yaml",
+        "--overlay",
+        "tests/fixtures/overlay/missing.yaml",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    insta::assert_snapshot!("overlay_diagnostics", err);
+}
+
+#[test]
+fn overlays_apply_to_both_sides_of_a_diff_and_to_explain() {
+    let overlay = "tests/fixtures/overlay/annotate.yaml";
+    let (code, out, _) = retrygen(&[
+        "diff",
+        "specs/sandbox.yaml",
+        "specs/sandbox.yaml",
+        "--overlay",
+        overlay,
+        "--fail-on",
+        "any",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out, _) = retrygen(&[
+        "explain",
+        "--spec",
+        "specs/sandbox.yaml",
+        "--overlay",
+        overlay,
+        "POST",
+        "/v1/sandboxes/abc/timeout",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("tests/fixtures/overlay/annotate.yaml:15:21"),
+        "{out}"
+    );
+}
+
+#[test]
+fn job_overlays_resolve_against_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::copy(root.join("specs/sandbox.yaml"), dir.path().join("api.yaml")).unwrap();
+    std::fs::copy(
+        root.join("tests/fixtures/overlay/annotate.yaml"),
+        dir.path().join("annotate.yaml"),
+    )
+    .unwrap();
+    let config = dir.path().join("retrygen.toml");
+    std::fs::write(
+        &config,
+        "[[job]]\nspec = \"api.yaml\"\noverlays = [\"annotate.yaml\", \"missing.yaml\"]\n[[job.target]]\nlanguage = \"python\"\nout = \"out/\"\n",
+    )
+    .unwrap();
+    let config = config.to_string_lossy().into_owned();
+    let (code, _, err) = retrygen(&["generate", "--config", &config]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("missing.yaml:1:1: cannot open the overlay"),
+        "{err}"
+    );
+    // The first overlay was found beside the config and applied: its unmatched target warns.
+    assert!(
+        err.contains("annotate.yaml:16:13: action 4 target"),
+        "{err}"
+    );
+}
+
+/// The README's example: one action marks every `watch*` operation of the Kubernetes API (long
+/// lived streams the spec does not declare as event streams) `x-retry: false`.
+#[test]
+fn kubernetes_watch_overlay() {
+    let spec = "/work/shared/corpus/kubernetes-swagger-2.0.json";
+    if !Path::new(spec).exists() {
+        return;
+    }
+    let (code, out, err) = retrygen(&[
+        "list",
+        "--spec",
+        spec,
+        "--overlay",
+        "examples/kubernetes-watch.overlay.yaml",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let mut watches = 0;
+    for row in rows.as_array().unwrap() {
+        let id = row["operation_id"].as_str().unwrap_or("");
+        if id.starts_with("watch") {
+            watches += 1;
+            assert_eq!(row["class"], "no_retry", "{id}");
+            assert_eq!(
+                row["reason"],
+                "x-retry: false from overlay examples/kubernetes-watch.overlay.yaml action 1"
+            );
+        } else {
+            assert_ne!(row["class"], "no_retry", "{id}");
+        }
+    }
+    assert!(watches > 100, "{watches}");
+}
+
+#[test]
+fn overlays_cannot_nest_the_document_past_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let nest = |n: usize| format!("{}1{}", "{n: ".repeat(n), "}".repeat(n));
+    let overlay = dir.path().join("deep.yaml");
+    std::fs::write(
+        &overlay,
+        format!(
+            "overlay: 1.0.0\ninfo: {{title: deep, version: 1}}\nactions:\n  - target: $.info\n    update: {}\n  - target: $.info{}\n    update: {}\n",
+            nest(240),
+            ".n".repeat(239),
+            nest(240)
+        ),
+    )
+    .unwrap();
+    let overlay = overlay.to_string_lossy().into_owned();
+    let (code, _, err) = retrygen(&[
+        "list",
+        "--spec",
+        "specs/sandbox.yaml",
+        "--overlay",
+        &overlay,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("deep.yaml:6:13: the overlaid document would nest deeper than 256 levels"),
+        "{err}"
+    );
+}

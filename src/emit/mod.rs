@@ -288,6 +288,7 @@ mod tests {
             idempotency_headers: vec!["Idempotency-Key".into()],
             policy_overrides: vec![],
             overrides_at: None,
+            overlays: vec![],
         };
         crate::model::build(&raw, "matching.yaml", &options)
             .expect("spec builds")

@@ -145,6 +145,9 @@ pub struct ModelOptions {
     pub policy_overrides: Vec<(String, policy::RawValue)>,
     /// Where the overrides came from, for diagnostics.
     pub overrides_at: Option<Location>,
+    /// OpenAPI Overlay 1.0 files applied in order to the document before it is read (the
+    /// reader applies them; see [`crate::read::read_spec_with_overlays`]).
+    pub overlays: Vec<std::path::PathBuf>,
 }
 
 impl Default for ModelOptions {
@@ -157,6 +160,7 @@ impl Default for ModelOptions {
                 .collect(),
             policy_overrides: Vec::new(),
             overrides_at: None,
+            overlays: Vec::new(),
         }
     }
 }
@@ -170,8 +174,24 @@ fn source(at: &Location, root_file: &str) -> String {
     }
 }
 
-fn annotation(key: &str, a: &Located<bool>, root_file: &str) -> String {
-    format!("{key}: {} at {}", a.value, source(&a.at, root_file))
+/// Where a deciding value comes from: `at #/pointer` (or `at file#/pointer`), or for a value an
+/// overlay brought in `from overlay FILE action N` (1-based).
+fn origin(at: &Location, raw: &RawSpec, root_file: &str) -> String {
+    if raw.overlays.contains(&at.file) {
+        let action = at
+            .pointer
+            .strip_prefix("/actions/")
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|n| n.parse::<usize>().ok());
+        if let Some(n) = action {
+            return format!("from overlay {} action {}", at.file, n + 1);
+        }
+    }
+    format!("at {}", source(at, root_file))
+}
+
+fn annotation(key: &str, a: &Located<bool>, raw: &RawSpec, root_file: &str) -> String {
+    format!("{key}: {} {}", a.value, origin(&a.at, raw, root_file))
 }
 
 /// Builds the model. Errors (and, with `strict`, missing annotations) fail the build; warnings
@@ -311,7 +331,7 @@ fn classify(
         Some(r) if !r.value => {
             return (
                 ReplayClass::NoRetry,
-                annotation("x-retry", r, root_file),
+                annotation("x-retry", r, raw, root_file),
                 None,
                 decided(retry_source, Some(&r.at)),
             )
@@ -321,7 +341,7 @@ fn classify(
             if let Some(at) = &op.streaming {
                 return (
                     ReplayClass::NoRetry,
-                    format!("streams text/event-stream at {}", source(at, root_file)),
+                    format!("streams text/event-stream {}", origin(at, raw, root_file)),
                     None,
                     decided(Source::EventStream, Some(at)),
                 );
@@ -338,7 +358,7 @@ fn classify(
     let (idempotent, reason, mut decided_by) = match declared {
         Some((a, s)) => (
             a.value,
-            annotation("x-idempotent", a, root_file),
+            annotation("x-idempotent", a, raw, root_file),
             decided(s, Some(&a.at)),
         ),
         None => {

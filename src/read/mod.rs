@@ -6,6 +6,7 @@ pub mod json;
 pub mod load;
 pub mod node;
 mod openapi;
+mod overlay;
 pub mod policy;
 mod refs;
 pub mod source;
@@ -80,6 +81,8 @@ pub struct RawSpec {
     /// The document-level `x-retry-policy` object, validated by the model.
     pub retry_policy: Option<RawPolicy>,
     pub operations: Vec<RawOperation>,
+    /// The overlays applied to the document, as diagnostics name them, in order.
+    pub overlays: Vec<String>,
 }
 
 pub struct SourceFile {
@@ -102,6 +105,10 @@ struct Reader {
     diagnostics: Diagnostics,
     version: SpecVersion,
     source: FileSource,
+    /// Pointer inside its overlay file of every node and key an overlay brought in.
+    overlay_pointers: HashMap<(FileId, u32, u32), String>,
+    /// Nodes overlays copied into the document so far (bounded like alias expansion).
+    overlay_nodes: usize,
 }
 
 /// Where a `$ref` chain ends.
@@ -129,6 +136,18 @@ pub fn read(path: &Path, limits: &Limits) -> Result<(RawSpec, Diagnostics), Diag
 
 /// [`read`] for a spec on disk or in a git revision (see [`SpecRef`]).
 pub fn read_spec(spec: &SpecRef, limits: &Limits) -> Result<(RawSpec, Diagnostics), Diagnostics> {
+    read_spec_with_overlays(spec, limits, &[], false)
+}
+
+/// [`read_spec`] with OpenAPI Overlay 1.0 documents (files on disk) applied in order to the
+/// root document before it is walked. A target matching nothing is a warning, an error when
+/// `strict`.
+pub fn read_spec_with_overlays(
+    spec: &SpecRef,
+    limits: &Limits,
+    overlays: &[PathBuf],
+    strict: bool,
+) -> Result<(RawSpec, Diagnostics), Diagnostics> {
     let path = spec.path.as_path();
     let display = spec.display.clone();
     let mut reader = Reader {
@@ -144,15 +163,43 @@ pub fn read_spec(spec: &SpecRef, limits: &Limits) -> Result<(RawSpec, Diagnostic
         diagnostics: Diagnostics::default(),
         version: SpecVersion::OpenApi30,
         source: spec.source.clone(),
+        overlay_pointers: HashMap::new(),
+        overlay_nodes: 0,
     };
     let Some(root_id) = reader.load_root(path, &display) else {
         return Err(reader.diagnostics);
     };
+    let mut overlay_names = Vec::new();
+    if !overlays.is_empty() {
+        let mut tree = std::mem::replace(
+            &mut Rc::get_mut(&mut reader.files[root_id as usize])
+                .expect("only the reader holds the root yet")
+                .root,
+            Node {
+                value: Value::Null,
+                mark: Mark {
+                    file: root_id,
+                    line: 1,
+                    column: 1,
+                },
+            },
+        );
+        for path in overlays {
+            reader.apply_overlay(&mut tree, path, strict);
+            overlay_names.push(crate::facade::display_path(path));
+        }
+        Rc::get_mut(&mut reader.files[root_id as usize])
+            .expect("only the reader holds the root yet")
+            .root = tree;
+    }
     let root = reader.files[root_id as usize].clone();
     // With a readable root the spec comes back even beside errors, so the model can report its
     // own problems in the same run; callers check `has_errors`.
     match reader.read_document(&root, source_name(path)) {
-        Some(spec) => Ok((spec, reader.diagnostics)),
+        Some(mut spec) => {
+            spec.overlays = overlay_names;
+            Ok((spec, reader.diagnostics))
+        }
         None => Err(reader.diagnostics),
     }
 }
@@ -187,6 +234,18 @@ fn relative_path(base: &Path, target: &Path) -> PathBuf {
 
 impl Reader {
     fn location(&self, file: &SourceFile, mark: Mark, pointer: &str) -> Location {
+        // A value an overlay brought in is located in the overlay file, by its pointer there.
+        if let Some(at) = self
+            .overlay_pointers
+            .get(&(mark.file, mark.line, mark.column))
+        {
+            return Location {
+                file: self.files[mark.file as usize].display.clone(),
+                line: mark.line as usize,
+                column: mark.column as usize,
+                pointer: at.clone(),
+            };
+        }
         Location {
             file: file.display.clone(),
             line: mark.line as usize,

@@ -100,6 +100,7 @@ impl Reader {
             idempotent_on_root,
             retry_policy,
             operations,
+            overlays: Vec::new(),
         })
     }
 
