@@ -366,22 +366,37 @@ function checkTokens(policy: RetryPolicy, tokens: number): void {
   intIn("input.budget_tokens", tokens, 0, policy.budgetCapacity);
 }
 
+/** `String.prototype.isWellFormed` (ES2024) where the engine has it. */
+const IS_WELL_FORMED = (
+  String.prototype as { isWellFormed?: (this: string) => boolean }
+).isWellFormed;
+
 /**
  * Throws `key` when `text` is not a sequence of Unicode scalar values (a lone
  * UTF-16 surrogate; contract C4).
  */
 function requireScalarValues(key: string, text: string): void {
   // [contract V8]
+  if (!isScalarString(text)) {
+    throw new RetryInputError(key);
+  }
+}
+
+function isScalarString(text: string): boolean {
+  if (IS_WELL_FORMED !== undefined) {
+    return IS_WELL_FORMED.call(text);
+  }
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c >= 0xd800 && c <= 0xdfff) {
       const next = text.charCodeAt(i + 1);
       if (c > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) {
-        throw new RetryInputError(key);
+        return false;
       }
       i++;
     }
   }
+  return true;
 }
 
 /**
