@@ -12,9 +12,50 @@ const LETTERS: Record<ReplayClass, string> = {
   no_retry: "r",
 };
 
-// The baseline: [method, anchored regex] pairs of every operation, in table order.
+// The baseline: [method, anchored regex] pairs of every operation, in table order, as SDKs kept
+// them by hand (contract v1's expressions: literals as written, regex syntax escaped, `[^/]+`
+// per parameter, one optional trailing slash). `Operation.pattern` is the safe-list expression
+// now, which also accepts percent-encoded literals.
+const REGEX_SYNTAX = "\\.+*?()|[]{}^$";
+
+function handWritten(path: string): RegExp {
+  let route = path;
+  for (const stop of ["?", "#"]) {
+    const at = route.indexOf(stop);
+    if (at >= 0) {
+      route = route.slice(0, at);
+    }
+  }
+  let rest = route.startsWith("/") ? route.slice(1) : route;
+  if (rest.endsWith("/")) {
+    rest = rest.slice(0, -1);
+  }
+  if (rest === "") {
+    return new RegExp("^/$");
+  }
+  let out = "^";
+  for (const segment of rest.split("/")) {
+    out += "/";
+    let at = 0;
+    while (at < segment.length) {
+      const open = segment.indexOf("{", at);
+      const literal = segment.slice(at, open < 0 ? segment.length : open);
+      for (const c of literal) {
+        out += REGEX_SYNTAX.includes(c) ? "\\" + c : c;
+      }
+      if (open < 0) {
+        break;
+      }
+      out += "[^/]+";
+      const close = segment.indexOf("}", open);
+      at = close < 0 ? segment.length : close + 1;
+    }
+  }
+  return new RegExp(out + "/?$");
+}
+
 const METHODS: string[] = OPERATIONS.map((op) => op.method);
-const PATTERNS: RegExp[] = OPERATIONS.map((op) => op.pattern);
+const PATTERNS: RegExp[] = OPERATIONS.map((op) => handWritten(op.path));
 
 function scan(method: string, path: string): number {
   const cut = path.search(/[?#]/);

@@ -54,6 +54,16 @@ test("patterns are compiled when first read, once", async () => {
       rejectedStatuses: [429],
       retryAfterCapMs: 60000,
       deadlineMs: null,
+      retryOnlyWithServerDelay: [],
+      keyInFlightStatuses: [409],
+      keyReusedStatuses: [422],
+      serverDirectiveHeaders: ["x-should-retry"],
+      retryAfterOverCap: "refuse",
+      unknownOperationClass: "method_default",
+      budgetCapacity: 500,
+      budgetRetryCost: 5,
+      budgetTimeoutCost: 10,
+      budgetSuccessRefund: 1,
     },
   });
   assert.equal(

@@ -2,7 +2,24 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { decide, retryTables, serverDelayMs } from "./runtime.js";
+import {
+  RetryBudget,
+  RetryInputError,
+  budgetNew,
+  budgetRecordSuccess,
+  budgetTryAcquire,
+  decide,
+  hasIdempotencyKey,
+  parseBudgetKind,
+  parseFailure,
+  parseJitter,
+  parseOverCapMode,
+  parseReplayClass,
+  parseUnknownOperationClass,
+  retryEvent,
+  retryTables,
+  serverDelayMs,
+} from "./runtime.js";
 import type {
   DecisionInput,
   Jitter,
@@ -22,6 +39,16 @@ const POLICY: RetryPolicy = {
   rejectedStatuses: [429],
   retryAfterCapMs: 60000,
   deadlineMs: null,
+  retryOnlyWithServerDelay: [],
+  keyInFlightStatuses: [409],
+  keyReusedStatuses: [422],
+  serverDirectiveHeaders: ["x-should-retry"],
+  retryAfterOverCap: "refuse",
+  unknownOperationClass: "method_default",
+  budgetCapacity: 500,
+  budgetRetryCost: 5,
+  budgetTimeoutCost: 10,
+  budgetSuccessRefund: 1,
 };
 
 const ROWS: readonly OperationRow[] = [
@@ -139,26 +166,43 @@ test("operationById", () => {
   );
 });
 
-test("patterns: literals as written and escaped, parameters [^/]+", () => {
-  const pattern = (operationId: string): string =>
-    tables.operationById(operationId)?.pattern.source ?? "";
-  assert.equal(pattern("root"), "^\\/$");
-  assert.equal(pattern("anyFile"), "^\\/files\\/[^/]+\\.[^/]+\\/?$");
-  assert.equal(pattern("encoded"), "^\\/space%20d\\/caf%C3%A9\\/?$");
-  assert.equal(pattern("refresh"), "^\\/tokens\\/?$");
+test("patterns (L1): literals itself or percent-encoded, parameters [^/]+", () => {
+  const pattern = (operationId: string): RegExp => {
+    const p = tables.operationById(operationId)?.pattern;
+    assert.ok(p !== undefined);
+    return p;
+  };
+  assert.equal(pattern("root").source, "^\\/\\/?$");
   assert.equal(
-    pattern("escape"),
-    "^\\/escape\\/a\\.b\\+c\\*\\(d\\)\\|\\[e\\]\\^\\$\\\\\\/?$",
+    pattern("anyFile").source,
+    "^\\/(?:f|%66)(?:i|%69)(?:l|%6[Cc])(?:e|%65)(?:s|%73)\\/[^/]+(?:\\.|%2[Ee])[^/]+\\/?$",
   );
-  const escape = tables.operationById("escape")?.pattern;
-  assert.ok(escape?.test("/escape/a.b+c*(d)|[e]^$\\/"));
-  assert.ok(!escape?.test("/escape/aXb+c*(d)|[e]^$\\"));
+  for (const path of [
+    "/space d/caf\u00E9",
+    "/space%20d/caf%C3%A9",
+    "/sp%61ce%20d/caf%c3%a9/",
+  ]) {
+    assert.ok(pattern("encoded").test(path), path);
+  }
+  assert.ok(!pattern("encoded").test("/space%20d/caf%C3%A9\n"));
+  assert.ok(pattern("refresh").test("/tokens"));
+  assert.ok(!pattern("refresh").test("/tokens#refresh"));
+  const escape = pattern("escape");
+  assert.ok(escape.test("/escape/a.b+c*(d)|[e]^$\\/"));
+  assert.ok(escape.test("/escape/a%2Eb+c*(d)|[e]^$%5c"));
+  assert.ok(!escape.test("/escape/aXb+c*(d)|[e]^$\\"));
+  // The safe list: non_replayable and keyed operations in table order.
   assert.deepEqual(
-    tables.nonReplayableOperations.map(([method, p]) => [method, p.source]),
+    tables.nonReplayableOperations.map(([method, p, header]) => [
+      method,
+      p.source,
+      header,
+    ]),
     [
-      ["POST", "^\\/sandboxes\\/[^/]+\\/fork\\/?$"],
-      ["POST", "^\\/tokens\\/?$"],
-      ["POST", pattern("escape")],
+      ["POST", pattern("fork").source, null],
+      ["POST", pattern("refresh").source, "Idempotency-Key"],
+      ["POST", pattern("grant").source, null],
+      ["POST", pattern("escape").source, null],
     ],
   );
 });
@@ -448,4 +492,361 @@ test("RFC 850 two-digit years resolve around now's calendar year", () => {
   const year1969 = Date.UTC(1969, 6, 1);
   assert.equal(at("70", year1969), Date.UTC(1970, 0, 1) - year1969);
   assert.equal(at("68", year1969), 0);
+});
+
+// Contract v2.
+
+test("invalid input throws RetryInputError with the message key", () => {
+  const key = (f: () => unknown): string => {
+    try {
+      f();
+    } catch (e) {
+      assert.ok(e instanceof RetryInputError);
+      assert.ok(e instanceof Error);
+      return e.key;
+    }
+    return "no error";
+  };
+  const ok = input(status(503));
+  const cases: [Partial<RetryPolicy>, Partial<DecisionInput>, string][] = [
+    [{ maxRetries: 101 }, {}, "policy.max_retries"],
+    [{ maxRetries: 1.5 }, {}, "policy.max_retries"],
+    [{ multiplier: NaN }, {}, "policy.multiplier"],
+    [{ multiplier: Infinity }, {}, "policy.multiplier"],
+    [{ jitter: "Full" as Jitter }, {}, "policy.jitter"],
+    [
+      { serverDirectiveHeaders: ["x should"] },
+      {},
+      "policy.server_directive_headers",
+    ],
+    [{ serverDirectiveHeaders: [""] }, {}, "policy.server_directive_headers"],
+    [{ budgetCapacity: 1000001 }, {}, "policy.budget_capacity"],
+    [
+      { initialBackoffMs: 2000, maxBackoffMs: 1000 },
+      {},
+      "policy.max_backoff_ms",
+    ],
+    [{ maxRetries: -1, jitter: "x" as Jitter }, {}, "policy.max_retries"],
+    [{}, { replayClass: "Keyed" as never }, "input.class"],
+    [{}, { outcome: { kind: "timeout" } as never }, "input.outcome"],
+    [{}, { outcome: status(600) }, "input.status"],
+    [{}, { retriesUsed: 2 ** 53 }, "input.retries_used"],
+    [{}, { elapsedMs: -1 }, "input.elapsed_ms"],
+    [{}, { random: NaN }, "input.random"],
+    [{}, { random: 1 }, "input.random"],
+    [{}, { random: -1e-300 }, "input.random"],
+    [{}, { random: NaN, outcome: { kind: "aborted" } }, "input.random"],
+    [{}, { budgetTokens: 501 }, "input.budget_tokens"],
+    [{ budgetCapacity: 0 }, { budgetTokens: 1 }, "input.budget_tokens"],
+  ];
+  for (const [p, i, want] of cases) {
+    assert.equal(
+      key(() => decide({ ...POLICY, ...p }, { ...ok, ...i })),
+      want,
+      JSON.stringify([p, i]),
+    );
+  }
+  assert.equal(
+    key(() => parseReplayClass("keyed ")),
+    "input.class",
+  );
+  assert.equal(
+    key(() => parseFailure("Connect")),
+    "input.outcome",
+  );
+  assert.equal(
+    key(() => parseJitter("")),
+    "policy.jitter",
+  );
+  assert.equal(
+    key(() => parseOverCapMode("Clamp")),
+    "policy.retry_after_over_cap",
+  );
+  assert.equal(
+    key(() => parseUnknownOperationClass("idempotent")),
+    "policy.unknown_operation_class",
+  );
+  assert.equal(
+    key(() => parseBudgetKind("slow")),
+    "input.budget_kind",
+  );
+  assert.equal(parseReplayClass("no_retry"), "no_retry");
+  assert.equal(
+    key(() => budgetRecordSuccess(POLICY, 0, -1)),
+    "input.budget_release",
+  );
+  assert.equal(
+    key(() => budgetTryAcquire(POLICY, 0, "slow" as never)),
+    "input.budget_kind",
+  );
+});
+
+test("directives, key statuses, over-cap mode, budget in decide (section 4)", () => {
+  const withDirective = (code: number, directive: string): Outcome => ({
+    kind: "status",
+    status: code,
+    directive,
+  });
+  const cases: [RetryPolicy, DecisionInput, [boolean, number, string]][] = [
+    [POLICY, input(withDirective(503, "false")), [false, 0, "server_said_no"]],
+    [
+      POLICY,
+      input(withDirective(404, " TRUE\t")),
+      [true, 250, "server_said_yes"],
+    ],
+    [
+      POLICY,
+      input(withDirective(404, "true"), { replayClass: "non_replayable" }),
+      [false, 0, "status_not_retryable"],
+    ],
+    [
+      POLICY,
+      input(withDirective(429, "false"), { replayClass: "non_replayable" }),
+      [false, 0, "server_said_no"],
+    ],
+    [
+      { ...POLICY, serverDirectiveHeaders: [] },
+      input(withDirective(503, "false")),
+      [true, 250, "retryable_status"],
+    ],
+    [POLICY, input(withDirective(503, "yes")), [true, 250, "retryable_status"]],
+    [
+      POLICY,
+      input(status(409), { replayClass: "keyed", hasIdempotencyKey: true }),
+      [true, 250, "key_in_flight"],
+    ],
+    [
+      POLICY,
+      input(withDirective(422, "true"), {
+        replayClass: "keyed",
+        hasIdempotencyKey: true,
+      }),
+      [false, 0, "key_reused"],
+    ],
+    [
+      POLICY,
+      input(status(409), { replayClass: "keyed" }),
+      [false, 0, "status_not_retryable"],
+    ],
+    [
+      { ...POLICY, retryAfterOverCap: "clamp" },
+      input(status(503, "120")),
+      [true, 60000, "retryable_status"],
+    ],
+    [
+      { ...POLICY, retryAfterOverCap: "clamp" },
+      input(status(503, "9999999999999999")),
+      [true, 60000, "retryable_status"],
+    ],
+    [
+      { ...POLICY, retryOnlyWithServerDelay: [429] },
+      input(status(429)),
+      [false, 0, "no_server_delay"],
+    ],
+    [
+      { ...POLICY, retryOnlyWithServerDelay: [429] },
+      input(status(429, "2")),
+      [true, 2000, "rejected_status"],
+    ],
+  ];
+  for (const [p, i, expected] of cases) {
+    assert.deepEqual(decision(p, i), expected, JSON.stringify(i));
+  }
+  const budget = (
+    i: DecisionInput,
+  ): [boolean, number, string, number | null] => {
+    const d = decide(POLICY, i);
+    return [d.retry, d.delayMs, d.reason, d.budgetTokens];
+  };
+  assert.deepEqual(budget(input({ kind: "connect" }, { budgetTokens: 500 })), [
+    true,
+    250,
+    "connect_failure",
+    495,
+  ]);
+  assert.deepEqual(
+    budget(input({ kind: "transport" }, { budgetTokens: 10, timedOut: true })),
+    [true, 250, "transport_failure", 0],
+  );
+  assert.deepEqual(budget(input(status(503), { budgetTokens: 4 })), [
+    false,
+    0,
+    "budget_exhausted",
+    4,
+  ]);
+  assert.deepEqual(budget(input(status(404), { budgetTokens: 4 })), [
+    false,
+    0,
+    "status_not_retryable",
+    4,
+  ]);
+  assert.equal(decide(POLICY, input(status(503))).budgetTokens, null);
+});
+
+test("budget functions and the per-client cell (K1-K4)", () => {
+  assert.equal(budgetNew(POLICY), 500);
+  assert.deepEqual(budgetTryAcquire(POLICY, 5, "retry"), [true, 0]);
+  assert.deepEqual(budgetTryAcquire(POLICY, 9, "timeout"), [false, 9]);
+  const off = { ...POLICY, budgetCapacity: 0 };
+  assert.deepEqual(budgetTryAcquire(off, 0, "timeout"), [true, 0]);
+  assert.equal(budgetRecordSuccess(off, 0, 5), 0);
+  assert.equal(budgetRecordSuccess(POLICY, 499, 5), 500);
+  assert.equal(budgetRecordSuccess(POLICY, 100, 0), 101);
+  const cell = new RetryBudget(POLICY);
+  let granted = 0;
+  while (cell.tryAcquire("retry")) {
+    granted++;
+  }
+  assert.equal(granted, 100);
+  assert.equal(cell.tokens, 0);
+  cell.recordSuccess(5);
+  cell.recordSuccess();
+  assert.equal(cell.tokens, 6);
+  const d = cell.decide(input(status(503), { budgetTokens: 1 }));
+  assert.deepEqual([d.retry, d.budgetTokens, cell.tokens], [true, 1, 1]);
+  assert.equal(new RetryBudget(POLICY, 7).tokens, 7);
+  assert.throws(() => new RetryBudget(POLICY, 501), RetryInputError);
+});
+
+test("the budget cell stays consistent across interleaved async tasks", async () => {
+  const cell = new RetryBudget({ ...POLICY, budgetCapacity: 1000 });
+  const task = async (n: number): Promise<number> => {
+    let granted = 0;
+    for (let i = 0; i < n; i++) {
+      await Promise.resolve();
+      if (cell.decide(input({ kind: "connect" })).retry) {
+        granted++;
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    return granted;
+  };
+  const granted = await Promise.all([task(60), task(60), task(60), task(60)]);
+  const total = granted.reduce((a, b) => a + b, 0);
+  assert.equal(total, 200, "1000 tokens pay for exactly 200 retries");
+  assert.equal(cell.tokens, 0);
+});
+
+test("a classifier from a base path or URL (C1-C3), full URLs, strings (C4)", () => {
+  const c = (base: string | null, method: string, target: string) => {
+    const found = tables.classifier(base).classify(method, target);
+    return [found.replayClass, found.operation?.operationId ?? null];
+  };
+  assert.deepEqual(c("/proxy/v1", "GET", "/proxy/v1/sandboxes/x"), [
+    "idempotent",
+    "get",
+  ]);
+  assert.deepEqual(
+    c("https://gw.example/proxy/v1//", "POST", "/proxy/v1/sandboxes/x/fork?a"),
+    ["non_replayable", "fork"],
+  );
+  assert.deepEqual(c(null, "GET", "HTTPS://h:8/v1/sandboxes/templates#f"), [
+    "idempotent",
+    "templates",
+  ]);
+  assert.deepEqual(c(null, "GET", "sandboxes/templates"), [
+    "idempotent",
+    "templates",
+  ]);
+  assert.deepEqual(c(null, "GET", "http://h"), ["idempotent", "root"]);
+  // The authority ends at `?`: no base path, so `/v1` stays in the path.
+  assert.deepEqual(c("http://h?x=/v1", "GET", "/v1/sandboxes/templates"), [
+    "idempotent",
+    null,
+  ]);
+  assert.equal(tables.classifier("https://gw.example/p/").basePath, "/p");
+  assert.equal(tables.classifier("/").basePath, "");
+  assert.equal(tables.classifier().basePath, "/v1");
+  const noRetry = tables.classifier(null, "no_retry");
+  assert.equal(noRetry.classify("GET", "/nowhere").replayClass, "no_retry");
+  assert.equal(
+    noRetry.classify("GET", "/sandboxes/x").replayClass,
+    "idempotent",
+  );
+  assert.equal(
+    tables.classifier(null, "non_replayable").classify("GET", "/x/y/z")
+      .replayClass,
+    "non_replayable",
+  );
+  const key = (f: () => unknown): string => {
+    try {
+      f();
+    } catch (e) {
+      assert.ok(e instanceof RetryInputError);
+      return e.key;
+    }
+    return "no error";
+  };
+  assert.equal(
+    key(() => tables.classify("GET", "/\uD800")),
+    "input.path",
+  );
+  assert.equal(
+    key(() => tables.classify("GET", "/a\uDC00b")),
+    "input.path",
+  );
+  assert.equal(
+    key(() => tables.classify("G\uDC00", "/\uD800")),
+    "input.method",
+  );
+  assert.equal(
+    key(() => tables.classifier("\uD800", "x" as never)),
+    "input.base",
+  );
+  assert.equal(
+    key(() => tables.classifier(null, "idempotent" as never)),
+    "policy.unknown_operation_class",
+  );
+  assert.equal(id("GET", "/space d/caf\u{1F600}"), null);
+  // Strict UTF-8: overlong, encoded surrogate, above U+10FFFF, truncated stay undecoded.
+  for (const bad of ["%C0%AE", "%ED%A0%80", "%F4%90%80%80", "%C3"]) {
+    assert.equal(id("GET", `/sandboxes/${bad}`), "get");
+    assert.equal(id("GET", `/bad${bad}/x`), null);
+  }
+  assert.equal(id("GET", "/bad%FF/x"), "undecodable");
+});
+
+test("hasIdempotencyKey (H1) and the retry event (E1)", () => {
+  const keyed = tables.operationById("refresh");
+  const headers = (...pairs: [string, string][]) => pairs;
+  assert.ok(hasIdempotencyKey(keyed, headers(["idempotency-KEY", "k"])));
+  assert.ok(
+    hasIdempotencyKey(keyed, headers(["a", ""], ["Idempotency-Key", " x "])),
+  );
+  assert.ok(!hasIdempotencyKey(keyed, headers(["Idempotency-Key", " \t"])));
+  assert.ok(!hasIdempotencyKey(keyed, headers(["Idempotency-\u212Aey", "k"])));
+  assert.ok(
+    !hasIdempotencyKey(
+      tables.operationById("fork"),
+      headers(["Idempotency-Key", "k"]),
+    ),
+  );
+  assert.ok(!hasIdempotencyKey(null, headers(["Idempotency-Key", "k"])));
+  assert.ok(hasIdempotencyKey(keyed, new Map([["idempotency-key", "k"]])));
+  const granted = decide(
+    POLICY,
+    input({ kind: "connect" }, { retriesUsed: 1 }),
+  );
+  const found = tables.classify("post", "/v1/sandboxes/x/fork?secret=1");
+  assert.deepEqual(retryEvent("post", found.operation, 1, granted), {
+    attempt: 2,
+    reason: "connect_failure",
+    delayMs: 500,
+    method: "POST",
+    pathTemplate: "/sandboxes/{id}/fork",
+    operationId: "fork",
+  });
+  const none = tables.classify("patch", "/nowhere/secret");
+  assert.deepEqual(retryEvent("patch", none.operation, 0, granted), {
+    attempt: 1,
+    reason: "connect_failure",
+    delayMs: 500,
+    method: "PATCH",
+    pathTemplate: null,
+    operationId: null,
+  });
+  assert.throws(
+    () => retryEvent("GET", null, 0, decide(POLICY, input(status(404)))),
+    RangeError,
+  );
 });

@@ -1,6 +1,8 @@
 // Conformance harness for the TypeScript module: reads a case file (conformance/README.md) and
 // prints one result line per case. Compiled by `cargo xtask` next to the generated index.ts and
-// runtime.ts.
+// runtime.ts. It reads the contract v2 lines (D, C, I, D2, K, C2, L, H, E, T2) and N, answered
+// from the safe list's entries without an idempotency header (v1's non_replayable list); the v1
+// table dump T is retired (its v2 form is T2). A RetryInputError prints `X name key`.
 
 import { readFileSync } from "node:fs";
 import {
@@ -8,17 +10,28 @@ import {
   DEFAULT_RETRY_POLICY,
   NON_REPLAYABLE_OPERATIONS,
   OPERATIONS,
+  RetryBudget,
+  RetryInputError,
   SOURCE_SPEC,
+  classifier,
   classify,
   decide,
+  hasIdempotencyKey,
   operationById,
+  parseBudgetKind,
+  retryEvent,
 } from "./index.js";
 import type {
+  BudgetKind,
+  Classification,
   DecisionInput,
+  DecisionReason,
   Jitter,
   Outcome,
+  OverCapMode,
   ReplayClass,
   RetryPolicy,
+  UnknownOperationClass,
 } from "./index.js";
 
 class Malformed extends Error {}
@@ -101,6 +114,97 @@ function flag(text: string): boolean {
   return text === "1";
 }
 
+/** The contract's default policy (K lines change its four budget values). */
+const DEFAULT_POLICY_V2: RetryPolicy = {
+  maxRetries: 3,
+  initialBackoffMs: 500,
+  maxBackoffMs: 30000,
+  multiplier: 2,
+  jitter: "full",
+  retryableStatuses: [408, 425, 429, 500, 502, 503, 504],
+  rejectedStatuses: [429],
+  retryAfterCapMs: 60000,
+  deadlineMs: null,
+  retryOnlyWithServerDelay: [],
+  keyInFlightStatuses: [409],
+  keyReusedStatuses: [422],
+  serverDirectiveHeaders: ["x-should-retry"],
+  retryAfterOverCap: "refuse",
+  unknownOperationClass: "method_default",
+  budgetCapacity: 500,
+  budgetRetryCost: 5,
+  budgetTimeoutCost: 10,
+  budgetSuccessRefund: 1,
+};
+
+/** Neutral v2 keys: what a v1 `D` line means under contract v2. */
+const NEUTRAL_V2 = {
+  retryOnlyWithServerDelay: [],
+  keyInFlightStatuses: [],
+  keyReusedStatuses: [],
+  serverDirectiveHeaders: [],
+  retryAfterOverCap: "refuse",
+  unknownOperationClass: "method_default",
+  budgetCapacity: 500,
+  budgetRetryCost: 5,
+  budgetTimeoutCost: 10,
+  budgetSuccessRefund: 1,
+} as const;
+
+function optionalToHex(text: string | null | undefined): string {
+  return text === null || text === undefined ? "-" : hex(text);
+}
+
+/**
+ * A hex field that may hold WTF-8 (lone surrogates as three bytes): the UTF-16
+ * string built by hand, surrogates allowed.
+ */
+function wtf8(text: string): string {
+  if (!/^(?:[0-9a-f]{2})*$/.test(text)) {
+    throw new Malformed(`bad hex field ${JSON.stringify(text)}`);
+  }
+  const bytes = Buffer.from(text, "hex");
+  let out = "";
+  let i = 0;
+  while (i < bytes.length) {
+    const b = bytes[i] as number;
+    let code: number;
+    let n: number;
+    if (b < 0x80) {
+      code = b;
+      n = 1;
+    } else if (b >= 0xc2 && b < 0xe0) {
+      code = b & 0x1f;
+      n = 2;
+    } else if (b >= 0xe0 && b < 0xf0) {
+      code = b & 0x0f;
+      n = 3;
+    } else if (b >= 0xf0 && b < 0xf5) {
+      code = b & 0x07;
+      n = 4;
+    } else {
+      throw new Malformed(`hex field is not WTF-8: ${text}`);
+    }
+    if (i + n > bytes.length) {
+      throw new Malformed(`hex field is not WTF-8: ${text}`);
+    }
+    for (let k = 1; k < n; k++) {
+      const c = bytes[i + k] as number;
+      if ((c & 0xc0) !== 0x80) {
+        throw new Malformed(`hex field is not WTF-8: ${text}`);
+      }
+      code = (code << 6) | (c & 0x3f);
+    }
+    const least = [0, 0, 0x80, 0x800, 0x10000][n] as number;
+    if (code < least || code > 0x10ffff) {
+      throw new Malformed(`hex field is not WTF-8: ${text}`);
+    }
+    out += String.fromCodePoint(code);
+    i += n;
+  }
+  return out;
+}
+
 function policyFields(policy: RetryPolicy): string[] {
   return [
     String(policy.maxRetries),
@@ -150,6 +254,136 @@ function patternText(pattern: RegExp): string {
   return out;
 }
 
+/** The 19 P2 fields; names go to the runtime unchecked, so that it rejects them. */
+function policy2(f: readonly string[]): RetryPolicy {
+  if (f.length !== 19) {
+    throw new Malformed(`P2 has ${f.length} fields, expected 19`);
+  }
+  const headers = field(f, 12);
+  return {
+    maxRetries: integer(field(f, 0)),
+    initialBackoffMs: integer(field(f, 1)),
+    maxBackoffMs: integer(field(f, 2)),
+    multiplier: double(field(f, 3)),
+    jitter: field(f, 4) as Jitter,
+    retryableStatuses: statuses(field(f, 5)),
+    rejectedStatuses: statuses(field(f, 6)),
+    retryAfterCapMs: integer(field(f, 7)),
+    deadlineMs: optionalInteger(field(f, 8)),
+    retryOnlyWithServerDelay: statuses(field(f, 9)),
+    keyInFlightStatuses: statuses(field(f, 10)),
+    keyReusedStatuses: statuses(field(f, 11)),
+    serverDirectiveHeaders:
+      headers === "-" ? [] : headers.split(",").map(unhex),
+    retryAfterOverCap: field(f, 13) as OverCapMode,
+    unknownOperationClass: field(f, 14) as UnknownOperationClass,
+    budgetCapacity: integer(field(f, 15)),
+    budgetRetryCost: integer(field(f, 16)),
+    budgetTimeoutCost: integer(field(f, 17)),
+    budgetSuccessRefund: integer(field(f, 18)),
+  };
+}
+
+function policy2Fields(p: RetryPolicy): string[] {
+  return [
+    ...policyFields(p),
+    p.retryOnlyWithServerDelay.join(","),
+    p.keyInFlightStatuses.join(","),
+    p.keyReusedStatuses.join(","),
+    p.serverDirectiveHeaders.length === 0
+      ? "-"
+      : p.serverDirectiveHeaders.map(hex).join(","),
+    p.retryAfterOverCap,
+    p.unknownOperationClass,
+    String(p.budgetCapacity),
+    String(p.budgetRetryCost),
+    String(p.budgetTimeoutCost),
+    String(p.budgetSuccessRefund),
+  ];
+}
+
+function decide2Line(f: readonly string[]): string {
+  expectFields(f, 35);
+  const policy = policy2(f.slice(2, 21));
+  const kind = field(f, 23);
+  const outcome: Outcome =
+    kind === "status"
+      ? {
+          kind,
+          status: integer(field(f, 24)),
+          retryAfter: optionalHex(field(f, 25)),
+          retryAfterMs: optionalHex(field(f, 26)),
+          directive: optionalHex(field(f, 27)),
+        }
+      : ({ kind } as Outcome);
+  const input: DecisionInput = {
+    replayClass: field(f, 21) as ReplayClass,
+    hasIdempotencyKey: flag(field(f, 22)),
+    outcome,
+    retriesUsed: integer(field(f, 28)),
+    elapsedMs: integer(field(f, 29)),
+    previousDelayMs: integer(field(f, 30)),
+    nowMs: integer(field(f, 31)),
+    random: double(field(f, 32)),
+    budgetTokens: optionalInteger(field(f, 33)),
+    timedOut: flag(field(f, 34)),
+  };
+  const d = decide(policy, input);
+  return [
+    "D2",
+    field(f, 1),
+    d.retry ? "1" : "0",
+    String(d.delayMs),
+    d.reason,
+    d.budgetTokens === null ? "-" : String(d.budgetTokens),
+  ].join("\t");
+}
+
+function budgetLine(f: readonly string[]): string {
+  expectFields(f, 7);
+  const budget = new RetryBudget({
+    ...DEFAULT_POLICY_V2,
+    budgetCapacity: integer(field(f, 2)),
+    budgetRetryCost: integer(field(f, 3)),
+    budgetTimeoutCost: integer(field(f, 4)),
+    budgetSuccessRefund: integer(field(f, 5)),
+  });
+  const initial = budget.tokens;
+  const results: string[] = [];
+  const events = field(f, 6);
+  for (const event of events === "" ? [] : events.split(",")) {
+    if (event === "r" || event === "t" || event.startsWith("a")) {
+      let kind: BudgetKind;
+      if (event === "r") {
+        kind = "retry";
+      } else if (event === "t") {
+        kind = "timeout";
+      } else {
+        kind = parseBudgetKind(unhex(event.slice(1)));
+      }
+      const allowed = budget.tryAcquire(kind);
+      results.push((allowed ? "y" : "n") + String(budget.tokens));
+    } else if (event.startsWith("s")) {
+      budget.recordSuccess(integer(event.slice(1)));
+      results.push("s" + String(budget.tokens));
+    } else {
+      throw new Malformed(`bad budget event ${JSON.stringify(event)}`);
+    }
+  }
+  return ["K", field(f, 1), String(initial), results.join(",")].join("\t");
+}
+
+function classifierOf(base: string, unknown: string) {
+  return classifier(
+    base === "-" ? null : wtf8(base),
+    unknown as UnknownOperationClass,
+  );
+}
+
+function classification(c: Classification): string[] {
+  return [c.replayClass, optionalToHex(c.operation?.operationId)];
+}
+
 function decideLine(f: readonly string[]): string {
   if (f.length !== 22) {
     throw new Malformed(`D line has ${f.length} fields, expected 22`);
@@ -164,6 +398,7 @@ function decideLine(f: readonly string[]): string {
     rejectedStatuses: statuses(field(f, 8)),
     retryAfterCapMs: integer(field(f, 9)),
     deadlineMs: optionalInteger(field(f, 10)),
+    ...NEUTRAL_V2,
   };
   const kind = field(f, 13);
   let outcome: Outcome;
@@ -214,68 +449,150 @@ function run(lines: readonly string[]): string[] {
       continue;
     }
     const f = line.split("\t");
-    switch (f[0]) {
-      case "D":
-        out.push(decideLine(f));
-        break;
-      case "C": {
-        expectFields(f, 4);
-        const result = classify(unhex(field(f, 2)), unhex(field(f, 3)));
-        const id = result.operation?.operationId ?? null;
-        out.push(
-          [
-            "C",
-            field(f, 1),
-            result.replayClass,
-            id === null ? "-" : hex(id),
-          ].join("\t"),
-        );
-        break;
+    try {
+      out.push(...runCase(f));
+    } catch (e) {
+      if (!(e instanceof RetryInputError)) {
+        throw e;
       }
-      case "I": {
-        expectFields(f, 3);
-        const op = operationById(unhex(field(f, 2)));
-        out.push(
-          op === undefined
-            ? ["I", field(f, 1), "-", "-"].join("\t")
-            : ["I", field(f, 1), hex(op.method), hex(op.path)].join("\t"),
-        );
-        break;
-      }
-      case "N": {
-        expectFields(f, 4);
-        const method = unhex(field(f, 2));
-        const path = unhex(field(f, 3));
-        const hit = NON_REPLAYABLE_OPERATIONS.some(
-          ([m, pattern]) => m === method && pattern.test(path),
-        );
-        out.push(["N", field(f, 1), hit ? "1" : "0"].join("\t"));
-        break;
-      }
-      case "T": {
-        expectFields(f, 1);
-        out.push(["B", hex(BASE_PATH), hex(SOURCE_SPEC)].join("\t"));
-        out.push(["P", ...policyFields(DEFAULT_RETRY_POLICY)].join("\t"));
-        OPERATIONS.forEach((op, index) => {
-          out.push(
-            [
-              "O",
-              String(index),
-              hex(op.method),
-              hex(op.path),
-              op.operationId === null ? "-" : hex(op.operationId),
-              op.replayClass,
-              hex(patternText(op.pattern)),
-            ].join("\t"),
-          );
-        });
-        break;
-      }
-      default:
-        throw new Malformed(`unknown line kind ${JSON.stringify(f[0])}`);
+      out.push(["X", field(f, 1), e.key].join("\t"));
     }
   }
   return out;
+}
+
+function runCase(f: readonly string[]): string[] {
+  switch (f[0]) {
+    case "D":
+      return [decideLine(f)];
+    case "D2":
+      return [decide2Line(f)];
+    case "K":
+      return [budgetLine(f)];
+    case "C": {
+      expectFields(f, 4);
+      const result = classify(unhex(field(f, 2)), unhex(field(f, 3)));
+      return [["C", field(f, 1), ...classification(result)].join("\t")];
+    }
+    case "C2": {
+      expectFields(f, 6);
+      const c = classifierOf(field(f, 2), field(f, 3));
+      const result = c.classify(wtf8(field(f, 4)), wtf8(field(f, 5)));
+      return [["C2", field(f, 1), ...classification(result)].join("\t")];
+    }
+    case "I": {
+      expectFields(f, 3);
+      const op = operationById(unhex(field(f, 2)));
+      return [
+        op === undefined
+          ? ["I", field(f, 1), "-", "-"].join("\t")
+          : ["I", field(f, 1), hex(op.method), hex(op.path)].join("\t"),
+      ];
+    }
+    case "N": {
+      // v1's list: the safe list's entries without a header (non_replayable).
+      expectFields(f, 4);
+      const method = unhex(field(f, 2));
+      const path = unhex(field(f, 3));
+      const hit = NON_REPLAYABLE_OPERATIONS.some(
+        ([m, pattern, header]) =>
+          header === null && m === method && pattern.test(path),
+      );
+      return [["N", field(f, 1), hit ? "1" : "0"].join("\t")];
+    }
+    case "L": {
+      expectFields(f, 4);
+      const method = unhex(field(f, 2));
+      const path = unhex(field(f, 3));
+      const entry = NON_REPLAYABLE_OPERATIONS.find(
+        ([m, pattern]) => m === method && pattern.test(path),
+      );
+      return [
+        entry === undefined
+          ? ["L", field(f, 1), "0", "-"].join("\t")
+          : ["L", field(f, 1), "1", optionalToHex(entry[2])].join("\t"),
+      ];
+    }
+    case "H": {
+      if (f.length < 3 || f.length % 2 !== 1) {
+        throw new Malformed("H line needs an operation and name/value pairs");
+      }
+      const op = operationById(unhex(field(f, 2)));
+      const headers: [string, string][] = [];
+      for (let i = 3; i < f.length; i += 2) {
+        headers.push([unhex(field(f, i)), unhex(field(f, i + 1))]);
+      }
+      const hit = hasIdempotencyKey(op, headers);
+      return [["H", field(f, 1), hit ? "1" : "0"].join("\t")];
+    }
+    case "E": {
+      expectFields(f, 8);
+      const method = unhex(field(f, 3));
+      const c = classifierOf(field(f, 2), "method_default").classify(
+        method,
+        unhex(field(f, 4)),
+      );
+      const event = retryEvent(method, c.operation, integer(field(f, 5)), {
+        retry: true,
+        delayMs: integer(field(f, 6)),
+        reason: field(f, 7) as DecisionReason,
+        budgetTokens: null,
+      });
+      return [
+        [
+          "E",
+          field(f, 1),
+          String(event.attempt),
+          event.reason,
+          String(event.delayMs),
+          hex(event.method),
+          optionalToHex(event.pathTemplate),
+          optionalToHex(event.operationId),
+        ].join("\t"),
+      ];
+    }
+    case "T2": {
+      expectFields(f, 1);
+      const out = [
+        ["B2", hex(BASE_PATH), hex(SOURCE_SPEC)].join("\t"),
+        ["P2", ...policy2Fields(DEFAULT_RETRY_POLICY)].join("\t"),
+      ];
+      const listed: number[] = [];
+      OPERATIONS.forEach((op, index) => {
+        out.push(
+          [
+            "O2",
+            String(index),
+            hex(op.method),
+            hex(op.path),
+            optionalToHex(op.operationId),
+            op.replayClass,
+            optionalToHex(op.idempotencyHeader),
+          ].join("\t"),
+        );
+        if (op.replayClass === "non_replayable" || op.replayClass === "keyed") {
+          listed.push(index);
+        }
+      });
+      if (listed.length !== NON_REPLAYABLE_OPERATIONS.length) {
+        throw new Malformed("the safe list and the operations disagree");
+      }
+      NON_REPLAYABLE_OPERATIONS.forEach(([method, pattern, header], i) => {
+        out.push(
+          [
+            "L2",
+            String(listed[i]),
+            hex(method),
+            hex(patternText(pattern)),
+            optionalToHex(header),
+          ].join("\t"),
+        );
+      });
+      return out;
+    }
+    default:
+      throw new Malformed(`unknown line kind ${JSON.stringify(f[0])}`);
+  }
 }
 
 function main(): number {

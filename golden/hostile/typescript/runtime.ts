@@ -8,14 +8,16 @@
  * document: `index.ts` holds the API's operations and policy, this file does
  * the rest.
  *
- * - `classify(method, path)` finds the operation a request calls and its
- *   replay class.
+ * - `classify(method, target)` finds the operation a request calls and its
+ *   replay class; `classifier(base)` does it for a base path or URL configured
+ *   at run time.
  * - `decide(policy, input)` says whether to retry an attempt that failed, after
- *   how long, and why.
+ *   how long, and why; `RetryBudget` keeps a client's retry budget.
  *
- * Both follow retrygen's retry contract (docs/contract.md) to the letter: there
- * is no hidden clock and no hidden random source, so the same inputs give the
- * same decision in every language retrygen generates.
+ * Both follow retrygen's retry contract (docs/contract.md, v2) to the letter:
+ * there is no hidden clock and no hidden random source, so the same inputs give
+ * the same decision in every language retrygen generates. Invalid input throws
+ * `RetryInputError`, never a decision.
  */
 
 /**
@@ -36,9 +38,10 @@ export interface Operation {
   /** The path template as the spec writes it. */
   readonly path: string;
   /**
-   * Anchored expression over the request path without query and base path,
-   * accepting one trailing slash; parameters match `[^/]+`. Compiled the first
-   * time it is read, then cached.
+   * The operation's safe-list expression (contract L1): anchored, over the
+   * request path without query and base path, one optional trailing slash;
+   * parameters match `[^/]+`, each literal character itself or its
+   * percent-encoding. Compiled the first time it is read, then cached.
    */
   readonly pattern: RegExp;
   /** The operationId, or `null` when the spec gives none. */
@@ -52,7 +55,10 @@ export interface Operation {
 export interface Classification {
   /** The operation the request calls, or `null` when none matches. */
   readonly operation: Operation | null;
-  /** The operation's class, or the method default when none matches. */
+  /**
+   * The operation's class; when none matches, the class of unknown requests
+   * (by default the method default).
+   */
   readonly replayClass: ReplayClass;
 }
 
@@ -62,9 +68,28 @@ export interface Classification {
  */
 export type Jitter = "full" | "equal" | "decorrelated" | "none";
 
-/** The retry policy (contract section 3, "Policy"). */
+/**
+ * What a server delay above `retryAfterCapMs` does: `refuse` (stop,
+ * `retry_after_over_cap`) or `clamp` (wait the cap).
+ */
+export type OverCapMode = "refuse" | "clamp";
+
+/** The class of a request no operation matches (contract C3). */
+export type UnknownOperationClass =
+  "method_default" | "non_replayable" | "no_retry";
+
+/** The cost a budget retry takes: `retry`, or `timeout` after a timeout. */
+export type BudgetKind = "retry" | "timeout";
+
+/** How an attempt failed without a response. */
+export type Failure = "connect" | "transport" | "aborted";
+
+/**
+ * The retry policy (contract section 3, "Policy"). `decide` checks every field
+ * (V1-V2) and throws `RetryInputError` with `policy.<key>` on the first bad one.
+ */
 export interface RetryPolicy {
-  /** Retries after the first attempt; 0 disables retrying. */
+  /** Retries after the first attempt, 0-100; 0 disables retrying. */
   readonly maxRetries: number;
   readonly initialBackoffMs: number;
   readonly maxBackoffMs: number;
@@ -78,6 +103,300 @@ export interface RetryPolicy {
   readonly retryAfterCapMs: number;
   /** No retry whose wait would end later than this after the first attempt. */
   readonly deadlineMs: number | null;
+  /** Statuses retried only when the server says how long to wait. */
+  readonly retryOnlyWithServerDelay: readonly number[];
+  /** Statuses meaning "the keyed original is still in flight" (retried). */
+  readonly keyInFlightStatuses: readonly number[];
+  /** Statuses meaning "the key was used with another payload" (never retried). */
+  readonly keyReusedStatuses: readonly number[];
+  /** Response headers whose `true`/`false` value is the server's directive. */
+  readonly serverDirectiveHeaders: readonly string[];
+  readonly retryAfterOverCap: OverCapMode;
+  readonly unknownOperationClass: UnknownOperationClass;
+  /** Tokens of the retry budget, 0-1000000; 0 disables it. */
+  readonly budgetCapacity: number;
+  readonly budgetRetryCost: number;
+  readonly budgetTimeoutCost: number;
+  readonly budgetSuccessRefund: number;
+}
+
+/**
+ * The contract's one error kind, "invalid input": `key` names the offending
+ * field (`policy.jitter`, `input.random`, `input.path`...), the same key in
+ * every language retrygen generates.
+ */
+export class RetryInputError extends Error {
+  readonly key: string;
+
+  constructor(key: string) {
+    super(`invalid retry input: ${key}`);
+    this.name = "RetryInputError";
+    this.key = key;
+  }
+}
+
+const REPLAY_CLASSES: readonly ReplayClass[] = Object.freeze([
+  "idempotent",
+  "keyed",
+  "non_replayable",
+  "no_retry",
+] as const);
+
+const JITTERS: readonly Jitter[] = Object.freeze([
+  "full",
+  "equal",
+  "decorrelated",
+  "none",
+] as const);
+
+const OVER_CAP_MODES: readonly OverCapMode[] = Object.freeze([
+  "refuse",
+  "clamp",
+] as const);
+
+const UNKNOWN_OPERATION_CLASSES: readonly UnknownOperationClass[] =
+  Object.freeze(["method_default", "non_replayable", "no_retry"] as const);
+
+const FAILURES: readonly Failure[] = Object.freeze([
+  "connect",
+  "transport",
+  "aborted",
+] as const);
+
+const BUDGET_KINDS: readonly BudgetKind[] = Object.freeze([
+  "retry",
+  "timeout",
+] as const);
+
+/** Whether `value` is one of `names`, exactly (case-sensitive, untrimmed). */
+function isName<T extends string>(
+  names: readonly T[],
+  value: unknown,
+): value is T {
+  return (
+    typeof value === "string" && (names as readonly string[]).includes(value)
+  );
+}
+
+function parseName<T extends string>(
+  names: readonly T[],
+  key: string,
+  name: string,
+): T {
+  if (!isName(names, name)) {
+    throw new RetryInputError(key);
+  }
+  return name;
+}
+
+/** The class named `name`, exactly; else throws `input.class`. */
+export function parseReplayClass(name: string): ReplayClass {
+  return parseName(REPLAY_CLASSES, "input.class", name);
+}
+
+/** The failure named `name`, exactly; else throws `input.outcome`. */
+export function parseFailure(name: string): Failure {
+  return parseName(FAILURES, "input.outcome", name);
+}
+
+/** The jitter named `name`, exactly; else throws `policy.jitter`. */
+export function parseJitter(name: string): Jitter {
+  return parseName(JITTERS, "policy.jitter", name);
+}
+
+/** The over-cap mode named `name`; else throws `policy.retry_after_over_cap`. */
+export function parseOverCapMode(name: string): OverCapMode {
+  return parseName(OVER_CAP_MODES, "policy.retry_after_over_cap", name);
+}
+
+/**
+ * The class of unknown requests named `name`; else throws
+ * `policy.unknown_operation_class`.
+ */
+export function parseUnknownOperationClass(
+  name: string,
+): UnknownOperationClass {
+  return parseName(
+    UNKNOWN_OPERATION_CLASSES,
+    "policy.unknown_operation_class",
+    name,
+  );
+}
+
+/** The budget kind named `name`, exactly; else throws `input.budget_kind`. */
+export function parseBudgetKind(name: string): BudgetKind {
+  return parseName(BUDGET_KINDS, "input.budget_kind", name);
+}
+
+/** 2^53 - 1: every language's exact integers. */
+const MAX_COUNTER = 9007199254740991;
+const BUDGET_MAX = 1000000;
+
+/** Throws `key` unless `value` is an integer in `low..high`. */
+function intIn(key: string, value: unknown, low: number, high: number): void {
+  if (
+    typeof value !== "number" ||
+    !Number.isInteger(value) ||
+    value < low ||
+    value > high
+  ) {
+    throw new RetryInputError(key);
+  }
+}
+
+function isStatus(value: unknown): boolean {
+  return (
+    typeof value === "number" &&
+    Number.isInteger(value) &&
+    value >= 100 &&
+    value <= 599
+  );
+}
+
+function checkStatuses(key: string, list: unknown): void {
+  if (!Array.isArray(list) || !list.every(isStatus)) {
+    throw new RetryInputError(key);
+  }
+}
+
+/** An RFC 9110 token: one or more of ``!#$%&'*+-.^_`|~``, digits, letters. */
+function isToken(name: unknown): boolean {
+  if (typeof name !== "string" || name === "") {
+    return false;
+  }
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    const alnum =
+      (c >= 0x30 && c <= 0x39) ||
+      (c >= 0x41 && c <= 0x5a) ||
+      (c >= 0x61 && c <= 0x7a);
+    if (!alnum && !"!#$%&'*+-.^_`|~".includes(name.charAt(i))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * Checks a policy (contract V1-V2): each key in the policy table's order, then
+ * `initialBackoffMs <= maxBackoffMs`. Throws `RetryInputError` with
+ * `policy.<key>` for the first that fails.
+ */
+export function checkPolicy(policy: RetryPolicy): void {
+  // [contract V1] each key in the policy table's order.
+  intIn("policy.max_retries", policy.maxRetries, 0, 100);
+  intIn("policy.initial_backoff_ms", policy.initialBackoffMs, 1, DAY_MS);
+  intIn("policy.max_backoff_ms", policy.maxBackoffMs, 1, DAY_MS);
+  const m: unknown = policy.multiplier;
+  if (typeof m !== "number" || !(m >= 1 && m <= 10)) {
+    throw new RetryInputError("policy.multiplier");
+  }
+  if (!isName(JITTERS, policy.jitter)) {
+    throw new RetryInputError("policy.jitter");
+  }
+  checkStatuses("policy.retryable_statuses", policy.retryableStatuses);
+  checkStatuses("policy.rejected_statuses", policy.rejectedStatuses);
+  intIn("policy.retry_after_cap_ms", policy.retryAfterCapMs, 0, DAY_MS);
+  if (policy.deadlineMs !== null) {
+    intIn("policy.deadline_ms", policy.deadlineMs, 1, DAY_MS);
+  }
+  checkStatuses(
+    "policy.retry_only_with_server_delay",
+    policy.retryOnlyWithServerDelay,
+  );
+  checkStatuses("policy.key_in_flight_statuses", policy.keyInFlightStatuses);
+  checkStatuses("policy.key_reused_statuses", policy.keyReusedStatuses);
+  const headers: unknown = policy.serverDirectiveHeaders;
+  if (!Array.isArray(headers) || !headers.every(isToken)) {
+    throw new RetryInputError("policy.server_directive_headers");
+  }
+  if (!isName(OVER_CAP_MODES, policy.retryAfterOverCap)) {
+    throw new RetryInputError("policy.retry_after_over_cap");
+  }
+  if (!isName(UNKNOWN_OPERATION_CLASSES, policy.unknownOperationClass)) {
+    throw new RetryInputError("policy.unknown_operation_class");
+  }
+  intIn("policy.budget_capacity", policy.budgetCapacity, 0, BUDGET_MAX);
+  intIn("policy.budget_retry_cost", policy.budgetRetryCost, 1, BUDGET_MAX);
+  intIn("policy.budget_timeout_cost", policy.budgetTimeoutCost, 1, BUDGET_MAX);
+  intIn(
+    "policy.budget_success_refund",
+    policy.budgetSuccessRefund,
+    0,
+    BUDGET_MAX,
+  );
+  // [contract V2]
+  if (policy.initialBackoffMs > policy.maxBackoffMs) {
+    throw new RetryInputError("policy.max_backoff_ms");
+  }
+}
+
+/** Checks the inputs of `decide` (contract V3-V7), in the input table's order. */
+function checkInput(policy: RetryPolicy, input: DecisionInput): void {
+  // [contract V3] exact names: the class, then the failure.
+  if (!isName(REPLAY_CLASSES, input.replayClass)) {
+    throw new RetryInputError("input.class");
+  }
+  const outcome = input.outcome;
+  const kind: unknown = outcome.kind;
+  if (kind !== "status" && !isName(FAILURES, kind)) {
+    throw new RetryInputError("input.outcome");
+  }
+  // [contract V4]
+  if (outcome.kind === "status" && !isStatus(outcome.status)) {
+    throw new RetryInputError("input.status");
+  }
+  // [contract V5]
+  intIn("input.retries_used", input.retriesUsed, 0, MAX_COUNTER);
+  intIn("input.elapsed_ms", input.elapsedMs, 0, MAX_COUNTER);
+  intIn("input.previous_delay_ms", input.previousDelayMs, 0, MAX_COUNTER);
+  // [contract V6] NaN fails every comparison.
+  const random: unknown = input.random;
+  if (typeof random !== "number" || !(random >= 0 && random < 1)) {
+    throw new RetryInputError("input.random");
+  }
+  // [contract V7]
+  const tokens = input.budgetTokens;
+  if (tokens !== null && tokens !== undefined) {
+    checkTokens(policy, tokens);
+  }
+}
+
+function checkTokens(policy: RetryPolicy, tokens: number): void {
+  intIn("input.budget_tokens", tokens, 0, policy.budgetCapacity);
+}
+
+/** `String.prototype.isWellFormed` (ES2024) where the engine has it. */
+const IS_WELL_FORMED = (
+  String.prototype as { isWellFormed?: (this: string) => boolean }
+).isWellFormed;
+
+/**
+ * Throws `key` when `text` is not a sequence of Unicode scalar values (a lone
+ * UTF-16 surrogate; contract C4).
+ */
+function requireScalarValues(key: string, text: string): void {
+  // [contract V8]
+  if (!isScalarString(text)) {
+    throw new RetryInputError(key);
+  }
+}
+
+function isScalarString(text: string): boolean {
+  if (IS_WELL_FORMED !== undefined) {
+    return IS_WELL_FORMED.call(text);
+  }
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdfff) {
+      const next = text.charCodeAt(i + 1);
+      if (c > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) {
+        return false;
+      }
+      i++;
+    }
+  }
+  return true;
 }
 
 /**
@@ -107,21 +426,56 @@ export interface TablesData {
   readonly policy: RetryPolicy;
 }
 
+/**
+ * One entry of the safe list (contract L1-L2): `[method, pattern,
+ * idempotencyHeader]`. A request must not be replayed after a failure that may
+ * have reached the server when the method is equal and the pattern matches
+ * the whole path (no query, base path removed), unless `idempotencyHeader` is
+ * not `null` and the request carries it (`hasIdempotencyKey`).
+ */
+export type SafeListEntry = readonly [
+  method: string,
+  pattern: RegExp,
+  idempotencyHeader: string | null,
+];
+
+/** `classify` for one configured base and class of unknown requests (frozen). */
+export interface Classifier {
+  /** The base path removed from request paths (contract C2); empty for none. */
+  readonly basePath: string;
+  /** The class of a request no operation matches (contract C3). */
+  readonly unknownOperationClass: UnknownOperationClass;
+  /**
+   * Finds the operation a request calls and its replay class (contract
+   * section 2). `method` may be in any case; `target` is the request target as
+   * sent: a path with or without the base path, query string and fragment, or
+   * a full URL. A lone surrogate throws `input.method` or `input.path`.
+   */
+  readonly classify: (method: string, target: string) => Classification;
+}
+
 /** One API's tables with the matcher built from them (frozen). */
 export interface RetryTables {
   readonly sourceSpec: string;
   readonly basePath: string;
   readonly operations: readonly Operation[];
   /**
-   * `[method, pattern]` of every `non_replayable` operation: a drop-in for a
-   * hand-kept list of methods and anchored expressions.
+   * The safe list: `[method, pattern, idempotencyHeader]` of every
+   * `non_replayable` and `keyed` operation in table order, a drop-in for a
+   * hand-kept list. Each pattern is compiled the first time it is read.
    */
-  readonly nonReplayableOperations: ReadonlyArray<
-    readonly [method: string, pattern: RegExp]
-  >;
+  readonly nonReplayableOperations: readonly SafeListEntry[];
   readonly defaultPolicy: RetryPolicy;
-  /** Contract section 2 over these operations. */
-  readonly classify: (method: string, path: string) => Classification;
+  /** Contract section 2 over these operations, with the spec's base path. */
+  readonly classify: (method: string, target: string) => Classification;
+  /**
+   * A classifier for a base path or URL configured at run time (`null` or
+   * omitted: the spec's base path); create one per client.
+   */
+  readonly classifier: (
+    base?: string | null,
+    unknownOperationClass?: UnknownOperationClass,
+  ) => Classifier;
   /** The operation with this operationId, if any. */
   readonly operationById: (id: string) => Operation | undefined;
 }
@@ -164,6 +518,11 @@ const UNMATCHED_NON_REPLAYABLE: Classification = Object.freeze({
   replayClass: "non_replayable",
 });
 
+const UNMATCHED_NO_RETRY: Classification = Object.freeze({
+  operation: null,
+  replayClass: "no_retry",
+});
+
 /**
  * Builds an API's operations, matcher and lookups from its tables, once; the
  * result and everything it holds is frozen.
@@ -193,22 +552,30 @@ export function retryTables(data: TablesData): RetryTables {
   sortMixed(root);
   const basePath = data.basePath;
   const policy = data.policy;
+  Object.freeze(operations);
+  const newClassifier = (
+    base: string | null = null,
+    unknown: UnknownOperationClass = "method_default",
+  ): Classifier => makeClassifier(root, basePath, base, unknown);
+  const defaultClassifier = newClassifier();
   return Object.freeze({
     sourceSpec: data.sourceSpec,
     basePath,
-    operations: Object.freeze(operations),
-    nonReplayableOperations: Object.freeze(
-      operations
-        .filter((op) => op.replayClass === "non_replayable")
-        .map(nonReplayableEntry),
-    ),
+    operations,
+    nonReplayableOperations: safeList(operations),
     defaultPolicy: Object.freeze({
       ...policy,
       retryableStatuses: Object.freeze([...policy.retryableStatuses]),
       rejectedStatuses: Object.freeze([...policy.rejectedStatuses]),
+      retryOnlyWithServerDelay: Object.freeze([
+        ...policy.retryOnlyWithServerDelay,
+      ]),
+      keyInFlightStatuses: Object.freeze([...policy.keyInFlightStatuses]),
+      keyReusedStatuses: Object.freeze([...policy.keyReusedStatuses]),
+      serverDirectiveHeaders: Object.freeze([...policy.serverDirectiveHeaders]),
     }),
-    classify: (method: string, path: string): Classification =>
-      classifyIn(root, basePath, method, path),
+    classify: defaultClassifier.classify,
+    classifier: newClassifier,
     operationById: (id: string): Operation | undefined => byId.get(id),
   });
 }
@@ -222,7 +589,7 @@ function newOperation(row: OperationRow): Operation {
     path,
     get pattern(): RegExp {
       if (pattern === null) {
-        pattern = Object.freeze(new RegExp(routePattern(route ?? path)));
+        pattern = Object.freeze(new RegExp(safePattern(route ?? path)));
       }
       return pattern;
     },
@@ -233,18 +600,32 @@ function newOperation(row: OperationRow): Operation {
 }
 
 /**
- * `[method, pattern]` whose pattern is the operation's, read (and so compiled)
- * only when the entry's second element is.
+ * The safe list (contract L1-L2): every `non_replayable` and `keyed` operation
+ * in table order. Cheap at import: no pattern is compiled until it is read.
  */
-function nonReplayableEntry(
-  op: Operation,
-): readonly [method: string, pattern: RegExp] {
+function safeList(operations: readonly Operation[]): readonly SafeListEntry[] {
+  return Object.freeze(
+    operations
+      .filter(
+        (op) =>
+          op.replayClass === "non_replayable" || op.replayClass === "keyed",
+      )
+      .map(safeListEntry),
+  );
+}
+
+/**
+ * `[method, pattern, idempotencyHeader]` whose pattern is the operation's,
+ * read (and so compiled) only when the entry's second element is.
+ */
+function safeListEntry(op: Operation): SafeListEntry {
   const entry: unknown[] = [op.method];
   Object.defineProperty(entry, 1, {
     get: (): RegExp => op.pattern,
     enumerable: true,
   });
-  return Object.freeze(entry) as unknown as readonly [string, RegExp];
+  entry[2] = op.replayClass === "keyed" ? op.idempotencyHeader : null;
+  return Object.freeze(entry) as unknown as SafeListEntry;
 }
 
 function newNode(): MatchNode {
@@ -385,13 +766,17 @@ function parseSegment(segment: string): Segment {
 }
 
 /**
- * The anchored expression of a route: each literal as written with regex
- * syntax escaped, `[^/]+` per parameter, one optional trailing slash.
+ * The safe-list expression of a route (contract L1): `^`, then per segment `/`
+ * and its expression, then `/?$`; the root is `^//?$`. A parameter is
+ * `[^/]+`; each character of a (decoded) literal is itself, escaped when it is
+ * regex syntax, or its percent-encoding with either case of hex letter; a
+ * decoded `/` only its encoding. The same text as the model's
+ * `PathTemplate::safe_regex` (src/model/path.rs).
  */
-function routePattern(route: string): string {
+function safePattern(route: string): string {
   const segments = parseRoute(route);
   if (segments.length === 0) {
-    return "^/$";
+    return "^//?$";
   }
   let out = "^";
   for (const segment of segments) {
@@ -399,7 +784,7 @@ function routePattern(route: string): string {
     const pieces =
       typeof segment === "string" ? [segment] : (segment ?? [null]);
     for (const piece of pieces) {
-      out += piece === null ? "[^/]+" : escapeRegex(piece);
+      out += piece === null ? "[^/]+" : encodedAlternatives(piece);
     }
   }
   return out + "/?$";
@@ -407,34 +792,87 @@ function routePattern(route: string): string {
 
 const REGEX_SYNTAX = "\\.+*?()|[]{}^$";
 
-function escapeRegex(literal: string): string {
+function encodedAlternatives(literal: string): string {
   let out = "";
-  for (const c of literal) {
-    out += REGEX_SYNTAX.includes(c) ? "\\" + c : c;
+  for (const c of percentDecode(literal)) {
+    let encoded = "";
+    for (const byte of utf8Bytes(c.codePointAt(0) ?? 0)) {
+      encoded += "%" + hexDigitClass(byte >> 4) + hexDigitClass(byte & 15);
+    }
+    if (c === "/") {
+      out += encoded;
+    } else {
+      const escaped = REGEX_SYNTAX.includes(c) ? "\\" + c : c;
+      out += "(?:" + escaped + "|" + encoded + ")";
+    }
   }
   return out;
 }
 
-/**
- * Finds the operation a request calls and its replay class (contract section
- * 2). `method` may be in any case; `path` is the request target as sent, with
- * or without the base path, query string and fragment.
- */
-function classifyIn(
-  root: MatchNode,
-  basePath: string,
-  method: string,
-  path: string,
-): Classification {
-  const upper = asciiUpperCase(method);
-  const node = matchNode(root, requestSegments(basePath, path), 0);
-  const found = node?.operations.get(upper);
-  if (found !== undefined) {
-    return found;
+function hexDigitClass(nibble: number): string {
+  const digit = nibble.toString(16);
+  return nibble < 10 ? digit : "[" + digit.toUpperCase() + digit + "]";
+}
+
+function utf8Bytes(code: number): number[] {
+  if (code < 0x80) {
+    return [code];
   }
-  return IDEMPOTENT_METHODS.has(upper)
-    ? UNMATCHED_IDEMPOTENT
-    : UNMATCHED_NON_REPLAYABLE;
+  if (code < 0x800) {
+    return [0xc0 | (code >> 6), 0x80 | (code & 63)];
+  }
+  if (code < 0x10000) {
+    return [0xe0 | (code >> 12), 0x80 | ((code >> 6) & 63), 0x80 | (code & 63)];
+  }
+  return [
+    0xf0 | (code >> 18),
+    0x80 | ((code >> 12) & 63),
+    0x80 | ((code >> 6) & 63),
+    0x80 | (code & 63),
+  ];
+}
+
+/** A classifier over the trie `root` (contract C1-C3); checks V8 first. */
+function makeClassifier(
+  root: MatchNode,
+  specBasePath: string,
+  base: string | null,
+  unknownOperationClass: UnknownOperationClass,
+): Classifier {
+  if (base !== null) {
+    requireScalarValues("input.base", base);
+  }
+  if (!isName(UNKNOWN_OPERATION_CLASSES, unknownOperationClass)) {
+    throw new RetryInputError("policy.unknown_operation_class");
+  }
+  const basePath = base === null ? specBasePath : basePathOf(base);
+  // [contract C3] the class of a request no operation matches.
+  const unmatched =
+    unknownOperationClass === "no_retry"
+      ? UNMATCHED_NO_RETRY
+      : unknownOperationClass === "non_replayable"
+        ? UNMATCHED_NON_REPLAYABLE
+        : null;
+  return Object.freeze({
+    basePath,
+    unknownOperationClass,
+    classify: (method: string, target: string): Classification => {
+      requireScalarValues("input.method", method);
+      requireScalarValues("input.path", target);
+      const upper = asciiUpperCase(method);
+      const node = matchNode(root, requestSegments(basePath, target), 0);
+      const found = node?.operations.get(upper);
+      if (found !== undefined) {
+        return found;
+      }
+      if (unmatched !== null) {
+        return unmatched;
+      }
+      return IDEMPOTENT_METHODS.has(upper)
+        ? UNMATCHED_IDEMPOTENT
+        : UNMATCHED_NON_REPLAYABLE;
+    },
+  });
 }
 
 /** Step 1: ASCII upper case only (`toUpperCase` would also map `ß` to `SS`). */
@@ -454,17 +892,77 @@ function asciiUpperCase(method: string): string {
   return method;
 }
 
-/** Steps 2-7: the decoded segments of a request path. */
-function requestSegments(basePath: string, path: string): string[] {
+function isSchemeStart(c: number): boolean {
+  return (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
+}
+
+function isSchemeCharacter(c: number): boolean {
+  return (
+    isSchemeStart(c) ||
+    (c >= 0x30 && c <= 0x39) ||
+    c === 0x2b ||
+    c === 0x2d ||
+    c === 0x2e
+  );
+}
+
+/**
+ * Contract C1: a target starting with `scheme://` loses the scheme, the `://`
+ * and the authority; then a target that is neither empty nor starts with `/`,
+ * `?` or `#` gets a `/` in front.
+ */
+function withoutOrigin(target: string): string {
+  let rest = target;
+  if (target.length > 0 && isSchemeStart(target.charCodeAt(0))) {
+    let at = 1;
+    while (at < target.length && isSchemeCharacter(target.charCodeAt(at))) {
+      at++;
+    }
+    if (target.startsWith("://", at)) {
+      rest = target.slice(at + 3);
+      let end = 0;
+      while (end < rest.length && !"/?#".includes(rest.charAt(end))) {
+        end++;
+      }
+      rest = rest.slice(end);
+    }
+  }
+  const first = rest.charAt(0);
+  return rest === "" || first === "/" || first === "?" || first === "#"
+    ? rest
+    : "/" + rest;
+}
+
+/**
+ * Contract C2: the base path of a configured base: C1, cut at the first `?`
+ * or `#`, every trailing `/` removed.
+ */
+function basePathOf(base: string): string {
+  let path = cutQuery(withoutOrigin(base));
+  let end = path.length;
+  while (end > 0 && path.charCodeAt(end - 1) === 0x2f) {
+    end--;
+  }
+  path = path.slice(0, end);
+  return path;
+}
+
+/** The text before the first `?` or `#`. */
+function cutQuery(path: string): string {
   let p = path;
   const query = p.indexOf("?");
   if (query >= 0) {
     p = p.slice(0, query);
   }
   const fragment = p.indexOf("#");
-  if (fragment >= 0) {
-    p = p.slice(0, fragment);
-  }
+  return fragment >= 0 ? p.slice(0, fragment) : p;
+}
+
+/** Steps 2-7: the decoded segments of a request target. */
+function requestSegments(basePath: string, target: string): string[] {
+  // Step 2: C1 (a path starting with `/` has no origin), then the query.
+  let p = cutQuery(target.startsWith("/") ? target : withoutOrigin(target));
+  // Step 3
   if (
     basePath !== "" &&
     p.startsWith(basePath) &&
@@ -472,6 +970,7 @@ function requestSegments(basePath: string, path: string): string[] {
   ) {
     p = p.slice(basePath.length);
   }
+  // Steps 4-5
   if (p === "") {
     p = "/";
   }
@@ -482,7 +981,7 @@ function requestSegments(basePath: string, path: string): string[] {
   if (rest === "") {
     return [];
   }
-  // The same as rest.split("/"), which V8 runs slower than this loop.
+  // Step 6-7. The same as rest.split("/"), which V8 runs slower than this loop.
   const segments: string[] = [];
   const decode = rest.includes("%");
   let start = 0;
@@ -500,7 +999,9 @@ function requestSegments(basePath: string, path: string): string[] {
 
 /**
  * Step 7: decodes every `%XX`, keeps other `%`, and keeps the segment as it
- * is when the decoded bytes are not UTF-8.
+ * is when the decoded bytes are not UTF-8. `decodeURIComponent` is a strict
+ * UTF-8 decoder: it throws on overlong forms, encoded surrogates, values above
+ * U+10FFFF and truncated sequences, and never substitutes U+FFFD.
  */
 function percentDecode(segment: string): string {
   if (!segment.includes("%")) {
@@ -606,6 +1107,17 @@ function mixedMatches(pieces: readonly Piece[], segment: string): boolean {
  * - `transport`: the request may have been sent (reset, EOF, read or write
  *   timeout, protocol error, anything unclassified);
  * - `aborted`: the caller cancelled.
+
+/**
+ * What an attempt ended with: a response status (with its `Retry-After` and
+ * `retry-after-ms` header values and the server's directive, the value of the
+ * first of `serverDirectiveHeaders` the response carries), or a failure:
+ *
+ * - `connect`: the request provably never left (DNS failure, connection
+ *   refused, connect timeout, TLS handshake failure);
+ * - `transport`: the request may have been sent (reset, EOF, read or write
+ *   timeout, protocol error, anything unclassified);
+ * - `aborted`: the caller cancelled.
  */
 export type Outcome =
   | {
@@ -613,6 +1125,7 @@ export type Outcome =
       readonly status: number;
       readonly retryAfter?: string | null | undefined;
       readonly retryAfterMs?: string | null | undefined;
+      readonly directive?: string | null | undefined;
     }
   | { readonly kind: "connect" }
   | { readonly kind: "transport" }
@@ -622,7 +1135,7 @@ export type Outcome =
 export interface DecisionInput {
   /** The operation's class, from `classify` or `operationById`. */
   readonly replayClass: ReplayClass;
-  /** The request carries the idempotency key header. */
+  /** The request carries the idempotency key header (`hasIdempotencyKey`). */
   readonly hasIdempotencyKey: boolean;
   readonly outcome: Outcome;
   /** Retries already made for this request (0 after the first attempt). */
@@ -635,6 +1148,13 @@ export interface DecisionInput {
   readonly nowMs: number;
   /** A uniformly random number in [0, 1). */
   readonly random: number;
+  /**
+   * The client's retry budget state, or `null`/omitted for no budget
+   * (`RetryBudget.decide` fills it in).
+   */
+  readonly budgetTokens?: number | null | undefined;
+  /** The failed attempt ended by a timeout: a budget retry costs more. */
+  readonly timedOut?: boolean | undefined;
 }
 
 /** Why `decide` decided as it did. */
@@ -649,91 +1169,178 @@ export type DecisionReason =
   | "retryable_status"
   | "status_not_retryable"
   | "retry_after_over_cap"
-  | "deadline";
+  | "deadline"
+  | "server_said_no"
+  | "server_said_yes"
+  | "key_in_flight"
+  | "key_reused"
+  | "no_server_delay"
+  | "budget_exhausted";
 
 export interface Decision {
   readonly retry: boolean;
   /** Milliseconds to wait before the next attempt; 0 when not retrying. */
   readonly delayMs: number;
   readonly reason: DecisionReason;
+  /**
+   * The budget state after the decision (unchanged unless the retry is
+   * granted), or `null` when the input had none.
+   */
+  readonly budgetTokens: number | null;
 }
 
-function stop(reason: DecisionReason): Decision {
-  return { retry: false, delayMs: 0, reason };
+function stop(reason: DecisionReason, budgetTokens: number | null): Decision {
+  return { retry: false, delayMs: 0, reason, budgetTokens };
 }
 
-/** Decides whether and when to retry an attempt that failed (contract section 3). */
+/** `text` equals the lower-case ASCII `lower`, ASCII case-insensitively. */
+function equalsAsciiIgnoreCase(text: string, lower: string): boolean {
+  if (text.length !== lower.length) {
+    return false;
+  }
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c >= 0x41 && c <= 0x5a ? c + 0x20 : c) !== lower.charCodeAt(i)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * The server's directive: `true` or `false` (trimmed of spaces and tabs, ASCII
+ * case-insensitive), else `null`; always `null` without directive headers.
+ */
+function directiveOf(
+  policy: RetryPolicy,
+  value: string | null | undefined,
+): boolean | null {
+  if (policy.serverDirectiveHeaders.length === 0 || typeof value !== "string") {
+    return null;
+  }
+  const text = trimSpaces(value);
+  if (equalsAsciiIgnoreCase(text, "true")) {
+    return true;
+  }
+  return equalsAsciiIgnoreCase(text, "false") ? false : null;
+}
+
+/**
+ * Decides whether and when to retry an attempt that failed (contract section
+ * 3). Checks the policy and the input first (V1-V7) and throws
+ * `RetryInputError` for the first invalid field.
+ */
 export function decide(policy: RetryPolicy, input: DecisionInput): Decision {
+  checkPolicy(policy);
+  checkInput(policy, input);
+  const tokens = input.budgetTokens ?? null;
   const { outcome } = input;
   // [contract R1] the caller cancelled.
   if (outcome.kind === "aborted") {
-    return stop("aborted");
+    return stop("aborted", tokens);
   }
   // [contract R2]
   if (input.replayClass === "no_retry") {
-    return stop("no_retry_operation");
+    return stop("no_retry_operation", tokens);
   }
   // [contract R3]
   if (input.retriesUsed >= policy.maxRetries) {
-    return stop("exhausted");
+    return stop("exhausted", tokens);
   }
+  const key = input.hasIdempotencyKey === true;
   const replayable =
     input.replayClass === "idempotent" ||
-    (input.replayClass === "keyed" && input.hasIdempotencyKey);
+    (input.replayClass === "keyed" && key);
   // [contract R4]
   if (outcome.kind === "connect") {
-    return wait(policy, input, "connect_failure", null);
+    return wait(policy, input, "connect_failure", null, tokens);
   }
   // [contract R5]
   if (outcome.kind === "transport") {
     return replayable
-      ? wait(policy, input, "transport_failure", null)
-      : stop("not_replayable");
+      ? wait(policy, input, "transport_failure", null, tokens)
+      : stop("not_replayable", tokens);
+  }
+  const status = outcome.status;
+  const directive = directiveOf(policy, outcome.directive);
+  // [contract R6] the server's word wins over every status list.
+  if (directive === false) {
+    return stop("server_said_no", tokens);
+  }
+  // [contract R7]
+  if (key && policy.keyReusedStatuses.includes(status)) {
+    return stop("key_reused", tokens);
   }
   let reason: DecisionReason;
-  if (policy.rejectedStatuses.includes(outcome.status)) {
-    // [contract R6]
+  if (key && policy.keyInFlightStatuses.includes(status)) {
+    // [contract R8]
+    reason = "key_in_flight";
+  } else if (directive === true && replayable) {
+    // [contract R9] a directive never makes a request replayable.
+    reason = "server_said_yes";
+  } else if (policy.rejectedStatuses.includes(status)) {
+    // [contract R10]
     reason = "rejected_status";
-  } else if (policy.retryableStatuses.includes(outcome.status)) {
-    // [contract R7]
+  } else if (policy.retryableStatuses.includes(status)) {
+    // [contract R11]
     if (!replayable) {
-      return stop("not_replayable");
+      return stop("not_replayable", tokens);
     }
     reason = "retryable_status";
   } else {
-    // [contract R8]
-    return stop("status_not_retryable");
+    // [contract R12]
+    return stop("status_not_retryable", tokens);
   }
-  // [contract R9] only status outcomes have a server delay.
-  const server = serverDelayMs(
+  let server = serverDelayMs(
     outcome.retryAfter,
     outcome.retryAfterMs,
     input.nowMs,
   );
-  if (server !== null && server > policy.retryAfterCapMs) {
-    return stop("retry_after_over_cap");
+  // [contract R13] only status outcomes have a server delay.
+  if (server === null && policy.retryOnlyWithServerDelay.includes(status)) {
+    return stop("no_server_delay", tokens);
   }
-  return wait(policy, input, reason, server);
+  // [contract R14]
+  if (server !== null && server > policy.retryAfterCapMs) {
+    if (policy.retryAfterOverCap === "refuse") {
+      return stop("retry_after_over_cap", tokens);
+    }
+    server = policy.retryAfterCapMs;
+  }
+  return wait(policy, input, reason, server, tokens);
 }
 
-/** Rules 10-12: the backoff when there is no server delay, then the deadline. */
+/** R15-R18: the backoff when there is no server delay, the deadline, the budget. */
 function wait(
   policy: RetryPolicy,
   input: DecisionInput,
   reason: DecisionReason,
   server: number | null,
+  tokens: number | null,
 ): Decision {
-  // [contract R10]
+  // [contract R15]
   const delayMs = server ?? backoffMs(policy, input);
-  // [contract R11]
+  // [contract R16]
   if (
     policy.deadlineMs !== null &&
     input.elapsedMs + delayMs > policy.deadlineMs
   ) {
-    return stop("deadline");
+    return stop("deadline", tokens);
   }
-  // [contract R12]
-  return { retry: true, delayMs, reason };
+  // [contract R17]
+  let after = tokens;
+  if (tokens !== null) {
+    after = acquire(
+      policy,
+      tokens,
+      input.timedOut === true ? "timeout" : "retry",
+    );
+    if (after < 0) {
+      return stop("budget_exhausted", tokens);
+    }
+  }
+  // [contract R18]
+  return { retry: true, delayMs, reason, budgetTokens: after };
 }
 
 /** The backoff, in double precision and in exactly the contract's order. */
@@ -1076,4 +1683,203 @@ function civilYear(days: number): number {
   const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
   const mp = Math.floor((5 * doy + 2) / 153);
   return yoe + era * 400 + (mp >= 10 ? 1 : 0);
+}
+
+/**
+ * A full retry budget (contract K1): `budgetCapacity` tokens. Checks the
+ * policy (V1-V2).
+ */
+export function budgetNew(policy: RetryPolicy): number {
+  checkPolicy(policy);
+  // [contract K1]
+  return policy.budgetCapacity;
+}
+
+/**
+ * Takes the cost of one retry (contract K2): `[allowed, tokens]`. Disabled
+ * (capacity 0): always allowed, nothing taken. Checks the policy, `tokens`
+ * (0-capacity) and `kind`.
+ */
+export function budgetTryAcquire(
+  policy: RetryPolicy,
+  tokens: number,
+  kind: BudgetKind,
+): readonly [allowed: boolean, tokens: number] {
+  checkPolicy(policy);
+  checkTokens(policy, tokens);
+  if (!isName(BUDGET_KINDS, kind)) {
+    throw new RetryInputError("input.budget_kind");
+  }
+  const after = acquire(policy, tokens, kind);
+  return after < 0 ? [false, tokens] : [true, after];
+}
+
+/** K2 on checked values: the tokens left, or -1 when refused. */
+function acquire(
+  policy: RetryPolicy,
+  tokens: number,
+  kind: BudgetKind,
+): number {
+  // [contract K2]
+  if (policy.budgetCapacity === 0) {
+    return tokens;
+  }
+  const cost =
+    kind === "timeout" ? policy.budgetTimeoutCost : policy.budgetRetryCost;
+  return tokens < cost ? -1 : tokens - cost;
+}
+
+/**
+ * A request ended with a success (contract K3): `released` (what its last
+ * granted retry took, 0 when it was not retried, 0-1000000) comes back, else
+ * the success refund; never above the capacity.
+ */
+export function budgetRecordSuccess(
+  policy: RetryPolicy,
+  tokens: number,
+  released: number,
+): number {
+  checkPolicy(policy);
+  checkTokens(policy, tokens);
+  intIn("input.budget_release", released, 0, BUDGET_MAX);
+  return recordSuccess(policy, tokens, released);
+}
+
+function recordSuccess(
+  policy: RetryPolicy,
+  tokens: number,
+  released: number,
+): number {
+  // [contract K3]
+  if (policy.budgetCapacity === 0) {
+    return tokens;
+  }
+  const refund = released > 0 ? released : policy.budgetSuccessRefund;
+  return Math.min(policy.budgetCapacity, tokens + refund);
+}
+
+/**
+ * A client's retry budget (contract K4): one cell, created once per client and
+ * shared by all its requests.
+ *
+ * JavaScript runs the code of one realm on one thread, and every method here
+ * is synchronous (it never awaits between reading the cell and writing it),
+ * so each update is atomic with respect to every other task, promise callback
+ * or timer of the realm. Workers have realms of their own: give each worker
+ * its own budget.
+ */
+export class RetryBudget {
+  readonly policy: RetryPolicy;
+  #tokens: number;
+
+  /** Starts full (`budgetNew`), or at `tokens` (0-capacity). */
+  constructor(policy: RetryPolicy, tokens?: number) {
+    const full = budgetNew(policy);
+    if (tokens !== undefined) {
+      checkTokens(policy, tokens);
+    }
+    this.policy = policy;
+    this.#tokens = tokens ?? full;
+  }
+
+  /** The current state. */
+  get tokens(): number {
+    return this.#tokens;
+  }
+
+  /**
+   * `decide` with this budget's policy and current state; the state after the
+   * decision is stored (the input's `budgetTokens` is ignored).
+   */
+  decide(input: DecisionInput): Decision {
+    // [contract K4] read, decide and store with no await in between.
+    const decision = decide(this.policy, {
+      ...input,
+      budgetTokens: this.#tokens,
+    });
+    this.#tokens = decision.budgetTokens ?? this.#tokens;
+    return decision;
+  }
+
+  /** Takes the cost of one retry (`budgetTryAcquire`); tells whether allowed. */
+  tryAcquire(kind: BudgetKind): boolean {
+    const [allowed, tokens] = budgetTryAcquire(this.policy, this.#tokens, kind);
+    this.#tokens = tokens;
+    return allowed;
+  }
+
+  /** Records a success (`budgetRecordSuccess`). */
+  recordSuccess(released = 0): void {
+    this.#tokens = budgetRecordSuccess(this.policy, this.#tokens, released);
+  }
+}
+
+/** What a granted retry reports (contract E1): route templates, never URLs. */
+export interface RetryEvent {
+  /** `retriesUsed + 1`: 1 for the first retry. */
+  readonly attempt: number;
+  readonly reason: DecisionReason;
+  readonly delayMs: number;
+  /** The operation's method; the request's, ASCII upper-cased, when none matched. */
+  readonly method: string;
+  /** The operation's path as the spec writes it, or `null`. */
+  readonly pathTemplate: string | null;
+  readonly operationId: string | null;
+}
+
+/**
+ * The event of a retry `decision` grants (contract E1), for a user callback.
+ * `operation` is what `classify` found (`Classification.operation`), `method`
+ * the request's. Throws a `RangeError` for a decision that does not retry.
+ */
+export function retryEvent(
+  method: string,
+  operation: Operation | null,
+  retriesUsed: number,
+  decision: Decision,
+): RetryEvent {
+  if (!decision.retry) {
+    throw new RangeError("a retry event is built only for a granted retry");
+  }
+  return Object.freeze({
+    attempt: retriesUsed + 1,
+    reason: decision.reason,
+    delayMs: decision.delayMs,
+    method: operation?.method ?? asciiUpperCase(method),
+    pathTemplate: operation?.path ?? null,
+    operationId: operation?.operationId ?? null,
+  });
+}
+
+/**
+ * Whether the request carries the operation's idempotency key (contract H1):
+ * a header named like `operation.idempotencyHeader` (ASCII case-insensitive)
+ * whose value is not empty after trimming spaces and tabs. `headers` are
+ * name/value pairs (a `Headers` object works too). `false` without an
+ * operation or a header.
+ */
+export function hasIdempotencyKey(
+  operation: Operation | null | undefined,
+  headers: Iterable<readonly [name: string, value: string]>,
+): boolean {
+  const want = operation?.idempotencyHeader ?? null;
+  if (want === null) {
+    return false;
+  }
+  const lower = asciiLowerCase(want);
+  for (const [name, value] of headers) {
+    if (equalsAsciiIgnoreCase(name, lower) && trimSpaces(value) !== "") {
+      return true;
+    }
+  }
+  return false;
+}
+
+function asciiLowerCase(text: string): string {
+  let out = "";
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    out += c >= 0x41 && c <= 0x5a ? String.fromCharCode(c + 0x20) : text[i];
+  }
+  return out;
 }

@@ -5,23 +5,50 @@
 import { retryTables } from "./runtime.js";
 import type {
   Classification,
+  Classifier,
   Operation,
   OperationRow,
   RetryPolicy,
   RetryTables,
+  SafeListEntry,
+  UnknownOperationClass,
 } from "./runtime.js";
 
-export { decide, serverDelayMs } from "./runtime.js";
+export {
+  RetryBudget,
+  RetryInputError,
+  budgetNew,
+  budgetRecordSuccess,
+  budgetTryAcquire,
+  checkPolicy,
+  decide,
+  hasIdempotencyKey,
+  parseBudgetKind,
+  parseFailure,
+  parseJitter,
+  parseOverCapMode,
+  parseReplayClass,
+  parseUnknownOperationClass,
+  retryEvent,
+  serverDelayMs,
+} from "./runtime.js";
 export type {
+  BudgetKind,
   Classification,
+  Classifier,
   Decision,
   DecisionInput,
   DecisionReason,
+  Failure,
   Jitter,
   Operation,
   Outcome,
+  OverCapMode,
   ReplayClass,
+  RetryEvent,
   RetryPolicy,
+  SafeListEntry,
+  UnknownOperationClass,
 } from "./runtime.js";
 
 /** The file retrygen generated this module from. */
@@ -59,6 +86,16 @@ const POLICY: RetryPolicy = {
   rejectedStatuses: [429],
   retryAfterCapMs: 60000,
   deadlineMs: null,
+  retryOnlyWithServerDelay: [],
+  keyInFlightStatuses: [409],
+  keyReusedStatuses: [422],
+  serverDirectiveHeaders: ["x-should-retry"],
+  retryAfterOverCap: "refuse",
+  unknownOperationClass: "method_default",
+  budgetCapacity: 500,
+  budgetRetryCost: 5,
+  budgetTimeoutCost: 10,
+  budgetSuccessRefund: 1,
 };
 
 const TABLES: RetryTables = retryTables({
@@ -72,24 +109,39 @@ const TABLES: RetryTables = retryTables({
 export const OPERATIONS: readonly Operation[] = TABLES.operations;
 
 /**
- * `[method, pattern]` of every `non_replayable` operation: a drop-in for a
- * hand-kept list of methods and anchored expressions. Each pattern is compiled
- * the first time it is read.
+ * The safe list: `[method, pattern, idempotencyHeader]` of every
+ * `non_replayable` and `keyed` operation, a drop-in for a hand-kept list. A
+ * request must not be replayed after a failure that may have reached the
+ * server when an entry's method is equal and its pattern matches the path (no
+ * query, base path removed), unless the entry names a header the request
+ * carries. Each pattern is compiled the first time it is read.
  */
-export const NON_REPLAYABLE_OPERATIONS: ReadonlyArray<
-  readonly [method: string, pattern: RegExp]
-> = TABLES.nonReplayableOperations;
+export const NON_REPLAYABLE_OPERATIONS: readonly SafeListEntry[] =
+  TABLES.nonReplayableOperations;
 
 /** The policy the spec declares (`x-retry-policy`), or the contract's defaults. */
 export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = TABLES.defaultPolicy;
 
 /**
  * Finds the operation a request calls and its replay class (contract section
- * 2). `method` may be in any case; `path` is the request target as sent, with
- * or without the base path, query string and fragment.
+ * 2), with the spec's base path. `method` may be in any case; `target` is the
+ * request target as sent: a path with or without the base path, query string
+ * and fragment, or a full URL.
  */
-export function classify(method: string, path: string): Classification {
-  return TABLES.classify(method, path);
+export function classify(method: string, target: string): Classification {
+  return TABLES.classify(method, target);
+}
+
+/**
+ * A classifier for the base path or base URL the SDK configures
+ * (`"/proxy/v1"`, `"https://gw.example/proxy/v1/"`; `null`: the spec's), and
+ * the class of requests no operation matches. Create one per client.
+ */
+export function classifier(
+  base: string | null = null,
+  unknownOperationClass: UnknownOperationClass = "method_default",
+): Classifier {
+  return TABLES.classifier(base, unknownOperationClass);
 }
 
 /** The operation with this operationId, if any. */
