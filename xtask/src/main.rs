@@ -54,10 +54,9 @@ cargo xtask <command>
   anchors
         every runtime marks each anchored rule of docs/contract.md (`[contract R1]`...) in order
 
-  Every command takes --contract 1|2 (or the environment variable RETRYGEN_CONTRACT): the contract
-  version the runtimes implement. 1 (the default until the six runtimes implement v2) leaves the
-  v2 vectors (cases with contract: 2) out and checks the v1 anchors; 2 runs every vector, retires the
-  `N` probes for `L`, dumps the tables with `T2` and checks every anchor of docs/contract.md.
+  The runtimes implement contract v2 (docs/contract.md): every vector runs, the tables are dumped
+  with `T2`, the safe list is probed with `L`, and every anchor is checked. `--contract 2` (or
+  RETRYGEN_CONTRACT=2) is accepted for scripts written during the migration; contract v1 is retired.
 
   runtime-tests [--lang L[,L...]]
         check each language's runtime (runtime/<language>/) as a plain project of that language,
@@ -68,7 +67,7 @@ cargo xtask <command>
         of conformance/README.md); prints the harness output
 ";
 
-/// The contract version the runtimes implement: `--contract N`, else `RETRYGEN_CONTRACT`, else 1.
+/// The contract version the runtimes implement: 2 (v1 is retired; `--contract 2` is still accepted).
 static CONTRACT: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
 
 pub fn contract_version() -> u32 {
@@ -76,7 +75,7 @@ pub fn contract_version() -> u32 {
         std::env::var("RETRYGEN_CONTRACT")
             .ok()
             .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(1)
+            .unwrap_or(2)
     })
 }
 
@@ -84,16 +83,16 @@ fn main() -> Result<()> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(i) = args.iter().position(|a| a == "--contract") {
         let Some(v) = args.get(i + 1).and_then(|v| v.parse::<u32>().ok()) else {
-            bail!("--contract takes 1 or 2");
+            bail!("--contract takes 2");
         };
-        if !(1..=2).contains(&v) {
-            bail!("--contract takes 1 or 2, not {v}");
+        if v != 2 {
+            bail!("--contract {v}: contract v1 is retired; the runtimes implement v2");
         }
         let _ = CONTRACT.set(v);
         args.drain(i..i + 2);
     }
-    if !(1..=2).contains(&contract_version()) {
-        bail!("RETRYGEN_CONTRACT must be 1 or 2");
+    if contract_version() != 2 {
+        bail!("RETRYGEN_CONTRACT must be 2: contract v1 is retired");
     }
     let Some(command) = args.first() else {
         print!("{HELP}");
