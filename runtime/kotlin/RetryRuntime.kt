@@ -929,6 +929,10 @@ public object RetryRuntime {
     @JvmStatic
     public fun statusSet(vararg statuses: Int): Set<Int> = Collections.unmodifiableSet(statuses.toCollection(LinkedHashSet()))
 
+    /** An unmodifiable list of header names, for [RetryPolicy.serverDirectiveHeaders]. */
+    @JvmStatic
+    public fun headerList(vararg names: String): List<String> = Collections.unmodifiableList(names.toList())
+
     /** The class of a request no operation matches: idempotent for [IDEMPOTENT_METHODS], else non-replayable. */
     @JvmStatic
     public fun methodDefaultClass(method: String): ReplayClass =
