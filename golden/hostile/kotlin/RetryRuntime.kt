@@ -1314,19 +1314,6 @@ public object RetryRuntime {
         return false
     }
 
-    /** [budgetTryAcquire] without the checks: the new state, or -1 when refused. */
-    private fun acquire(
-        policy: RetryPolicy,
-        tokens: Long,
-        kind: BudgetKind,
-    ): Long {
-        if (policy.budgetCapacity == 0L) {
-            return tokens
-        }
-        val cost = if (kind == BudgetKind.TIMEOUT) policy.budgetTimeoutCost else policy.budgetRetryCost
-        return if (tokens < cost) -1 else tokens - cost
-    }
-
     /**
      * A new retry budget's state: full ([RetryPolicy.budgetCapacity]; 0 when disabled).
      *
@@ -1337,6 +1324,20 @@ public object RetryRuntime {
         checkPolicy(policy)
         // [contract K1]
         return policy.budgetCapacity
+    }
+
+    /** [budgetTryAcquire] without the checks: the new state, or -1 when refused. */
+    private fun acquire(
+        policy: RetryPolicy,
+        tokens: Long,
+        kind: BudgetKind,
+    ): Long {
+        if (policy.budgetCapacity == 0L) {
+            return tokens
+        }
+        // [contract K2] the kind's cost, refused when the tokens cannot pay it.
+        val cost = if (kind == BudgetKind.TIMEOUT) policy.budgetTimeoutCost else policy.budgetRetryCost
+        return if (tokens < cost) -1 else tokens - cost
     }
 
     /**
@@ -1353,7 +1354,6 @@ public object RetryRuntime {
     ): BudgetAcquisition {
         checkPolicy(policy)
         checkTokens(policy, tokens)
-        // [contract K2]
         val after = acquire(policy, tokens, kind)
         return if (after < 0) BudgetAcquisition(false, tokens) else BudgetAcquisition(true, after)
     }
@@ -1926,6 +1926,8 @@ public class Classifier internal constructor(
 public class RetryBudgetCell(
     public val policy: RetryPolicy,
 ) {
+    // [contract K4] one cell per client, updated by compare-and-set loops: a concurrent change makes
+    // the decision (or acquisition) run again on the new state.
     private val cell: AtomicLong = AtomicLong(RetryRuntime.budgetNew(policy))
 
     /** The current state. */
@@ -1937,7 +1939,6 @@ public class RetryBudgetCell(
      * and stores the new state only if the cell still holds the state read, else decides again.
      */
     public fun decide(input: DecisionInput): Decision {
-        // [contract K4] compare-and-set: a concurrent change makes the decision run again.
         while (true) {
             val read = cell.get()
             val decision = RetryRuntime.decide(policy, input.copy(budgetTokens = read))
