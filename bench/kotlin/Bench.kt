@@ -12,7 +12,40 @@ import kotlin.system.exitProcess
 
 // The baseline: [method, anchored regex] pairs of every operation, in table order.
 private val methods: Array<String> = RetryPolicies.OPERATIONS.map { it.method }.toTypedArray()
-private val patterns: Array<Regex> = RetryPolicies.OPERATIONS.map { it.pattern }.toTypedArray()
+private val patterns: Array<Regex> = RetryPolicies.OPERATIONS.map { plainPattern(it.route) }.toTypedArray()
+
+/**
+ * The expression SDKs write by hand today (and retrygen's v1 list carried): the route's literal
+ * text as written, syntax characters escaped, `[^/]+` per parameter, one optional trailing slash.
+ * The module's own `Operation.pattern` is contract v2's safe-list expression, slower by design
+ * (every literal character also matches its percent-encoding), so it would flatter `classify`.
+ */
+private fun plainPattern(route: String): Regex {
+    val rest = route.removePrefix("/").removeSuffix("/")
+    if (rest.isEmpty()) {
+        return Regex("^/$")
+    }
+    val out = StringBuilder("^")
+    for (segment in rest.split('/')) {
+        out.append('/')
+        var i = 0
+        while (i < segment.length) {
+            val c = segment[i]
+            val close = if (c == '{') segment.indexOf('}', i) else -1
+            if (close > i) {
+                out.append("[^/]+")
+                i = close + 1
+                continue
+            }
+            if (c in "\\.+*?()|[]{}^$") {
+                out.append('\\')
+            }
+            out.append(c)
+            i++
+        }
+    }
+    return Regex(out.append("/?$").toString())
+}
 
 private val queryStart = charArrayOf('?', '#')
 

@@ -3,11 +3,16 @@
 // Compiled together with the module (RetryPolicies.kt and RetryRuntime.kt) rendered with default
 // options (package retrygen.generated, object RetryPolicies). Standard library only.
 
+import retrygen.generated.BudgetKind
+import retrygen.generated.Classification
 import retrygen.generated.Decision
 import retrygen.generated.DecisionInput
-import retrygen.generated.Jitter
+import retrygen.generated.DecisionReason
 import retrygen.generated.Outcome
 import retrygen.generated.ReplayClass
+import retrygen.generated.RetryBudgetCell
+import retrygen.generated.RetryEvent
+import retrygen.generated.RetryInputException
 import retrygen.generated.RetryPolicies
 import retrygen.generated.RetryPolicy
 import java.io.File
@@ -31,8 +36,12 @@ public fun main(args: Array<String>) {
             if (line.isEmpty()) {
                 continue
             }
+            val fields = line.split('\t')
             try {
-                runCase(line.split('\t'), out)
+                runCase(fields, out)
+            } catch (e: RetryInputException) {
+                // The contract's invalid-input error: its message key instead of the line's output.
+                line(out, "X", if (fields.size > 1) fields[1] else "", e.key)
             } catch (e: MalformedCase) {
                 throw MalformedCase("line ${number + 1}: ${e.message}")
             }
@@ -48,10 +57,18 @@ public fun main(args: Array<String>) {
 private fun runCase(fields: List<String>, out: StringBuilder) {
     when (fields[0]) {
         "D" -> decideCase(fields, out)
+        "D2" -> decide2Case(fields, out)
+        "K" -> budgetCase(fields, out)
         "C" -> {
             expectFields(fields, 4)
             val result = RetryPolicies.classify(unhex(fields[2]), unhex(fields[3]))
             line(out, "C", fields[1], result.replayClass.wireName, hexOrAbsent(result.operation?.operationId))
+        }
+        "C2" -> {
+            expectFields(fields, 6)
+            val classifier = RetryPolicies.classifier(if (fields[2] == "-") null else wtf8(fields[2]), fields[3])
+            val result = classifier.classify(wtf8(fields[4]), wtf8(fields[5]))
+            line(out, "C2", fields[1], result.replayClass.wireName, hexOrAbsent(result.operation?.operationId))
         }
         "I" -> {
             expectFields(fields, 3)
@@ -62,12 +79,47 @@ private fun runCase(fields: List<String>, out: StringBuilder) {
                 line(out, "I", fields[1], hex(operation.method), hex(operation.path))
             }
         }
-        "N" -> {
+        "L" -> {
             expectFields(fields, 4)
-            val listed = RetryPolicies.isNonReplayable(unhex(fields[2]), unhex(fields[3]))
+            val entry = RetryPolicies.findSafeListEntry(unhex(fields[2]), unhex(fields[3]))
+            line(out, "L", fields[1], if (entry == null) "0" else "1", if (entry == null) "-" else hexOrAbsent(entry.idempotencyHeader))
+        }
+        "H" -> {
+            if (fields.size < 3 || (fields.size - 3) % 2 != 0) {
+                throw MalformedCase("H line needs an operationId and name/value pairs")
+            }
+            val headers = (3 until fields.size step 2).map { unhex(fields[it]) to unhex(fields[it + 1]) }
+            val operation = RetryPolicies.operationById(unhex(fields[2]))
+            line(out, "H", fields[1], if (RetryPolicies.hasIdempotencyKey(operation, headers)) "1" else "0")
+        }
+        "E" -> {
+            expectFields(fields, 8)
+            val classifier = RetryPolicies.classifier(if (fields[2] == "-") null else wtf8(fields[2]))
+            val method = wtf8(fields[3])
+            val classification: Classification = classifier.classify(method, wtf8(fields[4]))
+            val reason = DecisionReason.entries.firstOrNull { it.wireName == fields[7] } ?: throw MalformedCase("unknown reason ${fields[7]}")
+            val event = RetryEvent.of(classification, method, integer(fields[5]), Decision(true, integer(fields[6]), reason))
+            line(
+                out, "E", fields[1], event.attempt.toString(), event.reason.wireName, event.delayMs.toString(), hex(event.method),
+                hexOrAbsent(event.pathTemplate), hexOrAbsent(event.operationId),
+            )
+        }
+        "N" -> {
+            // Contract v1's list, retired by v2: rebuilt here from the operation table (non_replayable
+            // only, literals as written) for v1 runs and the injection probes.
+            expectFields(fields, 4)
+            val method = unhex(fields[2])
+            val path = unhex(fields[3])
+            val listed = RetryPolicies.OPERATIONS.any {
+                it.replayClass == ReplayClass.NON_REPLAYABLE && it.method == method && Regex(v1Pattern(it.route)).matches(path)
+            }
             line(out, "N", fields[1], if (listed) "1" else "0")
         }
         "T" -> {
+            expectFields(fields, 1)
+            tablesV1(out)
+        }
+        "T2" -> {
             expectFields(fields, 1)
             tables(out)
         }
@@ -75,47 +127,113 @@ private fun runCase(fields: List<String>, out: StringBuilder) {
     }
 }
 
+/** A v1 decision: a v2 decision whose new policy keys are neutral, without a budget. */
 private fun decideCase(f: List<String>, out: StringBuilder) {
     expectFields(f, 22)
-    val policy = RetryPolicy(
-        maxRetries = int(f[2]),
-        initialBackoffMs = integer(f[3]),
-        maxBackoffMs = integer(f[4]),
-        multiplier = double(f[5]),
-        jitter = Jitter.entries.firstOrNull { it.wireName == f[6] } ?: throw MalformedCase("unknown jitter ${f[6]}"),
-        retryableStatuses = statuses(f[7]),
-        rejectedStatuses = statuses(f[8]),
-        retryAfterCapMs = integer(f[9]),
-        deadlineMs = if (f[10] == "-") null else integer(f[10]),
+    val policy = RetryPolicy.fromConfig(
+        int(f[2]), integer(f[3]), integer(f[4]), double(f[5]), f[6], statuses(f[7]), statuses(f[8]), integer(f[9]),
+        if (f[10] == "-") null else integer(f[10]), emptySet(), emptySet(), emptySet(), emptyList(), "refuse", "method_default",
+        500, 5, 10, 1,
     )
-    val replayClass = ReplayClass.entries.firstOrNull { it.wireName == f[11] } ?: throw MalformedCase("unknown class ${f[11]}")
-    val hasKey = when (f[12]) {
-        "1" -> true
-        "0" -> false
-        else -> throw MalformedCase("has_key must be 1 or 0, not ${f[12]}")
-    }
-    val outcome = when (f[13]) {
-        "status" -> Outcome.Status(int(f[14]), optionalHex(f[15]), optionalHex(f[16]))
-        "connect" -> Outcome.Connect
-        "transport" -> Outcome.Transport
-        "aborted" -> Outcome.Aborted
-        else -> throw MalformedCase("unknown outcome ${f[13]}")
-    }
-    val input = DecisionInput(
-        replayClass = replayClass,
-        hasIdempotencyKey = hasKey,
-        outcome = outcome,
-        retriesUsed = int(f[17]),
-        elapsedMs = integer(f[18]),
-        previousDelayMs = integer(f[19]),
-        nowMs = integer(f[20]),
-        random = double(f[21]),
-    )
+    val replayClass = ReplayClass.parse(f[11])
+    val outcome = if (f[13] == "status") Outcome.Status(int(f[14]), optionalHex(f[15]), optionalHex(f[16])) else Outcome.failure(f[13])
+    val input = DecisionInput(replayClass, flag(f[12], "has_key"), outcome, integer(f[17]), integer(f[18]), integer(f[19]), integer(f[20]), double(f[21]))
     val decision: Decision = RetryPolicies.decide(policy, input)
     line(out, "D", f[1], if (decision.retry) "1" else "0", decision.delayMs.toString(), decision.reason.wireName)
 }
 
+/** A v2 decision: the 19 policy fields, then the input. */
+private fun decide2Case(f: List<String>, out: StringBuilder) {
+    expectFields(f, 35)
+    val policy = policy2(f, 2)
+    val replayClass = ReplayClass.parse(f[21])
+    val hasKey = flag(f[22], "has_key")
+    val outcome = if (f[23] == "status") {
+        Outcome.Status(int(f[24]), optionalHex(f[25]), optionalHex(f[26]), optionalHex(f[27]))
+    } else {
+        Outcome.failure(f[23])
+    }
+    val tokens = if (f[33] == "-") null else integer(f[33])
+    val input = DecisionInput(
+        replayClass, hasKey, outcome, integer(f[28]), integer(f[29]), integer(f[30]), integer(f[31]), double(f[32]), tokens,
+        flag(f[34], "timed_out"),
+    )
+    val decision = RetryPolicies.decide(policy, input)
+    line(
+        out, "D2", f[1], if (decision.retry) "1" else "0", decision.delayMs.toString(), decision.reason.wireName,
+        decision.budgetTokens?.toString() ?: "-",
+    )
+}
+
+/** A retry budget sequence on one client's cell. */
+private fun budgetCase(f: List<String>, out: StringBuilder) {
+    expectFields(f, 7)
+    val policy = RetryPolicy(budgetCapacity = integer(f[2]), budgetRetryCost = integer(f[3]), budgetTimeoutCost = integer(f[4]), budgetSuccessRefund = integer(f[5]))
+    val cell = RetryBudgetCell(policy)
+    val initial = cell.tokens
+    val results = ArrayList<String>()
+    for (event in if (f[6].isEmpty()) emptyList() else f[6].split(',')) {
+        when {
+            event == "r" || event == "t" || event.startsWith("a") -> {
+                val kind = when (event) {
+                    "r" -> BudgetKind.RETRY
+                    "t" -> BudgetKind.TIMEOUT
+                    else -> BudgetKind.parse(unhex(event.substring(1)))
+                }
+                val result = cell.tryAcquire(kind)
+                results += (if (result.allowed) "y" else "n") + result.tokens
+            }
+            event.startsWith("s") -> results += "s" + cell.recordSuccess(integer(event.substring(1)))
+            else -> throw MalformedCase("unknown budget event $event")
+        }
+    }
+    line(out, "K", f[1], initial.toString(), results.joinToString(","))
+}
+
+/** The policy of the 19 `P2` fields from [at], names as given: the runtime checks them in order. */
+private fun policy2(f: List<String>, at: Int): RetryPolicy {
+    val headers = if (f[at + 12] == "-") emptyList() else f[at + 12].split(',').map { unhex(it) }
+    return RetryPolicy.fromConfig(
+        int(f[at]), integer(f[at + 1]), integer(f[at + 2]), double(f[at + 3]), f[at + 4], statuses(f[at + 5]), statuses(f[at + 6]),
+        integer(f[at + 7]), if (f[at + 8] == "-") null else integer(f[at + 8]), statuses(f[at + 9]), statuses(f[at + 10]),
+        statuses(f[at + 11]), headers, f[at + 13], f[at + 14], integer(f[at + 15]), integer(f[at + 16]), integer(f[at + 17]),
+        integer(f[at + 18]),
+    )
+}
+
+private fun flag(text: String, what: String): Boolean = when (text) {
+    "1" -> true
+    "0" -> false
+    else -> throw MalformedCase("$what must be 1 or 0, not $text")
+}
+
 private fun tables(out: StringBuilder) {
+    line(out, "B2", hex(RetryPolicies.BASE_PATH), hex(RetryPolicies.SOURCE_NAME))
+    val p = RetryPolicies.DEFAULT_POLICY
+    line(
+        out, "P2", p.maxRetries.toString(), p.initialBackoffMs.toString(), p.maxBackoffMs.toString(), bits(p.multiplier),
+        p.jitter.wireName, p.retryableStatuses.joinToString(","), p.rejectedStatuses.joinToString(","),
+        p.retryAfterCapMs.toString(), p.deadlineMs?.toString() ?: "-", p.retryOnlyWithServerDelay.joinToString(","),
+        p.keyInFlightStatuses.joinToString(","), p.keyReusedStatuses.joinToString(","),
+        if (p.serverDirectiveHeaders.isEmpty()) "-" else p.serverDirectiveHeaders.joinToString(",") { hex(it) },
+        p.retryAfterOverCap.wireName, p.unknownOperationClass.wireName, p.budgetCapacity.toString(), p.budgetRetryCost.toString(),
+        p.budgetTimeoutCost.toString(), p.budgetSuccessRefund.toString(),
+    )
+    val operations = RetryPolicies.OPERATIONS
+    for ((index, operation) in operations.withIndex()) {
+        line(
+            out, "O2", index.toString(), hex(operation.method), hex(operation.path), hexOrAbsent(operation.operationId),
+            operation.replayClass.wireName, hexOrAbsent(operation.idempotencyHeader),
+        )
+    }
+    for (entry in RetryPolicies.NON_REPLAYABLE_OPERATIONS) {
+        val index = operations.indexOfFirst { it === entry.operation }
+        line(out, "L2", index.toString(), hex(entry.method), hex(entry.pattern.pattern), hexOrAbsent(entry.idempotencyHeader))
+    }
+}
+
+/** The v1 table dump (`T`), its patterns those of contract v1's list ([v1Pattern]). */
+private fun tablesV1(out: StringBuilder) {
     line(out, "B", hex(RetryPolicies.BASE_PATH), hex(RetryPolicies.SOURCE_NAME))
     val p = RetryPolicies.DEFAULT_POLICY
     line(
@@ -126,9 +244,67 @@ private fun tables(out: StringBuilder) {
     for ((index, operation) in RetryPolicies.OPERATIONS.withIndex()) {
         line(
             out, "O", index.toString(), hex(operation.method), hex(operation.path), hexOrAbsent(operation.operationId),
-            operation.replayClass.wireName, hex(operation.pattern.pattern),
+            operation.replayClass.wireName, hex(v1Pattern(operation.route)),
         )
     }
+}
+
+/** Contract v1's list expression (src/model/path.rs `PathTemplate::regex`): literals as written. */
+private fun v1Pattern(route: String): String {
+    val trimmed = route.removePrefix("/").removeSuffix("/")
+    if (trimmed.isEmpty()) {
+        return "^/$"
+    }
+    val out = StringBuilder("^")
+    for (segment in trimmed.split('/')) {
+        out.append('/')
+        var i = 0
+        while (i < segment.length) {
+            val c = segment[i]
+            if (c == '{') {
+                val close = segment.indexOf('}', i + 1)
+                out.append("[^/]+")
+                i = if (close < 0) segment.length else close + 1
+                continue
+            }
+            if (c in "\\.+*?()|[]{}^$") {
+                out.append('\\')
+            }
+            out.append(c)
+            i++
+        }
+    }
+    return out.append("/?$").toString()
+}
+
+/** Hex of WTF-8 (UTF-8 that may encode lone surrogates) as a UTF-16 string built by hand. */
+private fun wtf8(text: String): String {
+    if (text.length % 2 != 0 || text.any { it !in '0'..'9' && it !in 'a'..'f' }) {
+        throw MalformedCase("not lower-case hex: $text")
+    }
+    val bytes = IntArray(text.length / 2) { i -> text.substring(2 * i, 2 * i + 2).toInt(16) }
+    val out = StringBuilder()
+    var at = 0
+    while (at < bytes.size) {
+        val b = bytes[at]
+        val count = when {
+            b < 0x80 -> 0
+            b >= 0xF0 -> 3
+            b >= 0xE0 -> 2
+            b >= 0xC0 -> 1
+            else -> -1
+        }
+        if (count < 0 || at + count >= bytes.size) {
+            throw MalformedCase("not WTF-8: $text")
+        }
+        var codePoint = if (count == 0) b else b and (0x3F shr count)
+        for (k in 1..count) {
+            codePoint = (codePoint shl 6) or (bytes[at + k] and 0x3F)
+        }
+        out.appendCodePoint(codePoint)
+        at += count + 1
+    }
+    return out.toString()
 }
 
 private fun line(out: StringBuilder, vararg fields: String) {

@@ -9,7 +9,19 @@ import java.nio.ByteBuffer
 import java.nio.charset.CharacterCodingException
 import java.nio.charset.CodingErrorAction
 import java.util.Collections
+import java.util.concurrent.atomic.AtomicLong
 import kotlin.math.floor
+
+/**
+ * The retry contract's one error kind, invalid input: a policy value out of range, an unknown name,
+ * an input out of range or a string that is not Unicode scalar values. Never a decision.
+ *
+ * @property key the message key every language reports: the offending field, such as
+ *   `policy.jitter` or `input.random`.
+ */
+public class RetryInputException(
+    public val key: String,
+) : IllegalArgumentException("invalid input: $key")
 
 /**
  * How safely a request can be replayed after a failure that may have reached the server.
@@ -33,6 +45,14 @@ public enum class ReplayClass(
 
     /** Never retried (streaming responses, `x-retry: false`). */
     NO_RETRY("no_retry"),
+    ;
+
+    /** The name parser. */
+    public companion object {
+        /** The class named exactly [name]; throws [RetryInputException] `input.class` for any other. */
+        @JvmStatic
+        public fun parse(name: String): ReplayClass = RetryRuntime.parseReplayClass(name)
+    }
 }
 
 /**
@@ -54,6 +74,86 @@ public enum class Jitter(
 
     /** Exactly the exponential backoff. */
     NONE("none"),
+    ;
+
+    /** The name parser. */
+    public companion object {
+        /** The jitter named exactly [name]; throws [RetryInputException] `policy.jitter` for any other. */
+        @JvmStatic
+        public fun parse(name: String): Jitter = RetryRuntime.parseName(entries, name, "policy.jitter") { it.wireName }
+    }
+}
+
+/**
+ * What [RetryRuntime.decide] does with a server delay above [RetryPolicy.retryAfterCapMs].
+ *
+ * @property wireName the mode's name in the retry contract (`retry_after_over_cap`).
+ */
+public enum class OverCapMode(
+    public val wireName: String,
+) {
+    /** Stop with [DecisionReason.RETRY_AFTER_OVER_CAP]. */
+    REFUSE("refuse"),
+
+    /** Wait [RetryPolicy.retryAfterCapMs] instead. */
+    CLAMP("clamp"),
+    ;
+
+    /** The name parser. */
+    public companion object {
+        /** The mode named exactly [name]; throws [RetryInputException] `policy.retry_after_over_cap` for any other. */
+        @JvmStatic
+        public fun parse(name: String): OverCapMode = RetryRuntime.parseName(entries, name, "policy.retry_after_over_cap") { it.wireName }
+    }
+}
+
+/**
+ * The class of a request no operation matches (`unknown_operation_class`).
+ *
+ * @property wireName the value's name in the retry contract.
+ */
+public enum class UnknownOperationClass(
+    public val wireName: String,
+) {
+    /** The method's default class: idempotent for [RetryRuntime.IDEMPOTENT_METHODS], else non-replayable. */
+    METHOD_DEFAULT("method_default"),
+
+    /** Always [ReplayClass.NON_REPLAYABLE]. */
+    NON_REPLAYABLE("non_replayable"),
+
+    /** Always [ReplayClass.NO_RETRY]. */
+    NO_RETRY("no_retry"),
+    ;
+
+    /** The name parser. */
+    public companion object {
+        /** The value named exactly [name]; throws [RetryInputException] `policy.unknown_operation_class` for any other. */
+        @JvmStatic
+        public fun parse(name: String): UnknownOperationClass = RetryRuntime.parseUnknownOperationClass(name)
+    }
+}
+
+/**
+ * What a retry budget acquisition pays for.
+ *
+ * @property wireName the kind's name in the retry contract.
+ */
+public enum class BudgetKind(
+    public val wireName: String,
+) {
+    /** A retry: [RetryPolicy.budgetRetryCost]. */
+    RETRY("retry"),
+
+    /** A retry after a timeout: [RetryPolicy.budgetTimeoutCost]. */
+    TIMEOUT("timeout"),
+    ;
+
+    /** The name parser. */
+    public companion object {
+        /** The kind named exactly [name]; throws [RetryInputException] `input.budget_kind` for any other. */
+        @JvmStatic
+        public fun parse(name: String): BudgetKind = RetryRuntime.parseBudgetKind(name)
+    }
 }
 
 /**
@@ -96,6 +196,24 @@ public enum class DecisionReason(
 
     /** Stop: the wait would end after the policy's deadline. */
     DEADLINE("deadline"),
+
+    /** Stop: the server's directive header said `false`. */
+    SERVER_SAID_NO("server_said_no"),
+
+    /** Retry: the server's directive header said `true` on a replayable request. */
+    SERVER_SAID_YES("server_said_yes"),
+
+    /** Retry: the request's idempotency key is still being processed. */
+    KEY_IN_FLIGHT("key_in_flight"),
+
+    /** Stop: the idempotency key was used with another payload. */
+    KEY_REUSED("key_reused"),
+
+    /** Stop: the status is retried only with a server delay, and none came. */
+    NO_SERVER_DELAY("no_server_delay"),
+
+    /** Stop: the client's retry budget cannot pay for the retry. */
+    BUDGET_EXHAUSTED("budget_exhausted"),
 }
 
 /**
@@ -107,7 +225,8 @@ public enum class DecisionReason(
  * @property path the path template as the spec writes it.
  * @property operationId the spec's operationId, or null when the operation has none.
  * @property replayClass how safely a request to this operation can be replayed.
- * @property idempotencyHeader the idempotency key header the operation declares, or null.
+ * @property idempotencyHeader the idempotency key header the operation declares (as written in the
+ *   spec) when its class is [ReplayClass.KEYED], else null.
  */
 public data class Operation(
     public val method: String,
@@ -118,19 +237,40 @@ public data class Operation(
     public val idempotencyHeader: String?,
 ) {
     /**
-     * An anchored expression over the request path without base path and query, accepting one
-     * trailing slash; parameters match `[^/]+`. Test it with [Regex.matches], which requires the
+     * The safe-list expression of the route (contract L1): anchored, over the request path without
+     * base path and query, accepting one trailing slash and each literal character as written or
+     * percent-encoded; parameters match `[^/]+`. Test it with [Regex.matches], which requires the
      * whole path to match. Compiled on first use.
      */
-    public val pattern: Regex by lazy { Regex(RetryRuntime.routePattern(route)) }
+    public val pattern: Regex by lazy { Regex(RetryRuntime.safePattern(route)) }
 }
 
 /**
- * What [OperationTable.classify] found for a request.
+ * One entry of the safe list (contract L1-L2): an operation that must not be replayed without a
+ * key, as (method, pattern, idempotency header).
+ *
+ * @property operation the operation, [ReplayClass.NON_REPLAYABLE] or [ReplayClass.KEYED].
+ * @property idempotencyHeader null for a non-replayable entry; for a keyed one, the header that makes
+ *   it replayable.
+ */
+public data class SafeListEntry(
+    public val operation: Operation,
+    public val idempotencyHeader: String?,
+) {
+    /** The operation's method, compared exactly. */
+    public val method: String get() = operation.method
+
+    /** The operation's [Operation.pattern]. */
+    public val pattern: Regex get() = operation.pattern
+}
+
+/**
+ * What a classifier found for a request.
  *
  * @property operation the operation the request addresses, or null when no operation has its path
  *   and method.
- * @property replayClass the operation's class, or the method's default class when [operation] is null.
+ * @property replayClass the operation's class, or the class [UnknownOperationClass] gives when
+ *   [operation] is null (by default the method's default class).
  */
 public data class Classification(
     public val operation: Operation?,
@@ -140,19 +280,31 @@ public data class Classification(
 /**
  * The values that drive [RetryRuntime.decide]. The constructor's defaults are the retry contract's;
  * the values a spec declares are its tables object's `DEFAULT_POLICY` (change some with
- * `DEFAULT_POLICY.copy(...)`). Values are used as given, so keep them within the ranges the retry
- * contract documents.
+ * `DEFAULT_POLICY.copy(...)`). [RetryRuntime.decide], the budget functions and [RetryBudgetCell]
+ * check every value (contract V1-V2) and throw [RetryInputException] for the first bad one;
+ * [fromConfig] takes the names as strings, as a configuration file holds them.
  *
- * @property maxRetries retries allowed after the first attempt; 0 disables retries.
+ * @property maxRetries retries allowed after the first attempt, 0-100; 0 disables retries.
  * @property initialBackoffMs the backoff before the first retry, in milliseconds.
  * @property maxBackoffMs the largest backoff, in milliseconds.
- * @property multiplier the growth of the backoff from one retry to the next.
+ * @property multiplier the growth of the backoff from one retry to the next, 1.0-10.0.
  * @property jitter how the backoff is randomized.
  * @property retryableStatuses statuses retried when the request is replayable.
  * @property rejectedStatuses statuses the API returns before doing anything, retried for every class
  *   but [ReplayClass.NO_RETRY].
- * @property retryAfterCapMs the longest server-requested delay to honour; a longer one stops.
+ * @property retryAfterCapMs the longest server-requested delay to honour.
  * @property deadlineMs the time since the first attempt after which no retry may end, or null for none.
+ * @property retryOnlyWithServerDelay statuses retried only when the server says how long to wait.
+ * @property keyInFlightStatuses statuses retried on a request carrying its idempotency key.
+ * @property keyReusedStatuses statuses that stop a request carrying its idempotency key.
+ * @property serverDirectiveHeaders the response headers whose `true`/`false` overrides the lists, in
+ *   order; empty disables directives.
+ * @property retryAfterOverCap what a server delay above [retryAfterCapMs] does.
+ * @property unknownOperationClass the class of a request no operation matches.
+ * @property budgetCapacity the retry budget's tokens, 0-1000000; 0 disables the budget.
+ * @property budgetRetryCost the tokens a retry takes.
+ * @property budgetTimeoutCost the tokens a retry after a timeout takes.
+ * @property budgetSuccessRefund the tokens a success without retries gives back.
  */
 public data class RetryPolicy
     @JvmOverloads
@@ -166,8 +318,18 @@ public data class RetryPolicy
         public val rejectedStatuses: Set<Int> = CONTRACT_REJECTED_STATUSES,
         public val retryAfterCapMs: Long = 60_000,
         public val deadlineMs: Long? = null,
+        public val retryOnlyWithServerDelay: Set<Int> = NO_STATUSES,
+        public val keyInFlightStatuses: Set<Int> = CONTRACT_KEY_IN_FLIGHT_STATUSES,
+        public val keyReusedStatuses: Set<Int> = CONTRACT_KEY_REUSED_STATUSES,
+        public val serverDirectiveHeaders: List<String> = CONTRACT_SERVER_DIRECTIVE_HEADERS,
+        public val retryAfterOverCap: OverCapMode = OverCapMode.REFUSE,
+        public val unknownOperationClass: UnknownOperationClass = UnknownOperationClass.METHOD_DEFAULT,
+        public val budgetCapacity: Long = 500,
+        public val budgetRetryCost: Long = 5,
+        public val budgetTimeoutCost: Long = 10,
+        public val budgetSuccessRefund: Long = 1,
     ) {
-        /** The retry contract's default status sets, unmodifiable. */
+        /** The retry contract's default collections, unmodifiable, and the name-parsing factory. */
         public companion object {
             /** The contract's default `retryable_statuses`. */
             @JvmField
@@ -176,6 +338,78 @@ public data class RetryPolicy
             /** The contract's default `rejected_statuses`. */
             @JvmField
             public val CONTRACT_REJECTED_STATUSES: Set<Int> = RetryRuntime.statusSet(429)
+
+            /** The contract's default `key_in_flight_statuses`. */
+            @JvmField
+            public val CONTRACT_KEY_IN_FLIGHT_STATUSES: Set<Int> = RetryRuntime.statusSet(409)
+
+            /** The contract's default `key_reused_statuses`. */
+            @JvmField
+            public val CONTRACT_KEY_REUSED_STATUSES: Set<Int> = RetryRuntime.statusSet(422)
+
+            /** The contract's default `server_directive_headers`. */
+            @JvmField
+            public val CONTRACT_SERVER_DIRECTIVE_HEADERS: List<String> = Collections.unmodifiableList(listOf("x-should-retry"))
+
+            /** An empty status set (the default `retry_only_with_server_delay`). */
+            @JvmField
+            public val NO_STATUSES: Set<Int> = RetryRuntime.statusSet()
+
+            /**
+             * A policy from configuration values, the names ([jitter], [retryAfterOverCap],
+             * [unknownOperationClass]) as strings: every value is checked in the policy table's order
+             * (contract V1-V2) and the first bad one throws [RetryInputException].
+             */
+            @JvmStatic
+            public fun fromConfig(
+                maxRetries: Int,
+                initialBackoffMs: Long,
+                maxBackoffMs: Long,
+                multiplier: Double,
+                jitter: String,
+                retryableStatuses: Set<Int>,
+                rejectedStatuses: Set<Int>,
+                retryAfterCapMs: Long,
+                deadlineMs: Long?,
+                retryOnlyWithServerDelay: Set<Int>,
+                keyInFlightStatuses: Set<Int>,
+                keyReusedStatuses: Set<Int>,
+                serverDirectiveHeaders: List<String>,
+                retryAfterOverCap: String,
+                unknownOperationClass: String,
+                budgetCapacity: Long,
+                budgetRetryCost: Long,
+                budgetTimeoutCost: Long,
+                budgetSuccessRefund: Long,
+            ): RetryPolicy {
+                val jitterValue = Jitter.entries.firstOrNull { it.wireName == jitter }
+                val overCap = OverCapMode.entries.firstOrNull { it.wireName == retryAfterOverCap }
+                val unknown = UnknownOperationClass.entries.firstOrNull { it.wireName == unknownOperationClass }
+                val policy =
+                    RetryPolicy(
+                        maxRetries,
+                        initialBackoffMs,
+                        maxBackoffMs,
+                        multiplier,
+                        jitterValue ?: Jitter.FULL,
+                        Collections.unmodifiableSet(LinkedHashSet(retryableStatuses)),
+                        Collections.unmodifiableSet(LinkedHashSet(rejectedStatuses)),
+                        retryAfterCapMs,
+                        deadlineMs,
+                        Collections.unmodifiableSet(LinkedHashSet(retryOnlyWithServerDelay)),
+                        Collections.unmodifiableSet(LinkedHashSet(keyInFlightStatuses)),
+                        Collections.unmodifiableSet(LinkedHashSet(keyReusedStatuses)),
+                        Collections.unmodifiableList(ArrayList(serverDirectiveHeaders)),
+                        overCap ?: OverCapMode.REFUSE,
+                        unknown ?: UnknownOperationClass.METHOD_DEFAULT,
+                        budgetCapacity,
+                        budgetRetryCost,
+                        budgetTimeoutCost,
+                        budgetSuccessRefund,
+                    )
+                RetryRuntime.checkPolicy(policy, jitterValue != null, overCap != null, unknown != null)
+                return policy
+            }
         }
     }
 
@@ -187,6 +421,8 @@ public sealed class Outcome {
      * @property status the HTTP status, 100-599.
      * @property retryAfter the `Retry-After` response header, or null when absent.
      * @property retryAfterMs the `retry-after-ms` response header, or null when absent.
+     * @property directive the value of the first of the policy's [RetryPolicy.serverDirectiveHeaders]
+     *   the response carries, or null; see [RetryRuntime.directiveHeader].
      */
     public data class Status
         @JvmOverloads
@@ -194,6 +430,7 @@ public sealed class Outcome {
             public val status: Int,
             public val retryAfter: String? = null,
             public val retryAfterMs: String? = null,
+            public val directive: String? = null,
         ) : Outcome()
 
     /** The request provably never left: DNS failure, connection refused, connect timeout, TLS handshake failure. */
@@ -207,32 +444,50 @@ public sealed class Outcome {
 
     /** The caller cancelled. */
     public data object Aborted : Outcome()
+
+    /** The failure name parser. */
+    public companion object {
+        /**
+         * The failure named exactly [name] (`connect`, `transport`, `aborted`); throws
+         * [RetryInputException] `input.outcome` for any other.
+         */
+        @JvmStatic
+        public fun failure(name: String): Outcome = RetryRuntime.parseFailure(name)
+    }
 }
 
 /**
  * Everything [RetryRuntime.decide] looks at. There is no hidden clock and no hidden random source:
  * the same input always gives the same decision.
  *
- * @property replayClass the operation's class, from [OperationTable.classify] or
- *   [OperationTable.operationById].
- * @property hasIdempotencyKey whether the request carries the idempotency key header.
+ * @property replayClass the operation's class, from a [Classifier] or [OperationTable.operationById].
+ * @property hasIdempotencyKey whether the request carries the idempotency key header
+ *   ([RetryRuntime.hasIdempotencyKey]).
  * @property outcome what the attempt ended with.
  * @property retriesUsed retries already made for this request (0 after the first attempt).
  * @property elapsedMs milliseconds since the first attempt started.
  * @property previousDelayMs the delay waited before the attempt that just failed, 0 after the first.
  * @property nowMs the current time in milliseconds since the Unix epoch, for HTTP-date headers.
  * @property random a uniformly random number in [0, 1) drawn by the caller.
+ * @property budgetTokens the client's retry budget state, or null when the caller uses no budget
+ *   ([RetryBudgetCell.decide] fills it in).
+ * @property timedOut whether the failed attempt ended by a timeout (a budget retry then costs
+ *   [RetryPolicy.budgetTimeoutCost]).
  */
-public data class DecisionInput(
-    public val replayClass: ReplayClass,
-    public val hasIdempotencyKey: Boolean,
-    public val outcome: Outcome,
-    public val retriesUsed: Int,
-    public val elapsedMs: Long,
-    public val previousDelayMs: Long,
-    public val nowMs: Long,
-    public val random: Double,
-)
+public data class DecisionInput
+    @JvmOverloads
+    constructor(
+        public val replayClass: ReplayClass,
+        public val hasIdempotencyKey: Boolean,
+        public val outcome: Outcome,
+        public val retriesUsed: Long,
+        public val elapsedMs: Long,
+        public val previousDelayMs: Long,
+        public val nowMs: Long,
+        public val random: Double,
+        public val budgetTokens: Long? = null,
+        public val timedOut: Boolean = false,
+    )
 
 /**
  * The decision about one failed attempt.
@@ -240,12 +495,75 @@ public data class DecisionInput(
  * @property retry whether to send the request again.
  * @property delayMs how long to wait before the retry, in milliseconds; 0 when [retry] is false.
  * @property reason why.
+ * @property budgetTokens the retry budget state after the decision (unchanged unless a retry is
+ *   granted), or null when the input had none.
  */
-public data class Decision(
-    public val retry: Boolean,
-    public val delayMs: Long,
-    public val reason: DecisionReason,
+public data class Decision
+    @JvmOverloads
+    constructor(
+        public val retry: Boolean,
+        public val delayMs: Long,
+        public val reason: DecisionReason,
+        public val budgetTokens: Long? = null,
+    )
+
+/**
+ * The result of [RetryRuntime.budgetTryAcquire].
+ *
+ * @property allowed whether the budget pays for the retry.
+ * @property tokens the budget state after the acquisition.
+ */
+public data class BudgetAcquisition(
+    public val allowed: Boolean,
+    public val tokens: Long,
 )
+
+/**
+ * What the runtime reports for every retry it grants (contract E1), for metrics and logs: route
+ * templates, never concrete paths, so that cardinality stays low.
+ *
+ * @property attempt the retry's number, 1 for the first retry.
+ * @property reason the decision's reason.
+ * @property delayMs the decision's delay.
+ * @property method the operation's method, or the request's method ASCII upper-cased when no
+ *   operation matched.
+ * @property pathTemplate the operation's path as the spec writes it, or null.
+ * @property operationId the operation's operationId, or null.
+ */
+public data class RetryEvent(
+    public val attempt: Long,
+    public val reason: DecisionReason,
+    public val delayMs: Long,
+    public val method: String,
+    public val pathTemplate: String?,
+    public val operationId: String?,
+) {
+    /** The event builder. */
+    public companion object {
+        /**
+         * The event of the retry [decision] grants to a request classified as [classification], sent
+         * with [method] after [retriesUsed] retries.
+         */
+        @JvmStatic
+        public fun of(
+            classification: Classification,
+            method: String,
+            retriesUsed: Long,
+            decision: Decision,
+        ): RetryEvent {
+            require(decision.retry) { "a retry event is built for a granted retry" }
+            val operation = classification.operation
+            return RetryEvent(
+                retriesUsed + 1,
+                decision.reason,
+                decision.delayMs,
+                operation?.method ?: RetryRuntime.asciiUpperCase(method),
+                operation?.path,
+                operation?.operationId,
+            )
+        }
+    }
+}
 
 /**
  * An API's operations and the path matcher built from them once, when the table is constructed
@@ -253,7 +571,7 @@ public data class Decision(
  * between threads.
  *
  * @property basePath the base path of the API's first server, without a trailing slash, or empty;
- *   [classify] removes it from request paths.
+ *   [classify] removes it from request paths (a [classifier] may have another).
  * @param operations the operations in table order: when two claim the same path and method, the
  *   first wins.
  */
@@ -281,50 +599,106 @@ public class OperationTable(
         sortMixedChildren()
     }
 
+    /** The classifier of the spec's base path with [UnknownOperationClass.METHOD_DEFAULT]: [classify]'s. */
+    public val defaultClassifier: Classifier = Classifier(this, basePath, UnknownOperationClass.METHOD_DEFAULT)
+
     /**
-     * The `non_replayable` operations as (method, anchored path expression) pairs, for SDKs that kept
-     * such a list by hand. The expression applies to the path without base path and query; test it
-     * with [Regex.matches], or call [isNonReplayable]. Built, and its expressions compiled, on first use.
+     * The safe list (contract L1-L2): every non-replayable and keyed operation, in table order, as
+     * (method, pattern, idempotency header), for SDKs that kept such a list by hand. Built, and its
+     * expressions compiled, on first use. Prefer [classify], which is authoritative.
      */
-    public val nonReplayableOperations: List<Pair<String, Regex>> by lazy {
+    public val nonReplayableOperations: List<SafeListEntry> by lazy {
         Collections.unmodifiableList(
             this.operations
-                .filter { it.replayClass == ReplayClass.NON_REPLAYABLE }
-                .map { it.method to it.pattern },
+                .filter { it.replayClass == ReplayClass.NON_REPLAYABLE || it.replayClass == ReplayClass.KEYED }
+                .map { SafeListEntry(it, if (it.replayClass == ReplayClass.KEYED) it.idempotencyHeader else null) },
         )
     }
 
     /**
-     * Classifies a request: finds the operation its method and path address and that operation's
-     * replay class, or the method's default class when none matches. The cost depends on the length
-     * of [path], never on the number of operations.
+     * Classifies a request with the spec's base path: finds the operation its method and target
+     * address and that operation's replay class, or the method's default class when none matches.
+     * The cost depends on the length of [target], never on the number of operations.
      *
      * @param method the HTTP method, in any case.
-     * @param path the request target as sent; it may carry the base path, a query and a fragment.
+     * @param target the request target as sent: a path (it may carry the base path, a query and a
+     *   fragment) or a full URL.
+     * @throws RetryInputException `input.method` or `input.path` for a string with a lone surrogate.
      */
     public fun classify(
         method: String,
-        path: String,
-    ): Classification {
-        val upperMethod = RetryRuntime.asciiUpperCase(method)
-        val operation = find(root, segmentsOf(path), 0)?.operations?.get(upperMethod)
-        if (operation != null) {
-            return Classification(operation, operation.replayClass)
-        }
-        return Classification(null, RetryRuntime.methodDefaultClass(upperMethod))
+        target: String,
+    ): Classification = defaultClassifier.classify(method, target)
+
+    /**
+     * A classifier for the base an SDK configures at run time (contract C1-C3), created once per
+     * client: a base path (`/proxy/v1`) or base URL (`https://gw.example/proxy/v1/`), or null for
+     * the spec's base path.
+     *
+     * @throws RetryInputException `input.base` for a base with a lone surrogate.
+     */
+    @JvmOverloads
+    public fun classifier(
+        base: String?,
+        unknownOperationClass: UnknownOperationClass = UnknownOperationClass.METHOD_DEFAULT,
+    ): Classifier {
+        val path = if (base == null) basePath else RetryRuntime.basePathOf(base)
+        return Classifier(this, path, unknownOperationClass)
+    }
+
+    /**
+     * [classifier] with the `unknown_operation_class` name as configured; the base is checked first.
+     *
+     * @throws RetryInputException `input.base`, then `policy.unknown_operation_class`.
+     */
+    public fun classifier(
+        base: String?,
+        unknownOperationClass: String,
+    ): Classifier {
+        val path = if (base == null) basePath else RetryRuntime.basePathOf(base)
+        return Classifier(this, path, UnknownOperationClass.parse(unknownOperationClass))
     }
 
     /** The first operation whose operationId is [id], or null. */
     public fun operationById(id: String): Operation? = byId[id]
 
     /**
-     * Whether an entry of [nonReplayableOperations] has exactly [method] and an expression matching the
-     * whole of [path] (without base path and query).
+     * The first [nonReplayableOperations] entry (table order) with exactly [method] whose pattern
+     * matches the whole of [path] (without base path and query), or null (contract L2).
      */
+    public fun findSafeListEntry(
+        method: String,
+        path: String,
+    ): SafeListEntry? = nonReplayableOperations.firstOrNull { it.method == method && it.pattern.matches(path) }
+
+    /** Whether the safe list has an entry for [method] and [path]: [findSafeListEntry] is not null. */
     public fun isNonReplayable(
         method: String,
         path: String,
-    ): Boolean = nonReplayableOperations.any { (entryMethod, pattern) -> entryMethod == method && pattern.matches(path) }
+    ): Boolean = findSafeListEntry(method, path) != null
+
+    /** Steps 1-9 of classify with [classifierBase] as the base path and [unknown] for no match. */
+    internal fun lookup(
+        method: String,
+        target: String,
+        classifierBase: String,
+        unknown: UnknownOperationClass,
+    ): Classification {
+        RetryRuntime.checkScalarValues(method, "input.method")
+        RetryRuntime.checkScalarValues(target, "input.path")
+        val upperMethod = RetryRuntime.asciiUpperCase(method)
+        val operation = find(root, segmentsOf(target, classifierBase), 0)?.operations?.get(upperMethod)
+        if (operation != null) {
+            return Classification(operation, operation.replayClass)
+        }
+        val replayClass =
+            when (unknown) {
+                UnknownOperationClass.METHOD_DEFAULT -> RetryRuntime.methodDefaultClass(upperMethod)
+                UnknownOperationClass.NON_REPLAYABLE -> ReplayClass.NON_REPLAYABLE
+                UnknownOperationClass.NO_RETRY -> ReplayClass.NO_RETRY
+            }
+        return Classification(null, replayClass)
+    }
 
     /** Adds [operation]'s route to the trie: literal, parameter or mixed child per segment. */
     private fun insert(operation: Operation) {
@@ -359,9 +733,12 @@ public class OperationTable(
         }
     }
 
-    /** Steps 2-7 of classify: the decoded segments of the request path. */
-    private fun segmentsOf(target: String): List<String> {
-        var path = target
+    /** Steps 2-7 of classify: the decoded segments of the request target. */
+    private fun segmentsOf(
+        target: String,
+        basePath: String,
+    ): List<String> {
+        var path = RetryRuntime.stripOrigin(target)
         val end = path.indexOfAny(QUERY_OR_FRAGMENT)
         if (end >= 0) {
             path = path.substring(0, end)
@@ -552,38 +929,223 @@ public object RetryRuntime {
     @JvmStatic
     public fun statusSet(vararg statuses: Int): Set<Int> = Collections.unmodifiableSet(statuses.toCollection(LinkedHashSet()))
 
+    /** An unmodifiable list of header names, for [RetryPolicy.serverDirectiveHeaders]. */
+    @JvmStatic
+    public fun headerList(vararg names: String): List<String> = Collections.unmodifiableList(names.toList())
+
     /** The class of a request no operation matches: idempotent for [IDEMPOTENT_METHODS], else non-replayable. */
     @JvmStatic
     public fun methodDefaultClass(method: String): ReplayClass =
         if (asciiUpperCase(method) in IDEMPOTENT_METHODS) ReplayClass.IDEMPOTENT else ReplayClass.NON_REPLAYABLE
 
+    /** The largest `retries_used`, `elapsed_ms` and `previous_delay_ms`: 2^53 - 1, every language's exact integers. */
+    private const val MAX_COUNTER: Long = 9_007_199_254_740_991L
+
+    /** The largest policy duration: one day in milliseconds. */
+    private const val MAX_DURATION_MS: Long = 86_400_000L
+
+    /** The largest budget value. */
+    private const val BUDGET_MAX: Long = 1_000_000L
+
+    private const val TOKEN_SYMBOLS: String = "!#$%&'*+-.^_`|~"
+
+    private fun ensure(
+        ok: Boolean,
+        key: String,
+    ) {
+        if (!ok) {
+            throw RetryInputException(key)
+        }
+    }
+
+    private fun statusesInRange(statuses: Set<Int>): Boolean {
+        for (status in statuses) {
+            if (status < 100 || status > 599) {
+                return false
+            }
+        }
+        return true
+    }
+
+    /** An RFC 9110 token: one or more of `!#$%&'*+-.^_`|~`, ASCII digits and letters. */
+    private fun isToken(name: String): Boolean {
+        if (name.isEmpty()) {
+            return false
+        }
+        for (c in name) {
+            if (!isAsciiLetter(c) && !isAsciiDigit(c) && TOKEN_SYMBOLS.indexOf(c) < 0) {
+                return false
+            }
+        }
+        return true
+    }
+
+    private fun headersAreTokens(names: List<String>): Boolean {
+        for (name in names) {
+            if (!isToken(name)) {
+                return false
+            }
+        }
+        return true
+    }
+
     /**
-     * Decides whether to retry a failed attempt, and after how long.
+     * Checks [policy] key by key in the policy table's order and throws [RetryInputException] with
+     * the first bad key; the three flags say whether a name given as text was known
+     * ([RetryPolicy.fromConfig]).
+     */
+    internal fun checkPolicy(
+        policy: RetryPolicy,
+        jitterKnown: Boolean = true,
+        overCapKnown: Boolean = true,
+        unknownClassKnown: Boolean = true,
+    ) {
+        // [contract V1] each key in the policy table's order; NaN fails the multiplier's range.
+        ensure(policy.maxRetries in 0..100, "policy.max_retries")
+        ensure(policy.initialBackoffMs in 1..MAX_DURATION_MS, "policy.initial_backoff_ms")
+        ensure(policy.maxBackoffMs in 1..MAX_DURATION_MS, "policy.max_backoff_ms")
+        ensure(policy.multiplier >= 1.0 && policy.multiplier <= 10.0, "policy.multiplier")
+        ensure(jitterKnown, "policy.jitter")
+        ensure(statusesInRange(policy.retryableStatuses), "policy.retryable_statuses")
+        ensure(statusesInRange(policy.rejectedStatuses), "policy.rejected_statuses")
+        ensure(policy.retryAfterCapMs in 0..MAX_DURATION_MS, "policy.retry_after_cap_ms")
+        val deadline = policy.deadlineMs
+        ensure(deadline == null || deadline in 1..MAX_DURATION_MS, "policy.deadline_ms")
+        ensure(statusesInRange(policy.retryOnlyWithServerDelay), "policy.retry_only_with_server_delay")
+        ensure(statusesInRange(policy.keyInFlightStatuses), "policy.key_in_flight_statuses")
+        ensure(statusesInRange(policy.keyReusedStatuses), "policy.key_reused_statuses")
+        ensure(headersAreTokens(policy.serverDirectiveHeaders), "policy.server_directive_headers")
+        ensure(overCapKnown, "policy.retry_after_over_cap")
+        ensure(unknownClassKnown, "policy.unknown_operation_class")
+        ensure(policy.budgetCapacity in 0..BUDGET_MAX, "policy.budget_capacity")
+        ensure(policy.budgetRetryCost in 1..BUDGET_MAX, "policy.budget_retry_cost")
+        ensure(policy.budgetTimeoutCost in 1..BUDGET_MAX, "policy.budget_timeout_cost")
+        ensure(policy.budgetSuccessRefund in 0..BUDGET_MAX, "policy.budget_success_refund")
+        // [contract V2] the initial backoff may not exceed the largest.
+        ensure(policy.initialBackoffMs <= policy.maxBackoffMs, "policy.max_backoff_ms")
+    }
+
+    /** The entry of [entries] whose wire name is exactly [name], else [RetryInputException] [key]. */
+    internal fun <E> parseName(
+        entries: List<E>,
+        name: String,
+        key: String,
+        wireName: (E) -> String,
+    ): E {
+        for (entry in entries) {
+            if (wireName(entry) == name) {
+                return entry
+            }
+        }
+        throw RetryInputException(key)
+    }
+
+    /** [ReplayClass.parse]. */
+    internal fun parseReplayClass(name: String): ReplayClass {
+        // [contract V3] exact, case-sensitive names, never trimmed: the class, then the failure.
+        return parseName(ReplayClass.entries, name, "input.class") { it.wireName }
+    }
+
+    /** [Outcome.failure]. */
+    internal fun parseFailure(name: String): Outcome =
+        when (name) {
+            "connect" -> Outcome.Connect
+            "transport" -> Outcome.Transport
+            "aborted" -> Outcome.Aborted
+            else -> throw RetryInputException("input.outcome")
+        }
+
+    /** The input checks after the names (which their types or parsers guarantee). */
+    private fun checkInput(
+        policy: RetryPolicy,
+        input: DecisionInput,
+    ) {
+        val outcome = input.outcome
+        // [contract V4]
+        if (outcome is Outcome.Status && (outcome.status < 100 || outcome.status > 599)) {
+            throw RetryInputException("input.status")
+        }
+        // [contract V5] every language's exact integers.
+        ensure(input.retriesUsed in 0..MAX_COUNTER, "input.retries_used")
+        ensure(input.elapsedMs in 0..MAX_COUNTER, "input.elapsed_ms")
+        ensure(input.previousDelayMs in 0..MAX_COUNTER, "input.previous_delay_ms")
+        // [contract V6] finite and in [0, 1), even where the decision would not use it (NaN fails).
+        ensure(input.random >= 0.0 && input.random < 1.0, "input.random")
+        val tokens = input.budgetTokens
+        if (tokens != null) {
+            checkTokens(policy, tokens)
+        }
+    }
+
+    private fun checkTokens(
+        policy: RetryPolicy,
+        tokens: Long,
+    ) {
+        // [contract V7] the budget state, the kind and the release.
+        ensure(tokens in 0..policy.budgetCapacity, "input.budget_tokens")
+    }
+
+    /** [BudgetKind.parse]. */
+    internal fun parseBudgetKind(name: String): BudgetKind = parseName(BudgetKind.entries, name, "input.budget_kind") { it.wireName }
+
+    /** Throws [RetryInputException] [key] when [text] holds a lone UTF-16 surrogate. */
+    internal fun checkScalarValues(
+        text: String,
+        key: String,
+    ) {
+        // [contract V8] strings of Unicode scalar values only: base, method, path.
+        var i = 0
+        while (i < text.length) {
+            val c = text[i]
+            if (Character.isHighSurrogate(c) && i + 1 < text.length && Character.isLowSurrogate(text[i + 1])) {
+                i += 2
+                continue
+            }
+            if (Character.isSurrogate(c)) {
+                throw RetryInputException(key)
+            }
+            i++
+        }
+    }
+
+    /** [UnknownOperationClass.parse]. */
+    internal fun parseUnknownOperationClass(name: String): UnknownOperationClass =
+        parseName(UnknownOperationClass.entries, name, "policy.unknown_operation_class") { it.wireName }
+
+    /**
+     * Decides whether to retry a failed attempt, and after how long (contract R1-R18). With
+     * [DecisionInput.budgetTokens] the decision also carries the budget's new state; keep it in a
+     * [RetryBudgetCell], whose [RetryBudgetCell.decide] does this atomically.
      *
      * @param policy the policy values, usually a tables object's `DEFAULT_POLICY`.
      * @param input the request's class, what the attempt ended with, the clock and a random draw.
+     * @throws RetryInputException for a policy value or input out of range (contract V1-V7).
      */
     @JvmStatic
     public fun decide(
         policy: RetryPolicy,
         input: DecisionInput,
     ): Decision {
+        checkPolicy(policy)
+        checkInput(policy, input)
         val outcome = input.outcome
+        val tokens = input.budgetTokens
+        val hasKey = input.hasIdempotencyKey
+        val replayable =
+            input.replayClass == ReplayClass.IDEMPOTENT ||
+                (input.replayClass == ReplayClass.KEYED && hasKey)
         // [contract R1] the caller cancelled.
         if (outcome == Outcome.Aborted) {
-            return stop(DecisionReason.ABORTED)
+            return stop(DecisionReason.ABORTED, tokens)
         }
         // [contract R2]
         if (input.replayClass == ReplayClass.NO_RETRY) {
-            return stop(DecisionReason.NO_RETRY_OPERATION)
+            return stop(DecisionReason.NO_RETRY_OPERATION, tokens)
         }
         // [contract R3]
         if (input.retriesUsed >= policy.maxRetries) {
-            return stop(DecisionReason.EXHAUSTED)
+            return stop(DecisionReason.EXHAUSTED, tokens)
         }
-        val replayable =
-            input.replayClass == ReplayClass.IDEMPOTENT ||
-                (input.replayClass == ReplayClass.KEYED && input.hasIdempotencyKey)
         val reason =
             when (outcome) {
                 // [contract R4]
@@ -593,52 +1155,231 @@ public object RetryRuntime {
 
                 // [contract R5]
                 Outcome.Transport -> {
-                    if (replayable) DecisionReason.TRANSPORT_FAILURE else return stop(DecisionReason.NOT_REPLAYABLE)
+                    if (replayable) DecisionReason.TRANSPORT_FAILURE else return stop(DecisionReason.NOT_REPLAYABLE, tokens)
                 }
 
                 is Outcome.Status -> {
-                    when (outcome.status) {
-                        // [contract R6]
-                        in policy.rejectedStatuses -> {
-                            DecisionReason.REJECTED_STATUS
+                    val status = outcome.status
+                    val directive = if (policy.serverDirectiveHeaders.isEmpty()) null else directiveValue(outcome.directive)
+                    when {
+                        // [contract R6] the server's word wins over every status list.
+                        directive == false -> {
+                            return stop(DecisionReason.SERVER_SAID_NO, tokens)
                         }
 
                         // [contract R7]
-                        in policy.retryableStatuses -> {
-                            if (replayable) DecisionReason.RETRYABLE_STATUS else return stop(DecisionReason.NOT_REPLAYABLE)
+                        hasKey && status in policy.keyReusedStatuses -> {
+                            return stop(DecisionReason.KEY_REUSED, tokens)
                         }
 
                         // [contract R8]
+                        hasKey && status in policy.keyInFlightStatuses -> {
+                            DecisionReason.KEY_IN_FLIGHT
+                        }
+
+                        // [contract R9] a directive never makes a request replayable.
+                        directive == true && replayable -> {
+                            DecisionReason.SERVER_SAID_YES
+                        }
+
+                        // [contract R10]
+                        status in policy.rejectedStatuses -> {
+                            DecisionReason.REJECTED_STATUS
+                        }
+
+                        // [contract R11]
+                        status in policy.retryableStatuses -> {
+                            if (replayable) DecisionReason.RETRYABLE_STATUS else return stop(DecisionReason.NOT_REPLAYABLE, tokens)
+                        }
+
+                        // [contract R12]
                         else -> {
-                            return stop(DecisionReason.STATUS_NOT_RETRYABLE)
+                            return stop(DecisionReason.STATUS_NOT_RETRYABLE, tokens)
                         }
                     }
                 }
 
                 // Handled first (R1); listed for an exhaustive `when`.
                 Outcome.Aborted -> {
-                    return stop(DecisionReason.ABORTED)
+                    return stop(DecisionReason.ABORTED, tokens)
                 }
             }
-        val delay: Long
-        // [contract R9] only a status carries a server delay.
-        val serverDelay = if (outcome is Outcome.Status) serverDelayMs(outcome.retryAfter, outcome.retryAfterMs, input.nowMs) else null
-        if (serverDelay != null) {
-            if (serverDelay > policy.retryAfterCapMs) {
-                return stop(DecisionReason.RETRY_AFTER_OVER_CAP)
+        var delay = -1L
+        if (outcome is Outcome.Status) {
+            // [contract R13] only a status carries a server delay.
+            val serverDelay = serverDelayMs(outcome.retryAfter, outcome.retryAfterMs, input.nowMs)
+            if (serverDelay == null && outcome.status in policy.retryOnlyWithServerDelay) {
+                return stop(DecisionReason.NO_SERVER_DELAY, tokens)
             }
-            delay = serverDelay
-        } else {
-            // [contract R10]
+            // [contract R14]
+            if (serverDelay != null && serverDelay > policy.retryAfterCapMs) {
+                if (policy.retryAfterOverCap == OverCapMode.REFUSE) {
+                    return stop(DecisionReason.RETRY_AFTER_OVER_CAP, tokens)
+                }
+                delay = policy.retryAfterCapMs
+            } else if (serverDelay != null) {
+                delay = serverDelay
+            }
+        }
+        if (delay < 0) {
+            // [contract R15]
             delay = backoffMs(policy, input.retriesUsed, input.previousDelayMs, input.random)
         }
         val deadline = policy.deadlineMs
-        // [contract R11] elapsed + delay > deadline, written so that it cannot overflow (delay >= 0, deadline >= 0).
+        // [contract R16] elapsed + delay > deadline, written so that it cannot overflow (delay >= 0, deadline >= 0).
         if (deadline != null && input.elapsedMs > deadline - delay) {
-            return stop(DecisionReason.DEADLINE)
+            return stop(DecisionReason.DEADLINE, tokens)
         }
-        // [contract R12]
-        return Decision(true, delay, reason)
+        var after = tokens
+        if (tokens != null) {
+            // [contract R17] the budget pays for the retry, or it stops with the state unchanged.
+            val acquired = acquire(policy, tokens, if (input.timedOut) BudgetKind.TIMEOUT else BudgetKind.RETRY)
+            if (acquired < 0) {
+                return stop(DecisionReason.BUDGET_EXHAUSTED, tokens)
+            }
+            after = acquired
+        }
+        // [contract R18]
+        return Decision(true, delay, reason, after)
+    }
+
+    /** `true` or `false` (trimmed of spaces and tabs, ASCII case-insensitive), else null. */
+    private fun directiveValue(text: String?): Boolean? {
+        if (text == null) {
+            return null
+        }
+        val value = trimSpacesAndTabs(text)
+        return when {
+            asciiEqualsIgnoreCase(value, "true") -> true
+            asciiEqualsIgnoreCase(value, "false") -> false
+            else -> null
+        }
+    }
+
+    /** [a] equals [lower] (lower-case ASCII) when ASCII upper-case letters of [a] are lowered. */
+    private fun asciiEqualsIgnoreCase(
+        a: String,
+        lower: String,
+    ): Boolean {
+        if (a.length != lower.length) {
+            return false
+        }
+        for (i in a.indices) {
+            val c = a[i]
+            val folded = if (c in 'A'..'Z') c + ('a' - 'A') else c
+            if (folded != lower[i]) {
+                return false
+            }
+        }
+        return true
+    }
+
+    /**
+     * The directive of a response for [policy]: the value of the first of
+     * [RetryPolicy.serverDirectiveHeaders] (in policy order, names compared ASCII case-insensitively)
+     * among [headers], or null; give it to [Outcome.Status].
+     */
+    @JvmStatic
+    public fun directiveHeader(
+        policy: RetryPolicy,
+        headers: Iterable<Pair<String, String>>,
+    ): String? {
+        for (name in policy.serverDirectiveHeaders) {
+            for ((field, value) in headers) {
+                if (asciiEqualsIgnoreCase(asciiLowerCase(field), asciiLowerCase(name))) {
+                    return value
+                }
+            }
+        }
+        return null
+    }
+
+    /**
+     * Whether [operation] has an idempotency header and [headers] (name/value pairs, any order,
+     * names possibly repeated) hold a field of that name (ASCII case-insensitively) whose value is
+     * not empty after trimming spaces and tabs (contract H1). False for a null operation.
+     */
+    @JvmStatic
+    public fun hasIdempotencyKey(
+        operation: Operation?,
+        headers: Iterable<Pair<String, String>>,
+    ): Boolean {
+        val header = operation?.idempotencyHeader ?: return false
+        val wanted = asciiLowerCase(header)
+        for ((name, value) in headers) {
+            if (asciiEqualsIgnoreCase(name, wanted) && trimSpacesAndTabs(value).isNotEmpty()) {
+                return true
+            }
+        }
+        return false
+    }
+
+    /**
+     * A new retry budget's state: full ([RetryPolicy.budgetCapacity]; 0 when disabled).
+     *
+     * @throws RetryInputException for a bad policy value.
+     */
+    @JvmStatic
+    public fun budgetNew(policy: RetryPolicy): Long {
+        checkPolicy(policy)
+        // [contract K1]
+        return policy.budgetCapacity
+    }
+
+    /** [budgetTryAcquire] without the checks: the new state, or -1 when refused. */
+    private fun acquire(
+        policy: RetryPolicy,
+        tokens: Long,
+        kind: BudgetKind,
+    ): Long {
+        if (policy.budgetCapacity == 0L) {
+            return tokens
+        }
+        // [contract K2] the kind's cost, refused when the tokens cannot pay it.
+        val cost = if (kind == BudgetKind.TIMEOUT) policy.budgetTimeoutCost else policy.budgetRetryCost
+        return if (tokens < cost) -1 else tokens - cost
+    }
+
+    /**
+     * Takes the cost of a retry of [kind] from [tokens]: refused (state unchanged) when it cannot
+     * pay; always allowed when the budget is disabled.
+     *
+     * @throws RetryInputException for a bad policy value or [tokens] outside 0..capacity.
+     */
+    @JvmStatic
+    public fun budgetTryAcquire(
+        policy: RetryPolicy,
+        tokens: Long,
+        kind: BudgetKind,
+    ): BudgetAcquisition {
+        checkPolicy(policy)
+        checkTokens(policy, tokens)
+        val after = acquire(policy, tokens, kind)
+        return if (after < 0) BudgetAcquisition(false, tokens) else BudgetAcquisition(true, after)
+    }
+
+    /**
+     * The state after a request ended with a success: [released] (the cost its last granted retry
+     * took, 0 when it was not retried) comes back, else [RetryPolicy.budgetSuccessRefund]; never above
+     * the capacity.
+     *
+     * @throws RetryInputException for a bad policy value, [tokens] outside 0..capacity or [released]
+     *   outside 0..1000000.
+     */
+    @JvmStatic
+    public fun budgetRecordSuccess(
+        policy: RetryPolicy,
+        tokens: Long,
+        released: Long,
+    ): Long {
+        checkPolicy(policy)
+        checkTokens(policy, tokens)
+        ensure(released in 0..BUDGET_MAX, "input.budget_release")
+        if (policy.budgetCapacity == 0L) {
+            return tokens
+        }
+        // [contract K3]
+        return minOf(policy.budgetCapacity, tokens + (if (released > 0) released else policy.budgetSuccessRefund))
     }
 
     /**
@@ -651,7 +1392,7 @@ public object RetryRuntime {
     @JvmStatic
     public fun backoffMs(
         policy: RetryPolicy,
-        retriesUsed: Int,
+        retriesUsed: Long,
         previousDelayMs: Long,
         random: Double,
     ): Long {
@@ -919,7 +1660,70 @@ public object RetryRuntime {
 
     private fun trimSpacesAndTabs(text: String): String = text.trim { it == ' ' || it == '\t' }
 
-    private fun stop(reason: DecisionReason): Decision = Decision(false, 0, reason)
+    private fun stop(
+        reason: DecisionReason,
+        tokens: Long?,
+    ): Decision = Decision(false, 0, reason, tokens)
+
+    private fun isAsciiLetter(c: Char): Boolean = c in 'a'..'z' || c in 'A'..'Z'
+
+    /** ASCII lower-case, other characters kept. */
+    private fun asciiLowerCase(text: String): String {
+        val chars =
+            CharArray(text.length) { i ->
+                val c = text[i]
+                if (c in 'A'..'Z') c + ('a' - 'A') else c
+            }
+        return String(chars)
+    }
+
+    /**
+     * Contract C1: a target (or base) starting with `scheme://` loses the scheme and the authority;
+     * then a target that is neither empty nor starts with `/`, `?` or `#` gets a `/` in front.
+     */
+    internal fun stripOrigin(target: String): String {
+        var rest = target
+        val authority = schemeEnd(target)
+        if (authority >= 0) {
+            var end = authority
+            while (end < target.length && target[end] != '/' && target[end] != '?' && target[end] != '#') {
+                end++
+            }
+            rest = target.substring(end)
+        }
+        if (rest.isNotEmpty() && rest[0] != '/' && rest[0] != '?' && rest[0] != '#') {
+            rest = "/$rest"
+        }
+        return rest
+    }
+
+    /** The index after `scheme://` at the start of [text], or -1. */
+    private fun schemeEnd(text: String): Int {
+        if (text.isEmpty() || !isAsciiLetter(text[0])) {
+            return -1
+        }
+        var i = 1
+        while (i < text.length && (isAsciiLetter(text[i]) || isAsciiDigit(text[i]) || text[i] == '+' || text[i] == '-' || text[i] == '.')) {
+            i++
+        }
+        return if (text.startsWith("://", i)) i + 3 else -1
+    }
+
+    /**
+     * Contract C2: the base path of a configured base (a path or a full URL): [stripOrigin], cut at
+     * the first `?` or `#`, every trailing `/` removed; compared as written.
+     *
+     * @throws RetryInputException `input.base` for a base with a lone surrogate.
+     */
+    internal fun basePathOf(base: String): String {
+        checkScalarValues(base, "input.base")
+        var path = stripOrigin(base)
+        val end = path.indexOfAny(charArrayOf('?', '#'))
+        if (end >= 0) {
+            path = path.substring(0, end)
+        }
+        return path.trimEnd('/')
+    }
 
     /** Contract step 1: ASCII upper-case, other characters kept. */
     internal fun asciiUpperCase(text: String): String {
@@ -1011,13 +1815,15 @@ public object RetryRuntime {
     }
 
     /**
-     * The anchored expression of a route (src/model/path.rs `PathTemplate::regex`): `/` and the
-     * literal as written with `\.+*?()|[]{}^$` escaped, or `[^/]+` per parameter, then `/?$`.
+     * The safe-list expression of a route (contract L1, src/model/path.rs `PathTemplate::safe_regex`):
+     * per segment `/` and, for each character of a literal (decoded as classify decodes), the
+     * character (escaped when one of `\.+*?()|[]{}^$`) or its percent-encoding (`%6[Bb]`; a decoded
+     * `/` only encoded), or `[^/]+` per parameter; then `/?$`. The root is `^//?$`.
      */
-    internal fun routePattern(route: String): String {
+    internal fun safePattern(route: String): String {
         val segments = routeSegments(route)
         if (segments.isEmpty()) {
-            return "^/$"
+            return "^//?$"
         }
         val out = StringBuilder("^")
         for (segment in segments) {
@@ -1025,18 +1831,142 @@ public object RetryRuntime {
             for (piece in segment) {
                 if (piece == null) {
                     out.append("[^/]+")
-                    continue
-                }
-                for (c in piece) {
-                    if (c in REGEX_SYNTAX) {
-                        out.append('\\')
-                    }
-                    out.append(c)
+                } else {
+                    encodedAlternatives(percentDecode(piece), out)
                 }
             }
         }
         return out.append("/?$").toString()
     }
 
+    private fun encodedAlternatives(
+        text: String,
+        out: StringBuilder,
+    ) {
+        var i = 0
+        while (i < text.length) {
+            val codePoint = text.codePointAt(i)
+            val character = String(Character.toChars(codePoint))
+            i += character.length
+            val encoded = StringBuilder()
+            for (b in character.toByteArray(Charsets.UTF_8)) {
+                val v = b.toInt() and 0xff
+                encoded.append('%')
+                hexDigitClass(v shr 4, encoded)
+                hexDigitClass(v and 0xf, encoded)
+            }
+            if (character == "/") {
+                out.append(encoded)
+                continue
+            }
+            out.append("(?:")
+            if (character.length == 1 && character[0] in REGEX_SYNTAX) {
+                out.append('\\')
+            }
+            out.append(character)
+            out.append('|')
+            out.append(encoded)
+            out.append(')')
+        }
+    }
+
+    private fun hexDigitClass(
+        digit: Int,
+        out: StringBuilder,
+    ) {
+        val c = "0123456789abcdef"[digit]
+        if (digit < 10) {
+            out.append(c)
+        } else {
+            out.append('[')
+            out.append(c.uppercaseChar())
+            out.append(c)
+            out.append(']')
+        }
+    }
+
     private const val REGEX_SYNTAX: String = "\\.+*?()|[]{}^$"
+}
+
+/**
+ * Classifies requests for one configured base (contract C1-C3): an SDK creates one per client with
+ * [OperationTable.classifier] (the tables object's `classifier`); [OperationTable.classify] uses the
+ * spec's base path. Immutable and safe to share between threads.
+ *
+ * @property basePath the base path requests carry (C2), without a trailing slash, or empty.
+ * @property unknownOperationClass the class of a request no operation matches (C3).
+ */
+public class Classifier internal constructor(
+    private val table: OperationTable,
+    public val basePath: String,
+    public val unknownOperationClass: UnknownOperationClass,
+) {
+    /**
+     * The operation [method] and [target] address and its class, or no operation and the class
+     * [unknownOperationClass] gives. The cost depends on the length of [target], never on the
+     * number of operations.
+     *
+     * @param method the HTTP method, in any case.
+     * @param target a path (it may carry the base path, a query and a fragment) or a full URL.
+     * @throws RetryInputException `input.method` or `input.path` for a string with a lone surrogate.
+     */
+    public fun classify(
+        method: String,
+        target: String,
+    ): Classification = table.lookup(method, target, basePath, unknownOperationClass)
+}
+
+/**
+ * One client's retry budget (contract K1-K4): the token count in an [AtomicLong], updated with
+ * compare-and-set loops, so that concurrent requests (threads or coroutines) share it safely.
+ *
+ * @property policy the policy whose budget values apply; checked when the cell is created.
+ * @throws RetryInputException for a bad policy value.
+ */
+public class RetryBudgetCell(
+    public val policy: RetryPolicy,
+) {
+    // [contract K4] one cell per client, updated by compare-and-set loops: a concurrent change makes
+    // the decision (or acquisition) run again on the new state.
+    private val cell: AtomicLong = AtomicLong(RetryRuntime.budgetNew(policy))
+
+    /** The current state. */
+    public val tokens: Long
+        get() = cell.get()
+
+    /**
+     * Decides with the current state ([RetryRuntime.decide] with [DecisionInput.budgetTokens] set)
+     * and stores the new state only if the cell still holds the state read, else decides again.
+     */
+    public fun decide(input: DecisionInput): Decision {
+        while (true) {
+            val read = cell.get()
+            val decision = RetryRuntime.decide(policy, input.copy(budgetTokens = read))
+            if (cell.compareAndSet(read, decision.budgetTokens ?: read)) {
+                return decision
+            }
+        }
+    }
+
+    /** [RetryRuntime.budgetTryAcquire] on this cell. */
+    public fun tryAcquire(kind: BudgetKind): BudgetAcquisition {
+        while (true) {
+            val read = cell.get()
+            val result = RetryRuntime.budgetTryAcquire(policy, read, kind)
+            if (cell.compareAndSet(read, result.tokens)) {
+                return result
+            }
+        }
+    }
+
+    /** [RetryRuntime.budgetRecordSuccess] on this cell; returns the new state. */
+    public fun recordSuccess(released: Long): Long {
+        while (true) {
+            val read = cell.get()
+            val after = RetryRuntime.budgetRecordSuccess(policy, read, released)
+            if (cell.compareAndSet(read, after)) {
+                return after
+            }
+        }
+    }
 }

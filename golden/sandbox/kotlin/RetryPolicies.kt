@@ -59,24 +59,46 @@ public object RetryPolicies {
     public const val BEYOND_ANY_CAP_MS: Long = RetryRuntime.BEYOND_ANY_CAP_MS
 
     /**
-     * The `non_replayable` operations as (method, anchored path expression) pairs, for SDKs that kept
-     * such a list by hand; built on first use. See [OperationTable.nonReplayableOperations].
+     * The safe list: every non-replayable and keyed operation as (method, pattern, idempotency
+     * header), built on first use. See [OperationTable.nonReplayableOperations].
      */
     @JvmStatic
     @get:JvmName("nonReplayableOperations")
-    public val NON_REPLAYABLE_OPERATIONS: List<Pair<String, Regex>>
+    public val NON_REPLAYABLE_OPERATIONS: List<SafeListEntry>
         get() = TABLE.nonReplayableOperations
 
-    /** See [OperationTable.classify]. */
+    /** See [OperationTable.classify]: the spec's base path. */
     @JvmStatic
     public fun classify(
         method: String,
-        path: String,
-    ): Classification = TABLE.classify(method, path)
+        target: String,
+    ): Classification = TABLE.classify(method, target)
+
+    /** See [OperationTable.classifier]: one per client, for the base path or URL it configures. */
+    @JvmStatic
+    @JvmOverloads
+    public fun classifier(
+        base: String?,
+        unknownOperationClass: UnknownOperationClass = UnknownOperationClass.METHOD_DEFAULT,
+    ): Classifier = TABLE.classifier(base, unknownOperationClass)
+
+    /** See [OperationTable.classifier] (the `unknown_operation_class` name as configured). */
+    @JvmStatic
+    public fun classifier(
+        base: String?,
+        unknownOperationClass: String,
+    ): Classifier = TABLE.classifier(base, unknownOperationClass)
 
     /** See [OperationTable.operationById]. */
     @JvmStatic
     public fun operationById(id: String): Operation? = TABLE.operationById(id)
+
+    /** See [OperationTable.findSafeListEntry]. */
+    @JvmStatic
+    public fun findSafeListEntry(
+        method: String,
+        path: String,
+    ): SafeListEntry? = TABLE.findSafeListEntry(method, path)
 
     /** See [OperationTable.isNonReplayable]. */
     @JvmStatic
@@ -84,6 +106,13 @@ public object RetryPolicies {
         method: String,
         path: String,
     ): Boolean = TABLE.isNonReplayable(method, path)
+
+    /** See [RetryRuntime.hasIdempotencyKey]. */
+    @JvmStatic
+    public fun hasIdempotencyKey(
+        operation: Operation?,
+        headers: Iterable<Pair<String, String>>,
+    ): Boolean = RetryRuntime.hasIdempotencyKey(operation, headers)
 
     /** See [RetryRuntime.decide]; [policy] is usually [DEFAULT_POLICY]. */
     @JvmStatic
@@ -96,7 +125,7 @@ public object RetryPolicies {
     @JvmStatic
     public fun backoffMs(
         policy: RetryPolicy,
-        retriesUsed: Int,
+        retriesUsed: Long,
         previousDelayMs: Long,
         random: Double,
     ): Long = RetryRuntime.backoffMs(policy, retriesUsed, previousDelayMs, random)

@@ -5,7 +5,11 @@
 package retrygen.javacallers;
 
 import java.util.List;
+import kotlin.Pair;
+import retrygen.generated.BudgetAcquisition;
+import retrygen.generated.BudgetKind;
 import retrygen.generated.Classification;
+import retrygen.generated.Classifier;
 import retrygen.generated.Decision;
 import retrygen.generated.DecisionInput;
 import retrygen.generated.DecisionReason;
@@ -14,6 +18,9 @@ import retrygen.generated.Operation;
 import retrygen.generated.OperationTable;
 import retrygen.generated.Outcome;
 import retrygen.generated.ReplayClass;
+import retrygen.generated.RetryBudgetCell;
+import retrygen.generated.RetryEvent;
+import retrygen.generated.RetryInputException;
 import retrygen.generated.RetryPolicy;
 import retrygen.generated.RetryRuntime;
 
@@ -56,16 +63,36 @@ public final class JavaCallers {
         expect("class", c.getReplayClass(), ReplayClass.IDEMPOTENT);
         expect("by id", table.operationById("createItem"), post);
         expect("non-replayable", table.isNonReplayable("POST", "/items/"), true);
-        expect("pattern", post.getPattern().getPattern(), "^/items/?$");
+        expect("pattern", post.getPattern().getPattern(), "^/(?:i|%69)(?:t|%74)(?:e|%65)(?:m|%6[Dd])(?:s|%73)/?$");
+        expect("safe list entry", table.findSafeListEntry("POST", "/items").getOperation(), post);
+        Classifier proxy = table.classifier("https://gw.example/proxy/v1");
+        expect("classifier", proxy.classify("POST", "/proxy/v1/items").getOperation(), post);
+        expect("classifier by name", table.classifier(null, "no_retry").classify("GET", "/x").getReplayClass(), ReplayClass.NO_RETRY);
+        try {
+            table.classify("GET", "/\ud800");
+            failures++;
+            System.err.println("FAIL lone surrogate: no exception");
+        } catch (RetryInputException e) {
+            expect("invalid input key", e.getKey(), "input.path");
+        }
+        RetryBudgetCell cell = new RetryBudgetCell(contract);
+        expect("budget cell", cell.tryAcquire(BudgetKind.RETRY), new BudgetAcquisition(true, 495L));
+        expect("budget decide", cell.decide(new DecisionInput(ReplayClass.IDEMPOTENT, false, Outcome.Connect.INSTANCE, 0L, 0L, 0L, 0L, 0.5)).getBudgetTokens(), 490L);
+        expect("key", RetryRuntime.hasIdempotencyKey(new Operation("POST", "/k", "/k", null, ReplayClass.KEYED, "Idempotency-Key"), List.of(new Pair<>("idempotency-key", "v"))), true);
         expect("method default", RetryRuntime.methodDefaultClass("delete"), ReplayClass.IDEMPOTENT);
 
-        DecisionInput input = new DecisionInput(ReplayClass.IDEMPOTENT, false, new Outcome.Status(503), 0, 0L, 0L, 784111777000L, 0.5);
+        DecisionInput input = new DecisionInput(ReplayClass.IDEMPOTENT, false, new Outcome.Status(503), 0L, 0L, 0L, 784111777000L, 0.5);
         Decision d = RetryRuntime.decide(contract, input);
         expect("decide", d, new Decision(true, 250L, DecisionReason.RETRYABLE_STATUS));
-        Decision connect = RetryRuntime.decide(five, new DecisionInput(ReplayClass.NON_REPLAYABLE, false, Outcome.Connect.INSTANCE, 0, 0L, 0L, 0L, 0.5));
+        expect("event", RetryEvent.of(c, "get", 0L, d).getPathTemplate(), "/items/{id}");
+        expect("policy from config", RetryPolicy.fromConfig(3, 500L, 30000L, 2.0, "full", RetryPolicy.CONTRACT_RETRYABLE_STATUSES,
+            RetryPolicy.CONTRACT_REJECTED_STATUSES, 60000L, null, RetryPolicy.NO_STATUSES, RetryPolicy.CONTRACT_KEY_IN_FLIGHT_STATUSES,
+            RetryPolicy.CONTRACT_KEY_REUSED_STATUSES, RetryPolicy.CONTRACT_SERVER_DIRECTIVE_HEADERS, "refuse", "method_default",
+            500L, 5L, 10L, 1L), contract);
+        Decision connect = RetryRuntime.decide(five, new DecisionInput(ReplayClass.NON_REPLAYABLE, false, Outcome.Connect.INSTANCE, 0L, 0L, 0L, 0L, 0.5));
         expect("connect", connect.getReason().getWireName(), "connect_failure");
         expect("server delay", RetryRuntime.serverDelayMs("7", null, 0L), 7000L);
-        expect("backoff", RetryRuntime.backoffMs(contract, 1, 0L, 0.5), 500L);
+        expect("backoff", RetryRuntime.backoffMs(contract, 1L, 0L, 0.5), 500L);
         expect("beyond any cap", RetryRuntime.BEYOND_ANY_CAP_MS, Long.MAX_VALUE);
 
         expectUnmodifiable("operations", () -> table.getOperations().add(get));

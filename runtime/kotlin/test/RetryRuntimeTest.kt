@@ -116,26 +116,29 @@ private fun patternTests() {
     val table = OperationTable("", handOperations)
 
     fun pattern(id: String) = table.operationById(id)!!.pattern.pattern
-    expect("root pattern", pattern("root"), "^/$")
-    expect("parameter pattern", pattern("sandboxLogs"), "^/sandboxes/[^/]+/logs/?$")
-    expect("mixed pattern, escaped dot", pattern("fileWithExt"), "^/files/[^/]+\\.[^/]+/?$")
-    expect("literal as written, trailing slash dropped", pattern("postCafe"), "^/caf%C3%A9/items/?$")
-    expect(
-        "pattern from the route",
-        table.operations
-            .last()
-            .pattern.pattern,
-        "^/oauth/token/?$",
-    )
-    expect(
-        "escapes",
-        RetryRuntime.routePattern("/a.b+c*d?e(f)g|h[i]j^k\$l\\m/{p}"),
-        "^/a\\.b\\+c\\*d\\?e\\(f\\)g\\|h\\[i\\]j\\^k\\\$l\\\\m/[^/]+/?$",
-    )
-    expect("non-replayable list", table.nonReplayableOperations.map { it.first }, listOf("POST", "POST"))
+    expect("root pattern", pattern("root"), "^//?$")
+    expect("safe pattern", RetryRuntime.safePattern("/a.b/{p}"), "^/(?:a|%61)(?:\\.|%2[Ee])(?:b|%62)/[^/]+/?$")
+    expect("encoded slash only encoded", RetryRuntime.safePattern("/x%2Fy"), "^/(?:x|%78)%2[Ff](?:y|%79)/?$")
+    expect("escapes", RetryRuntime.safePattern("/\$"), "^/(?:\\\$|%24)/?$")
+    val logs = table.operationById("sandboxLogs")!!.pattern
+    expect("parameter pattern", logs.matches("/sandboxes/sb1/logs/"), true)
+    expect("encoded literal", logs.matches("/sandboxes/sb1/l%6Fgs"), true)
+    expect("whole path", logs.matches("/sandboxes/sb1/logs/x"), false)
+    expect("mixed, escaped dot", table.operationById("fileWithExt")!!.pattern.matches("/files/axb"), false)
+    val cafe = table.operationById("postCafe")!!.pattern
+    expect("decoded literal", cafe.matches("/caf\u00e9/items"), true)
+    expect("encoded either case", cafe.matches("/caf%c3%a9/items/"), true)
+    expect("safe list: non-replayable and keyed", table.nonReplayableOperations.map { it.method }, listOf("POST", "POST", "POST"))
     expect("listed", table.isNonReplayable("POST", "/caf%C3%A9/items/"), true)
     expect("method compared exactly", table.isNonReplayable("post", "/caf%C3%A9/items"), false)
     expect("whole path", table.isNonReplayable("POST", "/caf%C3%A9/items/x"), false)
+    val keyed =
+        OperationTable(
+            "",
+            listOf(op("POST", "/k", "k", ReplayClass.KEYED, "Idempotency-Key"), op("POST", "/n", "n", ReplayClass.NON_REPLAYABLE)),
+        )
+    expect("keyed entry names its header", keyed.findSafeListEntry("POST", "/k")?.idempotencyHeader, "Idempotency-Key")
+    expect("non-replayable entry has none", keyed.findSafeListEntry("POST", "/n")?.idempotencyHeader, null)
 }
 
 /** No expression is compiled until a pattern or the non-replayable list is used. */
@@ -159,7 +162,8 @@ private fun immutabilityTests() {
     source.clear()
     expect("the table copies its operations", table.operations.size, handOperations.size)
     expectThrows("operations") { (table.operations as MutableList<Operation>).add(handOperations[0]) }
-    expectThrows("non-replayable list") { (table.nonReplayableOperations as MutableList<Pair<String, Regex>>).clear() }
+    expectThrows("safe list") { (table.nonReplayableOperations as MutableList<SafeListEntry>).clear() }
+    expectThrows("directive headers") { (RetryPolicy().serverDirectiveHeaders as MutableList<String>).clear() }
     expectThrows("idempotent methods") { (RetryRuntime.IDEMPOTENT_METHODS as MutableSet<String>).add("POST") }
     expectThrows("contract statuses") { (RetryPolicy().retryableStatuses as MutableSet<Int>).add(404) }
     expectThrows("rejected statuses") { (RetryPolicy.CONTRACT_REJECTED_STATUSES as MutableSet<Int>).clear() }
@@ -169,7 +173,7 @@ private fun immutabilityTests() {
         RetryPolicy::class.java.constructors
             .map { it.parameterCount }
             .toSet()
-    expect("@JvmOverloads constructors", (0..9).all { it in javaConstructors }, true)
+    expect("@JvmOverloads constructors", (0..19).all { it in javaConstructors }, true)
 }
 
 private fun serverDelayTests() {
@@ -208,13 +212,13 @@ private fun serverDelayTests() {
 private fun backoffTests() {
     fun backoff(
         jitter: Jitter,
-        retriesUsed: Int,
+        retriesUsed: Long,
         random: Double = 0.5,
         previousDelayMs: Long = 0,
     ) = RetryRuntime.backoffMs(RetryPolicy(maxRetries = 10, jitter = jitter), retriesUsed, previousDelayMs, random)
-    expect("full", (0..3).map { backoff(Jitter.FULL, it) }, listOf(250L, 500L, 1000L, 2000L))
-    expect("equal", (0..2).map { backoff(Jitter.EQUAL, it) }, listOf(375L, 750L, 1500L))
-    expect("none", (0..2).map { backoff(Jitter.NONE, it) }, listOf(500L, 1000L, 2000L))
+    expect("full", (0L..3L).map { backoff(Jitter.FULL, it) }, listOf(250L, 500L, 1000L, 2000L))
+    expect("equal", (0L..2L).map { backoff(Jitter.EQUAL, it) }, listOf(375L, 750L, 1500L))
+    expect("none", (0L..2L).map { backoff(Jitter.NONE, it) }, listOf(500L, 1000L, 2000L))
     expect("capped", backoff(Jitter.FULL, 6), 15_000L)
     expect("capped, no jitter", backoff(Jitter.NONE, 100), 30_000L)
     expect("decorrelated from the initial backoff", backoff(Jitter.DECORRELATED, 0), 1000L)
@@ -230,7 +234,7 @@ private fun decideTests() {
     fun decide(
         replayClass: ReplayClass,
         outcome: Outcome,
-        retriesUsed: Int = 0,
+        retriesUsed: Long = 0,
         hasKey: Boolean = false,
         policy: RetryPolicy = RetryPolicy(),
         elapsedMs: Long = 0,
@@ -261,6 +265,259 @@ private fun decideTests() {
     expect("wire names", DecisionReason.RETRY_AFTER_OVER_CAP.wireName, "retry_after_over_cap")
 }
 
+private fun expectInvalid(
+    what: String,
+    key: String,
+    block: () -> Unit,
+) {
+    checks++
+    try {
+        block()
+        failures += "$what: no RetryInputException"
+    } catch (e: RetryInputException) {
+        if (e.key != key) {
+            failures += "$what: expected key <$key>, got <${e.key}>"
+        }
+    }
+}
+
+private val statusInput = DecisionInput(ReplayClass.IDEMPOTENT, false, Outcome.Status(503), 0, 0, 0, 784_111_777_000L, 0.5)
+
+private fun validationTests() {
+    fun decideWith(policy: RetryPolicy) = RetryRuntime.decide(policy, statusInput)
+    expectInvalid("max_retries", "policy.max_retries") { decideWith(RetryPolicy(maxRetries = 101)) }
+    expectInvalid("multiplier NaN", "policy.multiplier") { decideWith(RetryPolicy(multiplier = Double.NaN)) }
+    expectInvalid("header token", "policy.server_directive_headers") { decideWith(RetryPolicy(serverDirectiveHeaders = listOf("x y"))) }
+    expectInvalid("non-ASCII header", "policy.server_directive_headers") {
+        decideWith(RetryPolicy(serverDirectiveHeaders = listOf("caf\u00e9")))
+    }
+    expectInvalid("initial above max", "policy.max_backoff_ms") { decideWith(RetryPolicy(initialBackoffMs = 2000, maxBackoffMs = 1000)) }
+    expectInvalid("budget capacity", "policy.budget_capacity") { decideWith(RetryPolicy(budgetCapacity = -1)) }
+
+    fun config(
+        maxRetries: Int = 3,
+        jitter: String = "full",
+        overCap: String = "refuse",
+        unknown: String = "method_default",
+        capacity: Long = 500,
+    ) = RetryPolicy.fromConfig(
+        maxRetries,
+        500,
+        30_000,
+        2.0,
+        jitter,
+        setOf(503),
+        setOf(429),
+        60_000,
+        null,
+        emptySet(),
+        setOf(409),
+        setOf(422),
+        listOf("x-should-retry"),
+        overCap,
+        unknown,
+        capacity,
+        5,
+        10,
+        1,
+    )
+    expect("fromConfig", config(), RetryPolicy(retryableStatuses = setOf(503)))
+    expectInvalid("jitter name exact", "policy.jitter") { config(jitter = "Full") }
+    expectInvalid("jitter name never trimmed", "policy.jitter") { config(jitter = " full") }
+    expectInvalid("first bad key in table order", "policy.max_retries") { config(maxRetries = -1, jitter = "x", capacity = -1) }
+    expectInvalid("over-cap mode", "policy.retry_after_over_cap") { config(overCap = "ignore") }
+    expectInvalid("unknown class", "policy.unknown_operation_class") { config(unknown = "idempotent") }
+    expectInvalid("class name", "input.class") { ReplayClass.parse("Idempotent") }
+    expect("class name", ReplayClass.parse("keyed"), ReplayClass.KEYED)
+    expectInvalid("failure name", "input.outcome") { Outcome.failure("timeout") }
+    expect("failure name", Outcome.failure("connect"), Outcome.Connect)
+    expectInvalid("budget kind", "input.budget_kind") { BudgetKind.parse("slow") }
+    val policy = RetryPolicy()
+    expectInvalid("status", "input.status") { RetryRuntime.decide(policy, statusInput.copy(outcome = Outcome.Status(600))) }
+    expectInvalid(
+        "retries_used",
+        "input.retries_used",
+    ) { RetryRuntime.decide(policy, statusInput.copy(retriesUsed = 9_007_199_254_740_992L)) }
+    expectInvalid("elapsed_ms", "input.elapsed_ms") { RetryRuntime.decide(policy, statusInput.copy(elapsedMs = -1)) }
+    expectInvalid("previous_delay_ms", "input.previous_delay_ms") { RetryRuntime.decide(policy, statusInput.copy(previousDelayMs = -1)) }
+    for (random in listOf(Double.NaN, 1.0, -0.0 - 1e-300, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY)) {
+        expectInvalid("random $random", "input.random") { RetryRuntime.decide(policy, statusInput.copy(random = random)) }
+    }
+    expectInvalid("random NaN on an aborted request", "input.random") {
+        RetryRuntime.decide(policy, statusInput.copy(outcome = Outcome.Aborted, random = Double.NaN))
+    }
+    expectInvalid("budget tokens", "input.budget_tokens") { RetryRuntime.decide(policy, statusInput.copy(budgetTokens = 501)) }
+    val asArgument: IllegalArgumentException = RetryInputException("k")
+    expect("an IllegalArgumentException", asArgument.message, "invalid input: k")
+}
+
+private fun decideV2Tests() {
+    val policy = RetryPolicy()
+
+    fun decide(
+        outcome: Outcome,
+        replayClass: ReplayClass = ReplayClass.IDEMPOTENT,
+        hasKey: Boolean = false,
+        policy: RetryPolicy = RetryPolicy(),
+        tokens: Long? = null,
+        timedOut: Boolean = false,
+    ) = RetryRuntime.decide(policy, DecisionInput(replayClass, hasKey, outcome, 0, 0, 0, 784_111_777_000L, 0.5, tokens, timedOut))
+    val r = DecisionReason.SERVER_SAID_NO
+    expect("directive false", decide(Outcome.Status(503, directive = " FALSE\t")).reason, r)
+    expect("directive not ASCII-folded", decide(Outcome.Status(503, directive = "fal\u017Fe")).reason, DecisionReason.RETRYABLE_STATUS)
+    expect("directive true", decide(Outcome.Status(404, directive = "true")), Decision(true, 250, DecisionReason.SERVER_SAID_YES))
+    expect(
+        "directive true never makes a request replayable",
+        decide(Outcome.Status(404, directive = "true"), ReplayClass.NON_REPLAYABLE).reason,
+        DecisionReason.STATUS_NOT_RETRYABLE,
+    )
+    expect(
+        "directives off",
+        decide(Outcome.Status(503, directive = "false"), policy = policy.copy(serverDirectiveHeaders = emptyList())).reason,
+        DecisionReason.RETRYABLE_STATUS,
+    )
+    expect("key in flight", decide(Outcome.Status(409), ReplayClass.KEYED, hasKey = true).reason, DecisionReason.KEY_IN_FLIGHT)
+    expect("key reused", decide(Outcome.Status(422), ReplayClass.KEYED, hasKey = true).reason, DecisionReason.KEY_REUSED)
+    expect("409 without key", decide(Outcome.Status(409), ReplayClass.KEYED).reason, DecisionReason.STATUS_NOT_RETRYABLE)
+    expect(
+        "no server delay",
+        decide(Outcome.Status(429), policy = policy.copy(retryOnlyWithServerDelay = setOf(429))).reason,
+        DecisionReason.NO_SERVER_DELAY,
+    )
+    expect(
+        "clamp",
+        decide(Outcome.Status(503, "120"), policy = policy.copy(retryAfterOverCap = OverCapMode.CLAMP)),
+        Decision(true, 60_000, DecisionReason.RETRYABLE_STATUS),
+    )
+    expect("budget", decide(Outcome.Connect, tokens = 500), Decision(true, 250, DecisionReason.CONNECT_FAILURE, 495))
+    expect("timeout cost", decide(Outcome.Transport, tokens = 10, timedOut = true).budgetTokens, 0L)
+    expect("budget exhausted", decide(Outcome.Status(503), tokens = 4), Decision(false, 0, DecisionReason.BUDGET_EXHAUSTED, 4))
+    expect("stop keeps the tokens", decide(Outcome.Status(404), tokens = 7).budgetTokens, 7L)
+}
+
+private fun budgetTests() {
+    val policy = RetryPolicy()
+    expect("new", RetryRuntime.budgetNew(policy), 500L)
+    expect("acquire", RetryRuntime.budgetTryAcquire(policy, 500, BudgetKind.RETRY), BudgetAcquisition(true, 495))
+    expect("refused", RetryRuntime.budgetTryAcquire(policy, 9, BudgetKind.TIMEOUT), BudgetAcquisition(false, 9))
+    expect("disabled", RetryRuntime.budgetTryAcquire(policy.copy(budgetCapacity = 0), 0, BudgetKind.RETRY), BudgetAcquisition(true, 0))
+    expect("success refund", RetryRuntime.budgetRecordSuccess(policy, 400, 0), 401L)
+    expect("release", RetryRuntime.budgetRecordSuccess(policy, 400, 5), 405L)
+    expect("never above the capacity", RetryRuntime.budgetRecordSuccess(policy, 499, 10), 500L)
+    expectInvalid("release", "input.budget_release") { RetryRuntime.budgetRecordSuccess(policy, 400, -1) }
+    expectInvalid("cell policy", "policy.budget_retry_cost") { RetryBudgetCell(policy.copy(budgetRetryCost = 0)) }
+    val cell = RetryBudgetCell(policy)
+    var granted = 0
+    while (cell.tryAcquire(BudgetKind.RETRY).allowed) {
+        granted++
+    }
+    expect("100 retries empty the bucket", granted, 100)
+    expect("success gives back", cell.recordSuccess(5), 5L)
+
+    // Threads race on one cell: every granted retry takes exactly its cost, none is lost.
+    val shared = RetryBudgetCell(policy.copy(budgetCapacity = 1_000_000, budgetRetryCost = 1))
+    val grants =
+        java.util.concurrent.atomic
+            .AtomicLong()
+    val threads =
+        (1..4).map {
+            Thread {
+                repeat(50_000) {
+                    val decision = shared.decide(statusInput.copy(outcome = Outcome.Connect))
+                    if (decision.retry) {
+                        grants.incrementAndGet()
+                    }
+                    shared.recordSuccess(0)
+                }
+            }
+        }
+    threads.forEach { it.start() }
+    threads.forEach { it.join() }
+    expect("threads: every retry granted", grants.get(), 200_000L)
+    expect("threads: the state adds up", shared.tokens, 1_000_000L)
+    val small = RetryBudgetCell(policy.copy(budgetCapacity = 1000, budgetRetryCost = 1, budgetSuccessRefund = 0))
+    val smallGrants =
+        java.util.concurrent.atomic
+            .AtomicLong()
+    val racers =
+        (1..4).map {
+            Thread {
+                repeat(1000) {
+                    if (small.decide(statusInput.copy(outcome = Outcome.Connect)).retry) {
+                        smallGrants.incrementAndGet()
+                    }
+                }
+            }
+        }
+    racers.forEach { it.start() }
+    racers.forEach { it.join() }
+    expect("threads: exactly the capacity granted", smallGrants.get(), 1000L)
+    expect("threads: empty", small.tokens, 0L)
+}
+
+private fun classifierTests() {
+    val table =
+        OperationTable(
+            "/v1",
+            listOf(
+                op("GET", "/sandboxes/{id}/logs", "logs", ReplayClass.NO_RETRY),
+                op("POST", "/sandboxes", "create", ReplayClass.NON_REPLAYABLE),
+            ),
+        )
+
+    fun id(c: Classification) = c.operation?.operationId
+    expect("spec base", id(table.classify("GET", "/v1/sandboxes/s/logs")), "logs")
+    expect("full URL", id(table.classify("POST", "https://h.example:8443/v1/sandboxes?x#y")), "create")
+    expect("scheme in any case", id(table.classify("POST", "HTTP+x.y-z://h/v1/sandboxes")), "create")
+    expect("relative target", id(table.classify("POST", "sandboxes")), "create")
+    expect("no authority end", table.classify("POST", "http://h").replayClass, ReplayClass.NON_REPLAYABLE)
+    val proxy = table.classifier("https://gw.example/proxy/v1//?q")
+    expect("base path of a URL", proxy.basePath, "/proxy/v1")
+    expect("configured base", id(proxy.classify("GET", "/proxy/v1/sandboxes/s/logs")), "logs")
+    expect("spec base unknown to it", id(table.classify("GET", "/proxy/v1/sandboxes/s/logs")), null)
+    expect("empty base", table.classifier("/").basePath, "")
+    val strict = table.classifier(null, UnknownOperationClass.NO_RETRY)
+    expect("unknown class", strict.classify("GET", "/other").replayClass, ReplayClass.NO_RETRY)
+    expect("matched keeps its class", strict.classify("POST", "/v1/sandboxes").replayClass, ReplayClass.NON_REPLAYABLE)
+    expect("unknown class by name", table.classifier(null, "non_replayable").classify("GET", "/x").replayClass, ReplayClass.NON_REPLAYABLE)
+    expectInvalid("lone high surrogate in the path", "input.path") { table.classify("GET", "/\uD800") }
+    expectInvalid("lone low surrogate in a query", "input.path") { table.classify("GET", "/a?\uDC00") }
+    expectInvalid("method", "input.method") { table.classify("\uDC00", "/a") }
+    expectInvalid("base", "input.base") { table.classifier("/v\uD800") }
+    expectInvalid("base before the class name", "input.base") { table.classifier("\uD800", "x") }
+    expectInvalid("unknown class name", "policy.unknown_operation_class") { table.classifier(null, "idempotent") }
+    expect("a pair is fine", table.classify("GET", "/\uD83D\uDE00").operation, null)
+    expect("strict decoder: overlong kept", RetryRuntime.percentDecode("%C0%AE"), "%C0%AE")
+    expect("strict decoder: surrogate kept", RetryRuntime.percentDecode("%ED%A0%80"), "%ED%A0%80")
+    expect("strict decoder: above U+10FFFF kept", RetryRuntime.percentDecode("%F4%90%80%80"), "%F4%90%80%80")
+    expect("strict decoder: truncated kept", RetryRuntime.percentDecode("a%C3"), "a%C3")
+    expect("noncharacter decoded", RetryRuntime.percentDecode("%EF%BF%BE"), "\uFFFE")
+}
+
+private fun keyAndEventTests() {
+    val keyed = op("POST", "/k", "k", ReplayClass.KEYED, "Idempotency-Key")
+    expect("key", RetryRuntime.hasIdempotencyKey(keyed, listOf("idempotency-KEY" to " k1 ")), true)
+    expect("blank value", RetryRuntime.hasIdempotencyKey(keyed, listOf("Idempotency-Key" to " \t")), false)
+    expect("repeated name", RetryRuntime.hasIdempotencyKey(keyed, listOf("Idempotency-Key" to "", "Idempotency-Key" to "v")), true)
+    expect("no header", RetryRuntime.hasIdempotencyKey(op("POST", "/n", "n"), listOf("Idempotency-Key" to "v")), false)
+    expect("no operation", RetryRuntime.hasIdempotencyKey(null, listOf("Idempotency-Key" to "v")), false)
+    expect("non-ASCII fold", RetryRuntime.hasIdempotencyKey(op("POST", "/s", "s", ReplayClass.KEYED, "s"), listOf("\u017F" to "v")), false)
+    val policy = RetryPolicy(serverDirectiveHeaders = listOf("x-a", "X-B"))
+    expect("directive header order", RetryRuntime.directiveHeader(policy, listOf("x-b" to "false", "X-A" to "true")), "true")
+    expect("no directive header", RetryRuntime.directiveHeader(policy, listOf("x-c" to "true")), null)
+    val granted = Decision(true, 250, DecisionReason.RETRYABLE_STATUS)
+    expect(
+        "event",
+        RetryEvent.of(Classification(keyed, ReplayClass.KEYED), "post", 0, granted),
+        RetryEvent(1, DecisionReason.RETRYABLE_STATUS, 250, "POST", "/k", "k"),
+    )
+    expect(
+        "event without operation",
+        RetryEvent.of(Classification(null, ReplayClass.IDEMPOTENT), "get\u00e9", 2, granted),
+        RetryEvent(3, DecisionReason.RETRYABLE_STATUS, 250, "GET\u00e9", null, null),
+    )
+}
+
 public fun main() {
     matcherTests()
     patternTests()
@@ -269,6 +526,11 @@ public fun main() {
     serverDelayTests()
     backoffTests()
     decideTests()
+    validationTests()
+    decideV2Tests()
+    budgetTests()
+    classifierTests()
+    keyAndEventTests()
     if (failures.isNotEmpty()) {
         failures.forEach { System.err.println("FAIL $it") }
         System.err.println("${failures.size} of $checks checks failed")

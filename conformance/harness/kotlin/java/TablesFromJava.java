@@ -7,9 +7,11 @@ package retrygen.javacallers;
 
 import java.util.List;
 import java.util.Set;
+import java.util.ArrayList;
 import kotlin.Pair;
-import kotlin.text.Regex;
+import retrygen.generated.BudgetKind;
 import retrygen.generated.Classification;
+import retrygen.generated.Classifier;
 import retrygen.generated.Decision;
 import retrygen.generated.DecisionInput;
 import retrygen.generated.Operation;
@@ -17,7 +19,11 @@ import retrygen.generated.OperationTable;
 import retrygen.generated.Outcome;
 import retrygen.generated.ReplayClass;
 import retrygen.generated.RetryPolicies;
+import retrygen.generated.RetryBudgetCell;
+import retrygen.generated.RetryEvent;
+import retrygen.generated.RetryInputException;
 import retrygen.generated.RetryPolicy;
+import retrygen.generated.SafeListEntry;
 
 public final class TablesFromJava {
     private static void check(boolean ok, String what) {
@@ -40,24 +46,46 @@ public final class TablesFromJava {
             check(id == null || RetryPolicies.operationById(id) != null, "operation by id");
             check(operation.getPattern().getPattern().startsWith("^/"), "pattern");
         }
-        List<Pair<String, Regex>> listed = RetryPolicies.nonReplayableOperations();
-        for (Pair<String, Regex> entry : listed) {
-            check(entry.getFirst() != null && entry.getSecond() != null, "list entry");
+        List<SafeListEntry> listed = RetryPolicies.nonReplayableOperations();
+        for (SafeListEntry entry : listed) {
+            check(entry.getMethod() != null && entry.getPattern() != null, "list entry");
+            check(RetryPolicies.findSafeListEntry(entry.getMethod(), "/") != entry || entry.getPattern().matches("/"), "safe list");
         }
         Classification c = RetryPolicies.classify("get", basePath + "/?q");
         check(c.getReplayClass() != null, "classify");
+        Classifier proxy = RetryPolicies.classifier("https://gw.example/proxy/v1/");
+        check(proxy.getBasePath().equals("/proxy/v1"), "classifier base path");
+        check(RetryPolicies.classifier(null, "no_retry").classify("GET", "/no/such/op/x/y/z").getReplayClass() != null, "classifier");
+        try {
+            RetryPolicies.classify("GET", "/\ud800");
+            throw new AssertionError("a lone surrogate is classified");
+        } catch (RetryInputException expected) {
+            check(expected.getKey().equals("input.path"), "input.path");
+        }
+        List<Pair<String, String>> headers = new ArrayList<>();
+        headers.add(new Pair<>("Idempotency-Key", "k1"));
+        for (Operation operation : operations) {
+            check(RetryPolicies.hasIdempotencyKey(operation, headers) == (operation.getIdempotencyHeader() != null
+                && operation.getIdempotencyHeader().equalsIgnoreCase("idempotency-key")), "has key");
+        }
+        RetryBudgetCell cell = new RetryBudgetCell(RetryPolicies.DEFAULT_POLICY);
+        check(cell.tryAcquire(BudgetKind.RETRY).getAllowed() || cell.getTokens() == 0L, "budget cell");
 
         RetryPolicy policy = RetryPolicies.DEFAULT_POLICY;
         RetryPolicy five = new RetryPolicy(5);
         check(five.getMaxRetries() == 5, "@JvmOverloads");
         Decision d = RetryPolicies.decide(policy,
-            new DecisionInput(ReplayClass.IDEMPOTENT, false, Outcome.Aborted.INSTANCE, 0, 0L, 0L, 0L, 0.5));
+            new DecisionInput(ReplayClass.IDEMPOTENT, false, Outcome.Aborted.INSTANCE, 0L, 0L, 0L, 0L, 0.5));
         check(!d.getRetry(), "aborted stops");
         // Behaviour is the conformance vectors' business; this only calls the API as Java would.
         Decision status = RetryPolicies.decide(five,
-            new DecisionInput(ReplayClass.IDEMPOTENT, false, new Outcome.Status(503), 0, 0L, 0L, 0L, 0.5));
+            new DecisionInput(ReplayClass.IDEMPOTENT, false, new Outcome.Status(503), 0L, 0L, 0L, 0L, 0.5, 500L));
         check(status.getReason() != null, "a reason");
-        check(RetryPolicies.backoffMs(policy, 0, 0L, 0.0) >= 0L, "backoff");
+        if (status.getRetry()) {
+            RetryEvent event = RetryEvent.of(RetryPolicies.classify("GET", "/"), "get", 0L, status);
+            check(event.getAttempt() == 1L, "event attempt");
+        }
+        check(RetryPolicies.backoffMs(policy, 0L, 0L, 0.0) >= 0L, "backoff");
         Long delay = RetryPolicies.serverDelayMs("7", null, 0L);
         check(delay != null, "server delay");
         check(RetryPolicies.BEYOND_ANY_CAP_MS == Long.MAX_VALUE, "beyond any cap");
