@@ -31,6 +31,16 @@ public object RetryPolicies {
         rejectedStatuses = RetryRuntime.statusSet(429),
         retryAfterCapMs = 60000,
         deadlineMs = null,
+        retryOnlyWithServerDelay = RetryRuntime.statusSet(),
+        keyInFlightStatuses = RetryRuntime.statusSet(409),
+        keyReusedStatuses = RetryRuntime.statusSet(422),
+        serverDirectiveHeaders = RetryRuntime.headerList("x-should-retry"),
+        retryAfterOverCap = OverCapMode.REFUSE,
+        unknownOperationClass = UnknownOperationClass.METHOD_DEFAULT,
+        budgetCapacity = 500,
+        budgetRetryCost = 5,
+        budgetTimeoutCost = 10,
+        budgetSuccessRefund = 1,
     )
     // @formatter:on
 
