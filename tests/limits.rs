@@ -53,7 +53,11 @@ fn lint(spec: &Path) -> Run {
 }
 
 fn within(run: &Run, seconds: u64, mib: u64) {
-    let seconds = if cfg!(debug_assertions) { seconds * 4 } else { seconds };
+    let seconds = if cfg!(debug_assertions) {
+        seconds * 4
+    } else {
+        seconds
+    };
     assert!(
         run.seconds < Duration::from_secs(seconds).as_secs_f64(),
         "took {} s of CPU, bound {seconds} s",
