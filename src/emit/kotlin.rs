@@ -98,7 +98,16 @@ fn check_not_underscores(what: &str, value: &str) -> Result<(), String> {
 
 /// The top-level types runtime/kotlin/RetryRuntime.kt declares, and the file name it takes: an
 /// object (and its `<object>.kt`) named like one would clash with it.
-const DECLARED_TYPES: [&str; 11] = [
+const DECLARED_TYPES: [&str; 20] = [
+    "BudgetAcquisition",
+    "BudgetKind",
+    "Classifier",
+    "OverCapMode",
+    "RetryBudgetCell",
+    "RetryEvent",
+    "RetryInputException",
+    "SafeListEntry",
+    "UnknownOperationClass",
     "ReplayClass",
     "Jitter",
     "DecisionReason",
@@ -127,7 +136,10 @@ const NESTED_TYPES: [&str; 7] = [
 
 /// Platform types the runtime and the tables refer to by their simple names; an object named like
 /// one would hide it (package members win over default imports). A unit test keeps the list whole.
-const REFERENCED_TYPES: [&str; 39] = [
+const REFERENCED_TYPES: [&str; 42] = [
+    "AtomicLong",
+    "IllegalArgumentException",
+    "Iterable",
     "Any",
     "Array",
     "ArrayDeque",
