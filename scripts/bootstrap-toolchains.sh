@@ -627,6 +627,13 @@ step_kotlin
 step_ktlint
 step_csharp
 step_python_tools
+# What each language's HTTP client adapter needs (httpx, OkHttp, reqwest...): one file per
+# language in scripts/bootstrap.d/, sourced here so it shares say/die/run_logged and the stamps.
+for adapter_step in "$ROOT"/scripts/bootstrap.d/*.sh; do
+  [[ -e "$adapter_step" ]] || continue
+  # shellcheck disable=SC1090
+  source "$adapter_step"
+done
 STEP="done"
 say "all toolchains ready in $(elapsed "$T_ALL"); use: source scripts/toolchain-env.sh"
 if [[ $VERSIONS -eq 1 ]]; then print_versions; fi

@@ -62,6 +62,11 @@ pub struct GenerateArgs {
     /// Ad hoc mode: a language option, KEY=VALUE (repeatable), e.g. package=retrypolicy.
     #[arg(long = "option", value_name = "KEY=VALUE", requires = "spec")]
     pub options: Vec<String>,
+    /// Ad hoc mode: also emit this HTTP client adapter (repeatable): rust `reqwest`,
+    /// typescript `fetch`, python `httpx`, go `net/http`, kotlin `okhttp`, csharp `httpclient`
+    /// (docs/adapters.md).
+    #[arg(long = "adapter", value_name = "NAME", requires = "spec")]
+    pub adapters: Vec<String>,
     /// Ad hoc mode: require an explicit x-idempotent on every POST and PATCH.
     #[arg(long, requires = "spec")]
     pub strict: bool,
@@ -193,6 +198,7 @@ fn config(args: &GenerateArgs) -> Result<Config, Diagnostic> {
                 out: out.clone(),
                 out_is_folder,
                 options,
+                adapters: args.adapters.clone(),
             };
             Config {
                 path: None,

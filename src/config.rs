@@ -41,6 +41,8 @@ struct RawTarget {
     out: PathBuf,
     #[serde(default)]
     options: BTreeMap<String, String>,
+    #[serde(default)]
+    adapters: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -51,6 +53,8 @@ pub struct Target {
     pub out: PathBuf,
     pub out_is_folder: bool,
     pub options: LanguageOptions,
+    /// The HTTP client adapters emitted beside the runtime (docs/adapters.md).
+    pub adapters: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -163,6 +167,7 @@ pub fn load(path: &Path) -> Result<Config, Diagnostic> {
                         out_is_folder: written_as_folder || out.is_dir(),
                         out,
                         options: t.options,
+                        adapters: t.adapters,
                     }
                 })
                 .collect(),

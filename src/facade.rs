@@ -205,8 +205,10 @@ pub fn generate(config: &Config) -> Result<Plan, Error> {
                 ));
                 continue;
             };
-            match emit::resolve_options(backend, &target.options) {
-                Ok(options) => accepted.push((target, backend, options)),
+            match emit::resolve_options(backend, &target.options).and_then(|options| {
+                Ok((options, emit::resolve_adapters(backend, &target.adapters)?))
+            }) {
+                Ok((options, adapters)) => accepted.push((target, backend, options, adapters)),
                 Err(e) => problems.push(Diagnostic::error(
                     at(),
                     e.to_string(),
@@ -216,13 +218,14 @@ pub fn generate(config: &Config) -> Result<Plan, Error> {
         }
         let render_jobs: Vec<emit::RenderJob<'_>> = accepted
             .iter()
-            .map(|(_, backend, options)| emit::RenderJob {
+            .map(|(_, backend, options, adapters)| emit::RenderJob {
                 backend: *backend,
                 options,
+                adapters,
             })
             .collect();
         let rendered = emit::render_all(&api, &render_jobs, &templates);
-        for ((target, _, _), result) in accepted.iter().zip(rendered) {
+        for ((target, _, _, _), result) in accepted.iter().zip(rendered) {
             match result {
                 Ok(rendered) => {
                     for file in rendered {

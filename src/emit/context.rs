@@ -3,7 +3,7 @@
 //! for the language (`*_literal` fields, through the backend) or made comment-safe (`header`).
 //! Templates use their formatter's off-switch for the data, so no field carries layout hints.
 
-use super::{Backend, LanguageOptions};
+use super::{Adapter, Backend, LanguageOptions};
 use crate::model::{Api, ReplayClass};
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value};
 use std::collections::BTreeMap;
@@ -129,11 +129,18 @@ record! {
         operations: Value,
         policy: Value,
         options: Value,
+        /// The names of the adapters the target opted into (`adapters = [...]`).
+        adapters: Vec<&'static str>,
     }
 }
 
 /// Builds the template context of `api` for one language.
-pub(super) fn context(api: &Api, backend: &dyn Backend, options: &LanguageOptions) -> Value {
+pub(super) fn context(
+    api: &Api,
+    backend: &dyn Backend,
+    options: &LanguageOptions,
+    adapters: &[&'static Adapter],
+) -> Value {
     let mut buffer = String::new();
     let mut literal = |push: &dyn Fn(&mut String)| {
         buffer.clear();
@@ -224,5 +231,6 @@ pub(super) fn context(api: &Api, backend: &dyn Backend, options: &LanguageOption
                 .map(|(key, value)| (key.clone(), Value::from(value.as_str())))
                 .collect::<BTreeMap<String, Value>>(),
         ),
+        adapters: adapters.iter().map(|a| a.name).collect(),
     })
 }

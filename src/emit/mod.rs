@@ -43,6 +43,12 @@ pub trait Backend: Sync {
     fn runtime_files(&self) -> &'static [RuntimeFile] {
         &[]
     }
+    /// The HTTP client adapters a target may opt into (`adapters = [...]` in retrygen.toml):
+    /// spec-independent files emitted beside the runtime, each for one client
+    /// (docs/adapters.md).
+    fn adapters(&self) -> &'static [Adapter] {
+        &[]
+    }
     /// A runtime file as emitted: byte for byte its source, except the package or namespace
     /// declaration where the language's options rename it.
     fn runtime_text(&self, file: &RuntimeFile, _options: &LanguageOptions) -> String {
@@ -93,6 +99,17 @@ pub struct RuntimeFile {
     pub name: &'static str,
     /// The file's text as it is in the repository.
     pub source: &'static str,
+}
+
+/// An HTTP client adapter of one language: its name in retrygen.toml and its files, copied like
+/// the runtime's (through [`Backend::runtime_text`]).
+#[derive(Debug)]
+pub struct Adapter {
+    /// The name a target lists in `adapters = [...]` (the client's usual name).
+    pub name: &'static str,
+    /// What the adapter needs beyond the language's standard library, for `--help` and errors.
+    pub requires: &'static str,
+    pub files: &'static [RuntimeFile],
 }
 
 /// One file of a rendered target, named relative to the target's folder.
@@ -166,11 +183,34 @@ pub fn resolve_options(
     Ok(options)
 }
 
+/// The adapters `names` selects among `backend`'s, in the backend's order; an unknown name is an
+/// error naming the known ones.
+pub fn resolve_adapters(
+    backend: &dyn Backend,
+    names: &[String],
+) -> Result<Vec<&'static Adapter>, EmitError> {
+    for name in names {
+        if !backend.adapters().iter().any(|a| a.name == name) {
+            let known: Vec<&str> = backend.adapters().iter().map(|a| a.name).collect();
+            return Err(EmitError::Options {
+                language: backend.name().into(),
+                message: format!("unknown adapter `{name}`; known adapters: {known:?}"),
+            });
+        }
+    }
+    Ok(backend
+        .adapters()
+        .iter()
+        .filter(|a| names.iter().any(|n| n == a.name))
+        .collect())
+}
+
 /// Renders the tables file of one language for `api`.
 fn render_tables(
     api: &Api,
     backend: &dyn Backend,
     options: &LanguageOptions,
+    adapters: &[&'static Adapter],
     templates: &TemplateSource,
 ) -> Result<String, EmitError> {
     let compiled = templates.compiled(backend.name())?;
@@ -181,7 +221,7 @@ fn render_tables(
             template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
             message: format!("{e:#}"),
         })?;
-    let context = context::context(api, backend, options);
+    let context = context::context(api, backend, options, adapters);
     let mut text = template.render(context).map_err(|e| EmitError::Template {
         template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
         message: format!("{e:#}"),
@@ -192,18 +232,20 @@ fn render_tables(
 }
 
 /// Renders every file of one language's target for `api`: the tables file first, then the
-/// runtime files in the backend's order.
+/// runtime files in the backend's order, then the files of the chosen `adapters`.
 pub fn render(
     api: &Api,
     backend: &dyn Backend,
     options: &LanguageOptions,
+    adapters: &[&'static Adapter],
     templates: &TemplateSource,
 ) -> Result<Vec<RenderedFile>, EmitError> {
     let mut files = vec![RenderedFile {
         name: backend.tables_file_name(options),
-        contents: render_tables(api, backend, options, templates)?,
+        contents: render_tables(api, backend, options, adapters, templates)?,
     }];
-    for file in backend.runtime_files() {
+    let adapter_files = adapters.iter().flat_map(|a| a.files.iter());
+    for file in backend.runtime_files().iter().chain(adapter_files) {
         files.push(RenderedFile {
             name: file.name.to_string(),
             contents: backend.runtime_text(file, options),
@@ -216,6 +258,7 @@ pub fn render(
 pub struct RenderJob<'a> {
     pub backend: &'static dyn Backend,
     pub options: &'a LanguageOptions,
+    pub adapters: &'a [&'static Adapter],
 }
 
 /// Renders several modules of one `api`, spread over the available cores (the six renders are
@@ -233,7 +276,7 @@ pub fn render_all(
     if workers <= 1 {
         return jobs
             .iter()
-            .map(|j| render(api, j.backend, j.options, templates))
+            .map(|j| render(api, j.backend, j.options, j.adapters, templates))
             .collect();
     }
     let next = AtomicUsize::new(0);
@@ -245,7 +288,7 @@ pub fn render_all(
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
-                let result = render(api, job.backend, job.options, templates);
+                let result = render(api, job.backend, job.options, job.adapters, templates);
                 results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
             });
         }
@@ -300,28 +343,37 @@ mod tests {
     #[test]
     fn render_all_equals_one_render_at_a_time() {
         let api = matching_api();
-        let options: Vec<(&'static dyn Backend, LanguageOptions)> = BACKENDS
+        #[allow(clippy::type_complexity)]
+        let options: Vec<(&'static dyn Backend, LanguageOptions, Vec<&'static Adapter>)> = BACKENDS
             .iter()
             .chain(BACKENDS.iter())
             .map(|b| {
                 (
                     *b,
                     resolve_options(*b, &LanguageOptions::new()).expect("defaults"),
+                    b.adapters().iter().collect(),
                 )
             })
             .collect();
         let jobs: Vec<RenderJob<'_>> = options
             .iter()
-            .map(|(backend, options)| RenderJob {
+            .map(|(backend, options, adapters)| RenderJob {
                 backend: *backend,
                 options,
+                adapters,
             })
             .collect();
         let together = render_all(&api, &jobs, &TemplateSource::Embedded);
         assert_eq!(together.len(), jobs.len());
         for (job, text) in jobs.iter().zip(together) {
-            let alone = render(&api, job.backend, job.options, &TemplateSource::Embedded)
-                .expect("renders alone");
+            let alone = render(
+                &api,
+                job.backend,
+                job.options,
+                job.adapters,
+                &TemplateSource::Embedded,
+            )
+            .expect("renders alone");
             assert_eq!(
                 text.expect("renders in parallel"),
                 alone,

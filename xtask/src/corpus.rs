@@ -97,7 +97,7 @@ pub fn main(args: &[String]) -> Result<()> {
         let started = Instant::now();
         for backend in emit::BACKENDS {
             let options = emit::resolve_options(backend, &Default::default())?;
-            if let Err(e) = emit::render(&api, backend, &options, &TemplateSource::Embedded) {
+            if let Err(e) = emit::render(&api, backend, &options, &[], &TemplateSource::Embedded) {
                 failures += 1;
                 println!("FAIL {shown} {}: {e}", backend.name());
             }

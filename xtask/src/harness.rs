@@ -34,7 +34,7 @@ pub fn render(
     let (api, _) = retrygen::load_api(spec, &ModelOptions::default())
         .map_err(|d| anyhow!("{}: {d}", spec.display()))?;
     let options = emit::resolve_options(backend, &Default::default())?;
-    let rendered = emit::render(&api, backend, &options, templates)?;
+    let rendered = emit::render(&api, backend, &options, &[], templates)?;
     let dir = work.join("module");
     std::fs::create_dir_all(&dir)?;
     let mut files = Vec::new();

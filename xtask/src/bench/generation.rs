@@ -212,6 +212,7 @@ fn phases(spec: &Path, reps: usize) -> Result<Phases> {
         .map(|(backend, options)| emit::RenderJob {
             backend: *backend,
             options,
+            adapters: &[],
         })
         .collect();
     for rep in 0..=reps {
@@ -225,7 +226,13 @@ fn phases(spec: &Path, reps: usize) -> Result<Phases> {
         let mut t_render = Vec::new();
         for job in &jobs {
             let t = Instant::now();
-            let text = emit::render(&api, job.backend, job.options, &TemplateSource::Embedded)?;
+            let text = emit::render(
+                &api,
+                job.backend,
+                job.options,
+                &[],
+                &TemplateSource::Embedded,
+            )?;
             t_render.push(t.elapsed().as_secs_f64() * 1000.0);
             std::hint::black_box(text);
         }

@@ -55,6 +55,21 @@ pub trait Toolchain: Sync {
     /// (`shared` is a folder every spec's build of this run may reuse); returns the command that
     /// runs it.
     fn bench_program(&self, module: &Module, work: &Path, shared: &Path) -> Result<Vec<String>>;
+    /// Builds the fault-matrix runner `conformance/faults/harness/<language>/` against `module`
+    /// (rendered from `conformance/faults/spec.yaml` with every adapter of the language) in the
+    /// empty folder `work`; returns one run per adapter variant (conformance/faults/README.md).
+    fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
+        let _ = (module, work);
+        bail!("{}: the fault-matrix runner is not built yet", self.language())
+    }
+}
+
+/// One run of the fault matrix: its name (`x-fault-run`: the language, or `<language>-<variant>`)
+/// and the command that runs it; the scenario file is appended.
+#[derive(Debug, Clone)]
+pub struct FaultRun {
+    pub name: String,
+    pub built: Built,
 }
 
 /// Copies the bench program sources of `language` (`bench/<language>/`) into `work`.
