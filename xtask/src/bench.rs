@@ -7,6 +7,8 @@
 //!    `[method, anchored regex]` pairs, in one process per language and spec, on synthetic specs
 //!    of 10 to 5,000 operations and on the Kubernetes spec.
 //! 3. Check mode: `retrygen check` on the up-to-date output of step 1.
+//! 4. Adapter overhead: each language's HTTP client adapter against the bare client on a
+//!    keep-alive loopback request (the fault-matrix runners' overhead mode), full run only.
 //!
 //! `--quick` (CI) runs the small spec and the 10- and 100-operation synthetic ones with few
 //! iterations and writes target/xtask/bench/quick.md; it fails, like the full run, when a
@@ -14,6 +16,7 @@
 //! reference (`retrygen::model::Api::classify`, and the scan done here with the `regex` crate).
 //! Timings are reported, never asserted.
 
+mod adapters;
 mod generation;
 mod mix;
 mod programs;
@@ -35,6 +38,7 @@ struct Options {
     languages: Vec<String>,
     skip_generation: bool,
     skip_matching: bool,
+    skip_adapters: bool,
 }
 
 const MIX_SIZE: usize = 1000;
@@ -95,6 +99,7 @@ pub fn main(args: &[String]) -> Result<()> {
         ),
         skip_generation: args.iter().any(|a| a == "--skip-generation"),
         skip_matching: args.iter().any(|a| a == "--skip-matching"),
+        skip_adapters: args.iter().any(|a| a == "--skip-adapters"),
     };
     run(&options)
 }
@@ -467,6 +472,14 @@ fn run(o: &Options) -> Result<()> {
         }
     }
 
+    // 4: adapter overhead (the quick run leaves it to the fault matrix, which builds the same
+    // runners and checks their behaviour).
+    let overhead = if o.quick || o.skip_adapters {
+        Vec::new()
+    } else {
+        adapters::measure(&o.languages, 2000)?
+    };
+
     // The report.
     let _ = writeln!(
         doc,
@@ -500,6 +513,9 @@ fn run(o: &Options) -> Result<()> {
         write_matching(&mut doc, &rows, o, &mut summary);
     }
     doc.push_str(&check_section);
+    if !overhead.is_empty() {
+        write_overhead(&mut doc, &overhead, &mut summary);
+    }
     let mut head = String::from("## Targets\n\n| target | holds | measured |\n|---|---|---|\n");
     for (target, holds, measured) in &summary {
         let holds = match holds {
@@ -990,6 +1006,57 @@ fn write_external_floors(
             )),
         }
     }
+}
+
+fn write_overhead(
+    doc: &mut String,
+    rows: &[adapters::OverheadRow],
+    summary: &mut Vec<(String, Option<bool>, String)>,
+) {
+    let _ = writeln!(
+        doc,
+        "\n## 4. Adapter overhead\n\nEach language's HTTP client adapter (docs/adapters.md) against the same \
+         client without it: `GET /v1/health` on a keep-alive connection to the fault server on 127.0.0.1, which \
+         answers `200 ok` at once, body read, both clients warmed up with 200 requests, then rounds of one bare and \
+         one adapted request in alternating order (the runners' overhead mode, conformance/faults/README.md). \
+         Medians of the per-request times; \"allocated\" is the adapter's extra allocation per request where the \
+         language counts it.\n\n\
+         | run | rounds | bare µs | with adapter µs | overhead µs | overhead % | allocated bytes / request | counter |\n\
+         |---|---:|---:|---:|---:|---:|---:|---|"
+    );
+    for r in rows {
+        let _ = writeln!(
+            doc,
+            "| {} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {} | {} |",
+            r.run,
+            r.requests,
+            r.bare_us,
+            r.adapter_us,
+            r.overhead_us,
+            r.overhead_pct,
+            r.allocated_bytes
+                .map_or_else(|| "n/a".to_string(), |b| format!("{b:.0}")),
+            r.counter
+        );
+    }
+    let failing: Vec<String> = rows
+        .iter()
+        .filter(|r| !(r.overhead_us < 5.0 || r.overhead_pct < 2.0))
+        .map(|r| format!("{} {:.2} µs ({:.2}%)", r.run, r.overhead_us, r.overhead_pct))
+        .collect();
+    summary.push((
+        "adapter overhead under 5 µs or under 2% of a loopback round trip, in every language"
+            .into(),
+        Some(failing.is_empty()),
+        if failing.is_empty() {
+            rows.iter()
+                .map(|r| format!("{} {:.2} µs ({:.2}%)", r.run, r.overhead_us, r.overhead_pct))
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            format!("over: {}", failing.join(", "))
+        },
+    ));
 }
 
 fn write_matching(

@@ -18,7 +18,7 @@ use anyhow::{bail, Result};
 const HELP: &str = "\
 cargo xtask <command>
 
-  bench [--quick] [--lang L[,L...]] [--corpus DIR] [--out FILE] [--skip-generation] [--skip-matching]
+  bench [--quick] [--lang L[,L...]] [--corpus DIR] [--out FILE] [--skip-generation] [--skip-matching] [--skip-adapters]
         measure generation (vs the parse floor, peak memory, check mode, perf profile) and matching
         (classify vs the linear regex scan in all six languages); write docs/benchmarks.md, or with
         --quick (CI: small specs, few iterations, all cross-checks) target/xtask/bench/quick.md

@@ -145,6 +145,11 @@ struct ExpectOperation {
     operation_id: Option<String>,
 }
 
+/// The scenario file every runner is given.
+pub fn scenario_file() -> PathBuf {
+    faults_dir().join("scenarios.json")
+}
+
 fn faults_dir() -> PathBuf {
     toolchains::root().join("conformance/faults")
 }
@@ -294,6 +299,57 @@ fn render_module(language: &str, spec: &Path, work: &Path) -> Result<Module> {
     Ok(Module { dir, files })
 }
 
+/// Renders the matrix's module for `language` into a fresh `target/faults/<language>/` (or
+/// `<sub>` below it) and builds its runner(s).
+pub fn build_runs(language: &str, sub: &str) -> Result<Vec<FaultRun>> {
+    let file = load()?;
+    let toolchain =
+        toolchains::toolchain(language).ok_or_else(|| anyhow!("no toolchain for {language}"))?;
+    let work = toolchains::root()
+        .join("target/faults")
+        .join(sub)
+        .join(language);
+    if work.exists() {
+        std::fs::remove_dir_all(&work)?;
+    }
+    std::fs::create_dir_all(&work)?;
+    let module = render_module(language, &faults_dir().join(&file.spec), &work)?;
+    toolchain.fault_runner(&module, &work)
+}
+
+/// A running fault server with the matrix's scenarios, and the variables a runner needs.
+pub fn start_server() -> Result<(Server, Vec<(&'static str, String)>)> {
+    let file = load()?;
+    let server = Server::start(file.scenarios, SERVER_LIFETIME)?;
+    let port = server.addr.port();
+    let env = vec![
+        ("RETRYGEN_FAULT_URL", server.url()),
+        (
+            "RETRYGEN_FAULT_CLOSED_URL",
+            format!("http://127.0.0.1:{}", closed_port()?),
+        ),
+        (
+            "RETRYGEN_FAULT_UNRESOLVABLE_URL",
+            format!("http://sandbox.invalid:{port}"),
+        ),
+        ("RETRYGEN_FAULT_BASE_PATH", file.base_path),
+    ];
+    Ok((server, env))
+}
+
+/// Runs `run` once with `env` and returns its non-empty stdout lines as JSON (the runner must
+/// exit with 0).
+pub fn run_lines(run: &FaultRun, arg: &Path, env: &[(&str, String)]) -> Result<Vec<Value>> {
+    let (lines, _) = run_process(run, arg, env)?;
+    lines
+        .iter()
+        .map(|line| {
+            serde_json::from_str(line)
+                .with_context(|| format!("{}: not a JSON line: {line}", run.name))
+        })
+        .collect()
+}
+
 /// What a runner printed for one scenario.
 type Lines = BTreeMap<String, Value>;
 
@@ -302,6 +358,29 @@ fn run_one(
     scenario_file: &Path,
     env: &[(&str, String)],
 ) -> Result<(Lines, Duration)> {
+    let (lines, elapsed) = run_process(run, scenario_file, env)?;
+    let mut by_id = Lines::new();
+    for line in &lines {
+        let value: Value = serde_json::from_str(line)
+            .with_context(|| format!("{}: not a JSON line: {line}", run.name))?;
+        let id = value
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("{}: a line without an id: {line}", run.name))?
+            .to_string();
+        if by_id.insert(id.clone(), value).is_some() {
+            bail!("{}: scenario {id} reported twice", run.name);
+        }
+    }
+    Ok((by_id, elapsed))
+}
+
+/// Runs a runner to its end (killed after [`RUN_TIMEOUT`]); its non-empty stdout lines.
+fn run_process(
+    run: &FaultRun,
+    scenario_file: &Path,
+    env: &[(&str, String)],
+) -> Result<(Vec<String>, Duration)> {
     let started = Instant::now();
     let (program, args) = run
         .built
@@ -364,20 +443,8 @@ fn run_one(
             tail(&stderr_text, 40)
         );
     }
-    let mut by_id = Lines::new();
-    for line in lines.iter().filter(|l| !l.trim().is_empty()) {
-        let value: Value = serde_json::from_str(line)
-            .with_context(|| format!("{}: not a JSON line: {line}", run.name))?;
-        let id = value
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| anyhow!("{}: a line without an id: {line}", run.name))?
-            .to_string();
-        if by_id.insert(id.clone(), value).is_some() {
-            bail!("{}: scenario {id} reported twice", run.name);
-        }
-    }
-    Ok((by_id, started.elapsed()))
+    let lines = lines.into_iter().filter(|l| !l.trim().is_empty()).collect();
+    Ok((lines, started.elapsed()))
 }
 
 fn tail(text: &str, lines: usize) -> String {
@@ -600,7 +667,6 @@ pub fn main(args: &[String]) -> Result<()> {
     if selected.is_empty() {
         bail!("no scenario matches {:?}", args.only);
     }
-    let spec = faults_dir().join(&file.spec);
     let scenario_path = toolchains::root().join("target/faults/scenarios.json");
     std::fs::create_dir_all(scenario_path.parent().expect("has a parent"))?;
     // The runners read the selected scenarios only.
@@ -616,20 +682,7 @@ pub fn main(args: &[String]) -> Result<()> {
     }
     std::fs::write(&scenario_path, serde_json::to_string_pretty(&subset)?)?;
 
-    let server = Server::start(file.scenarios.clone(), SERVER_LIFETIME)?;
-    let port = server.addr.port();
-    let env = vec![
-        ("RETRYGEN_FAULT_URL", server.url()),
-        (
-            "RETRYGEN_FAULT_CLOSED_URL",
-            format!("http://127.0.0.1:{}", closed_port()?),
-        ),
-        (
-            "RETRYGEN_FAULT_UNRESOLVABLE_URL",
-            format!("http://sandbox.invalid:{port}"),
-        ),
-        ("RETRYGEN_FAULT_BASE_PATH", file.base_path.clone()),
-    ];
+    let (server, env) = start_server()?;
     eprintln!(
         "faults: server {} ; {} scenarios ; languages {}",
         server.url(),
@@ -640,16 +693,8 @@ pub fn main(args: &[String]) -> Result<()> {
     let mut reports = Vec::new();
     let mut build_errors = Vec::new();
     for language in &args.languages {
-        let toolchain = toolchains::toolchain(language)
-            .ok_or_else(|| anyhow!("no toolchain for {language}"))?;
-        let work = toolchains::root().join("target/faults").join(language);
-        if work.exists() {
-            std::fs::remove_dir_all(&work)?;
-        }
-        std::fs::create_dir_all(&work)?;
         let t0 = Instant::now();
-        let runs = render_module(language, &spec, &work)
-            .and_then(|module| toolchain.fault_runner(&module, &work));
+        let runs = build_runs(language, "");
         let runs = match runs {
             Ok(runs) => runs,
             Err(e) => {
