@@ -283,10 +283,28 @@ export function retryingFetch<F extends FetchLike>(
       attempts += 1;
       const attemptInput =
         cloneRequest && request !== null ? request.clone() : input;
-      const sent =
-        timeoutMs === null
-          ? await sendOnce(send, attemptInput, init)
-          : await sendWithTimeout(send, attemptInput, init, signal, timeoutMs);
+      let sent: Attempt;
+      if (timeoutMs === null) {
+        try {
+          const response = await send(attemptInput, init);
+          sent = {
+            response,
+            error: undefined,
+            timedOut: false,
+            unfollow: null,
+          };
+        } catch (error) {
+          sent = { response: null, error, timedOut: false, unfollow: null };
+        }
+      } else {
+        sent = await sendWithTimeout(
+          send,
+          attemptInput,
+          init,
+          signal,
+          timeoutMs,
+        );
+      }
       const { response } = sent;
       let timedOut = sent.timedOut;
       let outcome: Outcome;
@@ -297,7 +315,7 @@ export function retryingFetch<F extends FetchLike>(
           finish("status_not_retryable", "status", response.status, false);
           return response;
         }
-        outcome = statusOutcome(response, policy);
+        outcome = new StatusOutcome(response, policy);
       } else {
         const failure = failureOf(sent.error, signal, timedOut);
         timedOut =
@@ -325,7 +343,7 @@ export function retryingFetch<F extends FetchLike>(
         try {
           onRetry?.(retryEvent(method, operation, retriesUsed, decision));
         } finally {
-          sent.release();
+          release(sent);
         }
         try {
           await sleep(decision.delayMs, signal);
@@ -342,14 +360,15 @@ export function retryingFetch<F extends FetchLike>(
         finish(reason, outcome.kind, null, timedOut);
         throw sent.error;
       }
-      if (response.status < 400) {
-        // Contract K3: the cost of the last granted retry comes back (or the refund).
+      if (response.status < 400 && tokens < policy.budgetCapacity) {
+        // Contract K3: the cost of the last granted retry comes back (or the refund). A full
+        // budget (or a disabled one) stays as it is.
         tokens = budgetRecordSuccess(policy, tokens, released);
       }
       try {
         finish(reason, "status", response.status, false);
       } catch (error) {
-        sent.release();
+        release(sent);
         throw error;
       }
       return response;
@@ -366,26 +385,16 @@ interface Attempt {
   readonly error: unknown;
   /** The attempt timeout fired. */
   readonly timedOut: boolean;
-  /** Discards the attempt: cancels its response's body, lets go of the caller's signal. */
-  release(): void;
+  /** Stops following the caller's signal (an attempt with a timeout). */
+  readonly unfollow: (() => void) | null;
 }
 
-async function sendOnce(
-  send: Send,
-  input: unknown,
-  init: RequestInitLike | undefined,
-): Promise<Attempt> {
-  try {
-    const response = await send(input, init);
-    return {
-      response,
-      error: undefined,
-      timedOut: false,
-      release: () => discard(response),
-    };
-  } catch (error) {
-    return { response: null, error, timedOut: false, release: ignore };
+/** Discards an attempt: cancels its response's body, lets go of the caller's signal. */
+function release(attempt: Attempt): void {
+  if (attempt.response !== null) {
+    discard(attempt.response);
   }
+  attempt.unfollow?.();
 }
 
 /**
@@ -421,18 +430,10 @@ async function sendWithTimeout(
   }, timeoutMs);
   try {
     const response = await send(input, { ...init, signal: controller.signal });
-    return {
-      response,
-      error: undefined,
-      timedOut: false,
-      release: () => {
-        unfollow();
-        discard(response);
-      },
-    };
+    return { response, error: undefined, timedOut: false, unfollow };
   } catch (error) {
     unfollow();
-    return { response: null, error, timedOut, release: ignore };
+    return { response: null, error, timedOut, unfollow: null };
   } finally {
     host.clearTimeout(timer);
   }
@@ -594,23 +595,37 @@ function someCause(error: unknown, test: (error: object) => boolean): boolean {
   return false;
 }
 
-/** A status outcome with the header values `decide` reads. */
-function statusOutcome(response: ResponseLike, policy: RetryPolicy): Outcome {
-  const { headers } = response;
-  let directive: string | null = null;
-  for (const name of policy.serverDirectiveHeaders) {
-    directive = headers.get(name);
-    if (directive !== null) {
-      break;
+/**
+ * A status outcome with the header values `decide` reads. `decide` reads the
+ * server delay only for a status it would retry, so the two delay headers are
+ * looked up then (through the getters), not on every response: header lookups
+ * are a good part of the adapter's cost on a request that succeeds at once.
+ */
+class StatusOutcome {
+  readonly kind = "status";
+  readonly status: number;
+  /** The first of the policy's `serverDirectiveHeaders` the response carries. */
+  readonly directive: string | null = null;
+  private readonly headers: ResponseLike["headers"];
+
+  constructor(response: ResponseLike, policy: RetryPolicy) {
+    this.status = response.status;
+    this.headers = response.headers;
+    for (const name of policy.serverDirectiveHeaders) {
+      this.directive = this.headers.get(name);
+      if (this.directive !== null) {
+        break;
+      }
     }
   }
-  return {
-    kind: "status",
-    status: response.status,
-    retryAfter: headers.get("retry-after"),
-    retryAfterMs: headers.get("retry-after-ms"),
-    directive,
-  };
+
+  get retryAfter(): string | null {
+    return this.headers.get("retry-after");
+  }
+
+  get retryAfterMs(): string | null {
+    return this.headers.get("retry-after-ms");
+  }
 }
 
 function isStatus(status: number): boolean {

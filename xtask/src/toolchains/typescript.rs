@@ -6,7 +6,8 @@
 //! `npm install --prefix`); versions are pinned so formatting never drifts between machines.
 
 use super::{
-    command, copy_harness, copy_sources, lossy, root, run, shell, Built, Module, Toolchain,
+    command, copy_harness, copy_sources, lossy, root, run, shell, Built, FaultRun, Module,
+    Toolchain,
 };
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -273,6 +274,39 @@ impl Toolchain for TypeScript {
             ],
             cwd: work.to_path_buf(),
         })
+    }
+
+    /// conformance/faults/harness/typescript/ (runner.ts) beside the module (index.ts,
+    /// runtime.ts, fetch.ts), compiled by tsc with Node's types and run by node: one run,
+    /// `typescript`, Node's own fetch (undici) through `retryingFetch`.
+    fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
+        require("tsc", TYPESCRIPT_VERSION)?;
+        let types = type_roots()?;
+        let harness = root().join("conformance/faults/harness/typescript");
+        for name in ["runner.ts", "package.json", "tsconfig.json"] {
+            std::fs::copy(harness.join(name), work.join(name))
+                .with_context(|| format!("copying {}", harness.join(name).display()))?;
+        }
+        let names = copy_module(module, work)?;
+        if !names.iter().any(|n| n == "fetch.ts") {
+            bail!("the module has no fetch.ts: render it with the fetch adapter");
+        }
+        run(
+            command("tsc")
+                .arg("-p")
+                .arg(work)
+                .arg("--typeRoots")
+                .arg(&types)
+                .current_dir(work),
+            "compiling the TypeScript fault runner",
+        )?;
+        Ok(vec![FaultRun {
+            name: "typescript".into(),
+            built: Built {
+                argv: vec!["node".into(), lossy(&work.join("out/runner.js"))],
+                cwd: work.to_path_buf(),
+            },
+        }])
     }
 }
 
