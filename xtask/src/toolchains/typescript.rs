@@ -171,10 +171,6 @@ impl Toolchain for TypeScript {
         prettier_check(work, &names)
     }
 
-    /// runtime/typescript as its own project: tsc over runtime.ts alone with the module's
-    /// options, prettier over the sources, then the unit tests (`node:test`) compiled by tsc and
-    /// run by node. node_modules is the bootstrapped toolchain's (the tests read runtime.ts with
-    /// the TypeScript parser).
     fn display_name(&self) -> &'static str {
         "TypeScript"
     }
@@ -192,6 +188,11 @@ impl Toolchain for TypeScript {
         build_typescript(module, work)
     }
 
+    /// runtime/typescript as its own project: tsc over runtime.ts and the fetch adapter
+    /// (fetch.ts) with the module's options (tsconfig.json: no DOM or Node types), prettier over
+    /// every .ts, then the unit tests (`node:test`, `*.test.ts`; fetch.test.ts against a local
+    /// server) compiled by tsc with Node's types and run by node. node_modules is the
+    /// bootstrapped toolchain's (the tests read runtime.ts with the TypeScript parser).
     fn runtime_tests(&self, work: &Path) -> Result<()> {
         require("tsc", TYPESCRIPT_VERSION)?;
         let source = root().join("runtime/typescript");
@@ -218,7 +219,7 @@ impl Toolchain for TypeScript {
             command("tsc")
                 .args(["-p", "tsconfig.json"])
                 .current_dir(work),
-            "tsc --strict over runtime.ts",
+            "tsc --strict over runtime.ts and fetch.ts",
         )?;
         prettier_check(work, &sources)?;
         run(
