@@ -4,6 +4,7 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { createServer } from "node:http";
 import type { IncomingHttpHeaders, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -61,13 +62,13 @@ type Step =
       readonly status: number;
       readonly headers?: Record<string, string>;
       readonly body?: string;
+      /** Announces 1000 body bytes, sends 10 of them, then nothing. */
+      readonly partial?: boolean;
     }
   /** Resets the connection without a byte of response. */
   | "reset"
   /** Answers nothing until the client goes away. */
-  | "stall"
-  /** A 503 announcing 1000 body bytes, 10 of them, then nothing. */
-  | "slow-503";
+  | "stall";
 
 interface Arrival {
   readonly method: string;
@@ -84,8 +85,8 @@ let closedOrigin = "";
 function answer(res: ServerResponse, step: Step): void {
   if (step === "reset") {
     res.socket?.resetAndDestroy();
-  } else if (step === "slow-503") {
-    res.writeHead(503, { "content-length": "1000" });
+  } else if (step !== "stall" && step.partial === true) {
+    res.writeHead(step.status, { ...step.headers, "content-length": "1000" });
     res.write("x".repeat(10));
   } else if (step !== "stall") {
     res.writeHead(step.status, step.headers);
@@ -622,6 +623,56 @@ test("the caller's abort ends the request with the caller's reason", async () =>
   }
 });
 
+test("with the attempt timeout, the caller's signal keeps no listener per request", async () => {
+  const c = client({ attemptTimeoutMs: 5000 });
+  const controller = new AbortController();
+  for (let i = 0; i < 20; i++) {
+    const { name } = serve({ status: 503 }, { status: 200, body: "ok" });
+    const response = await c.fetch(`${origin}/v1/items/1`, {
+      headers: { "x-case": name },
+      signal: controller.signal,
+    });
+    assert.equal(await response.text(), "ok");
+  }
+  assert.equal(getEventListeners(controller.signal, "abort").length, 0);
+
+  // Without AbortSignal.any (older engines) a listener follows the caller's signal: removed with
+  // each discarded attempt, kept for the response returned (its body still follows the signal).
+  const any = Object.getOwnPropertyDescriptor(AbortSignal, "any");
+  Object.defineProperty(AbortSignal, "any", {
+    value: undefined,
+    configurable: true,
+  });
+  try {
+    const { name } = serve({ status: 503 }, { status: 200, partial: true });
+    const fresh = new AbortController();
+    const response = await c.fetch(`${origin}/v1/items/1`, {
+      headers: { "x-case": name },
+      signal: fresh.signal,
+    });
+    assert.equal(getEventListeners(fresh.signal, "abort").length, 1);
+    const reading = response.text();
+    fresh.abort();
+    assert.equal(((await rejection(reading)) as Error).name, "AbortError");
+
+    const stalled = serve("stall");
+    const late = new AbortController();
+    setTimeout(() => late.abort(), 50);
+    const error = await rejection(
+      c.fetch(`${origin}/v1/items/1`, {
+        headers: { "x-case": stalled.name },
+        signal: late.signal,
+      }),
+    );
+    assert.equal((error as Error).name, "AbortError");
+    assert.equal(c.finishes.at(-1)?.outcome, "aborted");
+  } finally {
+    if (any !== undefined) {
+      Object.defineProperty(AbortSignal, "any", any);
+    }
+  }
+});
+
 test("an abort during the wait ends it at once", async () => {
   const { name, arrivals } = serve(
     { status: 503, headers: { "retry-after-ms": "5000" } },
@@ -659,7 +710,10 @@ test("an abort during the wait ends it at once", async () => {
 });
 
 test("a discarded response is released without waiting for its body", async () => {
-  const { name, arrivals } = serve("slow-503", { status: 200, body: "ok" });
+  const { name, arrivals } = serve(
+    { status: 503, partial: true },
+    { status: 200, body: "ok" },
+  );
   const c = client();
   const started = performance.now();
   const response = await c.fetch(`${origin}/v1/items/1`, {
@@ -698,7 +752,10 @@ test("the budget: a granted retry's cost comes back on success, else the refund"
 });
 
 test("an exception from a callback ends the request", async () => {
-  const { name, arrivals } = serve("slow-503", { status: 200 });
+  const { name, arrivals } = serve(
+    { status: 503, partial: true },
+    { status: 200 },
+  );
   const c = client({
     onRetry: () => {
       throw new Error("callback failed");

@@ -124,6 +124,11 @@ interface AbortSignalLike {
   removeEventListener(type: "abort", listener: () => void): void;
 }
 
+interface AbortControllerLike {
+  readonly signal: AbortSignalLike;
+  abort(reason?: unknown): void;
+}
+
 type HeadersInitLike =
   Iterable<readonly [string, string]> | Readonly<Record<string, string>>;
 
@@ -152,9 +157,9 @@ interface Host {
   readonly Headers: new (init?: HeadersInitLike) => HeadersInitLike & {
     set(name: string, value: string): void;
   };
-  readonly AbortController: new () => {
-    readonly signal: AbortSignalLike;
-    abort(reason?: unknown): void;
+  readonly AbortController: new () => AbortControllerLike;
+  readonly AbortSignal?: {
+    readonly any?: (signals: AbortSignalLike[]) => AbortSignalLike;
   };
   readonly DOMException: new (message: string, name: string) => unknown;
   readonly crypto: {
@@ -398,10 +403,9 @@ function release(attempt: Attempt): void {
 }
 
 /**
- * One attempt with a signal of its own: it follows the caller's signal and
- * fires when the timeout expires before the response's headers arrive. The
- * response keeps following the caller's signal (aborting it still cancels
- * the body) until it is released.
+ * One attempt with a signal of its own, aborted by the caller's signal or
+ * when the timeout expires before the response's headers arrive. The response
+ * keeps following the caller's signal: aborting it still cancels the body.
  */
 async function sendWithTimeout(
   send: Send,
@@ -410,18 +414,13 @@ async function sendWithTimeout(
   caller: AbortSignalLike | null,
   timeoutMs: number,
 ): Promise<Attempt> {
-  const controller = new host.AbortController();
-  const follow = (): void => controller.abort(caller?.reason);
-  const unfollow = (): void => caller?.removeEventListener("abort", follow);
-  if (caller?.aborted === true) {
-    follow();
-  } else {
-    caller?.addEventListener("abort", follow, { once: true });
-  }
+  const own = new host.AbortController();
+  const [signal, unfollow] =
+    caller === null ? [own.signal, null] : follow(caller, own);
   let timedOut = false;
   const timer = host.setTimeout(() => {
     timedOut = true;
-    controller.abort(
+    own.abort(
       new host.DOMException(
         `the attempt timed out after ${timeoutMs} ms`,
         "TimeoutError",
@@ -429,14 +428,43 @@ async function sendWithTimeout(
     );
   }, timeoutMs);
   try {
-    const response = await send(input, { ...init, signal: controller.signal });
+    const response = await send(input, { ...init, signal });
     return { response, error: undefined, timedOut: false, unfollow };
   } catch (error) {
-    unfollow();
+    unfollow?.();
     return { response: null, error, timedOut, unfollow: null };
   } finally {
     host.clearTimeout(timer);
   }
+}
+
+/**
+ * A signal aborted by either `caller` or `own`, and what stops it following
+ * `caller` (`null`: nothing to do). `AbortSignal.any` lets the platform drop
+ * the link when the attempt is collected, so a long-lived caller's signal
+ * does not collect a listener per request; a listener is the fallback where
+ * it is missing (older engines) or refuses the caller's signal (another
+ * implementation of it).
+ */
+function follow(
+  caller: AbortSignalLike,
+  own: AbortControllerLike,
+): [AbortSignalLike, (() => void) | null] {
+  const any = host.AbortSignal?.any;
+  if (any !== undefined) {
+    try {
+      return [any.call(host.AbortSignal, [caller, own.signal]), null];
+    } catch {
+      // A signal `AbortSignal.any` does not take: followed by hand below.
+    }
+  }
+  const abort = (): void => own.abort(caller.reason);
+  if (caller.aborted) {
+    abort();
+    return [own.signal, null];
+  }
+  caller.addEventListener("abort", abort, { once: true });
+  return [own.signal, () => caller.removeEventListener("abort", abort)];
 }
 
 /**
