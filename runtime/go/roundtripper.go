@@ -42,10 +42,10 @@ const ReasonBodyNotReplayable Reason = "body_not_replayable"
 // the response begins, when it deems the request replayable (GET, HEAD, OPTIONS, TRACE, or an
 // Idempotency-Key or X-Idempotency-Key header, with no body or a GetBody). Every attempt this
 // RoundTripper sends is in a form the Transport never resends, so every replay is one the policy
-// granted: GetBody is nil; a bodyless GET, HEAD, OPTIONS or TRACE carries an empty body that
-// the Transport reads and drops (it sends no body for GET, HEAD and OPTIONS, and an empty
-// chunked body for TRACE); a bodyless request of any other method carries its Idempotency-Key
-// or X-Idempotency-Key field under the lower-case name, which HTTP treats as the same field.
+// granted, and the bytes on the wire are those of the caller's request: GetBody is nil; a
+// bodyless request that the Transport would resend carries an empty body it writes nothing of,
+// except a bodyless POST, PUT or PATCH, which carries its Idempotency-Key or X-Idempotency-Key
+// field under the lower-case name, the same field for HTTP.
 type RoundTripper struct {
 	next           http.RoundTripper
 	policy         Policy
@@ -278,7 +278,7 @@ func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		decision := t.decide(&r, a, retriesUsed, previous)
 		if !decision.Retry {
 			if a.failure == "" && a.resp.StatusCode < 400 && t.policy.BudgetCapacity > 0 {
-				// [contract K3] A success gives back what its last retry cost.
+				// A success gives back what its last retry cost (contract K3).
 				_ = t.budget.RecordSuccess(released)
 			}
 			return t.finish(&r, retriesUsed+1, decision.Reason, a)
@@ -333,15 +333,13 @@ func (t *RoundTripper) prepare(r *request) error {
 	body := r.caller.Body
 	r.bodyless = body == nil || body == http.NoBody
 	r.replayable = r.bodyless || r.caller.GetBody != nil
-	if r.bodyless {
+	if r.bodyless && resentByNetHTTP(r.method, r.header) {
 		switch r.method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
-			// net/http resends these methods without a body (Request.isReplayable); with a
-			// body and no GetBody it does not.
-			r.emptyBody = true
-		default:
-			// Other methods it resends only with one of these two fields, looked up by
-			// their canonical names.
+		case http.MethodPost, http.MethodPut, http.MethodPatch:
+			// net/http sends these with "Content-Length: 0", which an empty body would drop
+			// (some servers answer 411 without it). It resends them only for one of two
+			// fields, looked up by its canonical name: the field gets its lower-case name,
+			// the same field for HTTP.
 			for _, name := range [...][2]string{{"Idempotency-Key", "idempotency-key"}, {"X-Idempotency-Key", "x-idempotency-key"}} {
 				if values, ok := r.header[name[0]]; ok {
 					if !owned {
@@ -353,6 +351,8 @@ func (t *RoundTripper) prepare(r *request) error {
 					r.header[name[1]] = append(append([]string(nil), r.header[name[1]]...), values...)
 				}
 			}
+		default:
+			r.emptyBody = true
 		}
 	}
 	if deadline, ok := r.ctx.Deadline(); ok {
@@ -395,10 +395,13 @@ func (t *RoundTripper) send(r *request, body io.ReadCloser) attempt {
 	out.Body = body
 	out.GetBody = nil
 	if r.emptyBody {
-		out.Body = emptyBody{}
-		out.ContentLength = 0
+		out.Body, out.ContentLength, out.TransferEncoding = emptyBody{}, 0, identityEncoding
 	}
 	resp, err := t.next.RoundTrip(out)
+	if resp == nil && err == nil {
+		// As http.Client reports it.
+		err = fmt.Errorf("retrypolicy: RoundTripper %T returned a nil *Response with a nil error", t.next)
+	}
 	expired := timer != nil && !timer.Stop()
 	if expired {
 		// The timer fired, and its function may not have run yet: set the cause now.
@@ -466,13 +469,14 @@ func (t *RoundTripper) decide(r *request, a attempt, retriesUsed, previous int64
 		TimedOut:          a.timedOut,
 	}
 	var d Decision
-	// Decide cannot fail here: NewRoundTripper checked the policy, prepare keeps a deadline in
-	// range, and the input is in range by construction.
 	_ = t.budget.update(func(tokens int64) (int64, error) {
 		in.BudgetTokens, in.HasBudgetTokens = tokens, true
 		var err error
 		if d, err = Decide(*r.policy, in); err != nil {
-			return tokens, err
+			// Only a status outside 100-599 fails the checks (net/http reads any three
+			// digits; NewRoundTripper checked the policy, prepare keeps a deadline in range,
+			// the other inputs are in range by construction): not retried, returned as is.
+			d = Decision{Reason: ReasonStatusNotRetryable, BudgetTokens: tokens}
 		}
 		if d.Retry && !r.replayable {
 			// A one-shot body gets one attempt; the retry takes nothing from the budget.
@@ -633,12 +637,36 @@ func closeBody(body io.ReadCloser) {
 	}
 }
 
-// emptyBody is the body of a bodyless attempt whose method net/http would otherwise resend:
-// not nil, not http.NoBody, with no GetBody. net/http reads it once for GET, HEAD and OPTIONS
-// (transferWriter.probeRequestBody), finds it empty and sends no body.
+// resentByNetHTTP reports whether net/http's Transport would resend a bodyless request of its
+// own accord (Request.isReplayable, go1.26): by its method, or by one of two header fields
+// under their canonical names.
+func resentByNetHTTP(method string, header http.Header) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, key := header["Idempotency-Key"]
+	_, xKey := header["X-Idempotency-Key"]
+	return key || xKey
+}
+
+// emptyBody is the body of a bodyless attempt that net/http would otherwise resend: not nil,
+// not http.NoBody, with no GetBody, so not replayable by net/http's rules. It goes with
+// identityEncoding and a ContentLength of 0: net/http then writes neither Content-Length nor
+// Transfer-Encoding, as for no body (transferWriter; a request with neither has no body, RFC
+// 9112 section 6.3), copies the empty body, which writes nothing, and skips the read it would
+// otherwise make to see whether a body of unknown length is empty (probeRequestBody).
 type emptyBody struct{}
 
+// identityEncoding is the outgoing TransferEncoding of an emptyBody attempt: "identity", which
+// Request.TransferEncoding's empty list also means. net/http only reads it.
+var identityEncoding = []string{"identity"}
+
 func (emptyBody) Read([]byte) (int, error) { return 0, io.EOF }
+
+// WriteTo writes nothing: io.Copy then needs no buffer (net.TCPConn.ReadFrom would allocate 32
+// KiB for one).
+func (emptyBody) WriteTo(io.Writer) (int64, error) { return 0, nil }
 
 func (emptyBody) Close() error { return nil }
 
