@@ -277,9 +277,8 @@ func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		a := t.send(&r, body)
 		decision := t.decide(&r, a, retriesUsed, previous)
 		if !decision.Retry {
-			if a.failure == "" && a.resp.StatusCode < 400 && t.policy.BudgetCapacity > 0 {
-				// A success gives back what its last retry cost (contract K3).
-				_ = t.budget.RecordSuccess(released)
+			if a.failure == "" && a.resp.StatusCode < 400 {
+				t.recordSuccess(released)
 			}
 			return t.finish(&r, retriesUsed+1, decision.Reason, a)
 		}
@@ -447,11 +446,12 @@ func (t *RoundTripper) decide(r *request, a attempt, retriesUsed, previous int64
 	if a.failure != "" {
 		outcome = FailedOutcome(a.failure)
 	} else {
+		// net/http canonicalizes the names of response fields: they are looked up as such.
 		header := a.resp.Header
-		outcome = StatusOutcome(a.resp.StatusCode, header.Get("Retry-After"), header.Get("Retry-After-Ms"))
+		outcome = StatusOutcome(a.resp.StatusCode, firstValue(header["Retry-After"]), firstValue(header["Retry-After-Ms"]))
 		for _, key := range t.directiveKeys {
-			if values, ok := header[key]; ok && len(values) > 0 {
-				outcome.Directive = values[0]
+			if values, ok := header[key]; ok {
+				outcome.Directive = firstValue(values)
 				break
 			}
 		}
@@ -495,6 +495,18 @@ func (t *RoundTripper) retryCost(a attempt) int64 {
 	return t.policy.BudgetRetryCost
 }
 
+// recordSuccess gives the budget back what the last retry of a request that succeeded cost, or
+// the refund when it was not retried (contract K3; the policy was checked when the RoundTripper
+// was built).
+func (t *RoundTripper) recordSuccess(released int64) {
+	if t.policy.BudgetCapacity == 0 {
+		return
+	}
+	_ = t.budget.update(func(tokens int64) (int64, error) {
+		return budgetRelease(t.policy, tokens, released), nil
+	})
+}
+
 // refund gives back to the budget what the retry granted after the attempt took, when that
 // retry is not made after all.
 func (t *RoundTripper) refund(a attempt) {
@@ -505,6 +517,14 @@ func (t *RoundTripper) refund(a attempt) {
 	_ = t.budget.update(func(tokens int64) (int64, error) {
 		return min(t.policy.BudgetCapacity, tokens+cost), nil
 	})
+}
+
+// firstValue is the first of a field's values, "" when there is none.
+func firstValue(values []string) string {
+	if len(values) == 0 {
+		return ""
+	}
+	return values[0]
 }
 
 // finish reports the finish event and returns the attempt's result.
