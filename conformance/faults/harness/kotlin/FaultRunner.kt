@@ -236,7 +236,10 @@ private fun value(
     value: Any?,
 ) {
     when (value) {
-        null -> out.append("null")
+        null -> {
+            out.append("null")
+        }
+
         is String -> {
             out.append('"')
             for (c in value) {
@@ -249,7 +252,10 @@ private fun value(
             }
             out.append('"')
         }
-        else -> out.append(value.toString())
+
+        else -> {
+            out.append(value.toString())
+        }
     }
 }
 
@@ -359,7 +365,9 @@ private class Json(
 
     private fun number(): Any {
         val start = at
-        while (at < text.length && (text[at] == '-' || text[at] == '+' || text[at] == '.' || text[at] == 'e' || text[at] == 'E' || text[at].isDigit())) {
+        while (at < text.length &&
+            (text[at] == '-' || text[at] == '+' || text[at] == '.' || text[at] == 'e' || text[at] == 'E' || text[at].isDigit())
+        ) {
             at++
         }
         val s = text.substring(start, at)
@@ -372,22 +380,46 @@ private class Json(
         while (true) {
             val c = text[at++]
             when (c) {
-                '"' -> return out.toString()
+                '"' -> {
+                    return out.toString()
+                }
+
                 '\\' -> {
                     when (val e = text[at++]) {
-                        'n' -> out.append('\n')
-                        't' -> out.append('\t')
-                        'r' -> out.append('\r')
-                        'b' -> out.append('\b')
-                        'f' -> out.append('\u000c')
+                        'n' -> {
+                            out.append('\n')
+                        }
+
+                        't' -> {
+                            out.append('\t')
+                        }
+
+                        'r' -> {
+                            out.append('\r')
+                        }
+
+                        'b' -> {
+                            out.append('\b')
+                        }
+
+                        'f' -> {
+                            out.append('\u000c')
+                        }
+
                         'u' -> {
                             out.append(text.substring(at, at + 4).toInt(16).toChar())
                             at += 4
                         }
-                        else -> out.append(e)
+
+                        else -> {
+                            out.append(e)
+                        }
                     }
                 }
-                else -> out.append(c)
+
+                else -> {
+                    out.append(c)
+                }
             }
         }
     }
