@@ -103,8 +103,8 @@ public data class RetryFinish(
  * @property attemptTimeout a limit for each attempt, or null for none: the read and write timeout
  *   of the attempt (OkHttp cannot end one exchange of a call without cancelling the call), so it
  *   fires when the server sends nothing for that long after the connection is open, also while
- *   the caller reads the returned body. When it fires the attempt is a `transport` failure that
- *   timed out. The connect timeout stays the client's.
+ *   the caller reads the returned body; then the attempt is a `transport` failure that timed out.
+ *   It also bounds the connect timeout (the client's when shorter), whose expiry is `connect`.
  * @throws RetryInputException for a bad [policy] value.
  * @throws IllegalArgumentException for an [attemptTimeout] that is not between 1 ms and
  *   [Int.MAX_VALUE] ms.
@@ -160,14 +160,7 @@ public class RetryInterceptor
             }
             val body = request.body
             val replayableBody = body == null || !(body.isOneShot() || body.isDuplex())
-            val attemptChain =
-                if (attemptTimeoutMillis > 0) {
-                    chain
-                        .withReadTimeout(attemptTimeoutMillis, TimeUnit.MILLISECONDS)
-                        .withWriteTimeout(attemptTimeoutMillis, TimeUnit.MILLISECONDS)
-                } else {
-                    chain
-                }
+            val attemptChain = if (attemptTimeoutMillis > 0) withAttemptTimeout(chain) else chain
             val started = System.nanoTime()
             var retriesUsed = 0L
             var previousDelayMs = 0L
@@ -291,6 +284,18 @@ public class RetryInterceptor
                 }
             }
             return Outcome.Status(code, firstValue(headers, "Retry-After"), firstValue(headers, "retry-after-ms"), directive)
+        }
+
+        /**
+         * [chain] with the attempt timeout as its read and write timeout, and as its connect timeout
+         * when the client's is longer (or none).
+         */
+        private fun withAttemptTimeout(chain: Interceptor.Chain): Interceptor.Chain {
+            val connect = chain.connectTimeoutMillis()
+            return chain
+                .withConnectTimeout(if (connect in 1..attemptTimeoutMillis) connect else attemptTimeoutMillis, TimeUnit.MILLISECONDS)
+                .withReadTimeout(attemptTimeoutMillis, TimeUnit.MILLISECONDS)
+                .withWriteTimeout(attemptTimeoutMillis, TimeUnit.MILLISECONDS)
         }
 
         /** Refuses a client set up so that OkHttp replays requests below the adapter. */

@@ -5,11 +5,14 @@
 
 package retrygen.adaptertest
 
+import okhttp3.Call
+import okhttp3.Callback
 import okhttp3.MediaType.Companion.toMediaType
 import okhttp3.OkHttpClient
 import okhttp3.Request
 import okhttp3.RequestBody
 import okhttp3.RequestBody.Companion.toRequestBody
+import okhttp3.Response
 import okio.BufferedSink
 import retrygen.generated.DecisionReason
 import retrygen.generated.Jitter
@@ -33,6 +36,7 @@ import java.net.Socket
 import java.net.SocketTimeoutException
 import java.time.Duration
 import java.util.Collections
+import java.util.concurrent.CompletableFuture
 import java.util.concurrent.Executors
 import java.util.concurrent.TimeUnit
 import kotlin.system.exitProcess
@@ -506,6 +510,13 @@ private fun connectTimeoutTest() {
             expectTrue("connect timeout: SocketTimeoutException, got ${run.error}", run.error is SocketTimeoutException)
             expect("connect timeout: outcome", run.finish?.outcome, "connect")
             expect("connect timeout: not timed out after connecting", run.finish?.timedOut, false)
+            // The attempt timeout bounds the client's 10 s connect timeout.
+            val bounded = Run()
+            val short = interceptor(bounded, null, attemptTimeout = Duration.ofMillis(150)).install(OkHttpClient.Builder()).build()
+            send(short, Request.Builder().url("http://127.0.0.1:${listener.localPort}/v1/items/7").build(), bounded)
+            expect("attempt timeout while connecting: outcome", bounded.finish?.outcome, "connect")
+            expect("attempt timeout while connecting: attempts", bounded.finish?.attempts, 4)
+            expectTrue("attempt timeout while connecting: elapsed ${bounded.elapsedMs} ms", bounded.elapsedMs < 3000)
         } finally {
             fillers.forEach { it.close() }
         }
@@ -589,6 +600,46 @@ private fun cancelTests() {
     }
 }
 
+private fun callTests() {
+    // The client's call timeout cancels the call: aborted, OkHttp's InterruptedIOException kept.
+    TestServer(listOf(Step(action = "stall", ms = 3000), Step(200))).use { server ->
+        val run = Run()
+        val client = interceptor(run, null).install(OkHttpClient.Builder().callTimeout(Duration.ofMillis(200))).build()
+        send(client, Request.Builder().url("${server.url}/v1/items/7").build(), run)
+        expect("call timeout: arrivals", server.arrivals.size, 1)
+        expectFinish("call timeout", run, 1, "aborted", "aborted")
+        expect("call timeout: OkHttp's message", run.error?.message, "timeout")
+    }
+    // enqueue: the interceptor runs, and sleeps, on OkHttp's dispatcher thread.
+    TestServer(listOf(Step(503), Step(200))).use { server ->
+        val run = Run()
+        val client = interceptor(run, null).install(OkHttpClient.Builder()).build()
+        val done = CompletableFuture<Int>()
+        client.newCall(Request.Builder().url("${server.url}/v1/items/7").build()).enqueue(
+            object : Callback {
+                override fun onFailure(
+                    call: Call,
+                    e: IOException,
+                ) {
+                    done.completeExceptionally(e)
+                }
+
+                override fun onResponse(
+                    call: Call,
+                    response: Response,
+                ) {
+                    response.use { done.complete(it.code) }
+                }
+            },
+        )
+        expect("enqueue: status", runCatching { done.get(5, TimeUnit.SECONDS) }.getOrNull(), 200)
+        expect("enqueue: events", run.eventPairs(), listOf("retryable_status" to 1L))
+        expect("enqueue: finish", run.finish?.attempts, 2)
+        // Its threads are not daemons: let the test's JVM end.
+        client.dispatcher.executorService.shutdown()
+    }
+}
+
 private fun setupTests() {
     TestServer(listOf(Step(200))).use { server ->
         val request = Request.Builder().url("${server.url}/v1/items/7").build()
@@ -626,6 +677,7 @@ public fun main() {
     bodyTests()
     timeoutTests()
     cancelTests()
+    callTests()
     setupTests()
     if (failures.isNotEmpty()) {
         failures.forEach { System.err.println("FAIL $it") }
