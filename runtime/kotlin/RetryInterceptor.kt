@@ -122,7 +122,7 @@ public class RetryInterceptor
     ) : Interceptor {
         private val classifier: Classifier = table.classifier(baseUrl, policy.unknownOperationClass)
 
-        // [contract K4] one budget cell per interceptor, so per client.
+        // One budget cell per interceptor, so per client (contract K4).
         private val budget: RetryBudgetCell = RetryBudgetCell(policy)
 
         private val attemptTimeoutMillis: Int = attemptTimeout?.let(::timeoutMillis) ?: 0
@@ -198,7 +198,9 @@ public class RetryInterceptor
                     if (replayableBody) budget.decide(input) else RetryRuntime.decide(policy, input.copy(budgetTokens = budget.tokens))
                 if (!decision.retry || !replayableBody) {
                     val reason = if (decision.retry) RetryFinish.BODY_NOT_REPLAYABLE else decision.reason.wireName
-                    if (response != null && response.code < SUCCESS_BELOW) {
+                    // A full budget stays full (contract K3 caps at the capacity): the common
+                    // case skips the call.
+                    if (response != null && response.code < SUCCESS_BELOW && budget.tokens < policy.budgetCapacity) {
                         budget.recordSuccess(lastRetryCost)
                     }
                     return finish(response, failure, outcomeName(outcome), retriesUsed, reason, timedOut, classification, method)
