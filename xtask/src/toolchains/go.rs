@@ -1,7 +1,9 @@
 //! Go: `gofmt -l` must print nothing, `go vet` must pass and no package-level variable may be
 //! exported (issue 9: no mutable exported tables). The harness is a `main` package in its own
 //! module (no requirements, so it builds offline) that imports the generated package, the
-//! tables file and `runtime.go`, from a subfolder.
+//! tables file and `runtime.go`, from a subfolder; the fault-matrix runner
+//! (`conformance/faults/harness/go/`) is built the same way, with `roundtripper.go` beside them.
+//! The runtime's own tests (`runtime/go/`) cover the net/http adapter too.
 
 use super::{
     command, copy_harness, copy_sources, lossy, root, run, shell, Built, FaultRun, Module,
