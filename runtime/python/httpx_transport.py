@@ -218,6 +218,7 @@ class _Retrying:
     """What both transports share: classify, mint, decide, report. No I/O."""
 
     __slots__ = (
+        "_bare_outcomes",
         "_budget",
         "_classifier",
         "_directive_headers",
@@ -262,6 +263,8 @@ class _Retrying:
             name.lower().encode("ascii")
             for name in ("retry-after", "retry-after-ms", *self._directive_headers)
         )
+        # The outcome of a status that carries none of those headers, made once per status.
+        self._bare_outcomes: dict[int, StatusOutcome] = {}
         self._on_retry = on_retry
         self._on_finish = on_finish
         self._mint = mint_idempotency_keys
@@ -325,7 +328,9 @@ class _Retrying:
                 directive=directive,
             )
         else:
-            outcome = StatusOutcome(status=status)
+            outcome = self._bare_outcomes.get(status) or self._bare_outcomes.setdefault(
+                status, StatusOutcome(status=status)
+            )
         return self._decide(call, outcome, timed_out=False)
 
     def failed(self, call: _Call, error: BaseException) -> int | None:
@@ -410,7 +415,11 @@ class _Retrying:
         timed_out: bool,
     ) -> None:
         if isinstance(outcome, StatusOutcome):
-            if outcome.status < 400:
+            # A full budget (or a disabled one) stays as it is: no lock for most successes.
+            if (
+                outcome.status < 400
+                and self._budget.tokens < self._policy.budget_capacity
+            ):
                 self._budget.record_success(call.released)
             self._finish(call, reason, "status", outcome.status)
         else:

@@ -758,7 +758,7 @@ class AsyncRetryTransportTest(unittest.IsolatedAsyncioTestCase):
         recording = AsyncRecording()
         client, _ = await self.client(server.url, events, recording)
         started = time.monotonic()
-        with self.assertRaises(TimeoutError):
+        with self.assertRaises(asyncio.TimeoutError):
             await asyncio.wait_for(client.get("/items/7"), 0.2)
         self.assertLess(time.monotonic() - started, 1)
         self.assertEqual(events.reasons(), [(1, "retryable_status", 2000)])

@@ -280,9 +280,13 @@ ALLOCATION_ROUNDS = 200
 
 
 def summary(
-    rounds: int, bare: list[float], adapted: list[float], extra_bytes: float
+    rounds: int,
+    bare: list[float],
+    adapted: list[float],
+    bare_peaks: list[int],
+    adapted_peaks: list[int],
 ) -> Json:
-    """Build the bench line from the per-request times in seconds."""
+    """Build the bench line from the per-request times (seconds) and memory peaks (bytes)."""
     bare_us = statistics.median(bare) * 1e6
     adapter_us = statistics.median(adapted) * 1e6
     return {
@@ -292,10 +296,13 @@ def summary(
             "adapter_us": round(adapter_us, 2),
             "overhead_us": round(adapter_us - bare_us, 2),
             "overhead_pct": round((adapter_us - bare_us) / bare_us * 100, 2),
-            "allocated_bytes_per_request": round(extra_bytes),
             # tracemalloc sees live memory, not a running total of allocations: the peak above
-            # the start of a request is the most that request held at once.
-            "allocation_counter": "tracemalloc (peak above each request's start)",
+            # the start of a request is the most that request held at once (medians: a
+            # collection or a pool's growth during one request would swamp a mean).
+            "allocated_bytes_per_request": round(
+                statistics.median(adapted_peaks) - statistics.median(bare_peaks)
+            ),
+            "allocation_counter": "tracemalloc (median peak above each request's start)",
         }
     }
 
@@ -318,7 +325,7 @@ def bench_sync(file: Scenarios, rounds: int) -> Json:
                 started = time.perf_counter()
                 clients[k].get(url, headers=headers).raise_for_status()
                 times[k].append(time.perf_counter() - started)
-        peaks = [0, 0]
+        peaks: tuple[list[int], list[int]] = ([], [])
         tracemalloc.start()
         try:
             for _ in range(ALLOCATION_ROUNDS):
@@ -326,10 +333,10 @@ def bench_sync(file: Scenarios, rounds: int) -> Json:
                     start, _ = tracemalloc.get_traced_memory()
                     tracemalloc.reset_peak()
                     clients[k].get(url, headers=headers).raise_for_status()
-                    peaks[k] += tracemalloc.get_traced_memory()[1] - start
+                    peaks[k].append(tracemalloc.get_traced_memory()[1] - start)
         finally:
             tracemalloc.stop()
-    return summary(rounds, *times, (peaks[1] - peaks[0]) / ALLOCATION_ROUNDS)
+    return summary(rounds, *times, *peaks)
 
 
 async def bench_async(file: Scenarios, rounds: int) -> Json:
@@ -352,7 +359,7 @@ async def bench_async(file: Scenarios, rounds: int) -> Json:
                 started = time.perf_counter()
                 (await clients[k].get(url, headers=headers)).raise_for_status()
                 times[k].append(time.perf_counter() - started)
-        peaks = [0, 0]
+        peaks: tuple[list[int], list[int]] = ([], [])
         tracemalloc.start()
         try:
             for _ in range(ALLOCATION_ROUNDS):
@@ -360,10 +367,10 @@ async def bench_async(file: Scenarios, rounds: int) -> Json:
                     start, _ = tracemalloc.get_traced_memory()
                     tracemalloc.reset_peak()
                     (await clients[k].get(url, headers=headers)).raise_for_status()
-                    peaks[k] += tracemalloc.get_traced_memory()[1] - start
+                    peaks[k].append(tracemalloc.get_traced_memory()[1] - start)
         finally:
             tracemalloc.stop()
-    return summary(rounds, *times, (peaks[1] - peaks[0]) / ALLOCATION_ROUNDS)
+    return summary(rounds, *times, *peaks)
 
 
 def scenario_lines(variant: str, file: Scenarios) -> Iterator[Json]:
