@@ -8,6 +8,8 @@
 # Sourced by scripts/bootstrap-toolchains.sh (say, die, run_logged, $CACHE, $LOGS, $STEP).
 # Every package is pinned, dependencies included, and installed with --no-deps, so the tree is
 # exactly this list on every machine. The check below fails if httpx needs one not listed.
+# exceptiongroup is anyio's on Python 3.10 only, and sniffio is optional (httpcore uses it to tell
+# asyncio from trio when present): both are pinned so the tree is one whatever the Python.
 
 PYTHON_HTTPX_PACKAGES=(
   httpx==0.28.1
@@ -18,6 +20,7 @@ PYTHON_HTTPX_PACKAGES=(
   idna==3.20
   sniffio==1.3.1
   typing_extensions==4.16.0
+  exceptiongroup==1.3.1
 )
 
 step_python_httpx() {
