@@ -2,7 +2,7 @@
 CARGO ?= cargo
 CORPUS ?= ../shared/corpus
 
-.PHONY: build toolchains codegen check-codegen lint unit runtime-tests anchors conformance mutation mutation-full injection corpus bench bench-quick test
+.PHONY: build toolchains codegen check-codegen lint unit runtime-tests anchors conformance faults mutation mutation-full injection corpus bench bench-quick test
 
 build:
 	$(CARGO) build --release
@@ -41,9 +41,9 @@ conformance: toolchains
 	$(CARGO) xtask conformance
 
 # One mutant per anchored contract rule in each language's runtime; the vectors must kill each.
-# `make test` runs a sample of rules from every family in every language (a few minutes);
+# `make test` runs one or more rules of every family (V, R, S, B, K) in every language (a few minutes);
 # `make mutation-full` runs them all and rewrites the kill table in docs/mutation.md.
-MUTATION_SAMPLE ?= R3,R7,R9,S3,B3
+MUTATION_SAMPLE ?= V4,R3,R7,R9,S3,B3,K2
 mutation: toolchains
 	$(CARGO) xtask mutation --anchor $(MUTATION_SAMPLE)
 
@@ -53,6 +53,11 @@ mutation-full: toolchains
 # Generated hostile specs: every string round-trips through all six modules, each linted.
 injection: toolchains
 	$(CARGO) xtask injection --lint all
+
+# The fault matrix: every language's HTTP client adapter against a real fault-injecting server on
+# 127.0.0.1, the same scenarios for all (conformance/faults/); the server's arrival counts decide.
+faults: toolchains
+	$(CARGO) xtask faults
 
 # Every public document of the corpus read, classified and rendered, then compiled and run in all
 # six languages (skipped only when the corpus folder is absent, outside this workspace).
@@ -67,4 +72,4 @@ bench:
 bench-quick: toolchains
 	$(CARGO) xtask bench --quick
 
-test: toolchains lint unit check-codegen runtime-tests anchors conformance mutation injection corpus bench-quick
+test: toolchains lint unit check-codegen runtime-tests anchors conformance faults mutation injection corpus bench-quick
