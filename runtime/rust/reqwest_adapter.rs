@@ -5,7 +5,7 @@
 
 //! The retry loop for [`reqwest`], as a [`reqwest_middleware::Middleware`]: [`RetryMiddleware`]
 //! classifies each request, mints its idempotency key where the operation takes one, sends it,
-//! maps reqwest's errors to the contract's failures, asks [`decide`](super::decide) (with the
+//! maps reqwest's errors to the contract's failures, asks [`decide`] (with the
 //! client's [`RetryBudget`]), sleeps and sends again. The SDK writes no loop:
 //!
 //! ```ignore
