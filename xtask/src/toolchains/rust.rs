@@ -141,7 +141,7 @@ impl Toolchain for Rust {
         let _guard = ADAPTER_TARGET.lock().unwrap_or_else(|e| e.into_inner());
         run(
             &mut adapter_cargo(&project, &["build", "--release", "--bin", RUNNER]),
-            "cargo build --release (Rust fault runner)",
+            "cargo build --release --locked --offline (Rust fault runner; `bash scripts/bootstrap-toolchains.sh` fetches its crates)",
         )?;
         // Out of the shared target folder, which the next build overwrites.
         let binary = work.join(RUNNER);
@@ -281,7 +281,7 @@ fn adapter_tests(work: &Path) -> Result<()> {
     let _guard = ADAPTER_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     run(
         adapter_cargo(&project, &["clippy", "--all-targets"]).args(["--", "-D", "warnings"]),
-        "cargo clippy (reqwest adapter, pedantic)",
+        "cargo clippy --locked --offline (reqwest adapter, pedantic; `bash scripts/bootstrap-toolchains.sh` fetches its crates)",
     )?;
     run(
         adapter_cargo(&project, &["doc", "--no-deps", "--lib"]).env("RUSTDOCFLAGS", "-D warnings"),
