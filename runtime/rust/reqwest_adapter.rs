@@ -17,8 +17,8 @@
 //!     .build();
 //! ```
 //!
-//! It needs `reqwest` 0.13, `reqwest-middleware` 0.5, `async-trait` 0.1, `http` 1, `tokio` 1
-//! (feature `time`) and `uuid` 1 (feature `v4`) in the SDK's `Cargo.toml`.
+//! It needs `reqwest` 0.13, `reqwest-middleware` 0.5, `http` 1, `tokio` 1 (feature `time`) and
+//! `uuid` 1 (feature `v4`) in the SDK's `Cargo.toml`.
 //!
 //! The adapter owns every replay: reqwest never resends a request that was written, and the
 //! middleware must be the only retrying one in the chain (no `reqwest-retry` beside it).
@@ -27,8 +27,10 @@ use std::borrow::Cow;
 use std::collections::hash_map::RandomState;
 use std::error::Error as StdError;
 use std::fmt;
+use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::io;
+use std::pin::Pin;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use http::Extensions;
@@ -135,94 +137,91 @@ impl RetryMiddleware {
         &self.budget
     }
 
-    /// Sends `req` through the rest of the chain until the policy stops (docs/adapters.md, "One
-    /// request").
-    async fn send(
-        &self,
-        mut req: Request,
-        extensions: &mut Extensions,
-        next: Next<'_>,
-    ) -> reqwest_middleware::Result<Response> {
+    /// Sends `request` through the rest of the chain until the policy stops (docs/adapters.md,
+    /// "One request").
+    ///
+    /// Not an `async fn`: one of those keeps its arguments beside the locals they move into, and
+    /// this future is allocated for every request; the block below holds one request (the one
+    /// it captures, reused for every attempt) and the spare copy of it.
+    fn send<'a>(
+        &'a self,
+        mut request: Request,
+        extensions: &'a mut Extensions,
+        next: Next<'a>,
+    ) -> impl Future<Output = reqwest_middleware::Result<Response>> + Send + 'a {
         let classification = self
             .classifier
-            .classify(req.method().as_str(), req.url().as_str());
-        let has_idempotency_key = self.idempotency_key(&classification, req.headers_mut());
+            .classify(request.method().as_str(), request.url().as_str());
+        let has_idempotency_key = self.idempotency_key(&classification, request.headers_mut());
         // A reusable body (bytes, a string, a form) is cloned for each retry; a stream is not.
-        let replayable_body = req.body().is_none_or(|body| body.as_bytes().is_some());
+        let replayable_body = request.body().is_none_or(|body| body.as_bytes().is_some());
         let may_retry = replayable_body && classification.class != ReplayClass::NoRetry;
-        let mut run = Run {
-            middleware: self,
-            method: req.method().clone(),
-            classification,
-            has_idempotency_key,
-            started: Instant::now(),
-            attempts: 0,
-            retries_used: 0,
-            previous_delay_ms: 0,
-            released: 0,
-            finished: false,
-        };
-        let mut request = req;
-        loop {
-            // The next attempt's copy, made before this attempt consumes the request.
-            let spare = if may_retry { request.try_clone() } else { None };
-            run.attempts += 1;
-            let result = self.attempt(next.clone(), request, extensions).await;
-            let ended = Ended::of(&result);
-            let decision = run.decide(&result, ended, spare.is_some());
-            let (decision, spare) = match (decision, spare) {
-                (Some(decision), Some(spare)) if decision.retry => (decision, spare),
-                (decision, _) => {
-                    let reason = match decision {
-                        Some(d) if d.retry => FinishReason::BodyNotReplayable,
-                        Some(d) => FinishReason::Decision(d.reason),
-                        // Only a status outside 100-599 fails the checks (the policy was checked
-                        // when the middleware was built, the other inputs are in range): it is
-                        // not retried.
-                        None => FinishReason::Decision(Reason::StatusNotRetryable),
-                    };
-                    run.finish(reason, ended);
-                    return result;
-                }
+        async move {
+            let mut run = Run {
+                middleware: self,
+                method: request.method().clone(),
+                classification,
+                has_idempotency_key,
+                started: Instant::now(),
+                attempts: 0,
+                retries_used: 0,
+                previous_delay_ms: 0,
+                released: 0,
+                finished: false,
             };
-            if let Some(on_retry) = &self.on_retry {
-                if let Some(event) = RetryEvent::new(
-                    run.method.as_str(),
-                    &run.classification,
-                    run.retries_used,
-                    &decision,
-                ) {
-                    on_retry(&event);
+            loop {
+                // The next attempt's copy, made before this attempt consumes the request.
+                let spare = if may_retry { request.try_clone() } else { None };
+                run.attempts += 1;
+                // `Next::run` moves the request into the chain's future at once: this future holds
+                // one request (the spare), not two.
+                let sent = next.clone().run(request, extensions);
+                let result = match self.attempt_timeout {
+                    None => sent.await,
+                    // The elapsed timer drops the attempt, which closes its connection.
+                    Some(limit) => tokio::time::timeout(limit, sent).await.unwrap_or_else(|_| {
+                        Err(reqwest_middleware::Error::middleware(AttemptTimeout {
+                            limit,
+                        }))
+                    }),
+                };
+                let ended = Ended::of(&result);
+                let decision = run.decide(&result, ended, spare.is_some());
+                let (decision, spare) = match (decision, spare) {
+                    (Some(decision), Some(spare)) if decision.retry => (decision, spare),
+                    (decision, _) => {
+                        let reason = match decision {
+                            Some(d) if d.retry => FinishReason::BodyNotReplayable,
+                            Some(d) => FinishReason::Decision(d.reason),
+                            // Only a status outside 100-599 fails the checks (the policy was checked
+                            // when the middleware was built, the other inputs are in range): it is
+                            // not retried.
+                            None => FinishReason::Decision(Reason::StatusNotRetryable),
+                        };
+                        run.finish(reason, ended);
+                        return result;
+                    }
+                };
+                if let Some(on_retry) = &self.on_retry {
+                    if let Some(event) = RetryEvent::new(
+                        run.method.as_str(),
+                        &run.classification,
+                        run.retries_used,
+                        &decision,
+                    ) {
+                        on_retry(&event);
+                    }
                 }
+                // Dropping an unread response makes hyper close its connection (or return it to the
+                // pool when the body was already complete) without waiting for the server.
+                drop(result);
+                run.granted(&decision, ended);
+                if decision.delay_ms > 0 {
+                    // Dropping the request's future cancels the sleep too.
+                    tokio::time::sleep(decision.delay()).await;
+                }
+                request = spare;
             }
-            // Dropping an unread response makes hyper close its connection (or return it to the
-            // pool when the body was already complete) without waiting for the server.
-            drop(result);
-            run.granted(&decision, ended);
-            if decision.delay_ms > 0 {
-                // Dropping the request's future cancels the sleep too.
-                tokio::time::sleep(decision.delay()).await;
-            }
-            request = spare;
-        }
-    }
-
-    /// One attempt through the rest of the chain, bounded by the attempt timeout.
-    async fn attempt(
-        &self,
-        next: Next<'_>,
-        request: Request,
-        extensions: &mut Extensions,
-    ) -> reqwest_middleware::Result<Response> {
-        let sent = next.run(request, extensions);
-        match self.attempt_timeout {
-            None => sent.await,
-            // The elapsed timer drops the attempt, which closes its connection.
-            Some(limit) => tokio::time::timeout(limit, sent).await.unwrap_or_else(|_| {
-                Err(reqwest_middleware::Error::middleware(AttemptTimeout {
-                    limit,
-                }))
-            }),
         }
     }
 
@@ -278,15 +277,24 @@ impl RetryMiddleware {
     }
 }
 
-#[async_trait::async_trait]
+/// `Middleware` is an `#[async_trait]` trait; this is the signature the attribute gives
+/// `handle`, written out so that the future allocated for every request is the retry loop's
+/// alone (the attribute would box a future holding the request a second time) and the SDK needs
+/// no `async-trait` dependency.
 impl Middleware for RetryMiddleware {
-    async fn handle(
-        &self,
+    fn handle<'life0, 'life1, 'life2, 'async_trait>(
+        &'life0 self,
         req: Request,
-        extensions: &mut Extensions,
-        next: Next<'_>,
-    ) -> reqwest_middleware::Result<Response> {
-        self.send(req, extensions, next).await
+        extensions: &'life1 mut Extensions,
+        next: Next<'life2>,
+    ) -> Pin<Box<dyn Future<Output = reqwest_middleware::Result<Response>> + Send + 'async_trait>>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        'life2: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(self.send(req, extensions, next))
     }
 }
 

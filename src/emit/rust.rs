@@ -68,7 +68,7 @@ static RUNTIME_FILES: [RuntimeFile; 1] = [RuntimeFile {
 /// `runtime/rust/reqwest_adapter.rs`, emitted verbatim when a target lists `adapters = ["reqwest"]`.
 static ADAPTERS: [Adapter; 1] = [Adapter {
     name: "reqwest",
-    requires: "reqwest 0.13, reqwest-middleware 0.5, async-trait 0.1, http 1, tokio 1 (feature `time`), uuid 1 (feature `v4`)",
+    requires: "reqwest 0.13, reqwest-middleware 0.5, http 1, tokio 1 (feature `time`), uuid 1 (feature `v4`)",
     files: &[RuntimeFile {
         name: "reqwest_adapter.rs",
         source: include_str!("../../runtime/rust/reqwest_adapter.rs"),
@@ -148,7 +148,7 @@ mod tests {
         assert_eq!(names(&with), ["mod.rs", "runtime.rs", "reqwest_adapter.rs"]);
         let added = "//!\n//! [`reqwest_adapter::RetryMiddleware`] is the retry loop for reqwest (a \
                      `reqwest-middleware`\n//! middleware); unlike the rest of the module, it needs \
-                     reqwest, reqwest-middleware,\n//! async-trait, http, tokio and uuid.\n\n\
+                     reqwest, reqwest-middleware, http, tokio\n//! and uuid.\n\n\
                      pub mod reqwest_adapter;\n";
         assert!(!plain[0].contents.contains("reqwest_adapter"));
         assert!(with[0].contents.contains(&format!("{added}mod runtime;\n")));
