@@ -5,8 +5,8 @@
 
 //! The retry loop for [`reqwest`], as a [`reqwest_middleware::Middleware`]: [`RetryMiddleware`]
 //! classifies each request, mints its idempotency key where the operation takes one, sends it,
-//! maps reqwest's errors to the contract's failures, asks [`decide`] (with the
-//! client's [`RetryBudget`]), sleeps and sends again. The SDK writes no loop:
+//! maps reqwest's errors to the contract's failures, asks [`decide`] (with the client's
+//! [`RetryBudget`]), sleeps and sends again. The SDK writes no loop:
 //!
 //! ```ignore
 //! use reqwest_middleware::ClientBuilder;
@@ -67,7 +67,7 @@ type FinishCallback = Box<dyn Fn(&FinishEvent<'_>) + Send + Sync>;
 /// [`FinishReason::BodyNotReplayable`]. A failure returns the error of the last attempt as reqwest
 /// (or the middleware below) gave it; a status returns the last response, unread. The caller
 /// cancels by dropping the future (a `tokio::time::timeout`, a `select!`): the attempt in flight
-/// or the sleep stops at once and the finish callback still receives an
+/// or the sleep stops at once and the finish callback still receives a
 /// [`FinishOutcome::Aborted`] event.
 pub struct RetryMiddleware {
     policy: RetryPolicy,
@@ -193,9 +193,9 @@ impl RetryMiddleware {
                         let reason = match decision {
                             Some(d) if d.retry => FinishReason::BodyNotReplayable,
                             Some(d) => FinishReason::Decision(d.reason),
-                            // Only a status outside 100-599 fails the checks (the policy was checked
-                            // when the middleware was built, the other inputs are in range): it is
-                            // not retried.
+                            // Only a status outside 100-599 fails the checks (the policy was
+                            // checked when the middleware was built, the other inputs are in
+                            // range): it is not retried.
                             None => FinishReason::Decision(Reason::StatusNotRetryable),
                         };
                         run.finish(reason, ended);
