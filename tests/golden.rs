@@ -28,9 +28,20 @@ fn goldens_match_rendered_output() {
         );
         assert_eq!(job.targets.len(), registry.len(), "{}", job.spec.display());
     }
-    // Each target is its tables file plus the backend's runtime files.
-    let per_spec: usize = BACKENDS.iter().map(|b| 1 + b.runtime_files().len()).sum();
-    assert_eq!(plan.files.len(), config.jobs.len() * per_spec);
+    // Each target is its tables file plus the backend's runtime files and its adapters' files.
+    let expected: usize = config
+        .jobs
+        .iter()
+        .flat_map(|job| &job.targets)
+        .map(|target| {
+            let backend = retrygen::emit::backend(&target.language).expect("registered");
+            let adapters = retrygen::emit::resolve_adapters(backend, &target.adapters)
+                .expect("the config names known adapters");
+            1 + backend.runtime_files().len()
+                + adapters.iter().map(|a| a.files.len()).sum::<usize>()
+        })
+        .sum();
+    assert_eq!(plan.files.len(), expected);
     if std::env::var_os("RETRYGEN_BLESS").is_some() {
         retrygen::write(&plan).expect("writing goldens");
         return;
@@ -47,13 +58,14 @@ fn goldens_match_rendered_output() {
     );
 }
 
-/// The runtime files of every golden target are byte for byte the runtime sources of the
-/// repository (default options rename no package).
+/// The runtime and adapter files of every golden target are byte for byte the sources of the
+/// repository (default options rename no package), and every adapter has a golden copy.
 #[test]
 fn goldens_hold_the_verbatim_runtime() {
     let plan = plan();
     for backend in BACKENDS {
-        for runtime in backend.runtime_files() {
+        let adapter_files = backend.adapters().iter().flat_map(|a| a.files.iter());
+        for runtime in backend.runtime_files().iter().chain(adapter_files) {
             let copies: Vec<_> = plan
                 .files
                 .iter()

@@ -237,7 +237,7 @@ proptest! {
         }
         for backend in emit::BACKENDS {
             let options = emit::resolve_options(backend, &Default::default()).unwrap();
-            emit::render(&api, backend, &options, &TemplateSource::Embedded).unwrap();
+            emit::render(&api, backend, &options, &[], &TemplateSource::Embedded).unwrap();
         }
     }
 }

@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok((api, _)) = retrygen::load_api(&path, &ModelOptions::default()) {
         for backend in emit::BACKENDS {
             let options = emit::resolve_options(backend, &Default::default()).unwrap();
-            emit::render(&api, backend, &options, &TemplateSource::Embedded).expect("renders");
+            emit::render(&api, backend, &options, &[], &TemplateSource::Embedded).expect("renders");
         }
     }
 });

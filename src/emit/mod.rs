@@ -396,6 +396,7 @@ mod tests {
             api,
             &rust::Rust,
             &options,
+            &[],
             &TemplateSource::Folder(root.path().to_path_buf()),
         )
     }

@@ -89,7 +89,12 @@ pub struct SourceFile {
     pub path: PathBuf,
     pub display: String,
     pub root: Node,
+    /// The size of the file's text, to decide where its tree is freed.
+    pub bytes: usize,
 }
+
+/// Above this many bytes of input, the loaded trees are freed on a thread of their own.
+const FREE_IN_BACKGROUND_BYTES: usize = 1 << 20;
 
 const FIXED_METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
@@ -195,7 +200,10 @@ pub fn read_spec_with_overlays(
     let root = reader.files[root_id as usize].clone();
     // With a readable root the spec comes back even beside errors, so the model can report its
     // own problems in the same run; callers check `has_errors`.
-    match reader.read_document(&root, source_name(path)) {
+    let read = reader.read_document(&root, source_name(path));
+    drop(root);
+    reader.free_trees();
+    match read {
         Some(mut spec) => {
             spec.overlays = overlay_names;
             Ok((spec, reader.diagnostics))
@@ -233,6 +241,25 @@ fn relative_path(base: &Path, target: &Path) -> PathBuf {
 }
 
 impl Reader {
+    /// Frees the loaded trees, which nothing after reading needs. Freeing millions of nodes is
+    /// about a fifth of reading a multi-megabyte document (profile in docs/benchmarks.md), so
+    /// large inputs are freed on a thread of their own while the model and the renders run.
+    fn free_trees(&mut self) {
+        let files = std::mem::take(&mut self.files);
+        let bytes: usize = files.iter().map(|f| f.bytes).sum();
+        let trees: Vec<Node> = files
+            .into_iter()
+            .filter_map(|f| Rc::try_unwrap(f).ok())
+            .map(|f| f.root)
+            .collect();
+        if bytes >= FREE_IN_BACKGROUND_BYTES {
+            // If the thread cannot start, the closure is dropped here and the trees with it.
+            let _ = std::thread::Builder::new()
+                .name("retrygen-free".into())
+                .spawn(move || drop(trees));
+        }
+    }
+
     fn location(&self, file: &SourceFile, mark: Mark, pointer: &str) -> Location {
         // A value an overlay brought in is located in the overlay file, by its pointer there.
         if let Some(at) = self

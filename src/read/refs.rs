@@ -80,6 +80,7 @@ impl Reader {
                     path: canonical.to_path_buf(),
                     display,
                     root,
+                    bytes: text.len(),
                 }));
                 self.by_path.insert(canonical.to_path_buf(), id);
                 Some(id)

@@ -7,6 +7,8 @@
 //!    `[method, anchored regex]` pairs, in one process per language and spec, on synthetic specs
 //!    of 10 to 5,000 operations and on the Kubernetes spec.
 //! 3. Check mode: `retrygen check` on the up-to-date output of step 1.
+//! 4. Adapter overhead: each language's HTTP client adapter against the bare client on a
+//!    keep-alive loopback request (the fault-matrix runners' overhead mode), full run only.
 //!
 //! `--quick` (CI) runs the small spec and the 10- and 100-operation synthetic ones with few
 //! iterations and writes target/xtask/bench/quick.md; it fails, like the full run, when a
@@ -14,6 +16,7 @@
 //! reference (`retrygen::model::Api::classify`, and the scan done here with the `regex` crate).
 //! Timings are reported, never asserted.
 
+mod adapters;
 mod generation;
 mod mix;
 mod programs;
@@ -35,6 +38,7 @@ struct Options {
     languages: Vec<String>,
     skip_generation: bool,
     skip_matching: bool,
+    skip_adapters: bool,
 }
 
 const MIX_SIZE: usize = 1000;
@@ -46,6 +50,12 @@ pub fn main(args: &[String]) -> Result<()> {
     if args.first().map(String::as_str) == Some("--floor") {
         let spec = args.get(1).ok_or_else(|| anyhow!("--floor SPEC"))?;
         return generation::floor(Path::new(spec));
+    }
+    if args.first().map(String::as_str) == Some("--floor-external") {
+        let (Some(kind), Some(spec)) = (args.get(1), args.get(2)) else {
+            bail!("--floor-external KIND SPEC");
+        };
+        return generation::external_floor(kind, Path::new(spec));
     }
     let quick = args.iter().any(|a| a == "--quick");
     if cfg!(debug_assertions) && !quick {
@@ -89,6 +99,7 @@ pub fn main(args: &[String]) -> Result<()> {
         ),
         skip_generation: args.iter().any(|a| a == "--skip-generation"),
         skip_matching: args.iter().any(|a| a == "--skip-matching"),
+        skip_adapters: args.iter().any(|a| a == "--skip-adapters"),
     };
     run(&options)
 }
@@ -461,6 +472,14 @@ fn run(o: &Options) -> Result<()> {
         }
     }
 
+    // 4: adapter overhead (the quick run leaves it to the fault matrix, which builds the same
+    // runners and checks their behaviour).
+    let overhead = if o.quick || o.skip_adapters {
+        Vec::new()
+    } else {
+        adapters::measure(&o.languages, 2000)?
+    };
+
     // The report.
     let _ = writeln!(
         doc,
@@ -494,6 +513,9 @@ fn run(o: &Options) -> Result<()> {
         write_matching(&mut doc, &rows, o, &mut summary);
     }
     doc.push_str(&check_section);
+    if !overhead.is_empty() {
+        write_overhead(&mut doc, &overhead, &mut summary);
+    }
     let mut head = String::from("## Targets\n\n| target | holds | measured |\n|---|---|---|\n");
     for (target, holds, measured) in &summary {
         let holds = match holds {
@@ -661,6 +683,8 @@ fn write_generation(
         }
         None => {}
     }
+
+    write_external_floors(doc, results, reps, summary);
 
     // Check mode.
     let _ = writeln!(
@@ -886,6 +910,152 @@ fn write_generation(
                 .map(|r| cpu(&r.check) / cpu(&r.generate))
                 .fold(0.0, f64::max),
         ),
+    ));
+}
+
+/// Retrygen's reader and whole generate beside mainstream parsers reading the same bytes
+/// (issue 13's external floors), with the targets judged on Kubernetes (JSON) and Stripe (YAML).
+fn write_external_floors(
+    doc: &mut String,
+    results: &[GenResult],
+    reps: usize,
+    summary: &mut Vec<(String, Option<bool>, String)>,
+) {
+    let with: Vec<&GenResult> = results.iter().filter(|r| !r.externals.is_empty()).collect();
+    if with.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        doc,
+        "\n### External floors\n\nThe same bytes read by mainstream parsers, each in its own process as the \
+         parse floor is (`target/release/xtask bench --floor-external KIND SPEC`; median of {reps}, interleaved \
+         with the other runs): {}. \"read\" is retrygen's parse floor above (parse, `$ref` resolution, \
+         operations); single-file documents only.\n\n\
+         | spec | external floor | floor ms (CPU) | peak RSS floor MB | retrygen read ms (CPU) | read / floor (CPU) | generate / floor (CPU) |\n\
+         |---|---|---:|---:|---:|---:|---:|",
+        generation::EXTERNAL_FLOORS
+            .iter()
+            .map(|(kind, what)| format!("`{kind}` = {what}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for r in &with {
+        for (kind, runs, rss) in &r.externals {
+            let _ = writeln!(
+                doc,
+                "| {} | `{kind}` | {:.1} ({:.1}) | {} | {:.1} ({:.1}) | {:.2} ({:.2}) | {:.2} ({:.2}) |",
+                r.spec.label,
+                wall(runs),
+                cpu(runs),
+                mb(*rss),
+                wall(&r.floor),
+                cpu(&r.floor),
+                wall(&r.floor) / wall(runs),
+                cpu(&r.floor) / cpu(runs),
+                wall(&r.generate) / wall(runs),
+                cpu(&r.generate) / cpu(runs),
+            );
+        }
+    }
+    let judged = |label: &str, kind: &str| {
+        results
+            .iter()
+            .filter(|r| r.spec.judged && r.spec.label.contains(label))
+            .find_map(|r| {
+                r.externals
+                    .iter()
+                    .find(|(k, _, _)| *k == kind)
+                    .map(|(_, runs, _)| (r, wall(runs)))
+            })
+    };
+    let targets: [(&str, &str, &str, f64, bool); 3] = [
+        ("Kubernetes", "serde-value", "read", 1.5, false),
+        (
+            "Kubernetes",
+            "serde-value",
+            "generate of six languages",
+            2.0,
+            true,
+        ),
+        ("Stripe", "yaml-events", "read", 1.2, false),
+    ];
+    for (label, kind, what, limit, whole) in targets {
+        let title =
+            format!("{label}: retrygen's {what} within {limit}x of `{kind}` on the same bytes");
+        match judged(label, kind) {
+            Some((r, floor)) => {
+                let ours = if whole {
+                    wall(&r.generate)
+                } else {
+                    wall(&r.floor)
+                };
+                summary.push((
+                    title,
+                    Some(ours / floor <= limit),
+                    format!(
+                        "{:.2}x: {ours:.1} ms vs {floor:.1} ms ({})",
+                        ours / floor,
+                        r.spec.label
+                    ),
+                ));
+            }
+            None => summary.push((
+                title,
+                None,
+                "judged in the full run (needs the corpus)".into(),
+            )),
+        }
+    }
+}
+
+fn write_overhead(
+    doc: &mut String,
+    rows: &[adapters::OverheadRow],
+    summary: &mut Vec<(String, Option<bool>, String)>,
+) {
+    let _ = writeln!(
+        doc,
+        "\n## 4. Adapter overhead\n\nEach language's HTTP client adapter (docs/adapters.md) against the same \
+         client without it: `GET /v1/health` on a keep-alive connection to the fault server on 127.0.0.1, which \
+         answers `200 ok` at once, body read, both clients warmed up with 200 requests, then rounds of one bare and \
+         one adapted request in alternating order (the runners' overhead mode, conformance/faults/README.md). \
+         Medians of the per-request times; \"allocated\" is the adapter's extra allocation per request where the \
+         language counts it.\n\n\
+         | run | rounds | bare µs | with adapter µs | overhead µs | overhead % | allocated bytes / request | counter |\n\
+         |---|---:|---:|---:|---:|---:|---:|---|"
+    );
+    for r in rows {
+        let _ = writeln!(
+            doc,
+            "| {} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {} | {} |",
+            r.run,
+            r.requests,
+            r.bare_us,
+            r.adapter_us,
+            r.overhead_us,
+            r.overhead_pct,
+            r.allocated_bytes
+                .map_or_else(|| "n/a".to_string(), |b| format!("{b:.0}")),
+            r.counter
+        );
+    }
+    let failing: Vec<String> = rows
+        .iter()
+        .filter(|r| !(r.overhead_us < 5.0 || r.overhead_pct < 2.0))
+        .map(|r| format!("{} {:.2} µs ({:.2}%)", r.run, r.overhead_us, r.overhead_pct))
+        .collect();
+    summary.push((
+        "adapter overhead under 5 µs or under 2% of a loopback round trip, in every language"
+            .into(),
+        Some(failing.is_empty()),
+        if failing.is_empty() {
+            rows.iter()
+                .map(|r| format!("{} {:.2} µs ({:.2}%)", r.run, r.overhead_us, r.overhead_pct))
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            format!("over: {}", failing.join(", "))
+        },
     ));
 }
 

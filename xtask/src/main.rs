@@ -5,6 +5,7 @@ mod bench;
 mod bless;
 mod conformance;
 mod corpus;
+mod faults;
 mod harness;
 mod injection;
 mod mutation;
@@ -17,10 +18,18 @@ use anyhow::{bail, Result};
 const HELP: &str = "\
 cargo xtask <command>
 
-  bench [--quick] [--lang L[,L...]] [--corpus DIR] [--out FILE] [--skip-generation] [--skip-matching]
+  bench [--quick] [--lang L[,L...]] [--corpus DIR] [--out FILE] [--skip-generation] [--skip-matching] [--skip-adapters]
         measure generation (vs the parse floor, peak memory, check mode, perf profile) and matching
         (classify vs the linear regex scan in all six languages); write docs/benchmarks.md, or with
         --quick (CI: small specs, few iterations, all cross-checks) target/xtask/bench/quick.md
+
+  faults [--lang L[,L...]] [--only ID]...
+        the fault matrix (conformance/faults/): a real fault-injecting server on 127.0.0.1 and every
+        language's HTTP client adapter run through the same scenarios; the server's arrival counts
+        and each runner's report must equal each scenario's expectations
+
+  fault-server
+        the matrix's server alone (prints its URL; stops after 120 s without a connection)
 
   bless
         regenerate every file listed in retrygen.toml (the goldens under golden/)
@@ -108,6 +117,8 @@ fn main() -> Result<()> {
         "anchors" => anchors::main(rest),
         "corpus" => corpus::main(rest),
         "bench" => bench::main(rest),
+        "faults" => faults::main(rest),
+        "fault-server" => faults::server_main(rest),
         "bless" => bless::main(),
         "help" | "--help" | "-h" => {
             print!("{HELP}");

@@ -59,6 +59,8 @@ pub struct GenResult {
     pub check_rss_kb: u64,
     pub output_bytes: u64,
     pub phases: Phases,
+    /// The external floors that apply (`external_floors_for`), each with its runs and peak RSS.
+    pub externals: Vec<(&'static str, Vec<Run>, u64)>,
 }
 
 pub fn median(values: &[f64]) -> f64 {
@@ -85,6 +87,58 @@ pub fn floor(spec: &Path) -> Result<()> {
         }
         Err(d) => bail!("{}: {d}", spec.display()),
     }
+}
+
+/// The external floors: what mainstream parsers take to read the same bytes, so the reader is
+/// judged against them and not only against itself.
+pub const EXTERNAL_FLOORS: [(&str, &str); 3] = [
+    ("serde-value", "serde_json::from_slice::<serde_json::Value>"),
+    (
+        "serde-ignored",
+        "serde_json::from_slice::<serde::de::IgnoredAny>",
+    ),
+    ("yaml-events", "yaml-rust2's event parser, no tree"),
+];
+
+/// The external floors that apply to a document: serde_json's two for JSON, yaml-rust2's
+/// events for YAML.
+pub fn external_floors_for(spec: &Path) -> &'static [(&'static str, &'static str)] {
+    match spec.extension().and_then(|e| e.to_str()) {
+        Some("json") => &EXTERNAL_FLOORS[..2],
+        Some("yaml" | "yml") => &EXTERNAL_FLOORS[2..],
+        _ => &[],
+    }
+}
+
+/// `cargo xtask bench --floor-external KIND SPEC`: one external parser over the document's bytes
+/// in its own process, as `--floor` runs retrygen's reader.
+pub fn external_floor(kind: &str, spec: &Path) -> Result<()> {
+    let bytes = std::fs::read(spec).with_context(|| format!("reading {}", spec.display()))?;
+    match kind {
+        "serde-value" => {
+            let value: serde_json::Value = serde_json::from_slice(&bytes)?;
+            println!("{}", value.as_object().map_or(0, serde_json::Map::len));
+        }
+        "serde-ignored" => {
+            let _: serde::de::IgnoredAny = serde_json::from_slice(&bytes)?;
+        }
+        "yaml-events" => {
+            struct Count(usize);
+            impl yaml_rust2::parser::EventReceiver for Count {
+                fn on_event(&mut self, _: yaml_rust2::Event) {
+                    self.0 += 1;
+                }
+            }
+            let text = std::str::from_utf8(&bytes)?;
+            let mut count = Count(0);
+            yaml_rust2::parser::Parser::new_from_str(text)
+                .load(&mut count, false)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", spec.display()))?;
+            println!("{} events", count.0);
+        }
+        other => bail!("unknown external floor {other:?}"),
+    }
+    Ok(())
 }
 
 fn config_text(spec: &Path, out: &Path) -> String {
@@ -288,7 +342,25 @@ pub fn measure(
     time_process(xtask, &floor_args)?;
     let (mut generate_runs, mut floor_runs, mut check_runs) = (Vec::new(), Vec::new(), Vec::new());
     let mut unchanged_runs = Vec::new();
+    // External floors only for single-file documents: they parse one file.
+    let single_file = std::fs::metadata(&spec.path).is_ok_and(|m| m.len() == spec.input_bytes);
+    let external_kinds: Vec<&'static str> = if single_file {
+        external_floors_for(&spec.path)
+            .iter()
+            .map(|(k, _)| *k)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let external_args = |kind: &'static str| ["bench", "--floor-external", kind, spec_s.as_str()];
+    for kind in &external_kinds {
+        time_process(xtask, &external_args(kind))?;
+    }
+    let mut external_runs: Vec<Vec<Run>> = vec![Vec::new(); external_kinds.len()];
     for _ in 0..reps {
+        for (kind, runs) in external_kinds.iter().zip(&mut external_runs) {
+            runs.push(time_process(xtask, &external_args(kind))?);
+        }
         floor_runs.push(time_process(xtask, &floor_args)?);
         clean()?;
         generate_runs.push(time_process(retrygen, &generate)?);
@@ -300,6 +372,10 @@ pub fn measure(
     let generate_rss_kb = peak_rss_kb(retrygen, &generate, work)?;
     let check_rss_kb = peak_rss_kb(retrygen, &check, work)?;
     let floor_rss_kb = peak_rss_kb(xtask, &floor_args, work)?;
+    let mut externals = Vec::new();
+    for (kind, runs) in external_kinds.iter().zip(external_runs) {
+        externals.push((*kind, runs, peak_rss_kb(xtask, &external_args(kind), work)?));
+    }
     let (api, _) = retrygen::load_api(&spec.path, &ModelOptions::default())
         .map_err(|d| anyhow::anyhow!("{d}"))?;
     let phases = phases(&spec.path, reps)?;
@@ -315,6 +391,7 @@ pub fn measure(
         check_rss_kb,
         output_bytes,
         phases,
+        externals,
     })
 }
 

@@ -60,7 +60,10 @@ pub trait Toolchain: Sync {
     /// empty folder `work`; returns one run per adapter variant (conformance/faults/README.md).
     fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
         let _ = (module, work);
-        bail!("{}: the fault-matrix runner is not built yet", self.language())
+        bail!(
+            "{}: the fault-matrix runner is not built yet",
+            self.language()
+        )
     }
 }
 

@@ -1,0 +1,855 @@
+//! `cargo xtask faults`: the fault matrix (conformance/faults/README.md). One scenario file, one
+//! real fault-injecting server on 127.0.0.1, every language's adapter; what each runner saw and
+//! what the server counted must equal the scenario's expectations.
+//!
+//! `cargo xtask fault-server` runs the server alone for a runner under development.
+
+mod server;
+
+use crate::toolchains::{self, FaultRun, Module};
+use anyhow::{anyhow, bail, Context, Result};
+use retrygen::emit::{self, TemplateSource};
+use retrygen::model::ModelOptions;
+use serde::Deserialize;
+use serde_json::Value;
+use server::{Arrival, Server};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// No run of the matrix lasts longer; the server stops by itself after it.
+const SERVER_LIFETIME: Duration = Duration::from_secs(20 * 60);
+/// One runner (all scenarios of one run) is killed after this.
+const RUN_TIMEOUT: Duration = Duration::from_secs(300);
+/// `fault-server` alone stops after this long without a connection.
+const IDLE_STOP: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    spec: String,
+    base_path: String,
+    #[allow(dead_code)]
+    note: String,
+    scenarios: Vec<Scenario>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub id: String,
+    method: String,
+    path: String,
+    #[serde(default)]
+    target: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    body: Option<Body>,
+    #[serde(default)]
+    mint_keys: Option<bool>,
+    #[serde(default)]
+    attempt_timeout_ms: Option<u64>,
+    #[serde(default)]
+    abort_after_ms: Option<u64>,
+    #[serde(default)]
+    warm: bool,
+    pub script: Vec<Step>,
+    expect: Expect,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Body {
+    kind: String,
+    text: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Step {
+    // An action first: a status step has no `action` tag, so it falls through to `Status`, while
+    // an action with a `status` field never reads as a plain status.
+    Action(Action),
+    Status {
+        status: u16,
+        #[serde(default, deserialize_with = "header_list")]
+        headers: Vec<(String, String)>,
+    },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Action {
+    Reset,
+    Close,
+    CloseAfterHeaders { status: u16 },
+    Stall { ms: u64 },
+    Sse { events: u32 },
+    SseDrop { events: u32 },
+}
+
+fn header_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(String, String)>, D::Error> {
+    // Kept in the file's order, so the server answers with the headers as written.
+    let map: serde_json::Map<String, Value> = Deserialize::deserialize(d)?;
+    map.into_iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => Ok((k, s)),
+            other => Err(serde::de::Error::custom(format!(
+                "header {k}: {other} is not a string"
+            ))),
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Expect {
+    arrivals: usize,
+    #[serde(default)]
+    status: Option<u16>,
+    #[serde(default)]
+    error: Option<String>,
+    events: Vec<(String, u64)>,
+    finish: ExpectFinish,
+    operation: ExpectOperation,
+    #[serde(default)]
+    key: Option<String>,
+    #[serde(default)]
+    body_text: Option<String>,
+    #[serde(default)]
+    body_error: bool,
+    #[serde(default)]
+    max_elapsed_ms: Option<u64>,
+    #[serde(default)]
+    min_elapsed_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExpectFinish {
+    reason: String,
+    attempts: u64,
+    outcome: String,
+    timed_out: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExpectOperation {
+    method: String,
+    path_template: Option<String>,
+    operation_id: Option<String>,
+}
+
+/// The scenario file every runner is given.
+pub fn scenario_file() -> PathBuf {
+    faults_dir().join("scenarios.json")
+}
+
+fn faults_dir() -> PathBuf {
+    toolchains::root().join("conformance/faults")
+}
+
+fn load() -> Result<ScenarioFile> {
+    let path = faults_dir().join("scenarios.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let file: ScenarioFile =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let mut seen = std::collections::HashSet::new();
+    for s in &file.scenarios {
+        if !seen.insert(s.id.clone()) {
+            bail!("scenario id {} appears twice", s.id);
+        }
+        if s.script.is_empty() {
+            bail!("scenario {} has an empty script", s.id);
+        }
+        if s.expect.status.is_some() == s.expect.error.is_some() {
+            bail!("scenario {}: expect exactly one of status and error", s.id);
+        }
+        if let Some(target) = &s.target {
+            if !["server", "closed_port", "unresolvable"].contains(&target.as_str()) {
+                bail!("scenario {}: unknown target {target:?}", s.id);
+            }
+            if target != "server" && (s.warm || s.expect.arrivals != 0) {
+                bail!(
+                    "scenario {}: a {target} scenario cannot warm up or arrive",
+                    s.id
+                );
+            }
+        }
+        if let Some(body) = &s.body {
+            if !["bytes", "stream"].contains(&body.kind.as_str()) {
+                bail!("scenario {}: unknown body kind {:?}", s.id, body.kind);
+            }
+        }
+        if s.headers
+            .keys()
+            .any(|h| h.to_ascii_lowercase().starts_with("x-fault-"))
+        {
+            bail!("scenario {}: x-fault-* headers are the runner's", s.id);
+        }
+        let runner_limits = [s.attempt_timeout_ms, s.abort_after_ms];
+        if runner_limits
+            .iter()
+            .flatten()
+            .any(|ms| *ms == 0 || *ms > 10_000)
+        {
+            bail!("scenario {}: timeouts are 1-10000 ms", s.id);
+        }
+        if s.mint_keys == Some(false) && s.expect.key.as_deref() == Some("minted") {
+            bail!("scenario {}: expects a minted key with minting off", s.id);
+        }
+    }
+    Ok(file)
+}
+
+/// A port nothing listens on: bound, then released.
+fn closed_port() -> Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+pub fn server_main(_args: &[String]) -> Result<()> {
+    let file = load()?;
+    let server = Server::start(file.scenarios, SERVER_LIFETIME)?;
+    println!("{}", server.url());
+    println!("closed port: http://127.0.0.1:{}", closed_port()?);
+    eprintln!(
+        "fault server: serving {} scenarios; stops after {} s without a connection",
+        load()?.scenarios.len(),
+        IDLE_STOP.as_secs()
+    );
+    let started = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let last = server.last_activity().unwrap_or(started);
+        if last.elapsed() > IDLE_STOP || started.elapsed() > SERVER_LIFETIME {
+            eprintln!("fault server: stopping");
+            return Ok(());
+        }
+    }
+}
+
+struct Args {
+    languages: Vec<String>,
+    only: Vec<String>,
+}
+
+fn parse_args(args: &[String]) -> Result<Args> {
+    let mut parsed = Args {
+        languages: emit::language_names()
+            .into_iter()
+            .map(String::from)
+            .collect(),
+        only: Vec::new(),
+    };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--lang" => {
+                let value = it.next().ok_or_else(|| anyhow!("--lang needs a value"))?;
+                parsed.languages = value.split(',').map(String::from).collect();
+            }
+            "--only" => parsed.only.push(
+                it.next()
+                    .ok_or_else(|| anyhow!("--only needs a value"))?
+                    .clone(),
+            ),
+            other => bail!("faults: unknown argument {other:?}"),
+        }
+    }
+    for language in &parsed.languages {
+        if emit::backend(language).is_none() {
+            bail!("unknown language {language:?}");
+        }
+    }
+    Ok(parsed)
+}
+
+/// Renders the matrix's spec for `language` with every adapter of the language into `work/module`.
+fn render_module(language: &str, spec: &Path, work: &Path) -> Result<Module> {
+    let backend = emit::backend(language).ok_or_else(|| anyhow!("unknown language {language}"))?;
+    let (api, _) = retrygen::load_api(spec, &ModelOptions::default())
+        .map_err(|d| anyhow!("{}: {d}", spec.display()))?;
+    let options = emit::resolve_options(backend, &Default::default())?;
+    let adapters: Vec<&'static emit::Adapter> = backend.adapters().iter().collect();
+    if adapters.is_empty() {
+        bail!("{language} has no HTTP client adapter (Backend::adapters is empty)");
+    }
+    let rendered = emit::render(
+        &api,
+        backend,
+        &options,
+        &adapters,
+        &TemplateSource::Embedded,
+    )?;
+    let dir = work.join("module");
+    std::fs::create_dir_all(&dir)?;
+    let mut files = Vec::new();
+    for file in rendered {
+        let path = dir.join(&file.name);
+        std::fs::write(&path, file.contents)?;
+        files.push(path);
+    }
+    Ok(Module { dir, files })
+}
+
+/// Renders the matrix's module for `language` into a fresh `target/faults/<language>/` (or
+/// `<sub>` below it) and builds its runner(s).
+pub fn build_runs(language: &str, sub: &str) -> Result<Vec<FaultRun>> {
+    let file = load()?;
+    let toolchain =
+        toolchains::toolchain(language).ok_or_else(|| anyhow!("no toolchain for {language}"))?;
+    let work = toolchains::root()
+        .join("target/faults")
+        .join(sub)
+        .join(language);
+    if work.exists() {
+        std::fs::remove_dir_all(&work)?;
+    }
+    std::fs::create_dir_all(&work)?;
+    let module = render_module(language, &faults_dir().join(&file.spec), &work)?;
+    toolchain.fault_runner(&module, &work)
+}
+
+/// A running fault server with the matrix's scenarios, and the variables a runner needs.
+pub fn start_server() -> Result<(Server, Vec<(&'static str, String)>)> {
+    let file = load()?;
+    let server = Server::start(file.scenarios, SERVER_LIFETIME)?;
+    let port = server.addr.port();
+    let env = vec![
+        ("RETRYGEN_FAULT_URL", server.url()),
+        (
+            "RETRYGEN_FAULT_CLOSED_URL",
+            format!("http://127.0.0.1:{}", closed_port()?),
+        ),
+        (
+            "RETRYGEN_FAULT_UNRESOLVABLE_URL",
+            format!("http://sandbox.invalid:{port}"),
+        ),
+        ("RETRYGEN_FAULT_BASE_PATH", file.base_path),
+    ];
+    Ok((server, env))
+}
+
+/// Runs `run` once with `env` and returns its non-empty stdout lines as JSON (the runner must
+/// exit with 0).
+pub fn run_lines(run: &FaultRun, arg: &Path, env: &[(&str, String)]) -> Result<Vec<Value>> {
+    let (lines, _) = run_process(run, arg, env)?;
+    lines
+        .iter()
+        .map(|line| {
+            serde_json::from_str(line)
+                .with_context(|| format!("{}: not a JSON line: {line}", run.name))
+        })
+        .collect()
+}
+
+/// What a runner printed for one scenario.
+type Lines = BTreeMap<String, Value>;
+
+fn run_one(
+    run: &FaultRun,
+    scenario_file: &Path,
+    env: &[(&str, String)],
+) -> Result<(Lines, Duration)> {
+    let (lines, elapsed) = run_process(run, scenario_file, env)?;
+    let mut by_id = Lines::new();
+    for line in &lines {
+        let value: Value = serde_json::from_str(line)
+            .with_context(|| format!("{}: not a JSON line: {line}", run.name))?;
+        let id = value
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("{}: a line without an id: {line}", run.name))?
+            .to_string();
+        if by_id.insert(id.clone(), value).is_some() {
+            bail!("{}: scenario {id} reported twice", run.name);
+        }
+    }
+    Ok((by_id, elapsed))
+}
+
+/// Runs a runner to its end (killed after [`RUN_TIMEOUT`]); its non-empty stdout lines.
+fn run_process(
+    run: &FaultRun,
+    scenario_file: &Path,
+    env: &[(&str, String)],
+) -> Result<(Vec<String>, Duration)> {
+    let started = Instant::now();
+    let (program, args) = run
+        .built
+        .argv
+        .split_first()
+        .ok_or_else(|| anyhow!("{}: empty command", run.name))?;
+    let mut child = toolchains::command(program)
+        .args(args)
+        .arg(scenario_file)
+        .current_dir(&run.built.cwd)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("RETRYGEN_FAULT_RUN", &run.name)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("{}: starting {}", run.name, run.built.argv.join(" ")))?;
+    let stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stdout).lines() {
+            match line {
+                Ok(l) => lines.push(l),
+                Err(_) => break,
+            }
+        }
+        lines
+    });
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed() > RUN_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "{}: the runner did not finish within {} s",
+                run.name,
+                RUN_TIMEOUT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let lines = reader
+        .join()
+        .map_err(|_| anyhow!("stdout reader panicked"))?;
+    let stderr_text = errors
+        .join()
+        .map_err(|_| anyhow!("stderr reader panicked"))?;
+    if !status.success() {
+        bail!(
+            "{}: the runner exited with {status}\n{}",
+            run.name,
+            tail(&stderr_text, 40)
+        );
+    }
+    let lines = lines.into_iter().filter(|l| !l.trim().is_empty()).collect();
+    Ok((lines, started.elapsed()))
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+const UUID_V4: &str = "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$";
+
+fn expect_eq(problems: &mut Vec<String>, what: &str, got: &Value, want: &Value) {
+    if got != want {
+        problems.push(format!("{what}: got {got}, want {want}"));
+    }
+}
+
+/// Every difference between what a run reported (and the server counted) and the scenario.
+fn check(
+    base_path: &str,
+    scenario: &Scenario,
+    line: &Value,
+    arrivals: &[Arrival],
+    uuid: &regex::Regex,
+) -> Vec<String> {
+    let e = &scenario.expect;
+    let mut problems = Vec::new();
+    let null = Value::Null;
+    let field = |v: &Value, k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+    expect_eq(
+        &mut problems,
+        "arrivals (server)",
+        &Value::from(arrivals.len()),
+        &Value::from(e.arrivals),
+    );
+    expect_eq(
+        &mut problems,
+        "status",
+        &field(line, "status"),
+        &e.status.map_or(null.clone(), Value::from),
+    );
+    expect_eq(
+        &mut problems,
+        "error",
+        &field(line, "error"),
+        &e.error.clone().map_or(null.clone(), Value::from),
+    );
+    expect_eq(
+        &mut problems,
+        "body_error",
+        &field(line, "body_error"),
+        &Value::from(e.body_error),
+    );
+    let operation = |v: &Value, what: &str, problems: &mut Vec<String>| {
+        for (key, want) in [
+            ("method", Value::from(e.operation.method.clone())),
+            (
+                "path_template",
+                e.operation
+                    .path_template
+                    .clone()
+                    .map_or(Value::Null, Value::from),
+            ),
+            (
+                "operation_id",
+                e.operation
+                    .operation_id
+                    .clone()
+                    .map_or(Value::Null, Value::from),
+            ),
+        ] {
+            let got = v.get(key).cloned().unwrap_or(Value::Null);
+            if got != want {
+                problems.push(format!("{what}.{key}: got {got}, want {want}"));
+            }
+        }
+    };
+    let events = line
+        .get("events")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if events.len() != e.events.len() {
+        problems.push(format!(
+            "events: got {} ({}), want {} ({:?})",
+            events.len(),
+            Value::from(events.clone()),
+            e.events.len(),
+            e.events
+        ));
+    } else {
+        for (i, (event, (reason, delay))) in events.iter().zip(&e.events).enumerate() {
+            for (key, want) in [
+                ("attempt", Value::from(i + 1)),
+                ("reason", Value::from(reason.clone())),
+                ("delay_ms", Value::from(*delay)),
+            ] {
+                let got = event.get(key).cloned().unwrap_or(Value::Null);
+                if got != want {
+                    problems.push(format!("events[{i}].{key}: got {got}, want {want}"));
+                }
+            }
+            operation(event, &format!("events[{i}]"), &mut problems);
+        }
+    }
+    match line.get("finish") {
+        Some(finish) if finish.is_object() => {
+            for (key, want) in [
+                ("reason", Value::from(e.finish.reason.clone())),
+                ("attempts", Value::from(e.finish.attempts)),
+                ("outcome", Value::from(e.finish.outcome.clone())),
+                ("timed_out", Value::from(e.finish.timed_out)),
+                ("status", e.status.map_or(Value::Null, Value::from)),
+            ] {
+                let got = finish.get(key).cloned().unwrap_or(Value::Null);
+                if got != want {
+                    problems.push(format!("finish.{key}: got {got}, want {want}"));
+                }
+            }
+            operation(finish, "finish", &mut problems);
+        }
+        _ => problems.push("no finish event".into()),
+    }
+    let want_body = scenario.body.as_ref().map_or("", |b| b.text.as_str());
+    for (i, arrival) in arrivals.iter().enumerate() {
+        if arrival.body != want_body.as_bytes() {
+            problems.push(format!(
+                "arrival {i}: body {:?}, want {want_body:?}",
+                String::from_utf8_lossy(&arrival.body)
+            ));
+        }
+        if arrival.method != scenario.method {
+            problems.push(format!("arrival {i}: method {}", arrival.method));
+        }
+        // The request target as sent: the base path, then the scenario's path untouched.
+        let want_target = format!("{base_path}{}", scenario.path);
+        if arrival.target != want_target {
+            problems.push(format!(
+                "arrival {i}: target {:?}, want {want_target:?}",
+                arrival.target
+            ));
+        }
+    }
+    match e.key.as_deref() {
+        None => {}
+        Some("none") => {
+            if let Some((i, a)) = arrivals
+                .iter()
+                .enumerate()
+                .find(|(_, a)| !a.keys.is_empty())
+            {
+                problems.push(format!("arrival {i}: carries key {:?}, want none", a.keys));
+            }
+        }
+        Some("minted") => {
+            let first = arrivals.first().map(|a| a.keys.clone()).unwrap_or_default();
+            match first.as_slice() {
+                [key] if uuid.is_match(key) => {
+                    for (i, a) in arrivals.iter().enumerate() {
+                        if a.keys != first {
+                            problems.push(format!(
+                                "arrival {i}: key {:?}, first was {first:?}",
+                                a.keys
+                            ));
+                        }
+                    }
+                }
+                other => {
+                    problems.push(format!("arrival 0: key {other:?}, want one minted UUID v4"))
+                }
+            }
+        }
+        Some(value) => {
+            for (i, a) in arrivals.iter().enumerate() {
+                if a.keys != [value.to_string()] {
+                    problems.push(format!("arrival {i}: key {:?}, want [{value:?}]", a.keys));
+                }
+            }
+        }
+    }
+    if let Some(text) = &e.body_text {
+        expect_eq(
+            &mut problems,
+            "body",
+            &field(line, "body"),
+            &Value::from(text.clone()),
+        );
+    }
+    let elapsed = line.get("elapsed_ms").and_then(Value::as_u64);
+    if let Some(max) = e.max_elapsed_ms {
+        match elapsed {
+            Some(ms) if ms <= max => {}
+            other => problems.push(format!("elapsed_ms {other:?}, want at most {max}")),
+        }
+    }
+    if let Some(min) = e.min_elapsed_ms {
+        match elapsed {
+            Some(ms) if ms >= min => {}
+            other => problems.push(format!("elapsed_ms {other:?}, want at least {min}")),
+        }
+    }
+    problems
+}
+
+/// The outcome of one run: scenario id -> arrivals counted (None: not run) and problems.
+struct RunReport {
+    name: String,
+    elapsed: Duration,
+    arrivals: BTreeMap<String, Option<usize>>,
+    failures: Vec<(String, Vec<String>)>,
+    unsupported: Vec<(String, String)>,
+}
+
+pub fn main(args: &[String]) -> Result<()> {
+    let args = parse_args(args)?;
+    let file = load()?;
+    let selected: Vec<&Scenario> = file
+        .scenarios
+        .iter()
+        .filter(|s| args.only.is_empty() || args.only.contains(&s.id))
+        .collect();
+    if selected.is_empty() {
+        bail!("no scenario matches {:?}", args.only);
+    }
+    let scenario_path = toolchains::root().join("target/faults/scenarios.json");
+    std::fs::create_dir_all(scenario_path.parent().expect("has a parent"))?;
+    // The runners read the selected scenarios only.
+    let mut subset: Value = serde_json::from_str(&std::fs::read_to_string(
+        faults_dir().join("scenarios.json"),
+    )?)?;
+    if let Some(list) = subset.get_mut("scenarios").and_then(Value::as_array_mut) {
+        list.retain(|s| {
+            s.get("id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| selected.iter().any(|t| t.id == id))
+        });
+    }
+    std::fs::write(&scenario_path, serde_json::to_string_pretty(&subset)?)?;
+
+    let (server, env) = start_server()?;
+    eprintln!(
+        "faults: server {} ; {} scenarios ; languages {}",
+        server.url(),
+        selected.len(),
+        args.languages.join(",")
+    );
+    let uuid = regex::Regex::new(UUID_V4).expect("valid regex");
+    let mut reports = Vec::new();
+    let mut build_errors = Vec::new();
+    for language in &args.languages {
+        let t0 = Instant::now();
+        let runs = build_runs(language, "");
+        let runs = match runs {
+            Ok(runs) => runs,
+            Err(e) => {
+                eprintln!("faults: {language}: build failed: {e:#}");
+                build_errors.push(format!("{language}: {e:#}"));
+                continue;
+            }
+        };
+        eprintln!(
+            "faults: {language}: built {} run(s) in {:.1} s",
+            runs.len(),
+            t0.elapsed().as_secs_f64()
+        );
+        for run in &runs {
+            let (lines, elapsed) = match run_one(run, &scenario_path, &env) {
+                Ok(result) => result,
+                Err(e) => {
+                    eprintln!("faults: {}: {e:#}", run.name);
+                    build_errors.push(format!("{}: {e:#}", run.name));
+                    continue;
+                }
+            };
+            let variant = run.name != *language;
+            let mut report = RunReport {
+                name: run.name.clone(),
+                elapsed,
+                arrivals: BTreeMap::new(),
+                failures: Vec::new(),
+                unsupported: Vec::new(),
+            };
+            for scenario in &selected {
+                let arrivals = server.arrivals(&run.name, &scenario.id);
+                let Some(line) = lines.get(&scenario.id) else {
+                    report
+                        .failures
+                        .push((scenario.id.clone(), vec!["no line printed".into()]));
+                    report.arrivals.insert(scenario.id.clone(), None);
+                    continue;
+                };
+                if let Some(why) = line.get("unsupported").and_then(Value::as_str) {
+                    if variant {
+                        report
+                            .unsupported
+                            .push((scenario.id.clone(), why.to_string()));
+                    } else {
+                        report.failures.push((
+                            scenario.id.clone(),
+                            vec![format!("unsupported in the language's main run: {why}")],
+                        ));
+                    }
+                    report.arrivals.insert(scenario.id.clone(), None);
+                    continue;
+                }
+                report
+                    .arrivals
+                    .insert(scenario.id.clone(), Some(arrivals.len()));
+                let problems = check(&file.base_path, scenario, line, &arrivals, &uuid);
+                if !problems.is_empty() {
+                    report.failures.push((scenario.id.clone(), problems));
+                }
+            }
+            for id in lines.keys() {
+                if !selected.iter().any(|s| &s.id == id) {
+                    report.failures.push((
+                        id.clone(),
+                        vec!["a line for a scenario not in the file".into()],
+                    ));
+                }
+            }
+            let passed = selected.len() - report.failures.len() - report.unsupported.len();
+            eprintln!(
+                "faults: {}: {passed}/{} scenarios agree{} in {:.1} s",
+                report.name,
+                selected.len(),
+                if report.unsupported.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " ({} unsupported in this variant)",
+                        report.unsupported.len()
+                    )
+                },
+                report.elapsed.as_secs_f64()
+            );
+            for (id, problems) in &report.failures {
+                eprintln!("  {id}:");
+                for p in problems {
+                    eprintln!("    {p}");
+                }
+            }
+            reports.push(report);
+        }
+    }
+    print_table(&selected, &reports);
+    let failed: usize = reports.iter().map(|r| r.failures.len()).sum();
+    if !build_errors.is_empty() || failed > 0 {
+        bail!(
+            "fault matrix failed: {failed} scenario failure(s){}",
+            if build_errors.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", build_errors.join("; "))
+            }
+        );
+    }
+    eprintln!(
+        "faults: every run agrees with all {} scenarios ({} runs)",
+        selected.len(),
+        reports.len()
+    );
+    Ok(())
+}
+
+/// The evidence: the arrivals the server counted, per scenario and run.
+fn print_table(selected: &[&Scenario], reports: &[RunReport]) {
+    if reports.is_empty() {
+        return;
+    }
+    let width = selected.iter().map(|s| s.id.len()).max().unwrap_or(8);
+    let mut header = format!("{:width$}  want", "arrivals counted by the server");
+    for r in reports {
+        header.push_str(&format!("  {:>6}", short(&r.name)));
+    }
+    println!("{header}");
+    for s in selected {
+        let mut row = format!("{:width$}  {:>4}", s.id, s.expect.arrivals);
+        for r in reports {
+            let cell = match r.arrivals.get(&s.id) {
+                Some(Some(n)) => {
+                    let failed = r.failures.iter().any(|(id, _)| id == &s.id);
+                    format!("{n}{}", if failed { "!" } else { "" })
+                }
+                _ => "-".to_string(),
+            };
+            row.push_str(&format!("  {cell:>6}"));
+        }
+        println!("{row}");
+    }
+}
+
+fn short(name: &str) -> String {
+    name.replace("typescript", "ts")
+        .replace("python", "py")
+        .replace("kotlin", "kt")
+        .replace("csharp", "cs")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scenario file parses, every id is unique and the matrix keeps at least 40 scenarios.
+    #[test]
+    fn the_scenario_file_is_valid() {
+        let file = load().expect("scenarios.json loads");
+        assert!(file.scenarios.len() >= 40, "{}", file.scenarios.len());
+    }
+}

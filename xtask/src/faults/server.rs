@@ -1,0 +1,516 @@
+//! The fault-injecting HTTP/1.1 server of the fault matrix (conformance/faults/README.md): the
+//! standard library and one thread per connection, on 127.0.0.1 with an ephemeral port. It counts
+//! every request it reads per run and scenario and answers each with the scenario's script.
+
+use super::{Scenario, Step};
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const MAX_CONNECTIONS: usize = 64;
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+const MAX_BODY_BYTES: usize = 1024 * 1024;
+const MAX_STALL: Duration = Duration::from_secs(10);
+/// A keep-alive connection with nothing to read for this long is closed.
+const IDLE: Duration = Duration::from_secs(30);
+
+/// One request as the server read it.
+#[derive(Debug, Clone)]
+pub struct Arrival {
+    pub method: String,
+    pub target: String,
+    pub body: Vec<u8>,
+    /// The values of every `Idempotency-Key` field (name compared case-insensitively).
+    pub keys: Vec<String>,
+}
+
+#[derive(Default)]
+struct State {
+    arrivals: Mutex<HashMap<(String, String), Vec<Arrival>>>,
+    last_activity: Mutex<Option<Instant>>,
+}
+
+pub struct Server {
+    pub addr: SocketAddr,
+    state: Arc<State>,
+    stop: Arc<AtomicBool>,
+    accept: Option<thread::JoinHandle<()>>,
+}
+
+impl Server {
+    /// Binds 127.0.0.1:0 and serves `scenarios` until dropped, or until `lifetime` has passed.
+    pub fn start(scenarios: Vec<Scenario>, lifetime: Duration) -> io::Result<Server> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(State::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let scripts: Arc<HashMap<String, Vec<Step>>> = Arc::new(
+            scenarios
+                .into_iter()
+                .map(|s| (s.id.clone(), s.script))
+                .collect(),
+        );
+        let started = Instant::now();
+        let accept = {
+            let (state, stop) = (state.clone(), stop.clone());
+            thread::spawn(move || {
+                let active = Arc::new(AtomicUsize::new(0));
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) || started.elapsed() > lifetime {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    *state.last_activity.lock().unwrap() = Some(Instant::now());
+                    if active.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+                        drop(stream);
+                        continue;
+                    }
+                    active.fetch_add(1, Ordering::SeqCst);
+                    let (state, scripts, active) = (state.clone(), scripts.clone(), active.clone());
+                    thread::spawn(move || {
+                        let _ = serve(stream, &state, &scripts);
+                        active.fetch_sub(1, Ordering::SeqCst);
+                    });
+                }
+            })
+        };
+        Ok(Server {
+            addr,
+            state,
+            stop,
+            accept: Some(accept),
+        })
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// What arrived for one run and scenario, in order.
+    pub fn arrivals(&self, run: &str, scenario: &str) -> Vec<Arrival> {
+        self.state
+            .arrivals
+            .lock()
+            .unwrap()
+            .get(&(run.to_string(), scenario.to_string()))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The last time a connection was accepted (None: never).
+    pub fn last_activity(&self) -> Option<Instant> {
+        *self.state.last_activity.lock().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so it sees the flag.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+    }
+}
+
+struct Request {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Serves one connection: requests one after another while the client keeps it open.
+fn serve(stream: TcpStream, state: &State, scripts: &HashMap<String, Vec<Step>>) -> io::Result<()> {
+    stream.set_read_timeout(Some(IDLE))?;
+    stream.set_nodelay(true)?;
+    let mut writer = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    loop {
+        let Some(request) = read_request(&mut reader, &mut writer)? else {
+            return Ok(());
+        };
+        let close_requested = request
+            .header("connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        if request.header("x-fault-warmup").is_some() {
+            respond(&mut writer, 200, &[], b"ok")?;
+            if close_requested {
+                return Ok(());
+            }
+            continue;
+        }
+        let (Some(run), Some(id)) = (
+            request.header("x-fault-run"),
+            request.header("x-fault-scenario"),
+        ) else {
+            respond(
+                &mut writer,
+                400,
+                &[],
+                b"x-fault-run and x-fault-scenario headers are required",
+            )?;
+            return Ok(());
+        };
+        let Some(script) = scripts.get(id) else {
+            respond(&mut writer, 404, &[], b"unknown scenario")?;
+            return Ok(());
+        };
+        let arrival = Arrival {
+            method: request.method.clone(),
+            target: request.target.clone(),
+            body: request.body.clone(),
+            keys: request
+                .headers
+                .iter()
+                .filter(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
+                .map(|(_, v)| v.clone())
+                .collect(),
+        };
+        let n = {
+            let mut arrivals = state.arrivals.lock().unwrap();
+            let list = arrivals
+                .entry((run.to_string(), id.to_string()))
+                .or_default();
+            list.push(arrival);
+            list.len() - 1
+        };
+        let step = &script[n.min(script.len() - 1)];
+        let stream = reader.get_ref();
+        match step {
+            Step::Status { status, headers } => {
+                let body = if (200..300).contains(status) {
+                    b"ok".to_vec()
+                } else {
+                    format!("status {status}").into_bytes()
+                };
+                respond(&mut writer, *status, headers, &body)?;
+            }
+            Step::Action(action) => match action {
+                super::Action::Reset => return reset(stream),
+                super::Action::Close => {
+                    let _ = stream.shutdown(Shutdown::Write);
+                    return Ok(());
+                }
+                super::Action::CloseAfterHeaders { status } => {
+                    let head = format!(
+                        "HTTP/1.1 {status} {}\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n0123456789",
+                        reason(*status)
+                    );
+                    writer.write_all(head.as_bytes())?;
+                    writer.flush()?;
+                    let _ = stream.shutdown(Shutdown::Write);
+                    return Ok(());
+                }
+                super::Action::Stall { ms } => {
+                    let until = Instant::now() + Duration::from_millis(*ms).min(MAX_STALL);
+                    if !wait_while_open(stream, until)? {
+                        return Ok(());
+                    }
+                    respond(&mut writer, 200, &[], b"ok")?;
+                }
+                super::Action::Sse { events } | super::Action::SseDrop { events } => {
+                    writer.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n",
+                    )?;
+                    for i in 1..=*events {
+                        let event = format!("data: line {i}\n\n");
+                        write!(writer, "{:x}\r\n{event}\r\n", event.len())?;
+                        writer.flush()?;
+                        thread::sleep(Duration::from_millis(5));
+                    }
+                    if matches!(action, super::Action::SseDrop { .. }) {
+                        return reset(stream);
+                    }
+                    writer.write_all(b"0\r\n\r\n")?;
+                    writer.flush()?;
+                }
+            },
+        }
+        if close_requested {
+            let _ = reader.get_ref().shutdown(Shutdown::Write);
+            return Ok(());
+        }
+    }
+}
+
+/// Waits until `until` while the client keeps the connection open; false when it went away.
+fn wait_while_open(stream: &TcpStream, until: Instant) -> io::Result<bool> {
+    stream.set_read_timeout(Some(Duration::from_millis(10)))?;
+    let mut probe = [0u8; 1];
+    let open = loop {
+        if Instant::now() >= until {
+            break true;
+        }
+        match stream.peek(&mut probe) {
+            Ok(0) => break false,
+            Ok(_) => thread::sleep(Duration::from_millis(10)),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break false,
+        }
+    };
+    stream.set_read_timeout(Some(IDLE))?;
+    Ok(open)
+}
+
+/// Closes with a TCP reset: `SO_LINGER` on with a zero timeout, then close.
+fn reset(stream: &TcpStream) -> io::Result<()> {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a valid socket descriptor and a correctly sized, initialised option value.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            std::ptr::addr_of!(linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // The descriptors close when the reader and writer drop, which sends the reset.
+    Ok(())
+}
+
+fn respond(
+    writer: &mut TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> io::Result<()> {
+    let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    let bodiless = status == 204 || status == 304 || status < 200;
+    if bodiless {
+        head.push_str("\r\n");
+    } else {
+        head.push_str(&format!(
+            "Content-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        ));
+    }
+    writer.write_all(head.as_bytes())?;
+    if !bodiless {
+        writer.write_all(body)?;
+    }
+    writer.flush()
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        201 => "Created",
+        204 => "No Content",
+        400 => "Bad Request",
+        404 => "Not Found",
+        409 => "Conflict",
+        422 => "Unprocessable Content",
+        425 => "Too Early",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Status",
+    }
+}
+
+fn bad(message: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message.to_string())
+}
+
+/// Reads one request (head, then a Content-Length or chunked body); None at a clean EOF before
+/// any byte of a request.
+fn read_request(
+    reader: &mut BufReader<TcpStream>,
+    writer: &mut TcpStream,
+) -> io::Result<Option<Request>> {
+    let mut head = Vec::new();
+    loop {
+        let before = head.len();
+        let n = reader
+            .by_ref()
+            .take((MAX_HEAD_BYTES - head.len()) as u64 + 1)
+            .read_until(b'\n', &mut head)?;
+        if n == 0 {
+            return if head.is_empty() {
+                Ok(None)
+            } else {
+                Err(bad("EOF inside a request head"))
+            };
+        }
+        if head.len() > MAX_HEAD_BYTES {
+            return Err(bad("request head too large"));
+        }
+        let line = &head[before..];
+        if line == b"\r\n" || line == b"\n" {
+            if before == 0 {
+                // Tolerates a stray empty line between keep-alive requests (RFC 9112 2.2).
+                head.clear();
+                continue;
+            }
+            break;
+        }
+    }
+    let text = String::from_utf8(head).map_err(|_| bad("request head is not UTF-8"))?;
+    let mut lines = text.split("\r\n").flat_map(|l| l.split('\n'));
+    let request_line = lines.next().unwrap_or_default();
+    let mut parts = request_line.split(' ');
+    let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
+        return Err(bad("malformed request line"));
+    };
+    let headers: Vec<(String, String)> = lines
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let mut request = Request {
+        method: method.to_string(),
+        target: target.to_string(),
+        headers,
+        body: Vec::new(),
+    };
+    if request
+        .header("expect")
+        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
+    {
+        writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+        writer.flush()?;
+    }
+    let chunked = request
+        .header("transfer-encoding")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    if chunked {
+        request.body = read_chunked(reader)?;
+    } else if let Some(length) = request.header("content-length") {
+        let length: usize = length.parse().map_err(|_| bad("bad Content-Length"))?;
+        if length > MAX_BODY_BYTES {
+            return Err(bad("request body too large"));
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body)?;
+        request.body = body;
+    }
+    Ok(Some(request))
+}
+
+fn read_chunked(reader: &mut BufReader<TcpStream>) -> io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut size_line = String::new();
+        reader.by_ref().take(1024).read_line(&mut size_line)?;
+        let size_text = size_line.trim().split(';').next().unwrap_or_default();
+        let size = usize::from_str_radix(size_text, 16).map_err(|_| bad("bad chunk size line"))?;
+        if body.len() + size > MAX_BODY_BYTES {
+            return Err(bad("request body too large"));
+        }
+        if size == 0 {
+            // Trailer fields, then the empty line.
+            loop {
+                let mut line = String::new();
+                let n = reader.by_ref().take(8192).read_line(&mut line)?;
+                if n == 0 || line == "\r\n" || line == "\n" {
+                    return Ok(body);
+                }
+            }
+        }
+        let start = body.len();
+        body.resize(start + size, 0);
+        reader.read_exact(&mut body[start..])?;
+        let mut crlf = [0u8; 2];
+        reader.read_exact(&mut crlf)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(id: &str, script: &str) -> Scenario {
+        let json = format!(
+            r#"{{"id": "{id}", "method": "GET", "path": "/x", "script": {script},
+                "expect": {{"arrivals": 0, "status": 200, "events": [],
+                  "finish": {{"reason": "r", "attempts": 1, "outcome": "status", "timed_out": false}},
+                  "operation": {{"method": "GET", "path_template": null, "operation_id": null}}}}}}"#
+        );
+        serde_json::from_str(&json).expect("a valid scenario")
+    }
+
+    fn send(server: &Server, request: &str) -> io::Result<String> {
+        let mut stream = TcpStream::connect(server.addr)?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        stream.write_all(request.as_bytes())?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer)?;
+        Ok(answer)
+    }
+
+    /// Arrivals are counted per run and scenario, the last step repeats, chunked bodies are
+    /// decoded, and a reset reaches the client as a reset after the request was counted.
+    #[test]
+    fn counts_arrivals_and_follows_the_script() {
+        let server = Server::start(
+            vec![
+                scenario(
+                    "seq",
+                    r#"[{"status": 503, "headers": {"Retry-After": "1"}}, {"status": 201}]"#,
+                ),
+                scenario("rst", r#"[{"action": "reset"}]"#),
+            ],
+            Duration::from_secs(60),
+        )
+        .expect("binds");
+        let get = |run: &str, id: &str| {
+            format!("GET /v1/x HTTP/1.1\r\nHost: h\r\nx-fault-run: {run}\r\nx-fault-scenario: {id}\r\nConnection: close\r\n\r\n")
+        };
+        let first = send(&server, &get("a", "seq")).expect("answers");
+        assert!(first.starts_with("HTTP/1.1 503 "), "{first}");
+        assert!(first.contains("Retry-After: 1\r\n"), "{first}");
+        for _ in 0..2 {
+            let next = send(&server, &get("a", "seq")).expect("answers");
+            assert!(next.starts_with("HTTP/1.1 201 "), "{next}");
+        }
+        assert_eq!(server.arrivals("a", "seq").len(), 3);
+        assert_eq!(server.arrivals("b", "seq").len(), 0);
+
+        let chunked = "POST /v1/x HTTP/1.1\r\nHost: h\r\nx-fault-run: b\r\nx-fault-scenario: seq\r\nTransfer-Encoding: chunked\r\nIdempotency-Key: k1\r\nConnection: close\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+        send(&server, chunked).expect("answers");
+        let arrivals = server.arrivals("b", "seq");
+        assert_eq!(arrivals[0].body, b"abcde");
+        assert_eq!(arrivals[0].keys, ["k1"]);
+        assert_eq!(arrivals[0].target, "/v1/x");
+
+        let reset = send(&server, &get("a", "rst"));
+        assert!(
+            matches!(&reset, Err(e) if e.kind() == io::ErrorKind::ConnectionReset)
+                || matches!(&reset, Ok(text) if text.is_empty()),
+            "{reset:?}"
+        );
+        assert_eq!(server.arrivals("a", "rst").len(), 1);
+    }
+}
