@@ -36,7 +36,10 @@ APT_CSHARP_PACKAGES=(mono-mcs mono-runtime libmono-corlib4.5-cil libmono-system4
 MONO_LIB_DIR="/usr/lib/mono/4.5"
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
-CACHE="$ROOT/.cache/toolchains"
+# The cache's real path (a checkout may link .cache to a shared one): recorded classpaths must
+# not depend on which checkout ran the bootstrap.
+mkdir -p "$ROOT/.cache/toolchains"
+CACHE="$(cd "$ROOT/.cache/toolchains" && pwd -P)"
 BIN="$CACHE/bin"
 LOGS="$CACHE/logs"
 STAMPS="$CACHE/stamps"

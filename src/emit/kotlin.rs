@@ -1,5 +1,5 @@
 use super::escape::{c_like, check_identifier, push_quoted, utf16_escape};
-use super::{Backend, LanguageOptions, RuntimeFile};
+use super::{Adapter, Backend, LanguageOptions, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToShoutySnakeCase;
@@ -46,7 +46,11 @@ impl Backend for Kotlin {
     fn runtime_files(&self) -> &'static [RuntimeFile] {
         &RUNTIME
     }
-    /// The runtime's one `package retrygen.generated` line names the `package` option instead.
+    fn adapters(&self) -> &'static [Adapter] {
+        &ADAPTERS
+    }
+    /// The runtime's (and the adapter's) one `package retrygen.generated` line names the
+    /// `package` option instead.
     fn runtime_text(&self, file: &RuntimeFile, options: &LanguageOptions) -> String {
         let package = &options["package"];
         if package == DEFAULT_PACKAGE {
@@ -88,6 +92,17 @@ static RUNTIME: [RuntimeFile; 1] = [RuntimeFile {
     source: include_str!("../../runtime/kotlin/RetryRuntime.kt"),
 }];
 
+/// The HTTP client adapters (docs/adapters.md): OkHttp 4's `RetryInterceptor`, same package as
+/// the runtime.
+static ADAPTERS: [Adapter; 1] = [Adapter {
+    name: "okhttp",
+    requires: "com.squareup.okhttp3:okhttp 4.12.x (OkHttp 4)",
+    files: &[RuntimeFile {
+        name: "RetryInterceptor.kt",
+        source: include_str!("../../runtime/kotlin/RetryInterceptor.kt"),
+    }],
+}];
+
 /// `_`, `__`, ... are reserved in Kotlin.
 fn check_not_underscores(what: &str, value: &str) -> Result<(), String> {
     if value.chars().all(|c| c == '_') {
@@ -96,9 +111,10 @@ fn check_not_underscores(what: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The top-level types runtime/kotlin/RetryRuntime.kt declares, and the file name it takes: an
-/// object (and its `<object>.kt`) named like one would clash with it.
-const DECLARED_TYPES: [&str; 20] = [
+/// The top-level types runtime/kotlin/RetryRuntime.kt and the adapter (RetryInterceptor.kt)
+/// declare, and the file names they take: an object (and its `<object>.kt`) named like one would
+/// clash with it.
+const DECLARED_TYPES: [&str; 24] = [
     "BudgetAcquisition",
     "BudgetKind",
     "Classifier",
@@ -119,6 +135,10 @@ const DECLARED_TYPES: [&str; 20] = [
     "Decision",
     "OperationTable",
     "RetryRuntime",
+    "RetryInterceptor",
+    "RetryListener",
+    "FinishListener",
+    "RetryFinish",
 ];
 
 /// Types nested in a declared type and referred to by their simple names only inside it, where
@@ -136,8 +156,11 @@ const NESTED_TYPES: [&str; 7] = [
 
 /// Platform types the runtime and the tables refer to by their simple names; an object named like
 /// one would hide it (package members win over default imports). A unit test keeps the list whole.
-const REFERENCED_TYPES: [&str; 42] = [
+const REFERENCED_TYPES: [&str; 45] = [
     "AtomicLong",
+    "Thread",
+    "System",
+    "InterruptedException",
     "IllegalArgumentException",
     "Iterable",
     "Any",
@@ -299,28 +322,104 @@ mod tests {
         assert_eq!(a.iter().zip(&b).filter(|(x, y)| x != y).count(), 1);
     }
 
-    /// Every capitalised name the runtime and the tables template use in code is declared by the
-    /// runtime, nested in one of its types, or a platform type that `check_options` protects.
+    /// Every capitalised name the runtime, the tables template and the adapter use in code is
+    /// declared by the runtime or the adapter, nested in one of their types, or a platform type
+    /// that `check_options` protects. The adapter's imported names need no protection: an explicit
+    /// import wins over a declaration of the same package.
     #[test]
     fn every_type_name_in_code_is_known() {
         let runtime = Kotlin.runtime_files()[0].source;
         let tables = include_str!("../../templates/kotlin/tables.j2");
+        let adapter = ADAPTERS[0].files[0].source;
         let mut unknown = std::collections::BTreeSet::new();
         let names = capitalised_names_in_code(runtime);
         for expected in ["OperationTable", "Collections", "Regex", "Node"] {
             assert!(names.iter().any(|n| n == expected), "{expected} not found");
         }
-        for text in [runtime, tables] {
+        let imported: Vec<&str> = adapter
+            .lines()
+            .filter_map(|l| l.strip_prefix("import "))
+            .filter_map(|l| l.rsplit('.').next())
+            .collect();
+        assert!(imported.contains(&"Interceptor") && imported.contains(&"UUID"));
+        // Reached through their outer type (`Interceptor.Chain`, `OkHttpClient.Builder`).
+        let qualified = ["Chain", "Builder"];
+        for text in [runtime, tables, adapter] {
             for name in capitalised_names_in_code(text) {
                 let known = DECLARED_TYPES.contains(&name.as_str())
                     || NESTED_TYPES.contains(&name.as_str())
-                    || REFERENCED_TYPES.contains(&name.as_str());
+                    || REFERENCED_TYPES.contains(&name.as_str())
+                    || (text == adapter
+                        && (imported.contains(&name.as_str())
+                            || qualified.contains(&name.as_str())));
                 if !known {
                     unknown.insert(name);
                 }
             }
         }
         assert!(unknown.is_empty(), "add to REFERENCED_TYPES: {unknown:?}");
+    }
+
+    #[test]
+    fn okhttp_adapter_is_emitted_verbatim_beside_the_runtime() {
+        let adapters = Kotlin.adapters();
+        assert_eq!(adapters.len(), 1);
+        assert_eq!(adapters[0].name, "okhttp");
+        let file = &adapters[0].files[0];
+        assert_eq!(file.name, "RetryInterceptor.kt");
+        assert_eq!(
+            file.source,
+            include_str!("../../runtime/kotlin/RetryInterceptor.kt")
+        );
+        assert!(super::super::is_generated(file.source));
+        // Default options: byte for byte.
+        assert_eq!(
+            Kotlin.runtime_text(file, &Kotlin.default_options()),
+            file.source
+        );
+        // Another package: only the package line differs, as in the runtime.
+        let text = Kotlin.runtime_text(file, &options("com.example.sdk", "X"));
+        assert!(text.contains("\npackage com.example.sdk\n"));
+        assert!(!text.contains(DEFAULT_PACKAGE));
+        let (a, b): (Vec<&str>, Vec<&str>) =
+            (file.source.lines().collect(), text.lines().collect());
+        assert_eq!(a.len(), b.len());
+        assert_eq!(a.iter().zip(&b).filter(|(x, y)| x != y).count(), 1);
+        // An object named like an adapter type would clash with it.
+        assert!(Kotlin
+            .check_options(&options("a", "RetryInterceptor"))
+            .is_err());
+    }
+
+    /// `render` emits the tables file, the runtime, then the adapter, byte for byte.
+    #[test]
+    fn render_emits_the_adapter_file() {
+        let spec = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/matching.yaml");
+        let (raw, _) = crate::read::read(&spec, &Default::default()).expect("spec reads");
+        let model_options = crate::model::ModelOptions {
+            strict: false,
+            idempotency_headers: vec!["Idempotency-Key".into()],
+            policy_overrides: vec![],
+            overrides_at: None,
+            overlays: vec![],
+        };
+        let api = crate::model::build(&raw, "matching.yaml", &model_options)
+            .expect("spec builds")
+            .0;
+        let files = super::super::render(
+            &api,
+            &Kotlin,
+            &Kotlin.default_options(),
+            &[&ADAPTERS[0]],
+            &super::super::TemplateSource::Embedded,
+        )
+        .unwrap();
+        let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["RetryPolicies.kt", "RetryRuntime.kt", "RetryInterceptor.kt"]
+        );
+        assert_eq!(files[2].contents, ADAPTERS[0].files[0].source);
     }
 
     /// Names that start upper-case and hold a lower-case letter (so not `MS_PER_DAY` or `GET`), in

@@ -4,12 +4,15 @@
 //! compiled with `javac -Werror -Xlint:all` and run against them. The harness runs on `java` with
 //! the Kotlin stdlib. The runtime (runtime/kotlin/) is checked alone by [`Toolchain::runtime_tests`]:
 //! the same ktlint and kotlinc flags, its unit tests (a `main` runner, no test library), and its
-//! Java callers. ktlint and kotlinc are installed by scripts/bootstrap-toolchains.sh; versions are
-//! pinned so findings never drift between machines.
+//! Java callers. The OkHttp adapter (runtime/kotlin/RetryInterceptor.kt) is checked with the
+//! runtime, in the same compile, against the OkHttp and Okio jars scripts/bootstrap.d/kotlin.sh
+//! installs, and drives the fault matrix's runner (conformance/faults/harness/kotlin/). ktlint and
+//! kotlinc are installed by scripts/bootstrap-toolchains.sh; versions are pinned so findings never
+//! drift between machines.
 
 use super::{
     code_outside_comments, command, copy_harness, copy_sources, root, run, shell, Built, CFamily,
-    CommentState, Module, Toolchain,
+    CommentState, FaultRun, Module, Toolchain,
 };
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -75,37 +78,107 @@ impl Toolchain for Kotlin {
         build_kotlin(module, work)
     }
 
+    /// The runtime and the OkHttp adapter (`RetryInterceptor.kt`), with their unit tests, in one
+    /// compile against OkHttp (the runtime itself uses none of it).
     fn runtime_tests(&self, work: &Path) -> Result<()> {
         let dir = root().join("runtime/kotlin");
         let runtime = dir.join("RetryRuntime.kt");
+        let adapter = dir.join(ADAPTER_FILE);
         let tests = dir.join("test/RetryRuntimeTest.kt");
+        let adapter_tests = dir.join("test/RetryInterceptorTest.kt");
         let editorconfig = std::fs::read_to_string(dir.join(".editorconfig"))
             .context("reading runtime/kotlin/.editorconfig")?;
         if editorconfig != KTLINT_EDITORCONFIG {
             bail!("runtime/kotlin/.editorconfig differs from KTLINT_EDITORCONFIG in xtask/src/toolchains/kotlin.rs; keep them equal");
         }
         layout(&runtime)?;
-        ktlint(&[runtime.clone(), tests.clone()], &work.join("ktlint"))?;
+        layout(&adapter)?;
+        let sources = [runtime, adapter, tests, adapter_tests];
+        ktlint(&sources, &work.join("ktlint"))?;
         let classes = work.join("classes");
-        kotlinc(&[runtime, tests], &classes, "kotlin runtime: kotlinc")?;
-        let classpath = format!("{}:{}", classes.display(), stdlib()?.display());
-        let printed = run(
-            command("java").args(["-cp", &classpath, "retrygen.generated.RetryRuntimeTestKt"]),
-            "kotlin runtime unit tests",
-        )?;
-        print!("{printed}");
+        kotlinc(&sources, &classes, "kotlin runtime: kotlinc")?;
+        let classpath = format!(
+            "{}:{}:{}",
+            classes.display(),
+            okhttp_classpath()?,
+            stdlib()?.display()
+        );
+        for (main, what) in [
+            (
+                "retrygen.generated.RetryRuntimeTestKt",
+                "kotlin runtime unit tests",
+            ),
+            (
+                "retrygen.adaptertest.RetryInterceptorTestKt",
+                "kotlin OkHttp adapter unit tests",
+            ),
+        ] {
+            let printed = run(command("java").args(["-cp", &classpath, main]), what)?;
+            print!("{printed}");
+        }
         let java = work.join("java");
-        javac(&[dir.join("test/JavaCallers.java")], &classpath, &java)?;
-        let printed = run(
-            command("java").args([
-                "-cp",
-                &format!("{}:{classpath}", java.display()),
-                "retrygen.javacallers.JavaCallers",
-            ]),
-            "kotlin runtime: Java callers",
+        javac(
+            &[
+                dir.join("test/JavaCallers.java"),
+                dir.join("test/InterceptorFromJava.java"),
+            ],
+            &classpath,
+            &java,
         )?;
-        print!("{printed}");
+        for main in [
+            "retrygen.javacallers.JavaCallers",
+            "retrygen.javacallers.InterceptorFromJava",
+        ] {
+            let printed = run(
+                command("java").args(["-cp", &format!("{}:{classpath}", java.display()), main]),
+                "kotlin runtime: Java callers",
+            )?;
+            print!("{printed}");
+        }
         Ok(())
+    }
+
+    /// `conformance/faults/harness/kotlin/FaultRunner.kt` compiled with the module (its
+    /// `RetryInterceptor` included) against OkHttp, run on `java`.
+    fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
+        let src = work.join("src");
+        std::fs::create_dir_all(&src)?;
+        let mut sources = Vec::new();
+        for file in &module.files {
+            let copy = src.join(file.file_name().context("module path has no file name")?);
+            std::fs::copy(file, &copy)?;
+            sources.push(copy);
+        }
+        if !sources.iter().any(|s| s.ends_with(ADAPTER_FILE)) {
+            bail!("kotlin faults: the module has no {ADAPTER_FILE} (render it with the okhttp adapter)");
+        }
+        let runner = src.join("FaultRunner.kt");
+        std::fs::copy(
+            root().join("conformance/faults/harness/kotlin/FaultRunner.kt"),
+            &runner,
+        )
+        .context("copying conformance/faults/harness/kotlin/FaultRunner.kt")?;
+        sources.push(runner);
+        let classes = work.join("classes");
+        kotlinc(&sources, &classes, "kotlin faults: kotlinc")?;
+        let classpath = format!(
+            "{}:{}:{}",
+            classes.display(),
+            okhttp_classpath()?,
+            stdlib()?.display()
+        );
+        Ok(vec![FaultRun {
+            name: "kotlin".to_string(),
+            built: Built {
+                argv: vec![
+                    "java".into(),
+                    "-cp".into(),
+                    classpath,
+                    "FaultRunnerKt".into(),
+                ],
+                cwd: work.to_path_buf(),
+            },
+        }])
     }
 
     fn build(&self, module: &Module, work: &Path) -> Result<Built> {
@@ -266,10 +339,15 @@ fn ktlint(files: &[PathBuf], dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Compiles `sources` into `out`; any diagnostic (warnings are errors) fails.
+/// Compiles `sources` into `out`; any diagnostic (warnings are errors) fails. Sources that hold
+/// the OkHttp adapter ([`ADAPTER_FILE`]) compile against OkHttp.
 fn kotlinc(sources: &[PathBuf], out: &Path, what: &str) -> Result<()> {
     let mut cmd = command("kotlinc");
-    cmd.args(KOTLINC_FLAGS).arg("-d").arg(out).args(sources);
+    cmd.args(KOTLINC_FLAGS);
+    if sources.iter().any(|s| s.ends_with(ADAPTER_FILE)) {
+        cmd.arg("-cp").arg(okhttp_classpath()?);
+    }
+    cmd.arg("-d").arg(out).args(sources);
     let output = cmd.output().with_context(|| format!("{what}: cannot start kotlinc; run `bash scripts/bootstrap-toolchains.sh` to install it"))?;
     let diagnostics = format!(
         "{}{}",
@@ -280,6 +358,28 @@ fn kotlinc(sources: &[PathBuf], out: &Path, what: &str) -> Result<()> {
         bail!("{what} failed ({}):\n{diagnostics}", output.status);
     }
     Ok(())
+}
+
+/// The OkHttp adapter's file name (runtime/kotlin/, and in a module rendered with `okhttp`).
+const ADAPTER_FILE: &str = "RetryInterceptor.kt";
+
+/// The OkHttp and Okio jars scripts/bootstrap.d/kotlin.sh records in
+/// `.cache/toolchains/okhttp-classpath`, joined by `:`.
+fn okhttp_classpath() -> Result<String> {
+    let file = root().join(".cache/toolchains/okhttp-classpath");
+    let hint = "run `bash scripts/bootstrap-toolchains.sh` to install OkHttp";
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("reading {}; {hint}", file.display()))?;
+    let classpath = text.trim().to_string();
+    for jar in classpath.split(':') {
+        if !Path::new(jar).is_file() {
+            bail!(
+                "{} names {jar}, which does not exist; {hint}",
+                file.display()
+            );
+        }
+    }
+    Ok(classpath)
 }
 
 /// The Kotlin stdlib jar the bootstrap script records in `.cache/toolchains/kotlin-classpath`.

@@ -1,0 +1,688 @@
+// Unit tests of RetryInterceptor.kt against a real OkHttp client and a small HTTP/1.1 server of
+// its own on 127.0.0.1 (an ephemeral port), compiled with the runtime and its tests in one kotlinc
+// call and run with `java` (see README.md). No test library: `main` runs every test, prints
+// failures and exits non-zero.
+
+package retrygen.adaptertest
+
+import okhttp3.Call
+import okhttp3.Callback
+import okhttp3.MediaType.Companion.toMediaType
+import okhttp3.OkHttpClient
+import okhttp3.Request
+import okhttp3.RequestBody
+import okhttp3.RequestBody.Companion.toRequestBody
+import okhttp3.Response
+import okio.BufferedSink
+import retrygen.generated.DecisionReason
+import retrygen.generated.Jitter
+import retrygen.generated.Operation
+import retrygen.generated.OperationTable
+import retrygen.generated.ReplayClass
+import retrygen.generated.RetryEvent
+import retrygen.generated.RetryFinish
+import retrygen.generated.RetryInputException
+import retrygen.generated.RetryInterceptor
+import retrygen.generated.RetryPolicy
+import retrygen.generated.RetryRuntime
+import java.io.BufferedInputStream
+import java.io.ByteArrayOutputStream
+import java.io.IOException
+import java.io.InputStream
+import java.net.ConnectException
+import java.net.InetAddress
+import java.net.ServerSocket
+import java.net.Socket
+import java.net.SocketTimeoutException
+import java.time.Duration
+import java.util.Collections
+import java.util.concurrent.CompletableFuture
+import java.util.concurrent.Executors
+import java.util.concurrent.TimeUnit
+import kotlin.system.exitProcess
+
+private val failures = ArrayList<String>()
+private var checks = 0
+
+private fun <T> expect(
+    what: String,
+    actual: T,
+    expected: T,
+) {
+    checks++
+    if (actual != expected) {
+        failures += "$what: expected <$expected>, got <$actual>"
+    }
+}
+
+private fun expectTrue(
+    what: String,
+    condition: Boolean,
+) {
+    checks++
+    if (!condition) {
+        failures += what
+    }
+}
+
+private fun op(
+    method: String,
+    path: String,
+    id: String,
+    replayClass: ReplayClass,
+    header: String? = null,
+): Operation = Operation(method, path, path, id, replayClass, header)
+
+private val table: OperationTable =
+    OperationTable(
+        "/v1",
+        listOf(
+            op("GET", "/items/{id}", "getItem", ReplayClass.IDEMPOTENT),
+            op("PUT", "/items/{id}", "replaceItem", ReplayClass.IDEMPOTENT),
+            op("POST", "/items", "createItem", ReplayClass.NON_REPLAYABLE),
+            op("POST", "/items/{id}/snapshots", "snapshotItem", ReplayClass.KEYED, "Idempotency-Key"),
+            op("POST", "/items/{id}/exec", "execItem", ReplayClass.NO_RETRY),
+        ),
+    )
+
+/** Millisecond backoffs without jitter (1, 2, 4) and a budget of three retries or one timeout. */
+private val policy: RetryPolicy =
+    RetryPolicy(
+        maxRetries = 3,
+        initialBackoffMs = 1,
+        maxBackoffMs = 4,
+        jitter = Jitter.NONE,
+        budgetCapacity = 15,
+        budgetRetryCost = 5,
+        budgetTimeoutCost = 10,
+    )
+
+private val uuidV4 = Regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+
+/** What one arrival at the [TestServer] carried; header names lower-cased. */
+private class Arrival(
+    val method: String,
+    val target: String,
+    val headers: Map<String, String>,
+    val body: String,
+)
+
+/** One answer of the server's script: a status, or `reset`, `close`, `stall`. */
+private class Step(
+    val status: Int = 200,
+    val headers: Map<String, String> = emptyMap(),
+    val action: String? = null,
+    val ms: Long = 0,
+)
+
+/**
+ * A real HTTP/1.1 server with keep-alive: arrival n gets step min(n, last) of [script]. A
+ * connection whose first byte is not a letter (a TLS ClientHello) is closed at once.
+ */
+private class TestServer(
+    private val script: List<Step>,
+) : AutoCloseable {
+    private val listener = ServerSocket(0, 50, InetAddress.getLoopbackAddress())
+    val arrivals: MutableList<Arrival> = Collections.synchronizedList(ArrayList())
+    val url: String = "http://127.0.0.1:${listener.localPort}"
+
+    init {
+        daemon { acceptLoop() }
+    }
+
+    private fun acceptLoop() {
+        while (true) {
+            val socket =
+                try {
+                    listener.accept()
+                } catch (e: IOException) {
+                    return
+                }
+            daemon { serve(socket) }
+        }
+    }
+
+    private fun serve(socket: Socket) {
+        try {
+            socket.use { serveRequests(it) }
+        } catch (e: IOException) {
+            // The client went away.
+        }
+    }
+
+    private fun serveRequests(socket: Socket) {
+        val input = BufferedInputStream(socket.getInputStream())
+        val output = socket.getOutputStream()
+        while (true) {
+            val head = readHead(input) ?: return
+            val lines = head.split("\r\n")
+            val (method, target) = lines[0].split(" ")
+            val headers = HashMap<String, String>()
+            for (line in lines.drop(1)) {
+                val colon = line.indexOf(':')
+                if (colon > 0) {
+                    headers[line.substring(0, colon).trim().lowercase()] = line.substring(colon + 1).trim()
+                }
+            }
+            val body = readBody(input, headers)
+            val step =
+                synchronized(arrivals) {
+                    arrivals += Arrival(method, target, headers, body)
+                    script[minOf(arrivals.size, script.size) - 1]
+                }
+            when (step.action) {
+                "reset" -> {
+                    socket.setSoLinger(true, 0)
+                    return
+                }
+
+                "close" -> {
+                    return
+                }
+
+                "stall" -> {
+                    Thread.sleep(step.ms)
+                }
+            }
+            val reply = StringBuilder("HTTP/1.1 ${step.status} X\r\n")
+            step.headers.forEach { (name, value) -> reply.append("$name: $value\r\n") }
+            reply.append("Content-Length: 2\r\n\r\nok")
+            output.write(reply.toString().toByteArray())
+            output.flush()
+        }
+    }
+
+    private fun readHead(input: InputStream): String? {
+        val head = ByteArrayOutputStream()
+        while (true) {
+            val b = input.read()
+            if (b < 0 || (head.size() == 0 && !Character.isLetter(b))) {
+                return null
+            }
+            head.write(b)
+            val bytes = head.toByteArray()
+            if (bytes.size >= 4 && String(bytes, bytes.size - 4, 4) == "\r\n\r\n") {
+                return String(bytes, 0, bytes.size - 4)
+            }
+        }
+    }
+
+    private fun readBody(
+        input: InputStream,
+        headers: Map<String, String>,
+    ): String {
+        val body = ByteArrayOutputStream()
+        if (headers["transfer-encoding"] == "chunked") {
+            while (true) {
+                val size = readLine(input).substringBefore(';').trim().toInt(16)
+                if (size == 0) {
+                    readLine(input)
+                    break
+                }
+                body.write(readN(input, size))
+                readLine(input)
+            }
+        } else {
+            body.write(readN(input, headers["content-length"]?.toInt() ?: 0))
+        }
+        return body.toString(Charsets.UTF_8)
+    }
+
+    private fun readLine(input: InputStream): String {
+        val line = StringBuilder()
+        while (true) {
+            val b = input.read()
+            if (b < 0 || b == '\n'.code) {
+                return line.toString().trimEnd('\r')
+            }
+            line.append(b.toChar())
+        }
+    }
+
+    private fun readN(
+        input: InputStream,
+        n: Int,
+    ): ByteArray {
+        val bytes = ByteArray(n)
+        var at = 0
+        while (at < n) {
+            val read = input.read(bytes, at, n - at)
+            if (read < 0) {
+                throw IOException("body cut short")
+            }
+            at += read
+        }
+        return bytes
+    }
+
+    override fun close() {
+        listener.close()
+    }
+}
+
+private fun daemon(body: () -> Unit) {
+    val thread = Thread(body)
+    thread.isDaemon = true
+    thread.start()
+}
+
+/** The callbacks' records and the result of one request. */
+private class Run {
+    val events: MutableList<RetryEvent> = Collections.synchronizedList(ArrayList())
+    val finishes: MutableList<RetryFinish> = Collections.synchronizedList(ArrayList())
+    var status: Int? = null
+    var body: String? = null
+    var error: Exception? = null
+    var elapsedMs: Long = 0
+
+    val finish: RetryFinish? get() = finishes.singleOrNull()
+
+    fun eventPairs(): List<Pair<String, Long>> = events.map { it.reason.wireName to it.delayMs }
+}
+
+private fun interceptor(
+    run: Run,
+    baseUrl: String?,
+    mintKeys: Boolean = true,
+    attemptTimeout: Duration? = null,
+): RetryInterceptor =
+    RetryInterceptor(
+        table,
+        policy,
+        baseUrl,
+        { run.events += it },
+        { run.finishes += it },
+        mintKeys,
+        attemptTimeout,
+    )
+
+/** Sends [request] through [client], reading the whole body; cancels the call after [cancelAfterMs]. */
+private fun send(
+    client: OkHttpClient,
+    request: Request,
+    run: Run,
+    cancelAfterMs: Long? = null,
+) {
+    val call = client.newCall(request)
+    val canceller = Executors.newSingleThreadScheduledExecutor()
+    if (cancelAfterMs != null) {
+        canceller.schedule({ call.cancel() }, cancelAfterMs, TimeUnit.MILLISECONDS)
+    }
+    val started = System.nanoTime()
+    try {
+        call.execute().use { response ->
+            run.status = response.code
+            run.body = response.body?.string()
+        }
+    } catch (e: IOException) {
+        run.error = e
+    } catch (e: IllegalStateException) {
+        run.error = e
+    } finally {
+        run.elapsedMs = (System.nanoTime() - started) / 1_000_000
+        canceller.shutdownNow()
+    }
+}
+
+/** One request through a fresh client with the interceptor installed; returns what it saw. */
+private fun exchange(
+    script: List<Step>,
+    method: String,
+    path: String,
+    body: RequestBody? = null,
+    headers: Map<String, String> = emptyMap(),
+    mintKeys: Boolean = true,
+    attemptTimeout: Duration? = null,
+    cancelAfterMs: Long? = null,
+    check: (Run, TestServer, RetryInterceptor) -> Unit,
+) {
+    TestServer(script).use { server ->
+        val run = Run()
+        val retries = interceptor(run, "${server.url}/v1", mintKeys, attemptTimeout)
+        val client = retries.install(OkHttpClient.Builder()).build()
+        val request = Request.Builder().url("${server.url}/v1$path").method(method, body)
+        headers.forEach { (name, value) -> request.header(name, value) }
+        send(client, request.build(), run, cancelAfterMs)
+        check(run, server, retries)
+        client.connectionPool.evictAll()
+    }
+}
+
+private fun expectFinish(
+    what: String,
+    run: Run,
+    attempts: Int,
+    reason: String,
+    outcome: String,
+    timedOut: Boolean = false,
+) {
+    expect("$what: one finish event", run.finishes.size, 1)
+    val finish = run.finish ?: return
+    expect("$what: attempts", finish.attempts, attempts)
+    expect("$what: reason", finish.reason, reason)
+    expect("$what: outcome", finish.outcome, outcome)
+    expect("$what: timed out", finish.timedOut, timedOut)
+    expect("$what: status", finish.status, run.status)
+    expect("$what: failed exactly when the outcome is not a status", run.error == null, outcome == "status")
+}
+
+private fun json(text: String): RequestBody = text.toRequestBody("application/json".toMediaType())
+
+/** A body OkHttp can write only once. */
+private fun oneShot(text: String): RequestBody =
+    object : RequestBody() {
+        override fun contentType() = "application/json".toMediaType()
+
+        override fun isOneShot(): Boolean = true
+
+        override fun writeTo(sink: BufferedSink) {
+            sink.writeUtf8(text)
+        }
+    }
+
+private fun statusTests() {
+    exchange(listOf(Step(503), Step(503), Step(200)), "GET", "/items/7") { run, server, retries ->
+        expect("503 503 200: status", run.status, 200)
+        expect("503 503 200: body", run.body, "ok")
+        expect("503 503 200: arrivals", server.arrivals.size, 3)
+        expect("503 503 200: events", run.eventPairs(), listOf("retryable_status" to 1L, "retryable_status" to 2L))
+        expect("503 503 200: event template", run.events.map { it.pathTemplate }.distinct(), listOf<String?>("/items/{id}"))
+        expect("503 503 200: event operation", run.events.map { it.operationId }.distinct(), listOf<String?>("getItem"))
+        expect("503 503 200: event attempts", run.events.map { it.attempt }, listOf(1L, 2L))
+        expectFinish("503 503 200", run, 3, "status_not_retryable", "status")
+        expect("503 503 200: finish template", run.finish?.pathTemplate, "/items/{id}")
+        // Two retries of 5 taken from 15, then the success gives the last retry's cost back (K3).
+        expect("503 503 200: budget", retries.budgetTokens, 10L)
+    }
+    exchange(listOf(Step(503)), "GET", "/items/7") { run, server, _ ->
+        expect("503 exhausted: status", run.status, 503)
+        expect("503 exhausted: arrivals", server.arrivals.size, 4)
+        expect("503 exhausted: events", run.eventPairs().map { it.second }, listOf(1L, 2L, 4L))
+        expectFinish("503 exhausted", run, 4, "exhausted", "status")
+    }
+    exchange(listOf(Step(503), Step(201)), "POST", "/items", json("{}")) { run, server, retries ->
+        expect("POST 503: arrivals", server.arrivals.size, 1)
+        expect("POST 503: status", run.status, 503)
+        expectFinish("POST 503", run, 1, "not_replayable", "status")
+        expect("POST 503: budget untouched", retries.budgetTokens, 15L)
+    }
+    exchange(listOf(Step(429, mapOf("Retry-After" to "0")), Step(201)), "POST", "/items", json("{\"a\":1}")) { run, server, _ ->
+        expect("POST 429: arrivals", server.arrivals.size, 2)
+        expect("POST 429: bodies replayed", server.arrivals.map { it.body }, listOf("{\"a\":1}", "{\"a\":1}"))
+        expect("POST 429: events", run.eventPairs(), listOf("rejected_status" to 0L))
+        expectFinish("POST 429", run, 2, "status_not_retryable", "status")
+    }
+    exchange(listOf(Step(503, mapOf("x-should-retry" to "false")), Step(200)), "GET", "/items/7") { run, server, _ ->
+        expect("directive false: arrivals", server.arrivals.size, 1)
+        expectFinish("directive false", run, 1, "server_said_no", "status")
+    }
+    exchange(listOf(Step(400, mapOf("X-Should-Retry" to " TRUE ")), Step(200)), "GET", "/items/7") { run, _, _ ->
+        expect("directive true: events", run.eventPairs(), listOf("server_said_yes" to 1L))
+    }
+    exchange(listOf(Step(503, mapOf("retry-after-ms" to "20", "Retry-After" to "3600")), Step(200)), "GET", "/items/7") { run, _, _ ->
+        expect("retry-after-ms wins: events", run.eventPairs(), listOf("retryable_status" to 20L))
+        expectTrue("retry-after-ms wins: slept", run.elapsedMs >= 20)
+    }
+    exchange(listOf(Step(503), Step(200)), "POST", "/items/7/exec", json("ls")) { run, server, _ ->
+        expect("no retry: arrivals", server.arrivals.size, 1)
+        expectFinish("no retry", run, 1, "no_retry_operation", "status")
+    }
+    exchange(listOf(Step(503), Step(200)), "GET", "/things/7") { run, server, _ ->
+        expect("unknown GET: arrivals", server.arrivals.size, 2)
+        expect("unknown GET: finish method", run.finish?.method, "GET")
+        expect("unknown GET: finish template", run.finish?.pathTemplate, null)
+    }
+}
+
+private fun failureTests() {
+    exchange(listOf(Step(action = "reset"), Step(200)), "PUT", "/items/7", json("{\"cpu\":2}")) { run, server, _ ->
+        expect("PUT reset: status", run.status, 200)
+        expect("PUT reset: bodies", server.arrivals.map { it.body }, listOf("{\"cpu\":2}", "{\"cpu\":2}"))
+        expect("PUT reset: events", run.eventPairs(), listOf("transport_failure" to 1L))
+        expectFinish("PUT reset", run, 2, "status_not_retryable", "status")
+    }
+    exchange(listOf(Step(action = "reset"), Step(201)), "POST", "/items", json("{}")) { run, server, _ ->
+        expect("POST reset: arrivals", server.arrivals.size, 1)
+        expectTrue("POST reset: OkHttp's own IOException, got ${run.error}", run.error is IOException)
+        expectFinish("POST reset", run, 1, "not_replayable", "transport")
+    }
+    exchange(listOf(Step(action = "close")), "GET", "/items/7") { run, server, _ ->
+        expect("GET close: arrivals", server.arrivals.size, 4)
+        expect("GET close: events", run.eventPairs().map { it.first }.distinct(), listOf("transport_failure"))
+        expectFinish("GET close", run, 4, "exhausted", "transport")
+    }
+    // A port nothing listens on: bound, then closed.
+    val closed = ServerSocket(0, 1, InetAddress.getLoopbackAddress()).use { it.localPort }
+    val run = Run()
+    val retries = interceptor(run, "http://127.0.0.1:$closed/v1")
+    val client = retries.install(OkHttpClient.Builder()).build()
+    send(
+        client,
+        Request
+            .Builder()
+            .url("http://127.0.0.1:$closed/v1/items")
+            .post(json("{}"))
+            .build(),
+        run,
+    )
+    expectTrue("refused: ConnectException, got ${run.error}", run.error is ConnectException)
+    expect("refused: events", run.eventPairs(), listOf("connect_failure" to 1L, "connect_failure" to 2L, "connect_failure" to 4L))
+    expectFinish("refused", run, 4, "exhausted", "connect")
+    expect("refused: finish operation", run.finish?.operationId, "createItem")
+    // TLS to a server that closes on the ClientHello: the handshake fails, nothing was sent.
+    TestServer(listOf(Step(200))).use { server ->
+        val tls = Run()
+        val https = interceptor(tls, null).install(OkHttpClient.Builder()).build()
+        send(
+            https,
+            Request
+                .Builder()
+                .url(server.url.replace("http:", "https:") + "/v1/items")
+                .post(json("{}"))
+                .build(),
+            tls,
+        )
+        expect("TLS: arrivals", server.arrivals.size, 0)
+        expectFinish("TLS", tls, 4, "exhausted", "connect")
+    }
+}
+
+private fun connectTimeoutTest() {
+    // A listener that never accepts, its backlog filled: the kernel drops further SYNs, so the
+    // connect times out (loopback only).
+    ServerSocket(0, 1, InetAddress.getLoopbackAddress()).use { listener ->
+        val fillers = (1..4).mapNotNull { runCatching { Socket().apply { connect(listener.localSocketAddress, 200) } }.getOrNull() }
+        try {
+            val run = Run()
+            val client =
+                interceptor(run, null)
+                    .install(OkHttpClient.Builder().connectTimeout(Duration.ofMillis(150)))
+                    .build()
+            send(
+                client,
+                Request
+                    .Builder()
+                    .url("http://127.0.0.1:${listener.localPort}/v1/items")
+                    .post(json("{}"))
+                    .build(),
+                run,
+            )
+            expectTrue("connect timeout: SocketTimeoutException, got ${run.error}", run.error is SocketTimeoutException)
+            expect("connect timeout: outcome", run.finish?.outcome, "connect")
+            expect("connect timeout: not timed out after connecting", run.finish?.timedOut, false)
+            // The attempt timeout bounds the client's 10 s connect timeout.
+            val bounded = Run()
+            val short = interceptor(bounded, null, attemptTimeout = Duration.ofMillis(150)).install(OkHttpClient.Builder()).build()
+            send(short, Request.Builder().url("http://127.0.0.1:${listener.localPort}/v1/items/7").build(), bounded)
+            expect("attempt timeout while connecting: outcome", bounded.finish?.outcome, "connect")
+            expect("attempt timeout while connecting: attempts", bounded.finish?.attempts, 4)
+            expectTrue("attempt timeout while connecting: elapsed ${bounded.elapsedMs} ms", bounded.elapsedMs < 3000)
+        } finally {
+            fillers.forEach { it.close() }
+        }
+    }
+}
+
+private fun keyTests() {
+    val snapshot = listOf(Step(action = "reset"), Step(201))
+    exchange(snapshot, "POST", "/items/7/snapshots", json("{}")) { run, server, _ ->
+        val keys = server.arrivals.map { it.headers["idempotency-key"] }
+        expect("minted: arrivals", keys.size, 2)
+        expect("minted: one key for every attempt", keys.distinct().size, 1)
+        expectTrue("minted: a UUID v4, got ${keys.firstOrNull()}", keys.firstOrNull()?.let(uuidV4::matches) == true)
+        expectFinish("minted", run, 2, "status_not_retryable", "status")
+    }
+    exchange(snapshot, "POST", "/items/7/snapshots", json("{}"), mapOf("idempotency-key" to "caller-1")) { _, server, _ ->
+        expect("caller key: kept", server.arrivals.map { it.headers["idempotency-key"] }, listOf<String?>("caller-1", "caller-1"))
+    }
+    exchange(snapshot, "POST", "/items/7/snapshots", json("{}"), mapOf("Idempotency-Key" to " \t")) { _, server, _ ->
+        val keys = server.arrivals.map { it.headers["idempotency-key"] }
+        expectTrue("blank key: replaced, got $keys", keys.size == 2 && keys.distinct().size == 1 && uuidV4.matches(keys[0] ?: ""))
+    }
+    exchange(snapshot, "POST", "/items/7/snapshots", json("{}"), mintKeys = false) { run, server, _ ->
+        expect("minting off: no key", server.arrivals.map { it.headers["idempotency-key"] }, listOf<String?>(null))
+        expectFinish("minting off", run, 1, "not_replayable", "transport")
+    }
+    exchange(listOf(Step(201)), "POST", "/items", json("{}")) { _, server, _ ->
+        expect("not keyed: no key", server.arrivals.map { it.headers["idempotency-key"] }, listOf<String?>(null))
+    }
+    exchange(listOf(Step(409), Step(201)), "POST", "/items/7/snapshots", json("{}")) { run, _, _ ->
+        expect("409 with key: events", run.eventPairs(), listOf("key_in_flight" to 1L))
+    }
+}
+
+private fun bodyTests() {
+    exchange(listOf(Step(429, mapOf("Retry-After" to "0")), Step(201)), "POST", "/items", oneShot("{\"s\":1}")) { run, server, retries ->
+        expect("one-shot: arrivals", server.arrivals.size, 1)
+        expect("one-shot: body", server.arrivals.map { it.body }, listOf("{\"s\":1}"))
+        expect("one-shot: events", run.events.size, 0)
+        expectFinish("one-shot", run, 1, RetryFinish.BODY_NOT_REPLAYABLE, "status")
+        // The retry it would have been granted took no tokens.
+        expect("one-shot: budget untouched", retries.budgetTokens, 15L)
+    }
+    exchange(listOf(Step(action = "reset"), Step(200)), "PUT", "/items/7", oneShot("{}")) { run, server, _ ->
+        expect("one-shot reset: arrivals", server.arrivals.size, 1)
+        expectFinish("one-shot reset", run, 1, RetryFinish.BODY_NOT_REPLAYABLE, "transport")
+    }
+}
+
+private fun timeoutTests() {
+    val timeout = Duration.ofMillis(200)
+    exchange(listOf(Step(action = "stall", ms = 3000), Step(200)), "GET", "/items/7", attemptTimeout = timeout) { run, server, retries ->
+        expect("stall then ok: status", run.status, 200)
+        expect("stall then ok: arrivals", server.arrivals.size, 2)
+        expect("stall then ok: events", run.eventPairs(), listOf("transport_failure" to 1L))
+        expectFinish("stall then ok", run, 2, "status_not_retryable", "status")
+        // The timeout retry cost 10 of 15; the success gives those 10 back.
+        expect("stall then ok: budget", retries.budgetTokens, 15L)
+        expectTrue("stall then ok: elapsed ${run.elapsedMs} ms", run.elapsedMs < 2000)
+    }
+    exchange(listOf(Step(action = "stall", ms = 3000)), "GET", "/items/7", attemptTimeout = timeout) { run, server, _ ->
+        expect("stall: arrivals", server.arrivals.size, 2)
+        expectTrue("stall: SocketTimeoutException, got ${run.error}", run.error is SocketTimeoutException)
+        expectFinish("stall", run, 2, "budget_exhausted", "transport", timedOut = true)
+    }
+}
+
+private fun cancelTests() {
+    exchange(listOf(Step(action = "stall", ms = 3000), Step(200)), "GET", "/items/7", cancelAfterMs = 200) { run, server, _ ->
+        expect("cancel in flight: arrivals", server.arrivals.size, 1)
+        expectFinish("cancel in flight", run, 1, "aborted", "aborted")
+        expectTrue("cancel in flight: elapsed ${run.elapsedMs} ms", run.elapsedMs < 1500)
+    }
+    val slow = listOf(Step(503, mapOf("retry-after-ms" to "1500")), Step(200))
+    exchange(slow, "GET", "/items/7", cancelAfterMs = 250) { run, server, _ ->
+        expect("cancel in sleep: arrivals", server.arrivals.size, 1)
+        expect("cancel in sleep: events", run.eventPairs(), listOf("retryable_status" to 1500L))
+        expectFinish("cancel in sleep", run, 1, "aborted", "aborted")
+        expect("cancel in sleep: OkHttp's message", run.error?.message, "Canceled")
+        expectTrue("cancel in sleep: elapsed ${run.elapsedMs} ms", run.elapsedMs < 1200)
+    }
+}
+
+private fun callTests() {
+    // The client's call timeout cancels the call: aborted, OkHttp's InterruptedIOException kept.
+    TestServer(listOf(Step(action = "stall", ms = 3000), Step(200))).use { server ->
+        val run = Run()
+        val client = interceptor(run, null).install(OkHttpClient.Builder().callTimeout(Duration.ofMillis(200))).build()
+        send(client, Request.Builder().url("${server.url}/v1/items/7").build(), run)
+        expect("call timeout: arrivals", server.arrivals.size, 1)
+        expectFinish("call timeout", run, 1, "aborted", "aborted")
+        expect("call timeout: OkHttp's message", run.error?.message, "timeout")
+    }
+    // enqueue: the interceptor runs, and sleeps, on OkHttp's dispatcher thread.
+    TestServer(listOf(Step(503), Step(200))).use { server ->
+        val run = Run()
+        val client = interceptor(run, null).install(OkHttpClient.Builder()).build()
+        val done = CompletableFuture<Int>()
+        client.newCall(Request.Builder().url("${server.url}/v1/items/7").build()).enqueue(
+            object : Callback {
+                override fun onFailure(
+                    call: Call,
+                    e: IOException,
+                ) {
+                    done.completeExceptionally(e)
+                }
+
+                override fun onResponse(
+                    call: Call,
+                    response: Response,
+                ) {
+                    response.use { done.complete(it.code) }
+                }
+            },
+        )
+        expect("enqueue: status", runCatching { done.get(5, TimeUnit.SECONDS) }.getOrNull(), 200)
+        expect("enqueue: events", run.eventPairs(), listOf("retryable_status" to 1L))
+        expect("enqueue: finish", run.finish?.attempts, 2)
+        // Its threads are not daemons: let the test's JVM end.
+        client.dispatcher.executorService.shutdown()
+    }
+}
+
+private fun setupTests() {
+    TestServer(listOf(Step(200))).use { server ->
+        val request = Request.Builder().url("${server.url}/v1/items/7").build()
+        val run = Run()
+        // Added by hand: retryOnConnectionFailure is still OkHttp's default, true.
+        val plain = OkHttpClient.Builder().addInterceptor(interceptor(run, null)).build()
+        send(plain, request, run)
+        expectTrue("replaying client: refused, got ${run.error}", run.error is IllegalStateException)
+        expectTrue("replaying client: says why", run.error?.message?.contains("retryOnConnectionFailure(false)") == true)
+        expect("replaying client: nothing sent", server.arrivals.size, 0)
+        val network = Run()
+        val client =
+            OkHttpClient
+                .Builder()
+                .retryOnConnectionFailure(false)
+                .addNetworkInterceptor(interceptor(network, null))
+                .build()
+        send(client, request, network)
+        expectTrue("network interceptor: refused, got ${network.error}", network.error is IllegalStateException)
+    }
+    val bad =
+        runCatching { RetryInterceptor(table, policy.copy(multiplier = Double.NaN)) }.exceptionOrNull()
+    expect("bad policy: checked when built", (bad as? RetryInputException)?.key, "policy.multiplier")
+    val zero = runCatching { RetryInterceptor(table, policy, attemptTimeout = Duration.ZERO) }.exceptionOrNull()
+    expectTrue("zero attempt timeout: refused, got $zero", zero is IllegalArgumentException)
+    expect("budget starts full", RetryInterceptor(table, policy).budgetTokens, RetryRuntime.budgetNew(policy))
+    expect("finish reason names", DecisionReason.ABORTED.wireName, "aborted")
+}
+
+public fun main() {
+    statusTests()
+    failureTests()
+    connectTimeoutTest()
+    keyTests()
+    bodyTests()
+    timeoutTests()
+    cancelTests()
+    callTests()
+    setupTests()
+    if (failures.isNotEmpty()) {
+        failures.forEach { System.err.println("FAIL $it") }
+        System.err.println("${failures.size} of $checks checks failed")
+        exitProcess(1)
+    }
+    println("kotlin okhttp adapter: $checks checks pass")
+}
