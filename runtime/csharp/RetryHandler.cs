@@ -532,14 +532,15 @@ namespace Retrygen.Generated
                 }
                 else
                 {
+                    Outcome outcome = response == null ? Outcome.FromFailure(failure) : OutcomeOf(response, status);
                     var input = new DecisionInput(
                         replayClass,
                         hasKey,
-                        response == null ? Outcome.FromFailure(failure) : OutcomeOf(response),
+                        outcome,
                         retriesUsed,
                         ElapsedMs(start),
                         previousDelayMs,
-                        DateTimeOffset.UtcNow.ToUnixTimeMilliseconds(),
+                        outcome.RetryAfter == null ? 0 : DateTimeOffset.UtcNow.ToUnixTimeMilliseconds(),
                         NextRandom(),
                         budget.Tokens,
                         timedOut);
@@ -692,28 +693,11 @@ namespace Retrygen.Generated
             }
         }
 
-        /// <summary>The outcome of a response: its status, its server delay headers and its directive.</summary>
-        private Outcome OutcomeOf(HttpResponseMessage response)
-        {
-            string directive = null;
-            foreach (string name in policy.ServerDirectiveHeaders)
-            {
-                directive = FirstValue(response, name);
-                if (directive != null)
-                {
-                    break;
-                }
-            }
-
-            return Outcome.FromStatus((int)response.StatusCode, FirstValue(response, "Retry-After"), FirstValue(response, "retry-after-ms"), directive);
-        }
-
-        /// <summary>The first value of a response header (or content header), or <c>null</c>.</summary>
+        /// <summary>The first value of a response header, or <c>null</c> (the names decide reads are never content headers).</summary>
         private static string FirstValue(HttpResponseMessage response, string name)
         {
             IEnumerable<string> values;
-            if (response.Headers.TryGetValues(name, out values)
-                || (response.Content != null && response.Content.Headers.TryGetValues(name, out values)))
+            if (response.Headers.TryGetValues(name, out values))
             {
                 foreach (string value in values)
                 {
@@ -722,6 +706,26 @@ namespace Retrygen.Generated
             }
 
             return null;
+        }
+
+        /// <summary>The outcome of a response: its status, its directive and, where decide may read them, its server delay headers.</summary>
+        private Outcome OutcomeOf(HttpResponseMessage response, int status)
+        {
+            string directive = null;
+            IReadOnlyList<string> names = policy.ServerDirectiveHeaders;
+            for (int i = 0; i < names.Count && directive == null; i++)
+            {
+                directive = FirstValue(response, names[i]);
+            }
+
+            // Decide reads the server delay (R13) only after a directive or for a status of the policy's lists: most
+            // responses skip two header lookups.
+            if (directive == null && !policy.IsRetryable(status) && !policy.IsRejected(status) && !policy.IsKeyInFlight(status))
+            {
+                return Outcome.FromStatus(status, null, null, null);
+            }
+
+            return Outcome.FromStatus(status, FirstValue(response, "Retry-After"), FirstValue(response, "retry-after-ms"), directive);
         }
 
         private static long ElapsedMs(long start)
