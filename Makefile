@@ -2,7 +2,7 @@
 CARGO ?= cargo
 CORPUS ?= ../shared/corpus
 
-.PHONY: build toolchains codegen check-codegen lint unit runtime-tests anchors conformance mutation mutation-full injection corpus bench bench-quick test
+.PHONY: build toolchains codegen check-codegen lint unit runtime-tests anchors conformance faults mutation mutation-full injection corpus bench bench-quick test
 
 build:
 	$(CARGO) build --release
@@ -54,6 +54,11 @@ mutation-full: toolchains
 injection: toolchains
 	$(CARGO) xtask injection --lint all
 
+# The fault matrix: every language's HTTP client adapter against a real fault-injecting server on
+# 127.0.0.1, the same scenarios for all (conformance/faults/); the server's arrival counts decide.
+faults: toolchains
+	$(CARGO) xtask faults
+
 # Every public document of the corpus read, classified and rendered, then compiled and run in all
 # six languages (skipped only when the corpus folder is absent, outside this workspace).
 corpus:
@@ -67,4 +72,4 @@ bench:
 bench-quick: toolchains
 	$(CARGO) xtask bench --quick
 
-test: toolchains lint unit check-codegen runtime-tests anchors conformance mutation injection corpus bench-quick
+test: toolchains lint unit check-codegen runtime-tests anchors conformance faults mutation injection corpus bench-quick

@@ -1,5 +1,5 @@
 use super::escape::{c_like, check_identifier, push_quoted};
-use super::{Backend, LanguageOptions, RuntimeFile};
+use super::{Adapter, Backend, LanguageOptions, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToUpperCamelCase;
@@ -13,6 +13,16 @@ const DEFAULT_PACKAGE: &str = "retrypolicy";
 static RUNTIME_FILES: [RuntimeFile; 1] = [RuntimeFile {
     name: "runtime.go",
     source: include_str!("../../runtime/go/runtime.go"),
+}];
+
+/// The net/http adapter (docs/adapters.md): `RoundTripper`, in the runtime's package.
+static ADAPTERS: [Adapter; 1] = [Adapter {
+    name: "net/http",
+    requires: "the standard library only (Go 1.22 or later)",
+    files: &[RuntimeFile {
+        name: "roundtripper.go",
+        source: include_str!("../../runtime/go/roundtripper.go"),
+    }],
 }];
 
 impl Backend for Go {
@@ -36,7 +46,11 @@ impl Backend for Go {
     fn runtime_files(&self) -> &'static [RuntimeFile] {
         &RUNTIME_FILES
     }
-    /// The runtime's `package retrypolicy` clause names the `package` option instead.
+    fn adapters(&self) -> &'static [Adapter] {
+        &ADAPTERS
+    }
+    /// The `package retrypolicy` clause of the runtime and of the adapter names the `package`
+    /// option instead.
     fn runtime_text(&self, file: &RuntimeFile, options: &LanguageOptions) -> String {
         let package = &options["package"];
         if package == DEFAULT_PACKAGE {
@@ -140,9 +154,35 @@ mod tests {
         assert_eq!(file.source.lines().count(), renamed.lines().count());
     }
 
-    /// The runtime carries the generated-file marker in its first lines, so `check` knows it.
+    /// The runtime and the adapter carry the generated-file marker in their first lines, so
+    /// `check` knows them.
     #[test]
     fn runtime_is_marked_generated() {
         assert!(crate::emit::is_generated(Go.runtime_files()[0].source));
+        assert!(crate::emit::is_generated(Go.adapters()[0].files[0].source));
+    }
+
+    /// `adapters = ["net/http"]` emits roundtripper.go byte for byte beside the runtime, and
+    /// another package renames exactly its package clause.
+    #[test]
+    fn the_adapter_is_emitted_verbatim() {
+        let adapters = crate::emit::resolve_adapters(&Go, &["net/http".to_string()])
+            .expect("net/http is Go's adapter");
+        assert_eq!(adapters.len(), 1);
+        let file = &adapters[0].files[0];
+        assert_eq!(file.name, "roundtripper.go");
+        assert_eq!(
+            file.source,
+            include_str!("../../runtime/go/roundtripper.go")
+        );
+        assert_eq!(Go.runtime_text(file, &Go.default_options()), file.source);
+        let renamed = Go.runtime_text(file, &options("sdkretry"));
+        let changed: Vec<(&str, &str)> = file
+            .source
+            .lines()
+            .zip(renamed.lines())
+            .filter(|(a, b)| a != b)
+            .collect();
+        assert_eq!(changed, [("package retrypolicy", "package sdkretry")]);
     }
 }

@@ -1,5 +1,5 @@
 use super::escape::{c_like, push_quoted};
-use super::{push_comment_line, Backend, LanguageOptions, RuntimeFile};
+use super::{push_comment_line, Adapter, Backend, LanguageOptions, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToShoutySnakeCase;
@@ -13,6 +13,17 @@ pub struct Python;
 static RUNTIME_FILES: [RuntimeFile; 1] = [RuntimeFile {
     name: "_runtime.py",
     source: include_str!("../../runtime/python/_runtime.py"),
+}];
+
+/// The httpx adapter (docs/adapters.md): `RetryTransport` and `AsyncRetryTransport`, the only
+/// module of a target that imports a third-party package.
+static ADAPTERS: [Adapter; 1] = [Adapter {
+    name: "httpx",
+    requires: "httpx 0.28 (tested with 0.28.1)",
+    files: &[RuntimeFile {
+        name: "httpx_transport.py",
+        source: include_str!("../../runtime/python/httpx_transport.py"),
+    }],
 }];
 
 impl Backend for Python {
@@ -30,6 +41,9 @@ impl Backend for Python {
     }
     fn runtime_files(&self) -> &'static [RuntimeFile] {
         &RUNTIME_FILES
+    }
+    fn adapters(&self) -> &'static [Adapter] {
+        &ADAPTERS
     }
     fn push_string_literal(&self, out: &mut String, s: &str) {
         push_quoted(out, s, c_like, |c| match c as u32 {
@@ -80,6 +94,22 @@ mod tests {
         assert_eq!(Python.runtime_text(&files[0], &options), files[0].source);
         assert!(crate::emit::is_generated(files[0].source));
         assert_eq!(Python.tables_file_name(&options), "__init__.py");
+    }
+
+    /// The httpx adapter is emitted byte for byte too: it imports the runtime relatively
+    /// (`from ._runtime import`), so nothing in it names the package.
+    #[test]
+    fn httpx_adapter_is_copied_verbatim() {
+        let options = LanguageOptions::new();
+        let adapters = Python.adapters();
+        assert_eq!(adapters.len(), 1);
+        assert_eq!(adapters[0].name, "httpx");
+        assert_eq!(adapters[0].files.len(), 1);
+        let file = &adapters[0].files[0];
+        assert_eq!(file.name, "httpx_transport.py");
+        assert_eq!(Python.runtime_text(file, &options), file.source);
+        assert!(crate::emit::is_generated(file.source));
+        assert!(file.source.contains("\nfrom ._runtime import ("));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! that is per language is found by the language's name: its toolchain here
 //! ([`crate::toolchains::TOOLCHAINS`], looked up by name), and its folders:
 //! `templates/<language>/tables.j2`, `runtime/<language>/`, `conformance/harness/<language>/`,
+//! `conformance/faults/harness/<language>/`,
 //! `conformance/mutants/<language>.toml` and `bench/<language>/`. Adding a language is those
 //! artefacts and nothing else; the tests below count them, and fail on any other list of
 //! languages in the project's code.
@@ -13,6 +14,7 @@ pub fn artefacts(language: &str) -> Vec<String> {
         format!("templates/{language}/tables.j2"),
         format!("runtime/{language}"),
         format!("conformance/harness/{language}"),
+        format!("conformance/faults/harness/{language}"),
         format!("conformance/mutants/{language}.toml"),
         format!("bench/{language}"),
     ]
@@ -55,7 +57,13 @@ mod tests {
             }
         }
         // No folder of a language the registry does not know.
-        for folder in ["templates", "runtime", "conformance/harness", "bench"] {
+        for folder in [
+            "templates",
+            "runtime",
+            "conformance/harness",
+            "conformance/faults/harness",
+            "bench",
+        ] {
             for entry in std::fs::read_dir(root().join(folder)).expect("folder exists") {
                 let entry = entry.expect("entry");
                 if entry.path().is_dir() {

@@ -1,19 +1,23 @@
 //! Go: `gofmt -l` must print nothing, `go vet` must pass and no package-level variable may be
 //! exported (issue 9: no mutable exported tables). The harness is a `main` package in its own
 //! module (no requirements, so it builds offline) that imports the generated package, the
-//! tables file and `runtime.go`, from a subfolder.
+//! tables file and `runtime.go`, from a subfolder; the fault-matrix runner
+//! (`conformance/faults/harness/go/`) is built the same way, with `roundtripper.go` beside them.
+//! The runtime's own tests (`runtime/go/`) cover the net/http adapter too.
 
 use super::{
-    command, copy_harness, copy_sources, lossy, root, run, shell, Built, Module, Toolchain,
+    command, copy_harness, copy_sources, lossy, root, run, shell, Built, FaultRun, Module,
+    Toolchain,
 };
 use anyhow::{bail, Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub struct Go;
 
 /// The folder, inside the harness module, that holds the generated package; the harness
-/// imports `retrygen.example/harness/retrypolicy`.
+/// imports `retrygen.example/harness/retrypolicy` (the fault runner
+/// `retrygen.example/faultrunner/retrypolicy`).
 const PACKAGE_DIR: &str = "retrypolicy";
 
 /// `go` with the environment that keeps it local and reproducible: no toolchain download, no
@@ -160,6 +164,46 @@ impl Toolchain for Go {
         )?;
         print!("{report}");
         Ok(())
+    }
+
+    /// The runner of `conformance/faults/harness/go/`, a `main` package in its own module with
+    /// the module rendered with the net/http adapter in its `retrypolicy` folder, built in
+    /// `work/runner`. One run: Go has one adapter.
+    fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
+        let runner = work.join("runner");
+        let source = root().join("conformance/faults/harness/go");
+        std::fs::create_dir_all(&runner)?;
+        for entry in
+            std::fs::read_dir(&source).with_context(|| format!("reading {}", source.display()))?
+        {
+            let entry = entry?;
+            if entry.file_type()?.is_file() {
+                std::fs::copy(entry.path(), runner.join(entry.file_name()))?;
+            }
+        }
+        place_module(module, &runner.join(PACKAGE_DIR))?;
+        let go_files: Vec<PathBuf> = [runner.join("main.go")]
+            .into_iter()
+            .chain(module.files.iter().map(|f| {
+                runner
+                    .join(PACKAGE_DIR)
+                    .join(f.file_name().unwrap_or_default())
+            }))
+            .collect();
+        let go_files: Vec<&Path> = go_files.iter().map(PathBuf::as_path).collect();
+        gofmt_check(&go_files)?;
+        run(go(&runner).args(["vet", "./..."]), "go vet (fault runner)")?;
+        run(
+            go(&runner).args(["build", "-trimpath", "-o", "runner", "."]),
+            "go build (fault runner)",
+        )?;
+        Ok(vec![FaultRun {
+            name: "go".to_string(),
+            built: Built {
+                argv: vec![lossy(&runner.join("runner"))],
+                cwd: runner,
+            },
+        }])
     }
 
     fn build(&self, module: &Module, work: &Path) -> Result<Built> {

@@ -6,10 +6,13 @@
 //!
 //! The tools live in `.cache/toolchains/python`, installed there by
 //! scripts/bootstrap-toolchains.sh with `pip install --target`; versions are pinned so that the
-//! formatting and the findings never drift between machines.
+//! formatting and the findings never drift between machines. httpx, which the adapter
+//! (`runtime/python/httpx_transport.py`) needs, lives beside them in `.cache/toolchains/python-httpx`
+//! (scripts/bootstrap.d/python.sh): on mypy's path, the adapter's tests' and the fault runner's.
 
 use super::{
-    command, copy_harness, copy_sources, lossy, root, run, shell, Built, Module, Toolchain,
+    command, copy_harness, copy_sources, lossy, root, run, shell, Built, FaultRun, Module,
+    Toolchain,
 };
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -20,6 +23,8 @@ pub struct Python;
 pub const BLACK_VERSION: &str = "26.10.1";
 pub const RUFF_VERSION: &str = "0.17.6";
 pub const MYPY_VERSION: &str = "1.20.2";
+/// The httpx the adapter is checked and run against (scripts/bootstrap.d/python.sh pins it).
+pub const HTTPX_VERSION: &str = "0.28.1";
 
 /// The name the harness, the bench and the lint import the generated package under.
 const PACKAGE: &str = "retry_policy";
@@ -46,6 +51,16 @@ fn tools_dir() -> PathBuf {
     root().join(".cache/toolchains/python")
 }
 
+/// httpx and its dependencies, apart from the tools: the package's core never imports them.
+fn httpx_dir() -> PathBuf {
+    root().join(".cache/toolchains/python-httpx")
+}
+
+/// The folder the runtime project is copied to for its checks: a package folder, so that the
+/// adapter's relative import of the runtime (`from ._runtime import`) resolves; named as in the
+/// repository (`runtime/python`), so the commands of runtime/python/README.md run unchanged.
+const PROJECT: &str = "python";
+
 fn install_hint() -> String {
     format!(
         "run `bash scripts/bootstrap-toolchains.sh`, or `python3 -m pip install --target .cache/toolchains/python \
@@ -53,14 +68,35 @@ fn install_hint() -> String {
     )
 }
 
-/// `python3 -m <tool>` with the pinned tools importable.
+/// `python3 -m <tool>` with the pinned tools importable, and httpx, whose type hints mypy reads
+/// for a package that has the adapter.
 fn tool(module: &str) -> Command {
+    let path = std::env::join_paths([tools_dir(), httpx_dir()]).expect("paths without separators");
     let mut cmd = command("python3");
-    cmd.env("PYTHONPATH", tools_dir())
+    cmd.env("PYTHONPATH", path)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .arg("-m")
         .arg(module);
     cmd
+}
+
+fn require_httpx() -> Result<()> {
+    let output = command("python3")
+        .args(["-c", "import httpx; print(httpx.__version__)"])
+        .env("PYTHONPATH", httpx_dir())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .context("python3 is not installed (needed for httpx)")?;
+    let found = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() || found.trim() != HTTPX_VERSION {
+        bail!(
+            "httpx {HTTPX_VERSION} is not installed in {} (found {:?}: {}); run `bash scripts/bootstrap-toolchains.sh`",
+            httpx_dir().display(),
+            found.trim(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(())
 }
 
 fn require(module: &str, version: &str) -> Result<()> {
@@ -132,18 +168,52 @@ impl Toolchain for Python {
 
     fn runtime_tests(&self, work: &Path) -> Result<()> {
         require_tools()?;
-        copy_project(&runtime_dir(), work)
+        require_httpx()?;
+        let project = work.join(PROJECT);
+        copy_project(&runtime_dir(), &project)
             .with_context(|| format!("copying {}", runtime_dir().display()))?;
-        let config = work.join("pyproject.toml");
-        check(work, &config, &["."], &["_runtime.py", "tests"])?;
+        let config = project.join("pyproject.toml");
+        // The runtime: black and ruff over the whole project (the adapter and its tests too),
+        // mypy and the tests with the standard library alone, as in a package without adapters.
+        check(
+            &project,
+            &config,
+            &["."],
+            &["_runtime.py", "tests/test_runtime.py"],
+        )?;
         run(
             command("python3")
                 .args([
                     "-W", "error", "-m", "unittest", "discover", "-s", "tests", "-t", ".",
                 ])
+                .args(["-p", "test_runtime.py"])
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .env_remove("PYTHONPATH")
+                .current_dir(&project),
+            "python3 -m unittest (runtime/python/tests/test_runtime.py)",
+        )?;
+        // The adapter, from the project's parent: the project is then the package the adapter
+        // sits in (`python.httpx_transport` imports `python._runtime`), with httpx importable.
+        run(
+            tool("mypy")
+                .args(["--strict", "--no-incremental", "--explicit-package-bases"])
+                .arg("--config-file")
+                .arg(&config)
+                .arg(format!("{PROJECT}/httpx_transport.py"))
+                .arg(format!("{PROJECT}/tests/test_httpx_transport.py"))
+                .current_dir(work),
+            "mypy --strict (the httpx adapter and its tests)",
+        )?;
+        run(
+            command("python3")
+                .args(["-W", "error", "-m", "unittest", "discover", "-t", "."])
+                .arg("-s")
+                .arg(format!("{PROJECT}/tests"))
+                .args(["-p", "test_httpx_transport.py"])
+                .env("PYTHONPATH", httpx_dir())
                 .env("PYTHONDONTWRITEBYTECODE", "1")
                 .current_dir(work),
-            "python3 -m unittest (runtime/python/tests)",
+            "python3 -m unittest (runtime/python/tests/test_httpx_transport.py)",
         )?;
         Ok(())
     }
@@ -158,6 +228,41 @@ impl Toolchain for Python {
             ],
             cwd: work.to_path_buf(),
         })
+    }
+
+    /// `conformance/faults/harness/python/` beside the package (`retry_policy/`, with
+    /// `httpx_transport.py`): run `python` drives `AsyncRetryTransport`, run `python-sync`
+    /// `RetryTransport`. Nothing to compile; httpx is put on the path by `main.py`.
+    fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
+        require_httpx()?;
+        let harness = root().join("conformance/faults/harness/python");
+        for entry in
+            std::fs::read_dir(&harness).with_context(|| format!("reading {}", harness.display()))?
+        {
+            let entry = entry?;
+            if entry.file_type()?.is_file() {
+                std::fs::copy(entry.path(), work.join(entry.file_name()))?;
+            }
+        }
+        let package = copy_package(module, work)?;
+        if !package.join("httpx_transport.py").is_file() {
+            bail!("the rendered module has no httpx_transport.py (the httpx adapter)");
+        }
+        let run = |name: &str, variant: &str| FaultRun {
+            name: name.to_string(),
+            built: Built {
+                argv: vec![
+                    "python3".into(),
+                    "-B".into(),
+                    lossy(&work.join("main.py")),
+                    "--import-path".into(),
+                    lossy(&httpx_dir()),
+                    variant.into(),
+                ],
+                cwd: work.to_path_buf(),
+            },
+        };
+        Ok(vec![run("python", "async"), run("python-sync", "sync")])
     }
 }
 

@@ -1,0 +1,3 @@
+module retrygen.example/faultrunner
+
+go 1.22

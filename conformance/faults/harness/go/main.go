@@ -1,0 +1,426 @@
+// Command runner is the Go run of the fault matrix (conformance/faults/README.md): it sends each
+// scenario of the file it is given through an http.Client whose Transport is the generated
+// package's RoundTripper over a real http.Transport, and prints one JSON line per scenario. The
+// build places the package rendered from conformance/faults/spec.yaml (operations.go,
+// runtime.go, roundtripper.go) in the retrypolicy folder of this module.
+//
+// With RETRYGEN_FAULT_BENCH=N it runs no scenario and measures the adapter's overhead instead.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"retrygen.example/faultrunner/retrypolicy"
+)
+
+type scenarioFile struct {
+	BasePath  string     `json:"base_path"`
+	Scenarios []scenario `json:"scenarios"`
+}
+
+type scenario struct {
+	ID               string            `json:"id"`
+	Method           string            `json:"method"`
+	Path             string            `json:"path"`
+	Target           string            `json:"target"`
+	Headers          map[string]string `json:"headers"`
+	Body             *bodySpec         `json:"body"`
+	MintKeys         *bool             `json:"mint_keys"`
+	AttemptTimeoutMs int64             `json:"attempt_timeout_ms"`
+	AbortAfterMs     int64             `json:"abort_after_ms"`
+	Warm             bool              `json:"warm"`
+}
+
+type bodySpec struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+}
+
+// line is what the runner prints for one scenario.
+type line struct {
+	ID        string  `json:"id"`
+	Status    *int    `json:"status"`
+	Error     *string `json:"error"`
+	Body      *string `json:"body"`
+	BodyError bool    `json:"body_error"`
+	Events    []event `json:"events"`
+	Finish    *finish `json:"finish"`
+	ErrorType *string `json:"error_type"`
+	ElapsedMs int64   `json:"elapsed_ms"`
+}
+
+type event struct {
+	Attempt      int64   `json:"attempt"`
+	Reason       string  `json:"reason"`
+	DelayMs      int64   `json:"delay_ms"`
+	Method       string  `json:"method"`
+	PathTemplate *string `json:"path_template"`
+	OperationID  *string `json:"operation_id"`
+}
+
+type finish struct {
+	Attempts     int64   `json:"attempts"`
+	Reason       string  `json:"reason"`
+	Outcome      string  `json:"outcome"`
+	Status       *int    `json:"status"`
+	TimedOut     bool    `json:"timed_out"`
+	Method       string  `json:"method"`
+	PathTemplate *string `json:"path_template"`
+	OperationID  *string `json:"operation_id"`
+}
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: runner SCENARIOS.json")
+		os.Exit(2)
+	}
+	data, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		fail(err)
+	}
+	var file scenarioFile
+	if err := json.Unmarshal(data, &file); err != nil {
+		fail(fmt.Errorf("%s: %w", os.Args[1], err))
+	}
+	out := bufio.NewWriter(os.Stdout)
+	if rounds := os.Getenv("RETRYGEN_FAULT_BENCH"); rounds != "" {
+		n, err := strconv.Atoi(rounds)
+		if err != nil || n < 1 {
+			fail(fmt.Errorf("RETRYGEN_FAULT_BENCH=%q: want a positive number", rounds))
+		}
+		writeLine(out, map[string]any{"bench": bench(file.BasePath, n)})
+	} else {
+		for _, s := range file.Scenarios {
+			writeLine(out, run(file.BasePath, s))
+		}
+	}
+	if err := out.Flush(); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "runner:", err)
+	os.Exit(1)
+}
+
+func writeLine(out *bufio.Writer, value any) {
+	text, err := json.Marshal(value)
+	if err != nil {
+		fail(err)
+	}
+	out.Write(text)
+	out.WriteByte('\n')
+	// A line per scenario as soon as it is known, for whoever watches a slow run.
+	if err := out.Flush(); err != nil {
+		fail(err)
+	}
+}
+
+// newTransport is a transport of the scenario's own: a new client's connection pool, and no
+// proxy, since the matrix talks to 127.0.0.1 and to a name that must fail to resolve here.
+func newTransport() *http.Transport {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.Proxy = nil
+	return transport
+}
+
+// recorder keeps what the callbacks receive.
+type recorder struct {
+	mu     sync.Mutex
+	events []event
+	finish *finish
+}
+
+func optional(s string, present bool) *string {
+	if !present {
+		return nil
+	}
+	return &s
+}
+
+func (r *recorder) onRetry(_ *http.Request, e retrypolicy.RetryEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, event{
+		Attempt:      e.Attempt,
+		Reason:       string(e.Reason),
+		DelayMs:      e.DelayMs,
+		Method:       e.Method,
+		PathTemplate: optional(e.PathTemplate, e.PathTemplate != ""),
+		OperationID:  optional(e.OperationID, e.HasOperationID),
+	})
+}
+
+func (r *recorder) onFinish(_ *http.Request, e retrypolicy.FinishEvent) {
+	f := &finish{
+		Attempts:     e.Attempts,
+		Reason:       string(e.Reason),
+		Outcome:      string(e.Failure),
+		TimedOut:     e.TimedOut,
+		Method:       e.Method,
+		PathTemplate: optional(e.PathTemplate, e.PathTemplate != ""),
+		OperationID:  optional(e.OperationID, e.HasOperationID),
+	}
+	if e.Failure == "" {
+		f.Outcome = "status"
+		status := e.Status
+		f.Status = &status
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.finish = f
+}
+
+func (r *recorder) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events, r.finish = nil, nil
+}
+
+// targetURL is the URL of the scenario's target, from the runner's environment.
+func targetURL(target string) string {
+	variable := map[string]string{
+		"":             "RETRYGEN_FAULT_URL",
+		"server":       "RETRYGEN_FAULT_URL",
+		"closed_port":  "RETRYGEN_FAULT_CLOSED_URL",
+		"unresolvable": "RETRYGEN_FAULT_UNRESOLVABLE_URL",
+	}[target]
+	value := os.Getenv(variable)
+	if variable == "" || value == "" {
+		fail(fmt.Errorf("target %q: %s is not set", target, variable))
+	}
+	return strings.TrimRight(value, "/")
+}
+
+// oneShot is a body the client can send only once: a reader http.NewRequest does not know, so
+// the request has no GetBody and no declared length.
+type oneShot struct {
+	io.Reader
+}
+
+func run(basePath string, s scenario) line {
+	base := targetURL(s.Target) + basePath
+	var rec recorder
+	transport := newTransport()
+	defer transport.CloseIdleConnections()
+	options := []retrypolicy.RoundTripperOption{
+		retrypolicy.WithBaseURL(base),
+		retrypolicy.WithOnRetry(rec.onRetry),
+		retrypolicy.WithOnFinish(rec.onFinish),
+		retrypolicy.WithNext(transport),
+	}
+	if s.MintKeys != nil {
+		options = append(options, retrypolicy.WithMintIdempotencyKeys(*s.MintKeys))
+	}
+	if s.AttemptTimeoutMs > 0 {
+		options = append(options, retrypolicy.WithAttemptTimeout(time.Duration(s.AttemptTimeoutMs)*time.Millisecond))
+	}
+	client := &http.Client{Transport: retrypolicy.NewRoundTripper(options...)}
+	target := base + s.Path
+	faultHeaders := func(h http.Header) {
+		h.Set("x-fault-run", os.Getenv("RETRYGEN_FAULT_RUN"))
+		h.Set("x-fault-scenario", s.ID)
+	}
+
+	if s.Warm {
+		// Through the same client, so that the scenario's request goes over the kept-alive
+		// connection; its events are not the scenario's.
+		warm, err := http.NewRequest(http.MethodGet, target, nil)
+		if err != nil {
+			fail(err)
+		}
+		faultHeaders(warm.Header)
+		warm.Header.Set("x-fault-warmup", "1")
+		resp, err := client.Do(warm)
+		if err != nil {
+			fail(fmt.Errorf("%s: warm-up: %w", s.ID, err))
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		rec.reset()
+	}
+
+	ctx := context.Background()
+	var cancel context.CancelFunc = func() {}
+	if s.AbortAfterMs > 0 {
+		ctx, cancel = context.WithCancel(ctx)
+	}
+	defer cancel()
+	var content io.Reader
+	if s.Body != nil {
+		switch s.Body.Kind {
+		case "bytes":
+			content = bytes.NewReader([]byte(s.Body.Text))
+		case "stream":
+			content = oneShot{strings.NewReader(s.Body.Text)}
+		default:
+			fail(fmt.Errorf("%s: unknown body kind %q", s.ID, s.Body.Kind))
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, s.Method, target, content)
+	if err != nil {
+		fail(fmt.Errorf("%s: %w", s.ID, err))
+	}
+	for name, value := range s.Headers {
+		// As written: the adapter must find a caller's key under any case of its name.
+		req.Header[name] = []string{value}
+	}
+	faultHeaders(req.Header)
+
+	out := line{ID: s.ID}
+	start := time.Now()
+	if s.AbortAfterMs > 0 {
+		timer := time.AfterFunc(time.Duration(s.AbortAfterMs)*time.Millisecond, cancel)
+		defer timer.Stop()
+	}
+	resp, err := client.Do(req)
+	if err == nil {
+		status := resp.StatusCode
+		out.Status = &status
+		text, readErr := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if readErr != nil {
+			out.BodyError = true
+		} else {
+			body := string(text)
+			out.Body = &body
+		}
+	}
+	out.ElapsedMs = time.Since(start).Milliseconds()
+
+	rec.mu.Lock()
+	out.Events, out.Finish = rec.events, rec.finish
+	rec.mu.Unlock()
+	if out.Events == nil {
+		out.Events = []event{}
+	}
+	failed := out.Finish != nil && out.Finish.Outcome != "status"
+	switch {
+	case out.Finish == nil || failed != (err != nil):
+		mismatch := "mismatch"
+		out.Error = &mismatch
+	case failed:
+		out.Error = &out.Finish.Outcome
+	}
+	if err != nil {
+		// http.Client wraps the RoundTripper's error in a *url.Error: name the one inside.
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err
+		}
+		name := fmt.Sprintf("%T", err)
+		out.ErrorType = &name
+	}
+	return out
+}
+
+// overhead is the bench line (conformance/faults/README.md, overhead mode).
+type overhead struct {
+	Requests          int      `json:"requests"`
+	BareUs            float64  `json:"bare_us"`
+	AdapterUs         float64  `json:"adapter_us"`
+	OverheadUs        float64  `json:"overhead_us"`
+	OverheadPct       float64  `json:"overhead_pct"`
+	AllocatedBytes    *float64 `json:"allocated_bytes_per_request"`
+	AllocationCounter string   `json:"allocation_counter"`
+}
+
+// bench times GET <server><base>/health with a bare client and with the adapter installed (every
+// option at its default), alternating, and counts the bytes each allocates.
+func bench(basePath string, rounds int) overhead {
+	target := targetURL("server") + basePath + "/health"
+	bareTransport, adapterTransport := newTransport(), newTransport()
+	defer bareTransport.CloseIdleConnections()
+	defer adapterTransport.CloseIdleConnections()
+	bare := &http.Client{Transport: bareTransport}
+	adapter := &http.Client{Transport: retrypolicy.NewRoundTripper(retrypolicy.WithNext(adapterTransport))}
+	req, err := http.NewRequest(http.MethodGet, target, nil)
+	if err != nil {
+		fail(err)
+	}
+	req.Header.Set("x-fault-warmup", "1")
+	req.Header.Set("x-fault-run", os.Getenv("RETRYGEN_FAULT_RUN"))
+	req.Header.Set("x-fault-scenario", "bench")
+	send := func(c *http.Client) {
+		resp, err := c.Do(req)
+		if err != nil {
+			fail(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
+	for i := 0; i < 200; i++ {
+		send(bare)
+		send(adapter)
+	}
+	var stats runtime.MemStats
+	// measure times one request and counts what the process allocated meanwhile (the
+	// transport's connection goroutines included, for both clients alike).
+	measure := func(c *http.Client) (time.Duration, uint64) {
+		runtime.ReadMemStats(&stats)
+		before := stats.TotalAlloc
+		start := time.Now()
+		send(c)
+		elapsed := time.Since(start)
+		runtime.ReadMemStats(&stats)
+		return elapsed, stats.TotalAlloc - before
+	}
+	bareTimes := make([]time.Duration, 0, rounds)
+	adapterTimes := make([]time.Duration, 0, rounds)
+	var bareBytes, adapterBytes uint64
+	for i := 0; i < rounds; i++ {
+		clients := []*http.Client{bare, adapter}
+		if i%2 == 1 {
+			clients[0], clients[1] = adapter, bare
+		}
+		for _, c := range clients {
+			elapsed, allocated := measure(c)
+			if c == bare {
+				bareTimes = append(bareTimes, elapsed)
+				bareBytes += allocated
+			} else {
+				adapterTimes = append(adapterTimes, elapsed)
+				adapterBytes += allocated
+			}
+		}
+	}
+	bareUs, adapterUs := median(bareTimes), median(adapterTimes)
+	extra := (float64(adapterBytes) - float64(bareBytes)) / float64(rounds)
+	return overhead{
+		Requests:          2 * rounds,
+		BareUs:            bareUs,
+		AdapterUs:         adapterUs,
+		OverheadUs:        adapterUs - bareUs,
+		OverheadPct:       (adapterUs - bareUs) / bareUs * 100,
+		AllocatedBytes:    &extra,
+		AllocationCounter: "runtime.MemStats.TotalAlloc",
+	}
+}
+
+// median is the median of times, in microseconds.
+func median(times []time.Duration) float64 {
+	sorted := slices.Clone(times)
+	slices.Sort(sorted)
+	n := len(sorted)
+	middle := sorted[n/2]
+	if n%2 == 0 {
+		middle = (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+	return float64(middle) / float64(time.Microsecond)
+}

@@ -1,0 +1,819 @@
+"""Unit tests of the httpx adapter against a scripted HTTP/1.1 server on 127.0.0.1.
+
+The adapter imports the runtime relatively (``from ._runtime import``), as it
+sits in a generated package, so these tests import both relatively too: run
+them from the folder above this project (xtask copies it as ``python/``)::
+
+    python3 -m unittest discover -s python/tests -t . -p test_httpx_transport.py
+
+No HTTP client is mocked: httpx's own transports send every attempt.
+"""
+
+import asyncio
+import contextlib
+import dataclasses
+import io
+import re
+import select
+import socket
+import struct
+import threading
+import time
+import unittest
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+
+import httpx
+
+from .._runtime import (
+    Classifier,
+    DecisionReason,
+    Jitter,
+    Operation,
+    OperationTable,
+    ReplayClass,
+    RetryEvent,
+    RetryPolicy,
+    UnknownOperationClass,
+)
+from ..httpx_transport import (
+    BODY_NOT_REPLAYABLE,
+    AsyncRetryTransport,
+    AttemptTimeout,
+    FinishEvent,
+    RetryTransport,
+)
+
+# The server.
+
+
+@dataclass(frozen=True)
+class Reply:
+    """Answer with ``status``, ``headers`` and ``body`` and keep the connection."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b"ok"
+
+
+@dataclass(frozen=True)
+class Reset:
+    """Reset the connection (RST) without a byte of response."""
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Answer 200 after ``seconds``, or stop when the client goes away."""
+
+    seconds: float
+
+
+Step = Reply | Reset | Stall
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """A request the server read in full."""
+
+    method: str
+    target: str
+    headers: dict[str, str]
+    body: bytes
+
+
+class Server:
+    """A scripted HTTP/1.1 server: arrival ``n`` gets ``script[min(n, len - 1)]``."""
+
+    def __init__(self, *script: Step) -> None:
+        """Listen on an ephemeral port of 127.0.0.1 and serve ``script``."""
+        self.script = script
+        self.arrivals: list[Arrival] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._threads: list[threading.Thread] = []
+        self._connections: list[socket.socket] = []
+        port = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        self._spawn(self._accept)
+
+    def _spawn(self, target: Callable[..., None], *args: object) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def close(self) -> None:
+        """Stop accepting, drop every connection and wait for the threads."""
+        self._stop.set()
+        for thread in self._threads[:1]:
+            thread.join(timeout=5)
+        self._listener.close()
+        with self._lock:
+            for connection in self._connections:
+                # shutdown wakes a thread blocked reading it, where close alone would not.
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
+                connection.close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            # Polled: closing a socket does not wake a thread blocked in accept().
+            readable, _, _ = select.select([self._listener], [], [], 0.01)
+            if not readable:
+                continue
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                self._connections.append(connection)
+            self._spawn(self._serve, connection)
+
+    def _serve(self, connection: socket.socket) -> None:
+        reader = connection.makefile("rb")
+        try:
+            while not self._stop.is_set():
+                arrival = _read_request(reader)
+                if arrival is None:
+                    return
+                with self._lock:
+                    index = len(self.arrivals)
+                    self.arrivals.append(arrival)
+                step = self.script[min(index, len(self.script) - 1)]
+                if isinstance(step, Reset):
+                    connection.setsockopt(
+                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                    )
+                    return
+                if isinstance(step, Stall) and not self._stall(connection, step):
+                    return
+                reply = step if isinstance(step, Reply) else Reply(200)
+                head = [f"HTTP/1.1 {reply.status} Scripted"]
+                head += [f"{name}: {value}" for name, value in reply.headers]
+                head.append(f"Content-Length: {len(reply.body)}")
+                connection.sendall(
+                    ("\r\n".join(head) + "\r\n\r\n").encode() + reply.body
+                )
+        except OSError:
+            return
+        finally:
+            reader.close()
+            connection.close()
+
+    def _stall(self, connection: socket.socket, step: Stall) -> bool:
+        """Wait; tell whether the client is still there."""
+        deadline = time.monotonic() + step.seconds
+        while time.monotonic() < deadline and not self._stop.is_set():
+            readable, _, _ = select.select([connection], [], [], 0.01)
+            if readable and connection.recv(1, socket.MSG_PEEK) == b"":
+                return False
+        return not self._stop.is_set()
+
+
+def _read_request(reader: io.BufferedReader) -> Arrival | None:
+    """Read one request (Content-Length or chunked body); None at the end of the stream."""
+    readline = reader.readline
+    read = reader.read
+    line = readline()
+    if not line:
+        return None
+    method, target, _ = line.decode("latin-1").split(" ", 2)
+    headers: dict[str, str] = {}
+    while (line := readline()) not in (b"\r\n", b"\n", b""):
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = b""
+        while size := int(readline().split(b";")[0], 16):
+            body += read(size)
+            readline()
+        while readline() not in (b"\r\n", b"\n", b""):
+            pass
+    else:
+        body = read(int(headers.get("content-length", "0")))
+    return Arrival(method, target, headers, body)
+
+
+# The API the tests classify against, and its policy.
+
+IDEMPOTENT = ReplayClass.IDEMPOTENT
+KEYED = ReplayClass.KEYED
+NON_REPLAYABLE = ReplayClass.NON_REPLAYABLE
+NO_RETRY = ReplayClass.NO_RETRY
+
+
+def _op(
+    method: str,
+    path: str,
+    operation_id: str,
+    replay_class: ReplayClass,
+    idempotency_header: str | None = None,
+) -> Operation:
+    return Operation(
+        method=method,
+        route=path,
+        path=path,
+        operation_id=operation_id,
+        replay_class=replay_class,
+        idempotency_header=idempotency_header,
+    )
+
+
+TABLE = OperationTable(
+    base_path="/v1",
+    operations=(
+        _op("POST", "/items", "createItem", NON_REPLAYABLE),
+        _op("GET", "/items/{id}", "getItem", IDEMPOTENT),
+        _op("PUT", "/items/{id}", "replaceItem", IDEMPOTENT),
+        _op("POST", "/items/{id}/copies", "copyItem", KEYED, "Idempotency-Key"),
+        _op("POST", "/items/{id}/run", "runItem", NO_RETRY),
+    ),
+)
+
+POLICY = RetryPolicy(
+    max_retries=3,
+    initial_backoff_ms=1,
+    max_backoff_ms=4,
+    jitter=Jitter.NONE,
+    retryable_statuses=(500, 502, 503, 504),
+    rejected_statuses=(429,),
+    budget_capacity=100,
+    budget_retry_cost=5,
+    budget_timeout_cost=10,
+    budget_success_refund=1,
+)
+
+
+class Tables:
+    """What a generated package offers the adapter: its policy and its classifier."""
+
+    def __init__(self, policy: RetryPolicy = POLICY) -> None:
+        """Offer ``policy`` as the spec's."""
+        self.DEFAULT_RETRY_POLICY = policy
+
+    def classifier(
+        self,
+        base: str | None = None,
+        unknown_operation_class: UnknownOperationClass = (
+            UnknownOperationClass.METHOD_DEFAULT
+        ),
+    ) -> Classifier:
+        return TABLE.classifier(base, unknown_operation_class)
+
+
+# Every transport loads the CA bundle into a new SSL context (tens of milliseconds); the tests
+# talk plain HTTP, so they share one.
+TLS = httpx.create_ssl_context()
+
+UUID_V4 = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+)
+
+
+@dataclass
+class Events:
+    """What the callbacks received."""
+
+    retries: list[RetryEvent] = field(default_factory=list)
+    finishes: list[FinishEvent] = field(default_factory=list)
+
+    @property
+    def finish(self) -> FinishEvent:
+        assert len(self.finishes) == 1, self.finishes
+        return self.finishes[0]
+
+    def reasons(self) -> list[tuple[int, str, int]]:
+        return [(e.attempt, e.reason.value, e.delay_ms) for e in self.retries]
+
+
+class Recording(httpx.BaseTransport):
+    """The real transport, keeping every response it returned (to see them closed)."""
+
+    def __init__(self) -> None:
+        """Wrap a new ``httpx.HTTPTransport``."""
+        self.inner = httpx.HTTPTransport(verify=TLS)
+        self.responses: list[httpx.Response] = []
+        self.closed = False
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        self.responses.append(response)
+        return response
+
+    def close(self) -> None:
+        self.closed = True
+        self.inner.close()
+
+
+class AsyncRecording(httpx.AsyncBaseTransport):
+    """``Recording`` for asyncio."""
+
+    def __init__(self) -> None:
+        """Wrap a new ``httpx.AsyncHTTPTransport``."""
+        self.inner = httpx.AsyncHTTPTransport(verify=TLS)
+        self.responses: list[httpx.Response] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        self.responses.append(response)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# The sync transport.
+
+
+class RetryTransportTest(unittest.TestCase):
+    def serve(self, *script: Step) -> Server:
+        server = Server(*script)
+        self.addCleanup(server.close)
+        return server
+
+    def client(
+        self,
+        server_url: str,
+        events: Events,
+        transport: httpx.BaseTransport | None = None,
+        **options: object,
+    ) -> tuple[httpx.Client, RetryTransport]:
+        adapter = RetryTransport(
+            httpx.HTTPTransport(verify=TLS) if transport is None else transport,
+            tables=Tables(),
+            base_url=server_url + "/v1",
+            on_retry=events.retries.append,
+            on_finish=events.finishes.append,
+            **options,  # type: ignore[arg-type]
+        )
+        client = httpx.Client(transport=adapter, base_url=server_url + "/v1")
+        self.addCleanup(client.close)
+        return client, adapter
+
+    def test_retries_a_retryable_status_until_success(self) -> None:
+        server = self.serve(Reply(503), Reply(503), Reply(200, body=b"done"))
+        events = Events()
+        client, adapter = self.client(server.url, events)
+        response = client.get("/items/7")
+        self.assertEqual((response.status_code, response.text), (200, "done"))
+        self.assertEqual(len(server.arrivals), 3)
+        self.assertEqual(
+            events.reasons(), [(1, "retryable_status", 1), (2, "retryable_status", 2)]
+        )
+        self.assertEqual(
+            events.finish,
+            FinishEvent(
+                attempts=3,
+                reason=DecisionReason.STATUS_NOT_RETRYABLE,
+                outcome="status",
+                status=200,
+                timed_out=False,
+                method="GET",
+                path_template="/items/{id}",
+                operation_id="getItem",
+            ),
+        )
+        retry = events.retries[0]
+        self.assertEqual(
+            (retry.method, retry.path_template, retry.operation_id),
+            ("GET", "/items/{id}", "getItem"),
+        )
+        # Two retries took 10 tokens; the success gave the last one's 5 back.
+        self.assertEqual(adapter.budget_tokens, 95)
+
+    def test_returns_the_last_response_unread_when_exhausted(self) -> None:
+        server = self.serve(Reply(503, body=b"busy"))
+        events = Events()
+        client, adapter = self.client(server.url, events)
+        with client.stream("GET", "/items/7") as response:
+            self.assertEqual(response.status_code, 503)
+            self.assertFalse(response.is_stream_consumed)
+            self.assertEqual(response.read(), b"busy")
+        self.assertEqual(len(server.arrivals), 4)
+        self.assertEqual(events.finish.reason, DecisionReason.EXHAUSTED)
+        self.assertEqual(events.finish.attempts, 4)
+        self.assertEqual(adapter.budget_tokens, 85)
+
+    def test_releases_every_discarded_response(self) -> None:
+        server = self.serve(Reply(503), Reply(502), Reply(200))
+        recording = Recording()
+        client, _ = self.client(server.url, Events(), recording)
+        with client.stream("GET", "/items/7") as response:
+            self.assertEqual(len(recording.responses), 3)
+            self.assertEqual(
+                [r.is_closed for r in recording.responses], [True, True, False]
+            )
+            self.assertIs(response, recording.responses[-1])
+
+    def test_a_non_replayable_request_is_not_retried(self) -> None:
+        server = self.serve(Reply(503), Reply(201))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        response = client.post("/items", content=b"{}")
+        self.assertEqual(response.status_code, 503)
+        self.assertEqual(len(server.arrivals), 1)
+        self.assertEqual(events.finish.reason, DecisionReason.NOT_REPLAYABLE)
+        self.assertEqual(events.retries, [])
+
+    def test_a_no_retry_operation_is_not_retried(self) -> None:
+        server = self.serve(Reset(), Reply(200))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        with self.assertRaises(httpx.TransportError):
+            client.post("/items/7/run", content=b"ls")
+        self.assertEqual(len(server.arrivals), 1)
+        self.assertEqual(events.finish.reason, DecisionReason.NO_RETRY_OPERATION)
+        self.assertEqual(events.finish.outcome, "transport")
+
+    def test_a_keyed_request_gets_one_minted_key_for_every_attempt(self) -> None:
+        server = self.serve(Reset(), Reply(201))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        response = client.post("/items/7/copies", content=b"{}")
+        self.assertEqual(response.status_code, 201)
+        keys = [a.headers.get("idempotency-key") for a in server.arrivals]
+        self.assertEqual(len(keys), 2)
+        self.assertIsNotNone(keys[0])
+        self.assertRegex(str(keys[0]), UUID_V4)
+        self.assertEqual(str(uuid.UUID(str(keys[0]))), keys[0])
+        self.assertEqual(keys[0], keys[1])
+        self.assertEqual(events.reasons(), [(1, "transport_failure", 1)])
+
+    def test_keys_differ_between_requests(self) -> None:
+        server = self.serve(Reply(201))
+        client, _ = self.client(server.url, Events())
+        client.post("/items/7/copies", content=b"{}")
+        client.post("/items/7/copies", content=b"{}")
+        keys = {a.headers["idempotency-key"] for a in server.arrivals}
+        self.assertEqual(len(keys), 2)
+
+    def test_a_callers_key_is_kept_in_any_case(self) -> None:
+        for header in ("Idempotency-Key", "idempotency-KEY"):
+            with self.subTest(header=header):
+                server = self.serve(Reset(), Reply(201))
+                client, _ = self.client(server.url, Events())
+                response = client.post(
+                    "/items/7/copies", content=b"{}", headers={header: "mine-1"}
+                )
+                self.assertEqual(response.status_code, 201)
+                self.assertEqual(
+                    [a.headers["idempotency-key"] for a in server.arrivals],
+                    ["mine-1", "mine-1"],
+                )
+
+    def test_a_blank_key_is_replaced(self) -> None:
+        server = self.serve(Reply(201))
+        client, _ = self.client(server.url, Events())
+        client.post(
+            "/items/7/copies", content=b"{}", headers={"Idempotency-Key": " \t"}
+        )
+        self.assertRegex(server.arrivals[0].headers["idempotency-key"], UUID_V4)
+
+    def test_minting_off_sends_no_key_and_does_not_replay(self) -> None:
+        server = self.serve(Reset(), Reply(201))
+        events = Events()
+        client, _ = self.client(server.url, events, mint_idempotency_keys=False)
+        with self.assertRaises(httpx.TransportError):
+            client.post("/items/7/copies", content=b"{}")
+        self.assertEqual(len(server.arrivals), 1)
+        self.assertNotIn("idempotency-key", server.arrivals[0].headers)
+        self.assertEqual(events.finish.reason, DecisionReason.NOT_REPLAYABLE)
+
+    def test_a_transport_failure_raises_the_last_attempts_own_error(self) -> None:
+        server = self.serve(Reset())
+        events = Events()
+        client, _ = self.client(server.url, events)
+        with self.assertRaises(httpx.TransportError) as raised:
+            client.delete("/items/7")
+        self.assertNotIsInstance(raised.exception, (httpx.ConnectError, AttemptTimeout))
+        self.assertIsNotNone(raised.exception.__cause__)  # httpcore's, kept by httpx
+        self.assertEqual(len(server.arrivals), 4)
+        self.assertEqual([r for _, r, _ in events.reasons()], ["transport_failure"] * 3)
+        finish = events.finish
+        self.assertEqual(
+            (finish.reason, finish.outcome, finish.status, finish.attempts),
+            (DecisionReason.EXHAUSTED, "transport", None, 4),
+        )
+
+    def test_a_refused_connection_is_retried_even_for_a_post(self) -> None:
+        url = f"http://127.0.0.1:{_closed_port()}"
+        events = Events()
+        client, _ = self.client(url, events)
+        with self.assertRaises(httpx.ConnectError):
+            client.post("/items", content=b"{}")
+        self.assertEqual(
+            events.reasons(),
+            [
+                (1, "connect_failure", 1),
+                (2, "connect_failure", 2),
+                (3, "connect_failure", 4),
+            ],
+        )
+        self.assertEqual(events.finish.outcome, "connect")
+
+    def test_a_stream_body_gets_one_attempt_and_leaves_the_budget(self) -> None:
+        server = self.serve(Reply(429, (("Retry-After", "0"),)), Reply(201))
+        events = Events()
+        client, adapter = self.client(server.url, events)
+
+        def body() -> Iterator[bytes]:
+            yield b'{"streamed":'
+            yield b"true}"
+
+        response = client.post("/items", content=body())
+        self.assertEqual(response.status_code, 429)
+        self.assertEqual([a.body for a in server.arrivals], [b'{"streamed":true}'])
+        self.assertEqual(events.finish.reason, BODY_NOT_REPLAYABLE)
+        self.assertEqual(events.retries, [])
+        self.assertEqual(adapter.budget_tokens, 100)
+
+    def test_a_read_body_is_replayable(self) -> None:
+        server = self.serve(Reset(), Reply(200))
+        client, _ = self.client(server.url, Events())
+        request = client.build_request("PUT", "/items/7", content=iter([b"a", b"b"]))
+        request.read()
+        self.assertEqual(client.send(request).status_code, 200)
+        self.assertEqual([a.body for a in server.arrivals], [b"ab", b"ab"])
+
+    def test_the_server_delay_is_waited(self) -> None:
+        server = self.serve(Reply(503, (("retry-after-ms", "60"),)), Reply(200))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        started = time.monotonic()
+        self.assertEqual(client.get("/items/7").status_code, 200)
+        self.assertGreaterEqual(time.monotonic() - started, 0.06)
+        self.assertEqual(events.reasons(), [(1, "retryable_status", 60)])
+
+    def test_the_server_directive_is_read(self) -> None:
+        server = self.serve(Reply(503, (("X-Should-Retry", "false"),)), Reply(200))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        self.assertEqual(client.get("/items/7").status_code, 503)
+        self.assertEqual(events.finish.reason, DecisionReason.SERVER_SAID_NO)
+
+    def test_the_attempt_timeout_ends_an_attempt_as_a_timed_out_transport_failure(
+        self,
+    ) -> None:
+        server = self.serve(Stall(5), Reply(200))
+        events = Events()
+        client, adapter = self.client(server.url, events, attempt_timeout=0.1)
+        started = time.monotonic()
+        response = client.get("/items/7")
+        self.assertLess(time.monotonic() - started, 2)
+        self.assertEqual(response.status_code, 200)
+        self.assertEqual(events.reasons(), [(1, "transport_failure", 1)])
+        # The timeout cost 10, given back by the success.
+        self.assertEqual(adapter.budget_tokens, 100)
+        # The client's own timeouts are back in place for the body and the next request.
+        self.assertEqual(response.request.extensions["timeout"]["read"], 5.0)
+
+    def test_a_timeout_on_the_last_attempt_raises_httpx_timeout(self) -> None:
+        server = self.serve(Stall(5))
+        events = Events()
+        client, _ = self.client(server.url, events, attempt_timeout=0.05)
+        with self.assertRaises(httpx.ReadTimeout):
+            client.post("/items", content=b"{}")
+        self.assertEqual(len(server.arrivals), 1)
+        finish = events.finish
+        self.assertEqual(
+            (finish.reason, finish.outcome, finish.timed_out),
+            (DecisionReason.NOT_REPLAYABLE, "transport", True),
+        )
+
+    def test_the_budget_is_one_cell_shared_by_threads(self) -> None:
+        server = self.serve(Reply(503))
+        events = Events()
+        policy = dataclasses.replace(POLICY, budget_capacity=50)
+        adapter = RetryTransport(
+            tables=Tables(policy),
+            on_retry=events.retries.append,
+            on_finish=events.finishes.append,
+        )
+        client = httpx.Client(transport=adapter, base_url=server.url + "/v1")
+        self.addCleanup(client.close)
+
+        def requests() -> None:
+            for _ in range(3):
+                client.get("/items/7")
+
+        threads = [threading.Thread(target=requests) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        # 50 tokens pay for exactly 10 retries of 5, whoever asks; failures refund nothing.
+        self.assertEqual(len(events.retries), 10)
+        self.assertEqual(adapter.budget_tokens, 0)
+        self.assertEqual(len(server.arrivals), 18 + 10)
+        reasons = {f.reason for f in events.finishes}
+        self.assertIn(DecisionReason.BUDGET_EXHAUSTED, reasons)
+
+    def test_the_base_url_places_the_api(self) -> None:
+        server = self.serve(Reply(503), Reply(200))
+        events = Events()
+        adapter = RetryTransport(
+            tables=Tables(),
+            base_url=server.url + "/gateway/v2/",
+            on_retry=events.retries.append,
+            on_finish=events.finishes.append,
+        )
+        with httpx.Client(transport=adapter) as client:
+            client.get(server.url + "/gateway/v2/items/7?full=1")
+        self.assertEqual(events.finish.operation_id, "getItem")
+        self.assertEqual(server.arrivals[0].target, "/gateway/v2/items/7?full=1")
+
+    def test_an_unknown_request_follows_its_method(self) -> None:
+        server = self.serve(Reply(503), Reply(200))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        self.assertEqual(client.get("/elsewhere").status_code, 200)
+        self.assertEqual(
+            (
+                events.finish.method,
+                events.finish.path_template,
+                events.finish.operation_id,
+            ),
+            ("GET", None, None),
+        )
+        self.assertEqual(events.retries[0].method, "GET")
+
+    def test_callback_errors_propagate_and_release_the_response(self) -> None:
+        server = self.serve(Reply(503))
+        recording = Recording()
+
+        def fail(event: RetryEvent) -> None:
+            raise RuntimeError(event.reason.value)
+
+        adapter = RetryTransport(recording, tables=Tables(), on_retry=fail)
+        with (
+            httpx.Client(transport=adapter, base_url=server.url + "/v1") as client,
+            self.assertRaisesRegex(RuntimeError, "retryable_status"),
+        ):
+            client.get("/items/7")
+        self.assertTrue(recording.responses[0].is_closed)
+
+    def test_options_are_checked(self) -> None:
+        with self.assertRaises(TypeError):
+            RetryTransport(tables=Tables(), policy={"max_retries": 1})  # type: ignore[arg-type]
+        for bad in (0, -1.0, float("nan"), float("inf")):
+            with self.subTest(attempt_timeout=bad), self.assertRaises(ValueError):
+                RetryTransport(tables=Tables(), attempt_timeout=bad)
+
+    def test_a_policy_replaces_the_specs(self) -> None:
+        server = self.serve(Reply(503), Reply(200))
+        events = Events()
+        adapter = RetryTransport(
+            tables=Tables(),
+            policy=dataclasses.replace(POLICY, max_retries=0),
+            on_finish=events.finishes.append,
+        )
+        with httpx.Client(transport=adapter, base_url=server.url + "/v1") as client:
+            self.assertEqual(client.get("/items/7").status_code, 503)
+        self.assertEqual(events.finish.reason, DecisionReason.EXHAUSTED)
+
+    def test_close_closes_the_wrapped_transport(self) -> None:
+        recording = Recording()
+        with RetryTransport(recording, tables=Tables()):
+            self.assertFalse(recording.closed)
+        self.assertTrue(recording.closed)
+
+
+# The asyncio transport.
+
+
+class AsyncRetryTransportTest(unittest.IsolatedAsyncioTestCase):
+    async def asyncSetUp(self) -> None:
+        # The test loop runs in debug mode, which logs every step slower than 0.1 s: httpx's
+        # first request imports its asyncio backend, and the machine may be busy.
+        asyncio.get_running_loop().slow_callback_duration = 2
+
+    def serve(self, *script: Step) -> Server:
+        server = Server(*script)
+        self.addCleanup(server.close)
+        return server
+
+    async def client(
+        self,
+        server_url: str,
+        events: Events,
+        transport: httpx.AsyncBaseTransport | None = None,
+        **options: object,
+    ) -> tuple[httpx.AsyncClient, AsyncRetryTransport]:
+        adapter = AsyncRetryTransport(
+            httpx.AsyncHTTPTransport(verify=TLS) if transport is None else transport,
+            tables=Tables(),
+            base_url=server_url + "/v1",
+            on_retry=events.retries.append,
+            on_finish=events.finishes.append,
+            **options,  # type: ignore[arg-type]
+        )
+        client = httpx.AsyncClient(transport=adapter, base_url=server_url + "/v1")
+        self.addAsyncCleanup(client.aclose)
+        return client, adapter
+
+    async def test_retries_a_retryable_status_until_success(self) -> None:
+        server = self.serve(Reply(503), Reset(), Reply(200, body=b"done"))
+        events = Events()
+        recording = AsyncRecording()
+        client, adapter = await self.client(server.url, events, recording)
+        response = await client.get("/items/7")
+        self.assertEqual((response.status_code, response.text), (200, "done"))
+        self.assertEqual(
+            events.reasons(), [(1, "retryable_status", 1), (2, "transport_failure", 2)]
+        )
+        self.assertEqual(events.finish.attempts, 3)
+        self.assertTrue(recording.responses[0].is_closed)
+        self.assertEqual(adapter.budget_tokens, 95)
+
+    async def test_cancelling_the_attempt_in_flight_aborts(self) -> None:
+        server = self.serve(Stall(5), Reply(200))
+        events = Events()
+        client, _ = await self.client(server.url, events)
+        task = asyncio.ensure_future(client.get("/items/7"))
+        await asyncio.sleep(0.1)
+        started = time.monotonic()
+        task.cancel()
+        with self.assertRaises(asyncio.CancelledError):
+            await task
+        self.assertLess(time.monotonic() - started, 1)
+        self.assertEqual(len(server.arrivals), 1)
+        finish = events.finish
+        self.assertEqual(
+            (finish.reason, finish.outcome, finish.attempts, finish.status),
+            (DecisionReason.ABORTED, "aborted", 1, None),
+        )
+
+    async def test_cancelling_the_sleep_aborts(self) -> None:
+        server = self.serve(Reply(503, (("retry-after-ms", "2000"),)), Reply(200))
+        events = Events()
+        recording = AsyncRecording()
+        client, _ = await self.client(server.url, events, recording)
+        started = time.monotonic()
+        with self.assertRaises(asyncio.TimeoutError):
+            await asyncio.wait_for(client.get("/items/7"), 0.2)
+        self.assertLess(time.monotonic() - started, 1)
+        self.assertEqual(events.reasons(), [(1, "retryable_status", 2000)])
+        self.assertEqual(
+            (events.finish.reason, events.finish.attempts), (DecisionReason.ABORTED, 1)
+        )
+        self.assertTrue(recording.responses[0].is_closed)
+
+    async def test_the_attempt_timeout_limits_the_whole_attempt(self) -> None:
+        server = self.serve(Stall(5))
+        events = Events()
+        client, adapter = await self.client(
+            server.url,
+            events,
+            policy=dataclasses.replace(POLICY, max_retries=1),
+            attempt_timeout=0.05,
+        )
+        with self.assertRaises(AttemptTimeout) as raised:
+            await client.get("/items/7")
+        self.assertIsInstance(raised.exception, httpx.TimeoutException)
+        self.assertIsInstance(raised.exception.__cause__, asyncio.TimeoutError)
+        self.assertEqual(len(server.arrivals), 2)
+        self.assertEqual(events.reasons(), [(1, "transport_failure", 1)])
+        finish = events.finish
+        self.assertEqual(
+            (finish.reason, finish.outcome, finish.timed_out),
+            (DecisionReason.EXHAUSTED, "transport", True),
+        )
+        self.assertEqual(adapter.budget_tokens, 90)
+
+    async def test_a_stream_body_gets_one_attempt(self) -> None:
+        server = self.serve(Reset(), Reply(200))
+        events = Events()
+        client, _ = await self.client(server.url, events)
+
+        async def body() -> AsyncIterator[bytes]:
+            yield b"streamed"
+
+        with self.assertRaises(httpx.TransportError):
+            await client.put("/items/7", content=body())
+        self.assertEqual([a.body for a in server.arrivals], [b"streamed"])
+        self.assertEqual(events.finish.reason, BODY_NOT_REPLAYABLE)
+        self.assertEqual(events.finish.outcome, "transport")
+
+    async def test_the_budget_is_one_cell_shared_by_tasks(self) -> None:
+        server = self.serve(Reply(503))
+        events = Events()
+        client, adapter = await self.client(
+            server.url, events, policy=dataclasses.replace(POLICY, budget_capacity=50)
+        )
+        await asyncio.gather(*(client.get("/items/7") for _ in range(12)))
+        self.assertEqual(len(events.retries), 10)
+        self.assertEqual(adapter.budget_tokens, 0)
+        self.assertEqual(len(events.finishes), 12)
+
+
+if __name__ == "__main__":
+    unittest.main()
