@@ -560,7 +560,17 @@ namespace Retrygen.Generated
                             budget.RecordSuccess(lastRetryCost);
                         }
 
-                        Finish(classification, method, retriesUsed + 1, reason, bodyNotReplayable, status, null, false);
+                        try
+                        {
+                            Finish(classification, method, retriesUsed + 1, reason, bodyNotReplayable, status, null, false);
+                        }
+                        catch
+                        {
+                            // The callback's exception replaces the response, which nobody else would release.
+                            response.Dispose();
+                            throw;
+                        }
+
                         return response;
                     }
 

@@ -102,7 +102,12 @@ impl Toolchain for CSharp {
         )?;
         let exe = work.join("tests.exe");
         let mut sources = vec![runtime.clone()];
-        sources.extend(test_sources.iter().filter(|s| **s != adapter_tests).cloned());
+        sources.extend(
+            test_sources
+                .iter()
+                .filter(|s| **s != adapter_tests)
+                .cloned(),
+        );
         mcs(
             &["-target:exe".into(), format!("-out:{}", exe.display())],
             &sources,
@@ -119,7 +124,10 @@ impl Toolchain for CSharp {
         print!("{output}");
         let adapter_exe = work.join("adapter-tests.exe");
         mcs(
-            &["-target:exe".into(), format!("-out:{}", adapter_exe.display())],
+            &[
+                "-target:exe".into(),
+                format!("-out:{}", adapter_exe.display()),
+            ],
             &[runtime, adapter.clone(), tables, adapter_tests],
             "csharp adapter tests: mcs",
         )?;
