@@ -326,7 +326,7 @@ namespace Retrygen.Faults
                 result.Field("overhead_us", Math.Round(adaptedUs - bareUs, 1));
                 result.Field("overhead_pct", Math.Round((adaptedUs - bareUs) / bareUs * 100, 1));
                 result.Field("allocated_bytes_per_request", AdapterAllocation(rounds));
-                result.Field("allocation_counter", "GC.GetAllocatedBytesForCurrentThread around RetryHandler over a completed inner handler (HttpClient's continuations hop threads)");
+                result.Field("allocation_counter", "GC.GetAllocatedBytesForCurrentThread around RetryHandler over an inner handler that answers at once (HttpClient's continuations hop threads); the empty body a bodiless request gets over SocketsHttpHandler is not counted");
                 return "{\"bench\": " + result + "}";
             }
         }
