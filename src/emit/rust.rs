@@ -1,5 +1,5 @@
 use super::escape::{c_like, push_quoted};
-use super::{Backend, LanguageOptions, RuntimeFile};
+use super::{Adapter, Backend, LanguageOptions, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToUpperCamelCase;
@@ -23,6 +23,11 @@ impl Backend for Rust {
     }
     fn runtime_files(&self) -> &'static [RuntimeFile] {
         &RUNTIME_FILES
+    }
+    /// `reqwest`: `RetryMiddleware`, a `reqwest_middleware::Middleware`, in `reqwest_adapter.rs`
+    /// (declared by `mod.rs` as `pub mod reqwest_adapter;`).
+    fn adapters(&self) -> &'static [Adapter] {
+        &ADAPTERS
     }
     /// NUL is written `\u{0}`, never `\0`: followed by a digit, `\0` looks like an octal escape,
     /// which clippy's `octal_escapes` warns about (an error under `-D warnings`).
@@ -60,6 +65,16 @@ static RUNTIME_FILES: [RuntimeFile; 1] = [RuntimeFile {
     source: include_str!("../../runtime/rust/runtime.rs"),
 }];
 
+/// `runtime/rust/reqwest_adapter.rs`, emitted verbatim when a target lists `adapters = ["reqwest"]`.
+static ADAPTERS: [Adapter; 1] = [Adapter {
+    name: "reqwest",
+    requires: "reqwest 0.13, reqwest-middleware 0.5, http 1, tokio 1 (feature `time`), uuid 1 (feature `v4`)",
+    files: &[RuntimeFile {
+        name: "reqwest_adapter.rs",
+        source: include_str!("../../runtime/rust/reqwest_adapter.rs"),
+    }],
+}];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +99,60 @@ mod tests {
         .expect("runtime source");
         assert_eq!(Rust.runtime_text(&files[0], &options), on_disk);
         assert!(super::super::is_generated(&on_disk));
+    }
+
+    /// The reqwest adapter is emitted byte for byte, beside the runtime, and declared by the
+    /// tables only when the target opts into it.
+    #[test]
+    fn reqwest_adapter_is_copied_verbatim() {
+        let options = Rust.default_options();
+        let adapters = Rust.adapters();
+        assert_eq!(adapters.len(), 1);
+        assert_eq!(adapters[0].name, "reqwest");
+        assert_eq!(adapters[0].files.len(), 1);
+        let file = &adapters[0].files[0];
+        assert_eq!(file.name, "reqwest_adapter.rs");
+        let on_disk = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("runtime/rust/reqwest_adapter.rs"),
+        )
+        .expect("adapter source");
+        assert_eq!(Rust.runtime_text(file, &options), on_disk);
+        assert!(super::super::is_generated(&on_disk));
+    }
+
+    /// `mod.rs` declares `pub mod reqwest_adapter;` exactly when the target lists the adapter,
+    /// and the adapter file comes after the runtime; without it the tables are unchanged.
+    #[test]
+    fn tables_declare_the_adapter_only_when_chosen() {
+        let spec =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/faults/spec.yaml");
+        let (api, _) = crate::load_api(&spec, &Default::default()).expect("fault spec loads");
+        let options = Rust.default_options();
+        let render = |adapters: &[&'static Adapter]| {
+            super::super::render(
+                &api,
+                &Rust,
+                &options,
+                adapters,
+                &super::super::TemplateSource::Embedded,
+            )
+            .expect("renders")
+        };
+        let plain = render(&[]);
+        let with = render(&[&Rust.adapters()[0]]);
+        let names = |files: &[super::super::RenderedFile]| {
+            files.iter().map(|f| f.name.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(names(&plain), ["mod.rs", "runtime.rs"]);
+        assert_eq!(names(&with), ["mod.rs", "runtime.rs", "reqwest_adapter.rs"]);
+        let added = "//!\n//! [`reqwest_adapter::RetryMiddleware`] is the retry loop for reqwest (a \
+                     `reqwest-middleware`\n//! middleware); unlike the rest of the module, it needs \
+                     reqwest, reqwest-middleware, http, tokio\n//! and uuid.\n\n\
+                     pub mod reqwest_adapter;\n";
+        assert!(!plain[0].contents.contains("reqwest_adapter"));
+        assert!(with[0].contents.contains(&format!("{added}mod runtime;\n")));
+        assert_eq!(with[0].contents.replacen(added, "\n", 1), plain[0].contents);
+        assert_eq!(with[2].contents, Rust.adapters()[0].files[0].source);
     }
 }

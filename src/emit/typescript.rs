@@ -1,15 +1,25 @@
 use super::escape::{c_like, push_quoted, utf16_escape};
-use super::{Backend, LanguageOptions, RuntimeFile};
+use super::{Adapter, Backend, LanguageOptions, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 
 /// TypeScript: `index.ts` (the per-spec tables, rendered from `templates/typescript/tables.j2`)
 /// and `runtime.ts` (`runtime/typescript/runtime.ts`, copied verbatim). ESM, `.js` imports.
+/// The `fetch` adapter adds `fetch.ts` (`runtime/typescript/fetch.ts`, verbatim too).
 pub struct TypeScript;
 
 static RUNTIME: [RuntimeFile; 1] = [RuntimeFile {
     name: "runtime.ts",
     source: include_str!("../../runtime/typescript/runtime.ts"),
+}];
+
+static ADAPTERS: [Adapter; 1] = [Adapter {
+    name: "fetch",
+    requires: "a global fetch (Node 20+, Bun, Deno, browsers, workers); no package",
+    files: &[RuntimeFile {
+        name: "fetch.ts",
+        source: include_str!("../../runtime/typescript/fetch.ts"),
+    }],
 }];
 
 impl Backend for TypeScript {
@@ -27,6 +37,9 @@ impl Backend for TypeScript {
     }
     fn runtime_files(&self) -> &'static [RuntimeFile] {
         &RUNTIME
+    }
+    fn adapters(&self) -> &'static [Adapter] {
+        &ADAPTERS
     }
     fn push_string_literal(&self, out: &mut String, s: &str) {
         push_quoted(out, s, c_like, utf16_escape)
@@ -55,6 +68,54 @@ mod tests {
             assert!(is_generated(file.source), "{} lacks the marker", file.name);
         }
         assert_eq!(TypeScript.tables_file_name(&options), "index.ts");
+    }
+
+    #[test]
+    fn the_fetch_adapter_is_copied_byte_for_byte_and_marked_generated() {
+        let options = resolve_options(&TypeScript, &LanguageOptions::new()).unwrap();
+        let [fetch] = TypeScript.adapters() else {
+            panic!("TypeScript has one adapter");
+        };
+        assert_eq!(fetch.name, "fetch");
+        let [file] = fetch.files else {
+            panic!("the fetch adapter is one file");
+        };
+        assert_eq!(file.name, "fetch.ts");
+        assert_eq!(
+            file.source,
+            include_str!("../../runtime/typescript/fetch.ts")
+        );
+        assert_eq!(TypeScript.runtime_text(file, &options), file.source);
+        assert!(is_generated(file.source), "fetch.ts lacks the marker");
+    }
+
+    #[test]
+    fn the_tables_export_what_the_fetch_adapter_takes_only_when_chosen() {
+        let spec =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/faults/spec.yaml");
+        let (api, _) = crate::load_api(&spec, &Default::default()).expect("spec loads");
+        let options = resolve_options(&TypeScript, &LanguageOptions::new()).unwrap();
+        let templates = crate::emit::TemplateSource::Embedded;
+        let plain = crate::emit::render(&api, &TypeScript, &options, &[], &templates).unwrap();
+        let chosen = crate::emit::resolve_adapters(&TypeScript, &["fetch".to_string()]).unwrap();
+        let with = crate::emit::render(&api, &TypeScript, &options, &chosen, &templates).unwrap();
+        let names = |files: &[crate::emit::RenderedFile]| -> Vec<String> {
+            files.iter().map(|f| f.name.clone()).collect()
+        };
+        assert_eq!(names(&plain), ["index.ts", "runtime.ts"]);
+        assert_eq!(names(&with), ["index.ts", "runtime.ts", "fetch.ts"]);
+        assert!(!plain[0].contents.contains("fetch.js"));
+        assert!(!plain[0].contents.contains("RETRY_TABLES"));
+        assert!(with[0]
+            .contents
+            .contains("export const RETRY_TABLES: RetryTables = TABLES;"));
+        assert!(with[0]
+            .contents
+            .contains("retryingFetch } from \"./fetch.js\";"));
+        assert_eq!(
+            with[2].contents,
+            include_str!("../../runtime/typescript/fetch.ts")
+        );
     }
 
     #[test]

@@ -8,7 +8,12 @@
 //! [`classify`] (or [`operation_by_id`]) gives the [`ReplayClass`] of a request; after each
 //! failed attempt, [`decide`] tells whether to retry and after how long. This file holds the
 //! API's tables; `runtime.rs` beside it is the same for every API.
+//!
+//! [`reqwest_adapter::RetryMiddleware`] is the retry loop for reqwest (a `reqwest-middleware`
+//! middleware); unlike the rest of the module, it needs reqwest, reqwest-middleware, http, tokio
+//! and uuid.
 
+pub mod reqwest_adapter;
 mod runtime;
 
 pub use runtime::*;

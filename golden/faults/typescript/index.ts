@@ -50,6 +50,16 @@ export type {
   SafeListEntry,
   UnknownOperationClass,
 } from "./runtime.js";
+export { isConnectError, retryingFetch } from "./fetch.js";
+export type {
+  FetchLike,
+  FinishEvent,
+  FinishOutcome,
+  FinishReason,
+  ResponseLike,
+  RetryingFetch,
+  RetryingFetchOptions,
+} from "./fetch.js";
 
 /** The file retrygen generated this module from. */
 // prettier-ignore
@@ -105,6 +115,9 @@ const TABLES: RetryTables = retryTables({
   operations: ROWS,
   policy: POLICY,
 });
+
+/** This API's tables, for `retryingFetch(fetch, { tables: RETRY_TABLES })`. */
+export const RETRY_TABLES: RetryTables = TABLES;
 
 /** Every operation of the API, sorted by path, then method (frozen). */
 export const OPERATIONS: readonly Operation[] = TABLES.operations;

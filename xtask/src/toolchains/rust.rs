@@ -6,10 +6,18 @@
 //! The runtime (`runtime/rust/`, a member of the workspace) is checked as its own crate:
 //! rustfmt, clippy pedantic with `-D warnings` (every `allow` explained by a comment), rustdoc,
 //! and its unit, allocation and doc tests.
+//!
+//! The reqwest adapter (`runtime/rust/reqwest_adapter.rs`) needs reqwest and tokio, which the
+//! workspace must not build, so it lives in a cargo project of its own,
+//! `conformance/faults/harness/rust/` (its own `[workspace]` and lock file): the fault-matrix
+//! runner and the adapter's unit tests, compiled against the module rendered from
+//! `conformance/faults/spec.yaml` with the adapter. Both [`Toolchain::fault_runner`] and
+//! `runtime_tests` build a copy of it, offline and locked (scripts/bootstrap.d/rust.sh fetched
+//! the crates), in one persistent target folder, so reqwest and tokio compile once per machine.
 
-use super::{command, copy_harness, lossy, root, run, shell, Built, Module, Toolchain};
-use anyhow::{bail, Context, Result};
-use std::path::Path;
+use super::{command, copy_harness, lossy, root, run, shell, Built, FaultRun, Module, Toolchain};
+use anyhow::{anyhow, bail, Context, Result};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub struct Rust;
@@ -124,7 +132,28 @@ impl Toolchain for Rust {
             "cargo doc (runtime)",
         )?;
         run(&mut cargo(&["test"]), "cargo test (runtime)")?;
-        Ok(())
+        adapter_tests(work)
+    }
+
+    fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
+        let project = work.join("runner");
+        adapter_project(module, &project)?;
+        let _guard = ADAPTER_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+        run(
+            &mut adapter_cargo(&project, &["build", "--release", "--bin", RUNNER]),
+            "cargo build --release --locked --offline (Rust fault runner; `bash scripts/bootstrap-toolchains.sh` fetches its crates)",
+        )?;
+        // Out of the shared target folder, which the next build overwrites.
+        let binary = work.join(RUNNER);
+        std::fs::copy(adapter_target().join("release").join(RUNNER), &binary)
+            .context("copying the Rust fault runner")?;
+        Ok(vec![FaultRun {
+            name: "rust".into(),
+            built: Built {
+                argv: vec![lossy(&binary)],
+                cwd: work.to_path_buf(),
+            },
+        }])
     }
 
     fn build(&self, module: &Module, work: &Path) -> Result<Built> {
@@ -154,6 +183,114 @@ fn copy_module(module: &Module, to: &Path) -> Result<()> {
         std::fs::copy(file, to.join(name))
             .with_context(|| format!("copying {}", file.display()))?;
     }
+    Ok(())
+}
+
+// The reqwest adapter's project (conformance/faults/harness/rust/).
+
+/// The runner's binary (and package) name.
+const RUNNER: &str = "retrygen-fault-runner";
+
+/// One adapter build at a time in this process: they share the target folder and the binary.
+static ADAPTER_TARGET: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The adapter project's target folder, kept between runs like the bootstrapped toolchains.
+fn adapter_target() -> PathBuf {
+    root().join(".cache/toolchains/rust-adapter-target")
+}
+
+/// A copy of `conformance/faults/harness/rust/` in `to` with `module` as `src/retry_policy/`.
+fn adapter_project(module: &Module, to: &Path) -> Result<()> {
+    let harness = root().join("conformance/faults/harness/rust");
+    std::fs::create_dir_all(to.join("src"))?;
+    for name in ["Cargo.toml", "Cargo.lock", "clippy.toml"] {
+        std::fs::copy(harness.join(name), to.join(name))
+            .with_context(|| format!("copying {}", harness.join(name).display()))?;
+    }
+    for entry in std::fs::read_dir(harness.join("src"))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            std::fs::copy(
+                &path,
+                to.join("src").join(path.file_name().context("file name")?),
+            )?;
+        }
+    }
+    copy_module(module, &to.join("src/retry_policy"))
+}
+
+/// `cargo ARGS --locked --offline` in the adapter project `project`, in the shared target folder.
+fn adapter_cargo(project: &Path, args: &[&str]) -> Command {
+    let mut cmd = command("cargo");
+    cmd.current_dir(project)
+        .env("CARGO_TARGET_DIR", adapter_target())
+        .env_remove("RUSTFLAGS")
+        .env_remove("RUSTDOCFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_RUSTFLAGS")
+        .args(args)
+        .args(["--locked", "--offline", "--quiet"]);
+    cmd
+}
+
+/// The module of `conformance/faults/spec.yaml` with the reqwest adapter, rendered into `dir`.
+fn render_adapter_module(dir: &Path) -> Result<Module> {
+    use retrygen::emit;
+    let spec = root().join("conformance/faults/spec.yaml");
+    let backend = emit::backend("rust").ok_or_else(|| anyhow!("no rust backend"))?;
+    let (api, _) = retrygen::load_api(&spec, &Default::default())
+        .map_err(|d| anyhow!("{}: {d}", spec.display()))?;
+    let options = emit::resolve_options(backend, &Default::default())?;
+    let adapters = emit::resolve_adapters(backend, &["reqwest".to_string()])?;
+    let rendered = emit::render(
+        &api,
+        backend,
+        &options,
+        &adapters,
+        &emit::TemplateSource::Embedded,
+    )?;
+    std::fs::create_dir_all(dir)?;
+    let mut files = Vec::new();
+    for file in rendered {
+        let path = dir.join(&file.name);
+        std::fs::write(&path, file.contents)?;
+        files.push(path);
+    }
+    Ok(Module {
+        dir: dir.to_path_buf(),
+        files,
+    })
+}
+
+/// The adapter checked like the runtime, in a copy of its project: rustfmt over the adapter,
+/// the runner and the unit tests, clippy pedantic with `-D warnings` (from the project's
+/// `[lints]`), rustdoc with `-D warnings`, and the unit tests against a local server.
+fn adapter_tests(work: &Path) -> Result<()> {
+    check_allows(&root().join("runtime/rust/reqwest_adapter.rs"))?;
+    let module = render_adapter_module(&work.join("adapter-module"))?;
+    let project = work.join("adapter");
+    adapter_project(&module, &project)?;
+    // rustfmt follows the `mod`s of lib.rs into the module (with the adapter) and the tests.
+    run(
+        command("rustfmt")
+            .args(["--check", "--edition", "2021"])
+            .arg(project.join("src/lib.rs"))
+            .arg(project.join("src/main.rs")),
+        "rustfmt --check (reqwest adapter and its project; the files are copies of runtime/rust/reqwest_adapter.rs and conformance/faults/harness/rust/src/)",
+    )?;
+    let _guard = ADAPTER_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    run(
+        adapter_cargo(&project, &["clippy", "--all-targets"]).args(["--", "-D", "warnings"]),
+        "cargo clippy --locked --offline (reqwest adapter, pedantic; `bash scripts/bootstrap-toolchains.sh` fetches its crates)",
+    )?;
+    run(
+        adapter_cargo(&project, &["doc", "--no-deps", "--lib"]).env("RUSTDOCFLAGS", "-D warnings"),
+        "cargo doc (reqwest adapter)",
+    )?;
+    run(
+        &mut adapter_cargo(&project, &["test"]),
+        "cargo test (reqwest adapter)",
+    )?;
     Ok(())
 }
 

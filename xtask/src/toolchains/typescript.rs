@@ -6,7 +6,8 @@
 //! `npm install --prefix`); versions are pinned so formatting never drifts between machines.
 
 use super::{
-    command, copy_harness, copy_sources, lossy, root, run, shell, Built, Module, Toolchain,
+    command, copy_harness, copy_sources, lossy, root, run, shell, Built, FaultRun, Module,
+    Toolchain,
 };
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -170,10 +171,6 @@ impl Toolchain for TypeScript {
         prettier_check(work, &names)
     }
 
-    /// runtime/typescript as its own project: tsc over runtime.ts alone with the module's
-    /// options, prettier over the sources, then the unit tests (`node:test`) compiled by tsc and
-    /// run by node. node_modules is the bootstrapped toolchain's (the tests read runtime.ts with
-    /// the TypeScript parser).
     fn display_name(&self) -> &'static str {
         "TypeScript"
     }
@@ -191,6 +188,11 @@ impl Toolchain for TypeScript {
         build_typescript(module, work)
     }
 
+    /// runtime/typescript as its own project: tsc over runtime.ts and the fetch adapter
+    /// (fetch.ts) with the module's options (tsconfig.json: no DOM or Node types), prettier over
+    /// every .ts, then the unit tests (`node:test`, `*.test.ts`; fetch.test.ts against a local
+    /// server) compiled by tsc with Node's types and run by node. node_modules is the
+    /// bootstrapped toolchain's (the tests read runtime.ts with the TypeScript parser).
     fn runtime_tests(&self, work: &Path) -> Result<()> {
         require("tsc", TYPESCRIPT_VERSION)?;
         let source = root().join("runtime/typescript");
@@ -217,7 +219,7 @@ impl Toolchain for TypeScript {
             command("tsc")
                 .args(["-p", "tsconfig.json"])
                 .current_dir(work),
-            "tsc --strict over runtime.ts",
+            "tsc --strict over runtime.ts and fetch.ts",
         )?;
         prettier_check(work, &sources)?;
         run(
@@ -273,6 +275,39 @@ impl Toolchain for TypeScript {
             ],
             cwd: work.to_path_buf(),
         })
+    }
+
+    /// conformance/faults/harness/typescript/ (runner.ts) beside the module (index.ts,
+    /// runtime.ts, fetch.ts), compiled by tsc with Node's types and run by node: one run,
+    /// `typescript`, Node's own fetch (undici) through `retryingFetch`.
+    fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
+        require("tsc", TYPESCRIPT_VERSION)?;
+        let types = type_roots()?;
+        let harness = root().join("conformance/faults/harness/typescript");
+        for name in ["runner.ts", "package.json", "tsconfig.json"] {
+            std::fs::copy(harness.join(name), work.join(name))
+                .with_context(|| format!("copying {}", harness.join(name).display()))?;
+        }
+        let names = copy_module(module, work)?;
+        if !names.iter().any(|n| n == "fetch.ts") {
+            bail!("the module has no fetch.ts: render it with the fetch adapter");
+        }
+        run(
+            command("tsc")
+                .arg("-p")
+                .arg(work)
+                .arg("--typeRoots")
+                .arg(&types)
+                .current_dir(work),
+            "compiling the TypeScript fault runner",
+        )?;
+        Ok(vec![FaultRun {
+            name: "typescript".into(),
+            built: Built {
+                argv: vec!["node".into(), lossy(&work.join("out/runner.js"))],
+                cwd: work.to_path_buf(),
+            },
+        }])
     }
 }
 

@@ -1,0 +1,835 @@
+//! Unit tests of the reqwest adapter (`retry_policy::reqwest_adapter`) with the real client
+//! against a small HTTP/1.1 server of their own on 127.0.0.1 (an ephemeral port, standard library
+//! threads): each connection answers each request with the next step of a script, and the
+//! server records what arrived. The module is the one of `conformance/faults/spec.yaml`: backoffs
+//! of 1, 2 and 4 ms, three retries, a budget of 15 tokens (a retry costs 5, a timeout 10).
+
+use std::convert::Infallible;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body::Frame;
+use reqwest::Method;
+use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
+
+use crate::retry_policy::reqwest_adapter::{
+    AttemptTimeout, FinishOutcome, FinishReason, RetryMiddleware, RetryMiddlewareBuilder,
+};
+use crate::retry_policy::{Reason, RetryPolicy, OPERATION_TABLE};
+
+/// What the server does with one request.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// Answers the status with these headers and the body `ok`, keeping the connection.
+    Status(u16, &'static [(&'static str, &'static str)]),
+    /// Closes the connection without a byte of response.
+    Close,
+    /// Waits, then answers 200.
+    Stall(Duration),
+    /// Sends the status line and headers announcing a body of a million bytes, five of them,
+    /// then waits (at most 10 s) for the client to go away.
+    HeadThenHang(u16),
+}
+
+/// One request as the server read it.
+#[derive(Debug, Clone)]
+struct Arrival {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Arrival {
+    /// The values of the header `name` (any case).
+    fn header(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+}
+
+struct Server {
+    addr: SocketAddr,
+    arrivals: Arc<Mutex<Vec<Arrival>>>,
+}
+
+impl Server {
+    /// A server answering arrival `n` with `script[min(n, len - 1)]`.
+    fn start(script: &[Step]) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local address");
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let (script, recorded) = (script.to_vec(), Arc::clone(&arrivals));
+        // The thread ends with the test process.
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (script, recorded) = (script.clone(), Arc::clone(&recorded));
+                std::thread::spawn(move || serve(stream, &script, &recorded));
+            }
+        });
+        Server { addr, arrivals }
+    }
+
+    /// The base URL `http://127.0.0.1:PORT/v1` (the spec's base path).
+    fn base(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    fn arrivals(&self) -> Vec<Arrival> {
+        self.arrivals.lock().unwrap().clone()
+    }
+}
+
+/// Serves one connection until the client or a step closes it.
+fn serve(stream: TcpStream, script: &[Step], arrivals: &Mutex<Vec<Arrival>>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+    let mut writer = stream;
+    while let Some(arrival) = read_request(&mut reader) {
+        let n = {
+            let mut arrivals = arrivals.lock().unwrap();
+            arrivals.push(arrival);
+            arrivals.len() - 1
+        };
+        let respond = |writer: &mut TcpStream, status: u16, headers: &[(&str, &str)]| {
+            let mut head = format!("HTTP/1.1 {status} Scripted\r\ncontent-length: 2\r\n");
+            for (name, value) in headers {
+                for piece in [name, ": ", value, "\r\n"] {
+                    head.push_str(piece);
+                }
+            }
+            head.push_str("\r\nok");
+            writer.write_all(head.as_bytes()).is_ok()
+        };
+        let ok = match script[n.min(script.len() - 1)] {
+            Step::Status(status, headers) => respond(&mut writer, status, headers),
+            Step::Close => false,
+            Step::Stall(time) => {
+                std::thread::sleep(time);
+                respond(&mut writer, 200, &[])
+            }
+            Step::HeadThenHang(status) => {
+                let head =
+                    format!("HTTP/1.1 {status} Scripted\r\ncontent-length: 1000000\r\n\r\n12345");
+                if writer.write_all(head.as_bytes()).is_ok() {
+                    let _ = writer.set_read_timeout(Some(Duration::from_secs(10)));
+                    let _ = reader.read(&mut [0; 64]);
+                }
+                false
+            }
+        };
+        if !ok {
+            return;
+        }
+    }
+}
+
+/// Reads one request (Content-Length or chunked body); `None` when the connection ends.
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Arrival> {
+    let mut line = String::new();
+    reader.read_line(&mut line).ok().filter(|&n| n > 0)?;
+    let mut parts = line.split_whitespace();
+    let (method, target) = (parts.next()?.to_owned(), parts.next()?.to_owned());
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line).ok().filter(|&n| n > 0)?;
+        let Some((name, value)) = line.trim_end().split_once(':') else {
+            break;
+        };
+        headers.push((name.to_owned(), value.trim().to_owned()));
+    }
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    };
+    let mut body = Vec::new();
+    if let Some(length) = header("content-length") {
+        body.resize(length.parse().ok()?, 0);
+        reader.read_exact(&mut body).ok()?;
+    } else if header("transfer-encoding").is_some_and(|te| te.eq_ignore_ascii_case("chunked")) {
+        loop {
+            line.clear();
+            reader.read_line(&mut line).ok()?;
+            let size = usize::from_str_radix(line.trim(), 16).ok()?;
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk).ok()?;
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..size]);
+        }
+    }
+    Some(Arrival {
+        method,
+        target,
+        headers,
+        body,
+    })
+}
+
+/// A finish event as the callback received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Finished {
+    attempts: i64,
+    reason: FinishReason,
+    outcome: FinishOutcome,
+    status: Option<u16>,
+    timed_out: bool,
+    method: String,
+    path_template: Option<&'static str>,
+}
+
+/// What a client's callbacks received: `(attempt, reason, delay_ms)` per retry, and the finish
+/// events.
+#[derive(Debug, Default)]
+struct Seen {
+    retries: Vec<(i64, Reason, u64)>,
+    finished: Vec<Finished>,
+}
+
+/// A client with the adapter, configured by `configure`, recording its callbacks; the
+/// middleware's budget is shared with the client (`Arc`) for the tests to read.
+fn new_client(
+    base: &str,
+    configure: impl FnOnce(RetryMiddlewareBuilder) -> RetryMiddlewareBuilder,
+) -> (ClientWithMiddleware, Arc<Mutex<Seen>>, Arc<RetryMiddleware>) {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let builder = RetryMiddleware::builder(&OPERATION_TABLE)
+        .base_url(base)
+        .on_retry({
+            let seen = Arc::clone(&seen);
+            move |e| {
+                seen.lock()
+                    .unwrap()
+                    .retries
+                    .push((e.attempt, e.reason, e.delay_ms));
+            }
+        })
+        .on_finish({
+            let seen = Arc::clone(&seen);
+            move |e| {
+                seen.lock().unwrap().finished.push(Finished {
+                    attempts: e.attempts,
+                    reason: e.reason,
+                    outcome: e.outcome,
+                    status: e.status,
+                    timed_out: e.timed_out,
+                    method: e.method.to_string(),
+                    path_template: e.path_template,
+                });
+            }
+        });
+    let middleware = Arc::new(configure(builder).build().expect("a valid policy"));
+    let http_client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("a client");
+    let client = ClientBuilder::new(http_client)
+        .with_arc(Arc::clone(&middleware) as Arc<dyn reqwest_middleware::Middleware>)
+        .build();
+    (client, seen, middleware)
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(future)
+}
+
+/// The one finish event of a client that sent one request.
+fn finished(seen: &Mutex<Seen>) -> Finished {
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.finished.len(), 1, "{:?}", seen.finished);
+    seen.finished[0].clone()
+}
+
+fn finish(
+    attempts: i64,
+    reason: FinishReason,
+    outcome: FinishOutcome,
+    status: Option<u16>,
+    timed_out: bool,
+) -> (i64, FinishReason, FinishOutcome, Option<u16>, bool) {
+    (attempts, reason, outcome, status, timed_out)
+}
+
+fn summary(f: &Finished) -> (i64, FinishReason, FinishOutcome, Option<u16>, bool) {
+    (f.attempts, f.reason, f.outcome, f.status, f.timed_out)
+}
+
+const fn decided(reason: Reason) -> FinishReason {
+    FinishReason::Decision(reason)
+}
+
+/// A body reqwest can send only once (a stream without a declared length).
+struct OneShot(Option<Bytes>);
+
+impl http_body::Body for OneShot {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.get_mut().0.take().map(|data| Ok(Frame::data(data))))
+    }
+}
+
+/// A canonical lower-case UUID version 4 (`xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx`).
+fn is_uuid_v4(key: &str) -> bool {
+    let bytes = key.as_bytes();
+    bytes.len() == 36
+        && bytes.iter().enumerate().all(|(i, &c)| match i {
+            8 | 13 | 18 | 23 => c == b'-',
+            14 => c == b'4',
+            19 => b"89ab".contains(&c),
+            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(&c),
+        })
+}
+
+#[test]
+fn a_success_is_one_attempt_and_keeps_the_budget_full() {
+    let server = Server::start(&[Step::Status(200, &[])]);
+    let (client, seen, middleware) = new_client(&server.base(), |b| b);
+    let response = block_on(async {
+        let response = client
+            .get(format!("{}/sandboxes/sb-1", server.base()))
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    });
+    assert_eq!(response, (200, "ok".into()));
+    assert_eq!(server.arrivals().len(), 1);
+    let f = finished(&seen);
+    assert_eq!(
+        summary(&f),
+        finish(
+            1,
+            decided(Reason::StatusNotRetryable),
+            FinishOutcome::Status,
+            Some(200),
+            false
+        )
+    );
+    assert_eq!(
+        (f.method.as_str(), f.path_template),
+        ("GET", Some("/sandboxes/{sandboxID}"))
+    );
+    assert!(seen.lock().unwrap().retries.is_empty());
+    assert_eq!(middleware.budget().tokens(), 15);
+}
+
+#[test]
+fn a_retryable_status_is_retried_with_the_policys_backoff_and_budget() {
+    let server = Server::start(&[
+        Step::Status(503, &[]),
+        Step::Status(503, &[]),
+        Step::Status(200, &[]),
+    ]);
+    let (client, seen, middleware) = new_client(&server.base(), |b| b);
+    let status = block_on(async {
+        let response = client
+            .get(format!("{}/sandboxes/sb-1", server.base()))
+            .send()
+            .await
+            .unwrap();
+        response.status().as_u16()
+    });
+    assert_eq!(status, 200);
+    assert_eq!(server.arrivals().len(), 3);
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [
+            (1, Reason::RetryableStatus, 1),
+            (2, Reason::RetryableStatus, 2)
+        ]
+    );
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            3,
+            decided(Reason::StatusNotRetryable),
+            FinishOutcome::Status,
+            Some(200),
+            false
+        )
+    );
+    // Two retries took 10 tokens; the success gives back the last one's cost (K3).
+    assert_eq!(middleware.budget().tokens(), 10);
+}
+
+#[test]
+fn the_last_response_is_returned_unread_when_retries_run_out() {
+    let server = Server::start(&[Step::Status(503, &[])]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let (status, body) = block_on(async {
+        let response = client
+            .delete(format!("{}/sandboxes/sb-1", server.base()))
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    });
+    assert_eq!((status, body.as_str()), (503, "ok"));
+    assert_eq!(server.arrivals().len(), 4);
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            4,
+            decided(Reason::Exhausted),
+            FinishOutcome::Status,
+            Some(503),
+            false
+        )
+    );
+}
+
+#[test]
+fn a_keyed_request_carries_one_minted_uuid_v4_on_every_attempt() {
+    let server = Server::start(&[Step::Close, Step::Status(201, &[])]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let status = block_on(async {
+        let response = client
+            .post(format!("{}/sandboxes/sb-1/snapshots", server.base()))
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        response.status().as_u16()
+    });
+    assert_eq!(status, 201);
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 2);
+    let keys: Vec<Vec<&str>> = arrivals
+        .iter()
+        .map(|a| a.header("idempotency-key"))
+        .collect();
+    assert_eq!(keys[0].len(), 1);
+    assert!(is_uuid_v4(keys[0][0]), "{keys:?}");
+    assert_eq!(keys[0], keys[1]);
+    assert!(arrivals.iter().all(|a| a.body == b"{}"));
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [(1, Reason::TransportFailure, 1)]
+    );
+}
+
+#[test]
+fn a_callers_key_is_kept_in_any_case_and_a_blank_one_replaced() {
+    let server = Server::start(&[Step::Status(201, &[])]);
+    let (client, _, _) = new_client(&server.base(), |b| b);
+    let url = format!("{}/sandboxes/sb-1/snapshots", server.base());
+    block_on(async {
+        for key in ["mine", " \t"] {
+            client
+                .post(&url)
+                .header("IDEMPOTENCY-KEY", key)
+                .send()
+                .await
+                .unwrap();
+        }
+    });
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals[0].header("idempotency-key"), ["mine"]);
+    let replaced = arrivals[1].header("idempotency-key");
+    assert_eq!(replaced.len(), 1);
+    assert!(is_uuid_v4(replaced[0]), "{replaced:?}");
+}
+
+#[test]
+fn without_minting_a_keyed_request_is_not_replayed_after_a_close() {
+    let server = Server::start(&[Step::Close, Step::Status(201, &[])]);
+    let (client, seen, _) = new_client(&server.base(), |b| b.mint_idempotency_keys(false));
+    let error = block_on(async {
+        client
+            .post(format!("{}/sandboxes/sb-1/snapshots", server.base()))
+            .body("{}")
+            .send()
+            .await
+            .unwrap_err()
+    });
+    // The client's own error of the last attempt, unchanged.
+    let reqwest_middleware::Error::Reqwest(error) = error else {
+        panic!("not reqwest's error: {error:?}")
+    };
+    assert!(!error.is_connect());
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 1);
+    assert!(arrivals[0].header("idempotency-key").is_empty());
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            1,
+            decided(Reason::NotReplayable),
+            FinishOutcome::Transport,
+            None,
+            false
+        )
+    );
+}
+
+#[test]
+fn a_closed_connection_is_a_transport_failure_an_idempotent_request_retries() {
+    let server = Server::start(&[Step::Close, Step::Close, Step::Status(200, &[])]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let status = block_on(async {
+        client
+            .put(format!("{}/sandboxes/sb-1", server.base()))
+            .body("state")
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    assert_eq!(status, 200);
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 3);
+    assert!(arrivals
+        .iter()
+        .all(|a| a.method == "PUT" && a.body == b"state"));
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [
+            (1, Reason::TransportFailure, 1),
+            (2, Reason::TransportFailure, 2)
+        ]
+    );
+}
+
+#[test]
+fn a_stream_body_is_sent_once_and_takes_no_budget() {
+    let server = Server::start(&[Step::Status(503, &[]), Step::Status(200, &[])]);
+    let (client, seen, middleware) = new_client(&server.base(), |b| b);
+    let status = block_on(async {
+        let body = reqwest::Body::wrap(OneShot(Some(Bytes::from_static(b"streamed"))));
+        client
+            .put(format!("{}/sandboxes/sb-1", server.base()))
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    assert_eq!(status, 503);
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 1);
+    assert_eq!(arrivals[0].body, b"streamed");
+    assert!(arrivals[0].header("content-length").is_empty());
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            1,
+            FinishReason::BodyNotReplayable,
+            FinishOutcome::Status,
+            Some(503),
+            false
+        )
+    );
+    assert!(seen.lock().unwrap().retries.is_empty());
+    assert_eq!(middleware.budget().tokens(), 15);
+}
+
+#[test]
+fn a_refused_connection_is_a_connect_failure_with_reqwests_error() {
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a port");
+    let base = format!("http://{closed}/v1");
+    let (client, seen, _) = new_client(&base, |b| b);
+    let error = block_on(async {
+        client
+            .post(format!("{base}/sandboxes"))
+            .body("{}")
+            .send()
+            .await
+            .unwrap_err()
+    });
+    let reqwest_middleware::Error::Reqwest(error) = error else {
+        panic!("not reqwest's error: {error:?}")
+    };
+    assert!(error.is_connect(), "{error:?}");
+    // A request that never left is retried whatever its class.
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [
+            (1, Reason::ConnectFailure, 1),
+            (2, Reason::ConnectFailure, 2),
+            (3, Reason::ConnectFailure, 4)
+        ]
+    );
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            4,
+            decided(Reason::Exhausted),
+            FinishOutcome::Connect,
+            None,
+            false
+        )
+    );
+}
+
+#[test]
+fn a_failed_tls_handshake_is_a_connect_failure() {
+    // A server that speaks plain HTTP where the client expects TLS.
+    let server = Server::start(&[Step::Status(200, &[])]);
+    let base = format!("https://{}/v1", server.addr);
+    let (client, seen, _) = new_client(&base, |b| b);
+    let error = block_on(async {
+        client
+            .post(format!("{base}/sandboxes/sb-1/exec"))
+            .send()
+            .await
+            .unwrap_err()
+    });
+    assert!(
+        matches!(&error, reqwest_middleware::Error::Reqwest(e) if e.is_connect()),
+        "{error:?}"
+    );
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            1,
+            decided(Reason::NoRetryOperation),
+            FinishOutcome::Connect,
+            None,
+            false
+        )
+    );
+}
+
+#[test]
+fn the_attempt_timeout_is_a_timed_out_transport_failure() {
+    let server = Server::start(&[Step::Stall(Duration::from_secs(3)), Step::Status(200, &[])]);
+    let limit = Duration::from_millis(100);
+    let (client, seen, middleware) = new_client(&server.base(), |b| b.attempt_timeout(limit));
+    let status = block_on(async {
+        client
+            .get(format!("{}/sandboxes/sb-1", server.base()))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    assert_eq!(status, 200);
+    assert_eq!(server.arrivals().len(), 2);
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [(1, Reason::TransportFailure, 1)]
+    );
+    // The timeout's retry cost 10; the success gives those 10 back.
+    assert_eq!(middleware.budget().tokens(), 15);
+
+    // Not replayable: the adapter's timeout error comes back.
+    let server = Server::start(&[Step::Stall(Duration::from_secs(3))]);
+    let (client, seen, _) = new_client(&server.base(), |b| b.attempt_timeout(limit));
+    let error = block_on(async {
+        client
+            .post(format!("{}/sandboxes", server.base()))
+            .body("{}")
+            .send()
+            .await
+            .unwrap_err()
+    });
+    let reqwest_middleware::Error::Middleware(error) = error else {
+        panic!("not the adapter's timeout: {error:?}")
+    };
+    assert_eq!(
+        error
+            .downcast_ref::<AttemptTimeout>()
+            .map(AttemptTimeout::limit),
+        Some(limit)
+    );
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            1,
+            decided(Reason::NotReplayable),
+            FinishOutcome::Transport,
+            None,
+            true
+        )
+    );
+}
+
+#[test]
+fn dropping_the_request_during_the_sleep_reports_it_aborted() {
+    let server = Server::start(&[
+        Step::Status(503, &[("retry-after-ms", "1500")]),
+        Step::Status(200, &[]),
+    ]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let started = Instant::now();
+    let result = block_on(async {
+        let sent = client
+            .get(format!("{}/sandboxes/sb-1", server.base()))
+            .send();
+        tokio::time::timeout(Duration::from_millis(200), sent).await
+    });
+    assert!(result.is_err(), "the request was not cancelled");
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(server.arrivals().len(), 1);
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [(1, Reason::RetryableStatus, 1500)]
+    );
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            1,
+            decided(Reason::Aborted),
+            FinishOutcome::Aborted,
+            None,
+            false
+        )
+    );
+}
+
+#[test]
+fn a_discarded_response_is_released_without_waiting_for_its_body() {
+    let server = Server::start(&[Step::HeadThenHang(503), Step::Status(200, &[])]);
+    let (client, _, _) = new_client(&server.base(), |b| b);
+    let started = Instant::now();
+    let status = block_on(async {
+        client
+            .get(format!("{}/sandboxes/sb-1", server.base()))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    assert_eq!(status, 200);
+    assert_eq!(server.arrivals().len(), 2);
+    // The server would hold the first body for 10 s.
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn requests_are_classified_under_the_configured_base() {
+    let server = Server::start(&[Step::Status(201, &[])]);
+    let base = format!("http://{}/proxy/v1/", server.addr);
+    let (client, seen, _) = new_client(&base, |b| b);
+    block_on(async {
+        client
+            .post(format!("{base}sandboxes/sb-1/snapshots"))
+            .send()
+            .await
+            .unwrap()
+    });
+    let arrival = &server.arrivals()[0];
+    assert_eq!(arrival.target, "/proxy/v1/sandboxes/sb-1/snapshots");
+    assert_eq!(arrival.header("idempotency-key").len(), 1);
+    assert_eq!(
+        finished(&seen).path_template,
+        Some("/sandboxes/{sandboxID}/snapshots")
+    );
+}
+
+#[test]
+fn an_unknown_request_reports_its_method_upper_cased() {
+    let server = Server::start(&[Step::Status(503, &[])]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    block_on(async {
+        let purge = Method::from_bytes(b"purge").unwrap();
+        client
+            .request(purge, format!("{}/things/7", server.base()))
+            .send()
+            .await
+            .unwrap()
+    });
+    let f = finished(&seen);
+    assert_eq!((f.method.as_str(), f.path_template), ("PURGE", None));
+    // An unknown method is not replayable by default (method default class).
+    assert_eq!(f.reason, decided(Reason::NotReplayable));
+    assert_eq!(server.arrivals()[0].method, "purge");
+}
+
+#[test]
+fn a_directive_header_of_the_policy_is_read_in_any_case() {
+    let server = Server::start(&[
+        Step::Status(400, &[("X-Should-Retry", " TRUE ")]),
+        Step::Status(200, &[]),
+    ]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    block_on(async {
+        client
+            .get(format!("{}/health", server.base()))
+            .send()
+            .await
+            .unwrap()
+    });
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [(1, Reason::ServerSaidYes, 1)]
+    );
+}
+
+#[test]
+fn a_status_outside_the_contract_is_returned_as_is() {
+    let server = Server::start(&[Step::Status(999, &[]), Step::Status(200, &[])]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let status = block_on(async {
+        client
+            .get(format!("{}/sandboxes/sb-1", server.base()))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    assert_eq!(status, 999);
+    assert_eq!(server.arrivals().len(), 1);
+    assert_eq!(finished(&seen).reason, decided(Reason::StatusNotRetryable));
+}
+
+#[test]
+fn the_budget_is_shared_by_every_request_of_the_client() {
+    let server = Server::start(&[Step::Status(503, &[])]);
+    let (client, seen, middleware) = new_client(&server.base(), |b| b);
+    block_on(async {
+        for _ in 0..2 {
+            client
+                .get(format!("{}/sandboxes/sb-1", server.base()))
+                .send()
+                .await
+                .unwrap();
+        }
+    });
+    // The first request's three retries took all 15 tokens: the second is not retried.
+    assert_eq!(server.arrivals().len(), 5);
+    assert_eq!(middleware.budget().tokens(), 0);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.finished[0].reason, decided(Reason::Exhausted));
+    assert_eq!(seen.finished[1].reason, decided(Reason::BudgetExhausted));
+}
+
+#[test]
+fn an_invalid_policy_is_refused_when_the_middleware_is_built() {
+    let policy = RetryPolicy {
+        max_retries: -1,
+        ..RetryPolicy::default()
+    };
+    let error = RetryMiddleware::builder(&OPERATION_TABLE)
+        .policy(policy)
+        .build()
+        .unwrap_err();
+    assert_eq!(error.key(), "policy.max_retries");
+}

@@ -1,0 +1,865 @@
+// Unit tests of fetch.ts (node:test): Node's own fetch (undici), unmocked, against a tiny
+// HTTP/1.1 server of this file's on 127.0.0.1 that answers each request with the next step of a
+// script, as conformance/faults/ does for every language.
+
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
+import { createServer } from "node:http";
+import type { IncomingHttpHeaders, Server, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { isConnectError, retryingFetch } from "./fetch.js";
+import type { FinishEvent, RetryingFetchOptions } from "./fetch.js";
+import { RetryInputError, retryTables } from "./runtime.js";
+import type { OperationRow, RetryEvent, RetryPolicy } from "./runtime.js";
+
+const POLICY: RetryPolicy = {
+  maxRetries: 3,
+  initialBackoffMs: 1,
+  maxBackoffMs: 4,
+  multiplier: 2,
+  jitter: "none",
+  retryableStatuses: [500, 502, 503, 504],
+  rejectedStatuses: [429],
+  retryAfterCapMs: 10000,
+  deadlineMs: null,
+  retryOnlyWithServerDelay: [],
+  keyInFlightStatuses: [409],
+  keyReusedStatuses: [422],
+  serverDirectiveHeaders: ["x-should-retry"],
+  retryAfterOverCap: "refuse",
+  unknownOperationClass: "method_default",
+  budgetCapacity: 500,
+  budgetRetryCost: 5,
+  budgetTimeoutCost: 10,
+  budgetSuccessRefund: 1,
+};
+
+const ROWS: readonly OperationRow[] = [
+  ["POST", "/items", "createItem", "non_replayable", null],
+  ["DELETE", "/items/{id}", "deleteItem", "idempotent", null],
+  ["GET", "/items/{id}", "getItem", "idempotent", null],
+  ["PUT", "/items/{id}", "putItem", "idempotent", null],
+  ["POST", "/items/{id}/copies", "copyItem", "keyed", "Idempotency-Key"],
+  ["POST", "/items/{id}/run", "runItem", "no_retry", null],
+];
+
+const TABLES = retryTables({
+  sourceSpec: "fetch-unit.yaml",
+  basePath: "/v1",
+  operations: ROWS,
+  policy: POLICY,
+});
+
+const UUID_V4 =
+  /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+// The server. Each test names its case in `x-case`; arrival n of a case gets step
+// min(n, last) of its script.
+
+type Step =
+  | {
+      readonly status: number;
+      readonly headers?: Record<string, string>;
+      readonly body?: string;
+      /** Announces 1000 body bytes, sends 10 of them, then nothing. */
+      readonly partial?: boolean;
+    }
+  /** Resets the connection without a byte of response. */
+  | "reset"
+  /** Answers nothing until the client goes away. */
+  | "stall";
+
+interface Arrival {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+}
+
+const cases = new Map<string, { script: Step[]; arrivals: Arrival[] }>();
+let server: Server;
+let origin = "";
+let closedOrigin = "";
+
+function answer(res: ServerResponse, step: Step): void {
+  if (step === "reset") {
+    res.socket?.resetAndDestroy();
+  } else if (step !== "stall" && step.partial === true) {
+    res.writeHead(step.status, { ...step.headers, "content-length": "1000" });
+    res.write("x".repeat(10));
+  } else if (step !== "stall") {
+    res.writeHead(step.status, step.headers);
+    res.end(step.body ?? "");
+  }
+}
+
+before(async () => {
+  server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const name = req.headers["x-case"];
+      const found = typeof name === "string" ? cases.get(name) : undefined;
+      if (found === undefined) {
+        res.writeHead(500).end("no such case");
+        return;
+      }
+      const { script, arrivals } = found;
+      const step = script[Math.min(arrivals.length, script.length - 1)];
+      arrivals.push({
+        method: req.method ?? "",
+        url: req.url ?? "",
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString(),
+      });
+      answer(res, step ?? "reset");
+    });
+  });
+  await new Promise<void>((resolve) =>
+    server.listen(0, "127.0.0.1", () => resolve()),
+  );
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // A port nothing listens on: bound, then closed.
+  const closed = createServer();
+  await new Promise<void>((resolve) =>
+    closed.listen(0, "127.0.0.1", () => resolve()),
+  );
+  closedOrigin = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+  await new Promise((resolve) => closed.close(resolve));
+});
+
+after(() => {
+  server.closeAllConnections();
+  server.close();
+});
+
+let caseCount = 0;
+
+/** Registers a script; returns the case's name and its arrivals. */
+function serve(...script: Step[]): { name: string; arrivals: Arrival[] } {
+  caseCount += 1;
+  const name = `case-${caseCount}`;
+  const arrivals: Arrival[] = [];
+  cases.set(name, { script, arrivals });
+  return { name, arrivals };
+}
+
+/** An adapter over Node's fetch that records its events. */
+function client(options: Partial<RetryingFetchOptions> = {}): {
+  fetch: typeof fetch;
+  retries: RetryEvent[];
+  finishes: FinishEvent[];
+} {
+  const retries: RetryEvent[] = [];
+  const finishes: FinishEvent[] = [];
+  const wrapped: typeof fetch = retryingFetch(fetch, {
+    tables: TABLES,
+    baseUrl: `${origin}/v1`,
+    onRetry: (event) => retries.push(event),
+    onFinish: (event) => finishes.push(event),
+    ...options,
+  });
+  return { fetch: wrapped, retries, finishes };
+}
+
+function reasons(events: readonly RetryEvent[]): [string, number][] {
+  return events.map((e) => [e.reason, e.delayMs]);
+}
+
+/** What `promise` rejected with. */
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  assert.fail("expected a rejection");
+}
+
+function codeOf(error: unknown): unknown {
+  return (error as { cause?: { code?: unknown } }).cause?.code;
+}
+
+test("a retryable status is retried; the last response is returned unread", async () => {
+  const { name, arrivals } = serve(
+    { status: 503 },
+    { status: 503 },
+    { status: 200, body: "ok" },
+  );
+  const c = client();
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": name },
+  });
+  assert.equal(response.status, 200);
+  assert.equal(response.bodyUsed, false);
+  assert.equal(await response.text(), "ok");
+  assert.equal(arrivals.length, 3);
+  assert.deepEqual(reasons(c.retries), [
+    ["retryable_status", 1],
+    ["retryable_status", 2],
+  ]);
+  assert.deepEqual(c.retries[0], {
+    attempt: 1,
+    reason: "retryable_status",
+    delayMs: 1,
+    method: "GET",
+    pathTemplate: "/items/{id}",
+    operationId: "getItem",
+  });
+  assert.deepEqual(c.finishes, [
+    {
+      attempts: 3,
+      reason: "status_not_retryable",
+      outcome: "status",
+      status: 200,
+      timedOut: false,
+      method: "GET",
+      pathTemplate: "/items/{id}",
+      operationId: "getItem",
+    },
+  ]);
+  assert.ok(Object.isFrozen(c.finishes[0]));
+});
+
+test("retries exhausted: the last response is returned", async () => {
+  const { name, arrivals } = serve({ status: 503, body: "busy" });
+  const c = client();
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": name },
+  });
+  assert.equal(response.status, 503);
+  assert.equal(await response.text(), "busy");
+  assert.equal(arrivals.length, 4);
+  assert.deepEqual(reasons(c.retries), [
+    ["retryable_status", 1],
+    ["retryable_status", 2],
+    ["retryable_status", 4],
+  ]);
+  assert.equal(c.finishes[0]?.reason, "exhausted");
+  assert.equal(c.finishes[0]?.attempts, 4);
+});
+
+test("a non-replayable request is not replayed after a retryable status", async () => {
+  const { name, arrivals } = serve({ status: 503 }, { status: 201 });
+  const c = client();
+  const response = await c.fetch(`${origin}/v1/items`, {
+    method: "POST",
+    headers: { "x-case": name },
+    body: '{"a":1}',
+  });
+  assert.equal(response.status, 503);
+  assert.deepEqual(
+    arrivals.map((a) => [a.method, a.url, a.body]),
+    [["POST", "/v1/items", '{"a":1}']],
+  );
+  assert.deepEqual(c.retries, []);
+  assert.equal(c.finishes[0]?.reason, "not_replayable");
+});
+
+test("no_retry operations get one attempt", async () => {
+  const { name, arrivals } = serve({ status: 503 }, { status: 200 });
+  const c = client();
+  const response = await c.fetch(`${origin}/v1/items/1/run`, {
+    method: "POST",
+    headers: { "x-case": name },
+    body: "ls",
+  });
+  assert.equal(response.status, 503);
+  assert.equal(arrivals.length, 1);
+  assert.equal(c.finishes[0]?.reason, "no_retry_operation");
+});
+
+test("a rejected status waits for Retry-After, and the directive is obeyed", async () => {
+  const waited = serve(
+    { status: 429, headers: { "retry-after-ms": "40" } },
+    { status: 201 },
+  );
+  const c = client();
+  const started = performance.now();
+  const response = await c.fetch(`${origin}/v1/items`, {
+    method: "POST",
+    headers: { "x-case": waited.name },
+    body: "{}",
+  });
+  assert.equal(response.status, 201);
+  assert.ok(performance.now() - started >= 35);
+  assert.deepEqual(reasons(c.retries), [["rejected_status", 40]]);
+
+  const refused = serve(
+    { status: 503, headers: { "X-Should-Retry": " False " } },
+    { status: 200 },
+  );
+  const response2 = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": refused.name },
+  });
+  assert.equal(response2.status, 503);
+  assert.equal(refused.arrivals.length, 1);
+  assert.equal(c.finishes[1]?.reason, "server_said_no");
+});
+
+test("connect failures are retried for any class and rethrown as fetch threw them", async () => {
+  const c = client({ baseUrl: `${closedOrigin}/v1` });
+  const error = await rejection(
+    c.fetch(`${closedOrigin}/v1/items`, { method: "POST", body: "{}" }),
+  );
+  assert.ok(error instanceof TypeError);
+  assert.equal(codeOf(error), "ECONNREFUSED");
+  assert.ok(isConnectError(error));
+  assert.deepEqual(reasons(c.retries), [
+    ["connect_failure", 1],
+    ["connect_failure", 2],
+    ["connect_failure", 4],
+  ]);
+  assert.deepEqual(c.finishes[0], {
+    attempts: 4,
+    reason: "exhausted",
+    outcome: "connect",
+    status: null,
+    timedOut: false,
+    method: "POST",
+    pathTemplate: "/items",
+    operationId: "createItem",
+  });
+});
+
+test("a reset is replayed for an idempotent request, never for a non-replayable one", async () => {
+  const kill = serve("reset", { status: 204 });
+  const c = client();
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    method: "DELETE",
+    headers: { "x-case": kill.name },
+  });
+  assert.equal(response.status, 204);
+  assert.equal(kill.arrivals.length, 2);
+  assert.deepEqual(reasons(c.retries), [["transport_failure", 1]]);
+
+  const create = serve("reset", { status: 201 });
+  const error = await rejection(
+    c.fetch(`${origin}/v1/items`, {
+      method: "POST",
+      headers: { "x-case": create.name },
+      body: "{}",
+    }),
+  );
+  assert.ok(error instanceof TypeError);
+  assert.equal(codeOf(error), "ECONNRESET");
+  assert.equal(create.arrivals.length, 1);
+  assert.deepEqual(c.finishes[1], {
+    attempts: 1,
+    reason: "not_replayable",
+    outcome: "transport",
+    status: null,
+    timedOut: false,
+    method: "POST",
+    pathTemplate: "/items",
+    operationId: "createItem",
+  });
+});
+
+test("a keyed request gets one minted key, sent with every attempt", async () => {
+  const { name, arrivals } = serve("reset", { status: 201 });
+  const c = client();
+  const headers = { "x-case": name };
+  const response = await c.fetch(`${origin}/v1/items/1/copies`, {
+    method: "POST",
+    headers,
+    body: "{}",
+  });
+  assert.equal(response.status, 201);
+  assert.equal(arrivals.length, 2);
+  const key = arrivals[0]?.headers["idempotency-key"];
+  assert.match(String(key), UUID_V4);
+  assert.equal(arrivals[1]?.headers["idempotency-key"], key);
+  assert.deepEqual(
+    headers,
+    { "x-case": name },
+    "the caller's headers untouched",
+  );
+  assert.deepEqual(
+    arrivals.map((a) => a.body),
+    ["{}", "{}"],
+  );
+});
+
+test("a key the caller set is kept, whatever the header name's case", async () => {
+  const c = client();
+  for (const headers of [
+    { "idempotency-key": "mine-1" },
+    new Headers({ "IDEMPOTENCY-KEY": "mine-1" }),
+    [["Idempotency-Key", "mine-1"]] as [string, string][],
+  ]) {
+    const { name, arrivals } = serve("reset", { status: 201 });
+    const request = new Headers(headers);
+    request.set("x-case", name);
+    const response = await c.fetch(`${origin}/v1/items/1/copies`, {
+      method: "POST",
+      headers: request,
+      body: "{}",
+    });
+    assert.equal(response.status, 201);
+    assert.deepEqual(
+      arrivals.map((a) => a.headers["idempotency-key"]),
+      ["mine-1", "mine-1"],
+    );
+  }
+});
+
+test("a blank key is replaced; with minting off none is added", async () => {
+  const blank = serve({ status: 201 });
+  const c = client();
+  await c.fetch(`${origin}/v1/items/1/copies`, {
+    method: "POST",
+    headers: { "x-case": blank.name, "Idempotency-Key": " \t" },
+    body: "{}",
+  });
+  assert.match(String(blank.arrivals[0]?.headers["idempotency-key"]), UUID_V4);
+
+  const off = serve("reset", { status: 201 });
+  const plain = client({ mintIdempotencyKeys: false });
+  const error = await rejection(
+    plain.fetch(`${origin}/v1/items/1/copies`, {
+      method: "POST",
+      headers: { "x-case": off.name },
+      body: "{}",
+    }),
+  );
+  assert.equal(codeOf(error), "ECONNRESET");
+  assert.equal(off.arrivals.length, 1);
+  assert.equal(off.arrivals[0]?.headers["idempotency-key"], undefined);
+  assert.equal(plain.finishes[0]?.reason, "not_replayable");
+});
+
+test("keys come from getRandomValues where randomUUID is missing", async () => {
+  const { name, arrivals } = serve({ status: 201 });
+  const c = client();
+  Object.defineProperty(globalThis.crypto, "randomUUID", {
+    value: undefined,
+    configurable: true,
+  });
+  try {
+    await c.fetch(`${origin}/v1/items/1/copies`, {
+      method: "POST",
+      headers: { "x-case": name },
+      body: "{}",
+    });
+  } finally {
+    delete (globalThis.crypto as { randomUUID?: unknown }).randomUUID;
+  }
+  assert.equal(typeof globalThis.crypto.randomUUID, "function");
+  assert.match(String(arrivals[0]?.headers["idempotency-key"]), UUID_V4);
+});
+
+test("a stream body gets one attempt and takes nothing from the budget", async () => {
+  // A budget with room for exactly one retry.
+  const c = client({
+    policy: { ...POLICY, budgetCapacity: 5, budgetSuccessRefund: 0 },
+  });
+  const { name, arrivals } = serve({ status: 503 }, { status: 200 });
+  const text = '{"cpu":4}';
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    method: "PUT",
+    headers: { "x-case": name },
+    body: new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(text));
+        controller.close();
+      },
+    }),
+    duplex: "half",
+  } as RequestInit);
+  assert.equal(response.status, 503);
+  assert.deepEqual(
+    arrivals.map((a) => [a.body, a.headers["transfer-encoding"]]),
+    [[text, "chunked"]],
+  );
+  assert.deepEqual(c.retries, []);
+  assert.equal(c.finishes[0]?.reason, "body_not_replayable");
+
+  // The retry refused for the body took no token: the next request still gets its retry.
+  const next = serve({ status: 503 }, { status: 200 });
+  const ok = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": next.name },
+  });
+  assert.equal(ok.status, 200);
+  assert.equal(next.arrivals.length, 2);
+});
+
+test("a Request's body is replayed through clone(); its headers and signal count", async () => {
+  const { name, arrivals } = serve("reset", { status: 200 });
+  const c = client();
+  const request = new Request(`${origin}/v1/items/1`, {
+    method: "PUT",
+    headers: { "x-case": name },
+    body: "abc",
+  });
+  const response = await c.fetch(request);
+  assert.equal(response.status, 200);
+  assert.deepEqual(
+    arrivals.map((a) => [a.method, a.body]),
+    [
+      ["PUT", "abc"],
+      ["PUT", "abc"],
+    ],
+  );
+  assert.equal(request.bodyUsed, false);
+  assert.equal(c.finishes[0]?.operationId, "putItem");
+
+  const keyed = serve({ status: 201 });
+  await c.fetch(
+    new Request(`${origin}/v1/items/1/copies`, {
+      method: "POST",
+      headers: { "x-case": keyed.name, "Idempotency-Key": "from-request" },
+      body: "{}",
+    }),
+  );
+  assert.equal(keyed.arrivals[0]?.headers["idempotency-key"], "from-request");
+
+  const stalled = serve("stall");
+  const controller = new AbortController();
+  const aborted = c.fetch(
+    new Request(`${origin}/v1/items/1`, {
+      headers: { "x-case": stalled.name },
+      signal: controller.signal,
+    }),
+  );
+  setTimeout(() => controller.abort(), 50);
+  const error = await rejection(aborted);
+  assert.equal((error as Error).name, "AbortError");
+  assert.equal(c.finishes[2]?.outcome, "aborted");
+});
+
+test("URL inputs and the SDK's base URL classify the request", async () => {
+  const { name, arrivals } = serve({ status: 503 }, { status: 200 });
+  const c = client({ baseUrl: `${origin}/proxy/v1/` });
+  const response = await c.fetch(new URL(`${origin}/proxy/v1/items/7?x=1`), {
+    headers: { "x-case": name },
+  });
+  assert.equal(response.status, 200);
+  assert.equal(arrivals[0]?.url, "/proxy/v1/items/7?x=1");
+  assert.equal(c.retries[0]?.operationId, "getItem");
+
+  const unknown = serve({ status: 503 }, { status: 201 });
+  const other = await c.fetch(`${origin}/proxy/v1/jobs`, {
+    method: "post",
+    headers: { "x-case": unknown.name },
+    body: "{}",
+  });
+  assert.equal(other.status, 503);
+  assert.deepEqual(c.finishes[1], {
+    attempts: 1,
+    reason: "not_replayable",
+    outcome: "status",
+    status: 503,
+    timedOut: false,
+    method: "POST",
+    pathTemplate: null,
+    operationId: null,
+  });
+});
+
+test("the attempt timeout is a transport failure that timed out", async () => {
+  const get = serve("stall", { status: 200 });
+  const c = client({ attemptTimeoutMs: 100 });
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": get.name },
+  });
+  assert.equal(response.status, 200);
+  assert.equal(get.arrivals.length, 2);
+  assert.deepEqual(reasons(c.retries), [["transport_failure", 1]]);
+  assert.equal(c.finishes[0]?.timedOut, false);
+
+  const post = serve("stall", { status: 201 });
+  const error = await rejection(
+    c.fetch(`${origin}/v1/items`, {
+      method: "POST",
+      headers: { "x-case": post.name },
+      body: "{}",
+    }),
+  );
+  assert.equal((error as Error).name, "TimeoutError");
+  assert.equal(post.arrivals.length, 1);
+  assert.deepEqual(
+    [c.finishes[1]?.outcome, c.finishes[1]?.timedOut, c.finishes[1]?.reason],
+    ["transport", true, "not_replayable"],
+  );
+});
+
+test("a timed-out retry costs the timeout cost", async () => {
+  const { name, arrivals } = serve("stall");
+  const c = client({
+    attemptTimeoutMs: 50,
+    policy: { ...POLICY, budgetCapacity: 15, budgetTimeoutCost: 10 },
+  });
+  const error = await rejection(
+    c.fetch(`${origin}/v1/items/1`, { headers: { "x-case": name } }),
+  );
+  assert.equal((error as Error).name, "TimeoutError");
+  assert.equal(arrivals.length, 2);
+  assert.equal(c.finishes[0]?.reason, "budget_exhausted");
+  assert.equal(c.finishes[0]?.timedOut, true);
+});
+
+test("the caller's abort ends the request with the caller's reason", async () => {
+  for (const attemptTimeoutMs of [undefined, 5000]) {
+    const { name, arrivals } = serve("stall", { status: 200 });
+    const c = client({ attemptTimeoutMs });
+    const controller = new AbortController();
+    const reason = new Error("the caller gave up");
+    setTimeout(() => controller.abort(reason), 50);
+    const error = await rejection(
+      c.fetch(`${origin}/v1/items/1`, {
+        headers: { "x-case": name },
+        signal: controller.signal,
+      }),
+    );
+    assert.equal(error, reason);
+    assert.equal(arrivals.length, 1);
+    assert.deepEqual(c.retries, []);
+    assert.deepEqual(
+      [c.finishes[0]?.outcome, c.finishes[0]?.reason, c.finishes[0]?.attempts],
+      ["aborted", "aborted", 1],
+    );
+  }
+});
+
+test("with the attempt timeout, the caller's signal keeps no listener per request", async () => {
+  const c = client({ attemptTimeoutMs: 5000 });
+  const controller = new AbortController();
+  for (let i = 0; i < 20; i++) {
+    const { name } = serve({ status: 503 }, { status: 200, body: "ok" });
+    const response = await c.fetch(`${origin}/v1/items/1`, {
+      headers: { "x-case": name },
+      signal: controller.signal,
+    });
+    assert.equal(await response.text(), "ok");
+  }
+  assert.equal(getEventListeners(controller.signal, "abort").length, 0);
+
+  // Without AbortSignal.any (older engines) a listener follows the caller's signal: removed with
+  // each discarded attempt, kept for the response returned (its body still follows the signal).
+  const any = Object.getOwnPropertyDescriptor(AbortSignal, "any");
+  Object.defineProperty(AbortSignal, "any", {
+    value: undefined,
+    configurable: true,
+  });
+  try {
+    const { name } = serve({ status: 503 }, { status: 200, partial: true });
+    const fresh = new AbortController();
+    const response = await c.fetch(`${origin}/v1/items/1`, {
+      headers: { "x-case": name },
+      signal: fresh.signal,
+    });
+    assert.equal(getEventListeners(fresh.signal, "abort").length, 1);
+    const reading = response.text();
+    fresh.abort();
+    assert.equal(((await rejection(reading)) as Error).name, "AbortError");
+
+    const stalled = serve("stall");
+    const late = new AbortController();
+    setTimeout(() => late.abort(), 50);
+    const error = await rejection(
+      c.fetch(`${origin}/v1/items/1`, {
+        headers: { "x-case": stalled.name },
+        signal: late.signal,
+      }),
+    );
+    assert.equal((error as Error).name, "AbortError");
+    assert.equal(c.finishes.at(-1)?.outcome, "aborted");
+  } finally {
+    if (any !== undefined) {
+      Object.defineProperty(AbortSignal, "any", any);
+    }
+  }
+});
+
+test("an abort during the wait ends it at once", async () => {
+  const { name, arrivals } = serve(
+    { status: 503, headers: { "retry-after-ms": "5000" } },
+    { status: 200 },
+  );
+  const c = client();
+  const controller = new AbortController();
+  const started = performance.now();
+  setTimeout(() => controller.abort(), 100);
+  const error = await rejection(
+    c.fetch(`${origin}/v1/items/1`, {
+      headers: { "x-case": name },
+      signal: controller.signal,
+    }),
+  );
+  assert.ok(performance.now() - started < 2000);
+  assert.equal(error, controller.signal.reason);
+  assert.equal(arrivals.length, 1);
+  assert.deepEqual(reasons(c.retries), [["retryable_status", 5000]]);
+  assert.deepEqual(
+    [c.finishes[0]?.outcome, c.finishes[0]?.reason, c.finishes[0]?.status],
+    ["aborted", "aborted", null],
+  );
+
+  const early = serve({ status: 200 });
+  const error2 = await rejection(
+    c.fetch(`${origin}/v1/items/1`, {
+      headers: { "x-case": early.name },
+      signal: AbortSignal.abort("already"),
+    }),
+  );
+  assert.equal(error2, "already");
+  assert.equal(early.arrivals.length, 0);
+  assert.equal(c.finishes[1]?.attempts, 1);
+});
+
+test("a discarded response is released without waiting for its body", async () => {
+  const { name, arrivals } = serve(
+    { status: 503, partial: true },
+    { status: 200, body: "ok" },
+  );
+  const c = client();
+  const started = performance.now();
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": name },
+  });
+  assert.equal(await response.text(), "ok");
+  assert.ok(performance.now() - started < 2000);
+  assert.equal(arrivals.length, 2);
+});
+
+test("the budget: a granted retry's cost comes back on success, else the refund", async () => {
+  const c = client({
+    policy: {
+      ...POLICY,
+      budgetCapacity: 10,
+      budgetRetryCost: 5,
+      budgetSuccessRefund: 1,
+    },
+  });
+  const get = async (...script: Step[]): Promise<number> => {
+    const { name, arrivals } = serve(...script);
+    await c.fetch(`${origin}/v1/items/1`, { headers: { "x-case": name } });
+    return arrivals.length;
+  };
+  // 10 -> 5, then 5 comes back with the success.
+  assert.equal(await get({ status: 503 }, { status: 200 }), 2);
+  // Two retries need all 10 tokens: the 5 came back (a refund alone would give 6).
+  assert.equal(await get({ status: 503 }, { status: 503 }, { status: 200 }), 3);
+  // 0 + 5 back = 5; one retry, then the budget is empty.
+  assert.equal(await get({ status: 503 }), 2);
+  assert.equal(c.finishes.at(-1)?.reason, "budget_exhausted");
+  // A success without retries gives 1: not enough for a retry.
+  assert.equal(await get({ status: 200 }), 1);
+  assert.equal(await get({ status: 503 }, { status: 200 }), 1);
+  assert.equal(c.finishes.at(-1)?.reason, "budget_exhausted");
+});
+
+test("an exception from a callback ends the request", async () => {
+  const { name, arrivals } = serve(
+    { status: 503, partial: true },
+    { status: 200 },
+  );
+  const c = client({
+    onRetry: () => {
+      throw new Error("callback failed");
+    },
+  });
+  const error = await rejection(
+    c.fetch(`${origin}/v1/items/1`, { headers: { "x-case": name } }),
+  );
+  assert.equal((error as Error).message, "callback failed");
+  assert.equal(arrivals.length, 1);
+});
+
+test("invalid options throw when the adapter is built", () => {
+  for (const attemptTimeoutMs of [0, -1, Number.NaN, 2 ** 31]) {
+    assert.throws(
+      () => retryingFetch(fetch, { tables: TABLES, attemptTimeoutMs }),
+      RangeError,
+    );
+  }
+  assert.throws(
+    () =>
+      retryingFetch(fetch, {
+        tables: TABLES,
+        policy: { ...POLICY, maxRetries: -1 },
+      }),
+    (error: unknown) =>
+      error instanceof RetryInputError && error.key === "policy.max_retries",
+  );
+  // The result has fetch's own type.
+  const typed: typeof fetch = retryingFetch(fetch, { tables: TABLES });
+  assert.equal(typeof typed, "function");
+});
+
+/** An error with Node's `code` and `syscall` fields. */
+function systemError(message: string, code: string, syscall?: string): Error {
+  return Object.assign(new Error(message), { code, syscall });
+}
+
+test("connect errors of every platform, and what may have been sent", () => {
+  const fetchFailed = (cause: unknown): TypeError =>
+    Object.assign(new TypeError("fetch failed"), { cause });
+  // ES2021, beyond the runtime's lib.
+  const { AggregateError } = globalThis as unknown as {
+    AggregateError: new (errors: unknown[]) => Error;
+  };
+  const connect = [
+    // Node (undici): refused, DNS, unreachable, connect timeout, TLS certificate checks.
+    fetchFailed(systemError("connect ECONNREFUSED", "ECONNREFUSED", "connect")),
+    fetchFailed(
+      systemError("getaddrinfo ENOTFOUND x", "ENOTFOUND", "getaddrinfo"),
+    ),
+    fetchFailed(
+      systemError("getaddrinfo EAI_AGAIN x", "EAI_AGAIN", "getaddrinfo"),
+    ),
+    fetchFailed(systemError("connect EHOSTUNREACH", "EHOSTUNREACH")),
+    fetchFailed(systemError("connect ETIMEDOUT", "ETIMEDOUT", "connect")),
+    fetchFailed(
+      systemError("Connect Timeout Error", "UND_ERR_CONNECT_TIMEOUT"),
+    ),
+    fetchFailed(
+      systemError("self-signed certificate", "DEPTH_ZERO_SELF_SIGNED_CERT"),
+    ),
+    // Happy eyeballs: one error per address.
+    fetchFailed(
+      new AggregateError([
+        systemError("connect ECONNREFUSED ::1:1", "ECONNREFUSED", "connect"),
+        systemError("connect ENETUNREACH", "ENETUNREACH", "connect"),
+      ]),
+    ),
+    // Bun.
+    Object.assign(new TypeError("Unable to connect."), {
+      code: "ConnectionRefused",
+    }),
+    Object.assign(new TypeError("getaddrinfo ENOTFOUND"), {
+      code: "ENOTFOUND",
+      syscall: "getaddrinfo",
+    }),
+    // Deno.
+    new TypeError(
+      "error sending request for url (http://127.0.0.1:1/): client error (Connect): tcp connect error: Connection refused (os error 111)",
+    ),
+  ];
+  for (const error of connect) {
+    assert.equal(isConnectError(error), true, String(error));
+  }
+  const cyclic = new Error("cyclic");
+  (cyclic as { cause?: unknown }).cause = cyclic;
+  const maybeSent = [
+    fetchFailed(systemError("read ECONNRESET", "ECONNRESET", "read")),
+    fetchFailed(systemError("other side closed", "UND_ERR_SOCKET")),
+    new TypeError("terminated"),
+    // Browsers and workers say the same for every network failure.
+    new TypeError("Failed to fetch"),
+    Object.assign(new Error("Network connection lost."), {
+      remote: true,
+      retryable: true,
+    }),
+    new DOMException("This operation was aborted", "AbortError"),
+    cyclic,
+    "not an error",
+    null,
+    undefined,
+  ];
+  for (const error of maybeSent) {
+    assert.equal(isConnectError(error), false, String(error));
+  }
+});
