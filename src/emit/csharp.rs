@@ -1,5 +1,5 @@
 use super::escape::{c_like, check_identifier, push_quoted, utf16_escape};
-use super::{Backend, LanguageOptions, RuntimeFile};
+use super::{Adapter, Backend, LanguageOptions, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToUpperCamelCase;
@@ -13,6 +13,17 @@ const NAMESPACE_LINE: &str = "\nnamespace Retrygen.Generated\n";
 static RUNTIME_FILES: [RuntimeFile; 1] = [RuntimeFile {
     name: "RetryRuntime.cs",
     source: include_str!("../../runtime/csharp/RetryRuntime.cs"),
+}];
+
+/// `RetryHandler`, the `HttpClient` adapter (docs/adapters.md): a `DelegatingHandler` in the
+/// runtime's namespace, built from the tables file's `Tables` property.
+static ADAPTERS: [Adapter; 1] = [Adapter {
+    name: "httpclient",
+    requires: "System.Net.Http (HttpClient; in the box on .NET, libmono-system-net-http4.0-cil on Debian's mono)",
+    files: &[RuntimeFile {
+        name: "RetryHandler.cs",
+        source: include_str!("../../runtime/csharp/RetryHandler.cs"),
+    }],
 }];
 
 impl Backend for CSharp {
@@ -41,7 +52,9 @@ impl Backend for CSharp {
         if DECLARED_NAMES.contains(&class.as_str()) || is_loader_name(class) {
             return Err(format!("class {class:?} is the name of a type or member the module declares; choose another name"));
         }
-        if REFERENCED_TYPES.contains(&class.as_str()) {
+        if REFERENCED_TYPES.contains(&class.as_str())
+            || ADAPTER_REFERENCED_TYPES.contains(&class.as_str())
+        {
             return Err(format!("class {class:?} would hide the framework type `{class}` the module uses; choose another name"));
         }
         Ok(())
@@ -52,7 +65,11 @@ impl Backend for CSharp {
     fn runtime_files(&self) -> &'static [RuntimeFile] {
         &RUNTIME_FILES
     }
-    /// The runtime with its one namespace line renamed when the `namespace` option differs.
+    fn adapters(&self) -> &'static [Adapter] {
+        &ADAPTERS
+    }
+    /// The runtime (or the adapter) with its one namespace line renamed when the `namespace`
+    /// option differs.
     fn runtime_text(&self, file: &RuntimeFile, options: &LanguageOptions) -> String {
         let namespace = &options["namespace"];
         if namespace == DEFAULT_NAMESPACE {
@@ -82,9 +99,10 @@ impl Backend for CSharp {
     }
 }
 
-/// Names the two files declare: the namespace's types (runtime/csharp/RetryRuntime.cs and the tables
-/// file), and the tables class's members (C# forbids a member named like its enclosing type).
-const DECLARED_NAMES: [&str; 40] = [
+/// Names the files declare: the namespace's types (runtime/csharp/RetryRuntime.cs, the adapter
+/// runtime/csharp/RetryHandler.cs and the tables file), and the tables class's members (C# forbids
+/// a member named like its enclosing type).
+const DECLARED_NAMES: [&str; 44] = [
     "ReplayClass",
     "Jitter",
     "DecisionReason",
@@ -108,6 +126,9 @@ const DECLARED_NAMES: [&str; 40] = [
     "RetryBudget",
     "RetryBudgetCell",
     "RetryEvent",
+    "RetryHandlerOptions",
+    "RetryFinishEvent",
+    "RetryHandler",
     "BasePath",
     "SourceName",
     "BeyondAnyCapMs",
@@ -125,6 +146,7 @@ const DECLARED_NAMES: [&str; 40] = [
     "Decide",
     "BackoffMs",
     "ServerDelayMs",
+    "Tables",
 ];
 
 /// Framework types the two files refer to by their simple names; a class named like one would hide it.
@@ -157,6 +179,50 @@ const REFERENCED_TYPES: [&str; 28] = [
     "TimeSpan",
     "UTF8Encoding",
     "Volatile",
+];
+
+/// Framework types the adapter (runtime/csharp/RetryHandler.cs) refers to by their simple names;
+/// refused whether or not a target opts into the adapter, so that adding it never breaks a build.
+const ADAPTER_REFERENCED_TYPES: [&str; 39] = [
+    "Action",
+    "AggregateException",
+    "AuthenticationException",
+    "BindingFlags",
+    "ByteArrayContent",
+    "CancellationToken",
+    "CancellationTokenSource",
+    "DateTimeOffset",
+    "DelegatingHandler",
+    "Exception",
+    "ExceptionDispatchInfo",
+    "FieldInfo",
+    "HttpClient",
+    "HttpClientHandler",
+    "HttpContent",
+    "HttpMessageHandler",
+    "HttpMethod",
+    "HttpRequestMessage",
+    "HttpResponseMessage",
+    "IOException",
+    "InvalidOperationException",
+    "MemberAccessException",
+    "MultipartContent",
+    "NotSupportedException",
+    "OperationCanceledException",
+    "PropertyInfo",
+    "Random",
+    "RandomNumberGenerator",
+    "SocketError",
+    "SocketException",
+    "Stopwatch",
+    "StreamContent",
+    "Task",
+    "TaskCanceledException",
+    "TimeoutException",
+    "Uri",
+    "Version",
+    "WebException",
+    "WebExceptionStatus",
 ];
 
 /// `LoadOperations` and its numbered chunks.
@@ -269,12 +335,11 @@ mod tests {
         );
     }
 
-    /// Every type the runtime declares is a name the class option may not take, and the default
-    /// options leave the runtime as it is while another namespace renames exactly its one line.
+    /// Every type the runtime and the adapter declare is a name the class option may not take.
     #[test]
-    fn runtime_names_and_namespace() {
-        let source = RUNTIME_FILES[0].source;
-        for line in source.lines() {
+    fn declared_names_are_reserved() {
+        let sources = [RUNTIME_FILES[0].source, ADAPTERS[0].files[0].source];
+        for line in sources.iter().flat_map(|s| s.lines()) {
             let words: Vec<&str> = line.split_whitespace().collect();
             if let Some(at) = words
                 .iter()
@@ -289,6 +354,13 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The default options leave the runtime as it is while another namespace renames exactly its
+    /// one line.
+    #[test]
+    fn runtime_names_and_namespace() {
+        let source = RUNTIME_FILES[0].source;
         let file = &RUNTIME_FILES[0];
         assert_eq!(CSharp.runtime_text(file, &CSharp.default_options()), source);
         assert!(source.starts_with("// <auto-generated/>\n"));
@@ -305,6 +377,73 @@ mod tests {
             [("namespace Retrygen.Generated", "namespace Example.Sdk")]
         );
         assert_eq!(source.matches(NAMESPACE_LINE).count(), 1);
+    }
+
+    fn fault_api() -> crate::model::Api {
+        let spec =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/faults/spec.yaml");
+        let (raw, _) = crate::read::read(&spec, &Default::default()).expect("spec reads");
+        let options = crate::model::ModelOptions {
+            strict: false,
+            idempotency_headers: vec!["Idempotency-Key".into()],
+            policy_overrides: vec![],
+            overrides_at: None,
+            overlays: vec![],
+        };
+        crate::model::build(&raw, "spec.yaml", &options)
+            .expect("spec builds")
+            .0
+    }
+
+    /// `--adapter httpclient` emits RetryHandler.cs byte for byte beside the runtime (its namespace
+    /// line renamed like the runtime's), and the tables then expose `Tables` for it.
+    #[test]
+    fn adapter_is_emitted_verbatim() {
+        let api = fault_api();
+        let templates = crate::emit::TemplateSource::Embedded;
+        let adapter: Vec<&'static Adapter> = CSharp.adapters().iter().collect();
+        assert_eq!(adapter[0].name, "httpclient");
+        let source = adapter[0].files[0].source;
+        assert!(source.starts_with("// <auto-generated/>\n"));
+        assert!(crate::emit::is_generated(source));
+        assert_eq!(source.matches(NAMESPACE_LINE).count(), 1);
+
+        let files = crate::emit::render(
+            &api,
+            &CSharp,
+            &CSharp.default_options(),
+            &adapter,
+            &templates,
+        )
+        .expect("renders");
+        let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["RetryPolicies.cs", "RetryRuntime.cs", "RetryHandler.cs"]
+        );
+        assert_eq!(files[2].contents, source);
+        assert!(files[0]
+            .contents
+            .contains("public static OperationTable Tables => Table;"));
+
+        let renamed = crate::emit::render(
+            &api,
+            &CSharp,
+            &options("Example.Sdk", "SandboxRetries"),
+            &adapter,
+            &templates,
+        )
+        .expect("renders");
+        assert_eq!(
+            renamed[2].contents,
+            source.replacen(NAMESPACE_LINE, "\nnamespace Example.Sdk\n", 1)
+        );
+
+        let without =
+            crate::emit::render(&api, &CSharp, &CSharp.default_options(), &[], &templates)
+                .expect("renders");
+        assert_eq!(without.len(), 2);
+        assert!(!without[0].contents.contains(" Tables "));
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! C#: Debian's mono `mcs` (installed by scripts/bootstrap-toolchains.sh) compiles the module (the
-//! tables file and `RetryRuntime.cs`) at C# 7.2, the newest level mcs accepts (the module targets
-//! 7.3 and uses nothing newer than 7.2), with every warning an error and XML documentation required
-//! on public members; `mono` runs the harness and the runtime's unit tests.
+//! tables file and `RetryRuntime.cs`, with the `HttpClient` adapter `RetryHandler.cs` when a target
+//! opts into it) at C# 7.2, the newest level mcs accepts (the module targets 7.3 and uses nothing
+//! newer than 7.2), with every warning an error and XML documentation required on public members;
+//! `mono` runs the harness, the fault-matrix runner and the unit tests of the runtime and the
+//! adapter.
 
 use super::{
     code_outside_comments, command, copy_harness, copy_sources, lossy, root, run, shell, Built,
-    CFamily, CommentState, Module, Toolchain,
+    CFamily, CommentState, FaultRun, Module, Toolchain,
 };
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -20,6 +22,13 @@ const MCS_FLAGS: [&str; 4] = [
     "-warn:4",
     "-r:System.dll",
 ];
+
+/// The adapter's file; a compile that includes it references `HttpClient`'s assembly
+/// (Debian: libmono-system-net-http4.0-cil, installed by scripts/bootstrap.d/csharp.sh).
+const ADAPTER_FILE: &str = "RetryHandler.cs";
+const HTTP_REFERENCE: &str = "-r:System.Net.Http.dll";
+/// The adapter's unit tests: a runner of their own (runtime/csharp/tests/), built with the adapter.
+const ADAPTER_TESTS: &str = "RetryHandlerTests.cs";
 
 impl Toolchain for CSharp {
     fn language(&self) -> &'static str {
@@ -41,8 +50,6 @@ impl Toolchain for CSharp {
         )
     }
 
-    /// The runtime with the hand-written tables of its tests: the style checks, a strict library
-    /// compile with XML docs required, then the test runner (`runtime/csharp/tests/`).
     fn display_name(&self) -> &'static str {
         "C#"
     }
@@ -60,9 +67,14 @@ impl Toolchain for CSharp {
         build_csharp(module, work)
     }
 
+    /// The runtime and the adapter with the hand-written tables of their tests: the style checks,
+    /// a strict library compile with XML docs required, then the two test runners
+    /// (`runtime/csharp/tests/`: the runtime's, and the adapter's against a server of its own on
+    /// 127.0.0.1).
     fn runtime_tests(&self, work: &Path) -> Result<()> {
         let dir = root().join("runtime/csharp");
         let runtime = dir.join("RetryRuntime.cs");
+        let adapter = dir.join(ADAPTER_FILE);
         let tests = dir.join("tests");
         let mut test_sources = Vec::new();
         for entry in std::fs::read_dir(&tests).with_context(|| tests.display().to_string())? {
@@ -73,22 +85,29 @@ impl Toolchain for CSharp {
         }
         test_sources.sort();
         check_style(&runtime)?;
+        check_style(&adapter)?;
         for source in &test_sources {
             check_style(source)?;
         }
         let tables = tests.join("TestTables.cs");
+        let adapter_tests = tests.join(ADAPTER_TESTS);
         mcs(
             &[
                 "-target:library".into(),
                 format!("-doc:{}", work.join("runtime.xml").display()),
                 format!("-out:{}", work.join("runtime.dll").display()),
             ],
-            &[runtime.clone(), tables],
+            &[runtime.clone(), adapter.clone(), tables.clone()],
             "csharp runtime: mcs",
         )?;
         let exe = work.join("tests.exe");
         let mut sources = vec![runtime.clone()];
-        sources.extend(test_sources);
+        sources.extend(
+            test_sources
+                .iter()
+                .filter(|s| **s != adapter_tests)
+                .cloned(),
+        );
         mcs(
             &["-target:exe".into(), format!("-out:{}", exe.display())],
             &sources,
@@ -101,6 +120,24 @@ impl Toolchain for CSharp {
                 .arg(&runtime)
                 .current_dir(work),
             "csharp runtime tests",
+        )?;
+        print!("{output}");
+        let adapter_exe = work.join("adapter-tests.exe");
+        mcs(
+            &[
+                "-target:exe".into(),
+                format!("-out:{}", adapter_exe.display()),
+            ],
+            &[runtime, adapter.clone(), tables, adapter_tests],
+            "csharp adapter tests: mcs",
+        )?;
+        let output = run(
+            command("mono")
+                .arg("--debug")
+                .arg(&adapter_exe)
+                .arg(&adapter)
+                .current_dir(work),
+            "csharp adapter tests",
         )?;
         print!("{output}");
         Ok(())
@@ -125,6 +162,27 @@ impl Toolchain for CSharp {
             argv: vec!["mono".into(), "--debug".into(), exe.display().to_string()],
             cwd: work.to_path_buf(),
         })
+    }
+
+    /// `conformance/faults/harness/csharp/FaultRunner.cs` compiled with the module (tables,
+    /// runtime, `RetryHandler.cs`) into one exe, run by mono: one run, `csharp`.
+    fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
+        let harness = root().join("conformance/faults/harness/csharp");
+        let mut sources = module.files.clone();
+        sources.push(harness.join("FaultRunner.cs"));
+        let exe = work.join("fault-runner.exe");
+        mcs(
+            &["-target:exe".into(), format!("-out:{}", exe.display())],
+            &sources,
+            "csharp fault runner: mcs",
+        )?;
+        Ok(vec![FaultRun {
+            name: "csharp".into(),
+            built: Built {
+                argv: vec!["mono".into(), "--debug".into(), lossy(&exe)],
+                cwd: work.to_path_buf(),
+            },
+        }])
     }
 }
 
@@ -155,7 +213,14 @@ const AUTO_GENERATED: &str = "// <auto-generated/>\n";
 /// Compiles `sources`; any diagnostic (warnings are errors) fails.
 fn mcs(extra: &[String], sources: &[PathBuf], what: &str) -> Result<()> {
     let mut cmd = command("mcs");
-    cmd.args(MCS_FLAGS).args(extra).args(sources);
+    cmd.args(MCS_FLAGS);
+    if sources
+        .iter()
+        .any(|s| s.file_name().is_some_and(|n| n == ADAPTER_FILE))
+    {
+        cmd.arg(HTTP_REFERENCE);
+    }
+    cmd.args(extra).args(sources);
     let output = cmd.output().with_context(|| {
         format!(
             "{what}: cannot start mcs; run `bash scripts/bootstrap-toolchains.sh` to install mono"
