@@ -29,6 +29,9 @@ namespace Retrygen.Generated
         /// <summary>Gets the methods whose requests are idempotent when no operation matches.</summary>
         public static IReadOnlyCollection<string> IdempotentMethods => OperationTable.IdempotentMethods;
 
+        /// <summary>Gets the operation table, from which a <see cref="RetryHandler"/> builds its classifier.</summary>
+        public static OperationTable Tables => Table;
+
         /// <summary>Gets the classifier of the spec's base path that <see cref="Classify"/> uses.</summary>
         public static Classifier DefaultClassifier => Table.DefaultClassifier;
 
