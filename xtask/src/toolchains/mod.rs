@@ -58,13 +58,7 @@ pub trait Toolchain: Sync {
     /// Builds the fault-matrix runner `conformance/faults/harness/<language>/` against `module`
     /// (rendered from `conformance/faults/spec.yaml` with every adapter of the language) in the
     /// empty folder `work`; returns one run per adapter variant (conformance/faults/README.md).
-    fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
-        let _ = (module, work);
-        bail!(
-            "{}: the fault-matrix runner is not built yet",
-            self.language()
-        )
-    }
+    fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>>;
 }
 
 /// One run of the fault matrix: its name (`x-fault-run`: the language, or `<language>-<variant>`)
