@@ -22,6 +22,7 @@ import {
   budgetRecordSuccess,
   checkPolicy,
   decide,
+  frozenPolicy,
   hasIdempotencyKey,
   retryEvent,
 } from "./runtime.js";
@@ -200,8 +201,9 @@ export function retryingFetch<F extends FetchLike>(
   fetch: F,
   options: RetryingFetchOptions,
 ): RetryingFetch<F> {
-  const policy = options.policy ?? options.tables.defaultPolicy;
-  checkPolicy(policy);
+  // Checked now, and frozen so that `decide` checks it only once.
+  checkPolicy(options.policy ?? options.tables.defaultPolicy);
+  const policy = frozenPolicy(options.policy ?? options.tables.defaultPolicy);
   const classifier = options.tables.classifier(
     options.baseUrl ?? null,
     policy.unknownOperationClass,

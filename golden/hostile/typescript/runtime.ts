@@ -278,6 +278,56 @@ function isToken(name: unknown): boolean {
 }
 
 /**
+ * A frozen copy of `policy`, its lists frozen too. `decide` checks a frozen
+ * policy once and remembers it, instead of on every call; adapters, which
+ * decide after every attempt, hold their policy this way.
+ */
+export function frozenPolicy(policy: RetryPolicy): RetryPolicy {
+  if (isFrozenPolicy(policy)) {
+    return policy;
+  }
+  return Object.freeze({
+    ...policy,
+    retryableStatuses: Object.freeze([...policy.retryableStatuses]),
+    rejectedStatuses: Object.freeze([...policy.rejectedStatuses]),
+    retryOnlyWithServerDelay: Object.freeze([
+      ...policy.retryOnlyWithServerDelay,
+    ]),
+    keyInFlightStatuses: Object.freeze([...policy.keyInFlightStatuses]),
+    keyReusedStatuses: Object.freeze([...policy.keyReusedStatuses]),
+    serverDirectiveHeaders: Object.freeze([...policy.serverDirectiveHeaders]),
+  });
+}
+
+function isFrozenPolicy(policy: RetryPolicy): boolean {
+  return (
+    Object.isFrozen(policy) &&
+    Object.isFrozen(policy.retryableStatuses) &&
+    Object.isFrozen(policy.rejectedStatuses) &&
+    Object.isFrozen(policy.retryOnlyWithServerDelay) &&
+    Object.isFrozen(policy.keyInFlightStatuses) &&
+    Object.isFrozen(policy.keyReusedStatuses) &&
+    Object.isFrozen(policy.serverDirectiveHeaders)
+  );
+}
+
+/**
+ * Frozen policies that passed `checkPolicy`: they cannot change, so checking
+ * them again would only repeat the answer.
+ */
+const CHECKED_POLICIES = new WeakSet<RetryPolicy>();
+
+function checkPolicyOnce(policy: RetryPolicy): void {
+  if (CHECKED_POLICIES.has(policy)) {
+    return;
+  }
+  checkPolicy(policy);
+  if (isFrozenPolicy(policy)) {
+    CHECKED_POLICIES.add(policy);
+  }
+}
+
+/**
  * Checks a policy (contract V1-V2): each key in the policy table's order, then
  * `initialBackoffMs <= maxBackoffMs`. Throws `RetryInputError` with
  * `policy.<key>` for the first that fails.
@@ -563,17 +613,7 @@ export function retryTables(data: TablesData): RetryTables {
     basePath,
     operations,
     nonReplayableOperations: safeList(operations),
-    defaultPolicy: Object.freeze({
-      ...policy,
-      retryableStatuses: Object.freeze([...policy.retryableStatuses]),
-      rejectedStatuses: Object.freeze([...policy.rejectedStatuses]),
-      retryOnlyWithServerDelay: Object.freeze([
-        ...policy.retryOnlyWithServerDelay,
-      ]),
-      keyInFlightStatuses: Object.freeze([...policy.keyInFlightStatuses]),
-      keyReusedStatuses: Object.freeze([...policy.keyReusedStatuses]),
-      serverDirectiveHeaders: Object.freeze([...policy.serverDirectiveHeaders]),
-    }),
+    defaultPolicy: frozenPolicy(policy),
     classify: defaultClassifier.classify,
     classifier: newClassifier,
     operationById: (id: string): Operation | undefined => byId.get(id),
@@ -1231,7 +1271,7 @@ function directiveOf(
  * `RetryInputError` for the first invalid field.
  */
 export function decide(policy: RetryPolicy, input: DecisionInput): Decision {
-  checkPolicy(policy);
+  checkPolicyOnce(policy);
   checkInput(policy, input);
   const tokens = input.budgetTokens ?? null;
   const { outcome } = input;
