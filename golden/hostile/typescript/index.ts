@@ -22,6 +22,7 @@ export {
   budgetTryAcquire,
   checkPolicy,
   decide,
+  frozenPolicy,
   hasIdempotencyKey,
   parseBudgetKind,
   parseFailure,
