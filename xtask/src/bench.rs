@@ -1019,9 +1019,11 @@ fn write_overhead(
          client without it: `GET /v1/health` on a keep-alive connection to the fault server on 127.0.0.1, which \
          answers `200 ok` at once, body read, both clients warmed up with 200 requests, then rounds of one bare and \
          one adapted request in alternating order (the runners' overhead mode, conformance/faults/README.md). \
+         The server and the runner share one CPU (`sched_setaffinity`): across the two CPUs of this virtual \
+         machine the client-to-server wake-up varied by tens of microseconds per connection. \
          Medians of the per-request times; \"allocated\" is the adapter's extra allocation per request where the \
          language counts it.\n\n\
-         | run | rounds | bare µs | with adapter µs | overhead µs | overhead % | allocated bytes / request | counter |\n\
+         | run | requests | bare µs | with adapter µs | overhead µs | overhead % | allocated bytes / request | counter |\n\
          |---|---:|---:|---:|---:|---:|---:|---|"
     );
     for r in rows {

@@ -17,49 +17,73 @@ pub struct OverheadRow {
     pub counter: String,
 }
 
-/// Builds every language's runner and runs each run's overhead mode with `rounds` rounds.
+/// Pins the calling thread, and so the threads and processes it starts afterwards, to CPU 0.
+/// A loopback request is a handoff between the client's thread and the server's; across two
+/// CPUs of a virtual machine the wake-up costs tens of microseconds and varies per connection,
+/// which drowned the differences measured here (the bare client of a run could be 4x slower
+/// than the adapted one). On one CPU both clients pay the same handoff.
+fn pin_to_one_cpu() -> Result<()> {
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes inside it; pid 0 is this thread.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        bail!("sched_setaffinity: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Builds every language's runner and runs each run's overhead mode with `rounds` rounds, the
+/// server and the runner on one CPU.
 pub fn measure(languages: &[String], rounds: u64) -> Result<Vec<OverheadRow>> {
+    let mut runs = Vec::new();
+    for language in languages {
+        eprintln!("bench: building the {language} adapter runner");
+        runs.extend(
+            faults::build_runs(language, "bench")
+                .with_context(|| format!("building the {language} fault runner"))?,
+        );
+    }
+    // Pinned only now: the builds above use every CPU. This thread is the bench's last work.
+    pin_to_one_cpu()?;
     let (server, mut env) = faults::start_server()?;
     env.push(("RETRYGEN_FAULT_BENCH", rounds.to_string()));
     let mut rows = Vec::new();
-    for language in languages {
-        eprintln!("bench: building the {language} adapter runner");
-        let runs = faults::build_runs(language, "bench")
-            .with_context(|| format!("building the {language} fault runner"))?;
-        for run in &runs {
-            eprintln!("bench: adapter overhead of {}", run.name);
-            let lines = faults::run_lines(run, &faults::scenario_file(), &env)?;
-            let bench = lines
-                .iter()
-                .find_map(|l| l.get("bench"))
-                .ok_or_else(|| anyhow!("{}: printed no bench line", run.name))?;
-            let number = |key: &str| -> Result<f64> {
-                bench
-                    .get(key)
-                    .and_then(Value::as_f64)
-                    .ok_or_else(|| anyhow!("{}: bench.{key} missing", run.name))
-            };
-            let row = OverheadRow {
-                run: run.name.clone(),
-                requests: number("requests")? as u64,
-                bare_us: number("bare_us")?,
-                adapter_us: number("adapter_us")?,
-                overhead_us: number("overhead_us")?,
-                overhead_pct: number("overhead_pct")?,
-                allocated_bytes: bench
-                    .get("allocated_bytes_per_request")
-                    .and_then(Value::as_f64),
-                counter: bench
-                    .get("allocation_counter")
-                    .and_then(Value::as_str)
-                    .unwrap_or("none")
-                    .to_string(),
-            };
-            if !(row.bare_us > 0.0 && row.adapter_us > 0.0) {
-                bail!("{}: implausible timings {bench}", run.name);
-            }
-            rows.push(row);
+    for run in &runs {
+        eprintln!("bench: adapter overhead of {}", run.name);
+        let lines = faults::run_lines(run, &faults::scenario_file(), &env)?;
+        let bench = lines
+            .iter()
+            .find_map(|l| l.get("bench"))
+            .ok_or_else(|| anyhow!("{}: printed no bench line", run.name))?;
+        let number = |key: &str| -> Result<f64> {
+            bench
+                .get(key)
+                .and_then(Value::as_f64)
+                .ok_or_else(|| anyhow!("{}: bench.{key} missing", run.name))
+        };
+        let row = OverheadRow {
+            run: run.name.clone(),
+            requests: number("requests")? as u64,
+            bare_us: number("bare_us")?,
+            adapter_us: number("adapter_us")?,
+            overhead_us: number("overhead_us")?,
+            overhead_pct: number("overhead_pct")?,
+            allocated_bytes: bench
+                .get("allocated_bytes_per_request")
+                .and_then(Value::as_f64),
+            counter: bench
+                .get("allocation_counter")
+                .and_then(Value::as_str)
+                .unwrap_or("none")
+                .to_string(),
+        };
+        if !(row.bare_us > 0.0 && row.adapter_us > 0.0) {
+            bail!("{}: implausible timings {bench}", run.name);
         }
+        rows.push(row);
     }
     drop(server);
     Ok(rows)

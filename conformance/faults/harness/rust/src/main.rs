@@ -281,7 +281,15 @@ async fn timed<E: std::fmt::Debug>(
     let started = Instant::now();
     let response = sent.await.expect("the bench request succeeds");
     response.bytes().await.expect("the bench body");
-    started.elapsed()
+    let elapsed = started.elapsed();
+    // Lets hyper's connection task hand the connection back to its pool before the next request
+    // (on this one-thread runtime it runs only when the bench yields); otherwise the next request
+    // may find the pool empty and open a new connection, and one client of the two pays a TCP
+    // handshake per request.
+    for _ in 0..4 {
+        tokio::task::yield_now().await;
+    }
+    elapsed
 }
 
 fn median_us(times: &mut [Duration]) -> f64 {
