@@ -22,6 +22,9 @@ pub struct Program {
 pub struct Measured {
     pub classify_ns: f64,
     pub scan_ns: f64,
+    /// Bytes `classify` allocated per call (`classify_alloc_bytes`; `-` or absent: the language
+    /// has no counter).
+    pub classify_alloc_bytes: Option<f64>,
     pub classify_ops: Vec<i64>,
     pub classify_classes: Vec<char>,
     pub scan_ops: Vec<i64>,
@@ -98,6 +101,13 @@ fn parse(out: &str) -> Result<Measured> {
     Ok(Measured {
         classify_ns: number("classify_ns")?,
         scan_ns: number("scan_ns")?,
+        classify_alloc_bytes: match field("classify_alloc_bytes").map(str::trim) {
+            Err(_) | Ok("-") => None,
+            Ok(text) => Some(
+                text.parse()
+                    .with_context(|| format!("`classify_alloc_bytes` is {text:?}"))?,
+            ),
+        },
         classify_ops: list("classify_ops")?,
         classify_classes: field("classify_classes")?.trim().chars().collect(),
         scan_ops: list("scan_ops")?,
