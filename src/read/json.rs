@@ -4,9 +4,13 @@
 //! multi-megabyte documents retrygen is run on in every build.
 
 use super::load::{Limits, LoadError};
-use super::node::{Entry, FileId, KeySet, Mark, Node, Value};
+use super::node::{Context, Entry, FileId, KeySet, Mark, Node, Value};
+use std::borrow::Cow;
+use std::collections::HashSet;
 
 struct Reader<'a> {
+    /// The document, as text for slicing strings out of it and as bytes for scanning.
+    source: &'a str,
     text: &'a [u8],
     pos: usize,
     line: u32,
@@ -19,8 +23,25 @@ struct Reader<'a> {
 }
 
 enum Frame {
-    Seq(Vec<Node>, Mark, usize),
-    Map(Vec<Entry>, Mark, usize, Option<(String, Mark)>, KeySet),
+    Seq(Vec<Node>, Mark, usize, Context),
+    Map(
+        Vec<Entry>,
+        Mark,
+        usize,
+        Option<(String, Mark)>,
+        KeySet,
+        Context,
+    ),
+}
+
+/// An open container of a subtree being skipped; a mapping holds where its keys start in the
+/// shared key list, and a set of them once it grows past a scan.
+enum SkipFrame<'a> {
+    Seq,
+    Map {
+        start: usize,
+        large: Option<HashSet<Cow<'a, [u8]>>>,
+    },
 }
 
 type Fail = (Mark, String);
@@ -101,8 +122,8 @@ impl<'a> Reader<'a> {
                 }
                 self.pos += 1;
             }
-            // The input is valid UTF-8 and we only stopped at ASCII bytes.
-            out.push_str(std::str::from_utf8(&self.text[start..self.pos]).expect("input is UTF-8"));
+            // We only stopped at ASCII bytes, which are character boundaries.
+            out.push_str(&self.source[start..self.pos]);
             match self.peek() {
                 None => return self.fail("unterminated string"),
                 Some(b'"') => {
@@ -156,6 +177,14 @@ impl<'a> Reader<'a> {
 
     fn number(&mut self) -> Result<Value, Fail> {
         let start = self.pos;
+        self.skip_number()?;
+        let text = std::str::from_utf8(&self.text[start..self.pos]).expect("ASCII");
+        Ok(Value::Number(text.to_string()))
+    }
+
+    /// Moves past a valid number, or fails where it starts.
+    fn skip_number(&mut self) -> Result<(), Fail> {
+        let start = self.pos;
         while let Some(&b) = self.text.get(self.pos) {
             if b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E') {
                 self.pos += 1;
@@ -177,13 +206,161 @@ impl<'a> Reader<'a> {
             self.pos = start;
             return self.fail(format!("invalid number {text:?}"));
         }
-        Ok(Value::Number(text.to_string()))
+        Ok(())
+    }
+
+    /// Moves past a string (at its opening quote) checking it as [`Reader::string`] does, and
+    /// returns its content when `want` is set: the bytes as they lie when it has no escape,
+    /// decoded otherwise.
+    fn skip_string(&mut self, want: bool) -> Result<Option<Cow<'a, [u8]>>, ()> {
+        let start = self.pos;
+        self.pos += 1;
+        loop {
+            let Some(&b) = self.text.get(self.pos) else {
+                return Err(());
+            };
+            match b {
+                b'"' => {
+                    self.pos += 1;
+                    return Ok(want.then(|| Cow::Borrowed(&self.text[start + 1..self.pos - 1])));
+                }
+                b'\\' => break,
+                0..=0x1F => return Err(()),
+                _ => self.pos += 1,
+            }
+        }
+        // An escape: decode with the building reader, which checks every escape.
+        self.pos = start;
+        let decoded = self.string().map_err(|_| ())?;
+        Ok(want.then(|| Cow::Owned(decoded.into_bytes())))
+    }
+
+    /// Moves past the mapping or sequence at the current position, nested `depth` containers
+    /// deep, checking everything the building parser checks (syntax, duplicate keys, nesting)
+    /// without building anything. Fails on any problem; the caller then parses in full to report
+    /// it exactly.
+    fn skip_container(&mut self, depth: usize, max_depth: usize) -> Result<(), ()> {
+        let mut stack: Vec<SkipFrame<'a>> = Vec::new();
+        let mut keys: Vec<Cow<'a, [u8]>> = Vec::new();
+        loop {
+            self.skip_ws();
+            match self.peek() {
+                Some(open @ (b'{' | b'[')) => {
+                    if depth + stack.len() >= max_depth {
+                        return Err(());
+                    }
+                    self.pos += 1;
+                    self.skip_ws();
+                    let close = if open == b'{' { b'}' } else { b']' };
+                    if self.peek() == Some(close) {
+                        self.pos += 1;
+                    } else if open == b'{' {
+                        stack.push(SkipFrame::Map {
+                            start: keys.len(),
+                            large: None,
+                        });
+                        self.skip_key(&mut stack, &mut keys)?;
+                        continue;
+                    } else {
+                        stack.push(SkipFrame::Seq);
+                        continue;
+                    }
+                }
+                Some(b'"') => {
+                    self.skip_string(false)?;
+                }
+                Some(b't') => self.skip_word(b"true")?,
+                Some(b'f') => self.skip_word(b"false")?,
+                Some(b'n') => self.skip_word(b"null")?,
+                Some(b'-' | b'0'..=b'9') => self.skip_number().map_err(|_| ())?,
+                _ => return Err(()),
+            }
+            // A value ended: close the containers that end here.
+            loop {
+                self.skip_ws();
+                let next = self.peek();
+                match stack.last() {
+                    None => return Ok(()),
+                    Some(SkipFrame::Seq) => match next {
+                        Some(b',') => {
+                            self.pos += 1;
+                            break;
+                        }
+                        Some(b']') => {
+                            self.pos += 1;
+                            stack.pop();
+                        }
+                        _ => return Err(()),
+                    },
+                    Some(SkipFrame::Map { start, .. }) => match next {
+                        Some(b',') => {
+                            self.pos += 1;
+                            self.skip_key(&mut stack, &mut keys)?;
+                            break;
+                        }
+                        Some(b'}') => {
+                            self.pos += 1;
+                            keys.truncate(*start);
+                            stack.pop();
+                        }
+                        _ => return Err(()),
+                    },
+                }
+            }
+        }
+    }
+
+    /// Reads a key of the skipped mapping on top of `stack` and its `:`, failing on a duplicate.
+    fn skip_key(
+        &mut self,
+        stack: &mut [SkipFrame<'a>],
+        keys: &mut Vec<Cow<'a, [u8]>>,
+    ) -> Result<(), ()> {
+        self.skip_ws();
+        if self.peek() != Some(b'"') {
+            return Err(());
+        }
+        let key = self.skip_string(true)?.expect("asked for the key");
+        self.skip_ws();
+        if self.peek() != Some(b':') {
+            return Err(());
+        }
+        self.pos += 1;
+        let Some(SkipFrame::Map { start, large }) = stack.last_mut() else {
+            unreachable!("keys are read in mappings")
+        };
+        if let Some(set) = large {
+            return if set.insert(key) { Ok(()) } else { Err(()) };
+        }
+        if keys[*start..].contains(&key) {
+            return Err(());
+        }
+        if keys.len() - *start >= KeySet::SCAN_LIMIT {
+            let mut set: HashSet<Cow<'a, [u8]>> = keys.drain(*start..).collect();
+            set.insert(key);
+            *large = Some(set);
+        } else {
+            keys.push(key);
+        }
+        Ok(())
+    }
+
+    fn skip_word(&mut self, word: &[u8]) -> Result<(), ()> {
+        if self.text[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(())
+        }
     }
 }
 
 /// Parses one JSON document. Iterative, so nesting costs heap, not stack, up to `max_depth`.
-pub fn load(text: &str, file: FileId, limits: &Limits) -> Result<Node, Vec<LoadError>> {
+/// With `skip`, the subtrees [`Skip`] names are validated but not built; any problem found then
+/// makes it parse again in full, so every diagnostic is the one the full parse gives.
+pub fn load(text: &str, file: FileId, limits: &Limits, skip: bool) -> Result<Node, Vec<LoadError>> {
     let mut r = Reader {
+        source: text,
         text: text.as_bytes(),
         pos: 0,
         line: 1,
@@ -193,7 +370,11 @@ pub fn load(text: &str, file: FileId, limits: &Limits) -> Result<Node, Vec<LoadE
         file,
     };
     let mut pointer = String::new();
-    parse(&mut r, limits, &mut pointer).map_err(|(mark, message)| {
+    let parsed = parse(&mut r, limits, &mut pointer, skip);
+    if skip && parsed.is_err() {
+        return load(text, file, limits, false);
+    }
+    parsed.map_err(|(mark, message)| {
         vec![LoadError {
             line: mark.line,
             column: mark.column,
@@ -210,14 +391,37 @@ pub fn load(text: &str, file: FileId, limits: &Limits) -> Result<Node, Vec<LoadE
     })
 }
 
-fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String) -> Result<Node, Fail> {
+fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String, skip: bool) -> Result<Node, Fail> {
     let mut stack: Vec<Frame> = Vec::new();
     loop {
         // Parse one value (or open a container).
         r.skip_ws();
         let mark = r.mark();
+        // Where the value sits: the context a container opened here gets, and whether it is one
+        // to skip.
+        let (context, skipped) = match stack.last() {
+            None => (Context::default(), false),
+            Some(Frame::Seq(.., outer)) => (outer.of_item(), false),
+            Some(Frame::Map(_, _, _, pending, _, outer)) => {
+                let key = &pending.as_ref().expect("a key precedes every value").0;
+                (outer.of_value(key), skip && outer.skips(key))
+            }
+        };
         let value = match r.peek() {
             None => return r.fail("unexpected end of input"),
+            Some(b'{') | Some(b'[') if skipped => {
+                if r.skip_container(stack.len(), limits.max_depth).is_err() {
+                    // The full parse that follows reports the problem.
+                    return r.fail("invalid skipped subtree");
+                }
+                Some(Value::Skipped)
+            }
+            Some(b'"') if skipped => {
+                if r.skip_string(false).is_err() {
+                    return r.fail("invalid skipped string");
+                }
+                Some(Value::Skipped)
+            }
             Some(b'{') | Some(b'[') => {
                 if stack.len() >= limits.max_depth {
                     return r.fail(format!(
@@ -246,11 +450,12 @@ fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String) -> Result<Node, 
                             pointer.len() - 1 - crate::diag::pointer_token(&key).len(),
                             Some((key, key_mark)),
                             KeySet::default(),
+                            context,
                         ));
                     } else {
                         let len = pointer.len();
                         pointer.push_str("/0");
-                        stack.push(Frame::Seq(Vec::new(), mark, len));
+                        stack.push(Frame::Seq(Vec::new(), mark, len, context));
                     }
                     None
                 }
@@ -275,7 +480,7 @@ fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String) -> Result<Node, 
             };
             r.skip_ws();
             match frame {
-                Frame::Seq(items, _, base) => {
+                Frame::Seq(items, _, base, _) => {
                     items.push(node);
                     match r.peek() {
                         Some(b',') => {
@@ -289,7 +494,7 @@ fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String) -> Result<Node, 
                         _ => return r.fail("expected `,` or `]`"),
                     }
                 }
-                Frame::Map(entries, _, base, pending, keys) => {
+                Frame::Map(entries, _, base, pending, keys, _) => {
                     let (key, key_mark) = pending.take().expect("a key precedes every value");
                     entries.push(Entry {
                         key,
@@ -315,14 +520,14 @@ fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String) -> Result<Node, 
             }
             // The container closed: it becomes the value to attach next.
             node = match stack.pop().expect("non-empty") {
-                Frame::Seq(items, mark, base) => {
+                Frame::Seq(items, mark, base, _) => {
                     pointer.truncate(base);
                     Node {
                         value: Value::Seq(items),
                         mark,
                     }
                 }
-                Frame::Map(entries, mark, base, _, _) => {
+                Frame::Map(entries, mark, base, _, _, _) => {
                     pointer.truncate(base);
                     Node {
                         value: Value::Map(entries),
@@ -359,7 +564,7 @@ mod tests {
     use super::*;
 
     fn ok(text: &str) -> Node {
-        load(text, 0, &Limits::default()).unwrap()
+        load(text, 0, &Limits::default(), false).unwrap()
     }
 
     #[test]
@@ -381,6 +586,7 @@ mod tests {
             "{\"paths\": {\"/a\": {}, \"/a\": {}}}",
             0,
             &Limits::default(),
+            false,
         )
         .unwrap_err();
         assert!(errs[0].message.contains("duplicate"), "{errs:?}");
@@ -399,14 +605,14 @@ mod tests {
             "\"\\x\"",
             "[tru]",
         ] {
-            assert!(load(bad, 0, &Limits::default()).is_err(), "{bad}");
+            assert!(load(bad, 0, &Limits::default(), false).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn depth_is_bounded_without_recursion() {
         let doc = "[".repeat(100_000) + &"]".repeat(100_000);
-        let errs = load(&doc, 0, &Limits::default()).unwrap_err();
+        let errs = load(&doc, 0, &Limits::default(), false).unwrap_err();
         assert!(errs[0].message.contains("nests deeper"));
     }
 

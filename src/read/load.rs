@@ -1,7 +1,8 @@
 //! Turns YAML or JSON text into a [`Node`] tree with positions, enforcing the limits that make
 //! reading untrusted documents safe: nesting depth, alias expansion, duplicate keys.
 
-use super::node::{Entry, FileId, KeySet, Mark, Node, Value};
+use super::node::{Context, Entry, FileId, KeySet, Mark, Node, Value};
+use std::collections::HashSet;
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
@@ -48,6 +49,7 @@ enum Frame {
         mark: Mark,
         anchor: usize,
         pointer_len: usize,
+        context: Context,
     },
     Map {
         entries: Vec<Entry>,
@@ -56,8 +58,31 @@ enum Frame {
         pending_key: Option<(String, Mark)>,
         keys: KeySet,
         pointer_len: usize,
+        context: Context,
     },
 }
+
+/// A container being skipped (see [`super::node::Skip`]): its events are checked for what the
+/// building loader would report (duplicate keys, nesting) and dropped.
+struct Skipping {
+    mark: Mark,
+    frames: Vec<SkipFrame>,
+    /// The keys of the open mappings, each mapping's after its parent's.
+    keys: Vec<String>,
+}
+
+enum SkipFrame {
+    Seq,
+    Map {
+        start: usize,
+        large: Option<HashSet<String>>,
+        expecting_key: bool,
+    },
+}
+
+/// Why a skipping load stopped: the document needs the building loader (an anchor, an alias or
+/// a complex key in a skipped part, or a problem it must report exactly).
+struct LoadInFull;
 
 struct Builder {
     file: FileId,
@@ -69,6 +94,9 @@ struct Builder {
     /// JSON pointer of the node being built, for diagnostics.
     pointer: String,
     errors: Vec<LoadError>,
+    /// Whether containers that [`super::node::Skip`] names are skipped.
+    skip: bool,
+    skipping: Option<Skipping>,
 }
 
 fn mark_of(file: FileId, m: &Marker) -> Mark {
@@ -87,6 +115,23 @@ fn plain_scalar(text: String) -> Value {
         "true" | "True" | "TRUE" => Value::Bool(true),
         "false" | "False" | "FALSE" => Value::Bool(false),
         t if is_number(t) => Value::Number(text),
+        _ => Value::String(text),
+    }
+}
+
+/// The text of a mapping key as duplicates are found by; None for a mapping or sequence.
+fn key_text(value: Value) -> Option<String> {
+    match value {
+        Value::String(s) | Value::Number(s) => Some(s),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Null => Some(String::from("null")),
+        Value::Seq(_) | Value::Map(_) | Value::Skipped => None,
+    }
+}
+
+fn scalar_value(text: String, style: TScalarStyle) -> Value {
+    match style {
+        TScalarStyle::Plain => plain_scalar(text),
         _ => Value::String(text),
     }
 }
@@ -180,20 +225,15 @@ impl Builder {
                     self.pop_pointer_token();
                 }
                 None => {
-                    let key = match node.value {
-                        Value::String(s) | Value::Number(s) => s,
-                        Value::Bool(b) => b.to_string(),
-                        Value::Null => String::from("null"),
-                        Value::Seq(_) | Value::Map(_) => {
-                            let mark = node.mark;
-                            self.error(
-                                mark,
-                                "a mapping key is not a scalar".into(),
-                                "use plain string keys",
-                            );
-                            String::new()
-                        }
-                    };
+                    let mark = node.mark;
+                    let key = key_text(node.value).unwrap_or_else(|| {
+                        self.error(
+                            mark,
+                            "a mapping key is not a scalar".into(),
+                            "use plain string keys",
+                        );
+                        String::new()
+                    });
                     let key_mark = node.mark;
                     let Some(Frame::Map {
                         entries,
@@ -235,43 +275,173 @@ impl Builder {
         }
     }
 
-    fn on_event(&mut self, event: Event, marker: Marker) -> bool {
+    /// Where a value starting now sits (the context it gives a container), and whether it is
+    /// one to skip.
+    fn container_context(&self) -> (Context, bool) {
+        match self.stack.last() {
+            None => (Context::default(), false),
+            Some(Frame::Seq { context, .. }) => (context.of_item(), false),
+            Some(Frame::Map {
+                pending_key: Some((key, _)),
+                context,
+                ..
+            }) => (context.of_value(key), self.skip && context.skips(key)),
+            // A container as a key: the building loader reports it.
+            Some(Frame::Map { .. }) => (Context::default(), false),
+        }
+    }
+
+    /// One event inside a skipped container. Ok(false) when it was the last.
+    fn skip_event(&mut self, event: Event) -> Result<(), LoadInFull> {
+        let max_depth = self.limits.max_depth;
+        let open = self.stack.len();
+        let skipping = self.skipping.as_mut().expect("called while skipping");
+        let opens = match event {
+            Event::Scalar(text, style, anchor, _) => {
+                if anchor != 0 {
+                    return Err(LoadInFull);
+                }
+                if let Some(SkipFrame::Map {
+                    start,
+                    large,
+                    expecting_key,
+                }) = skipping.frames.last_mut()
+                {
+                    if *expecting_key {
+                        let key = key_text(scalar_value(text, style)).ok_or(LoadInFull)?;
+                        let fresh = match large {
+                            Some(set) => set.insert(key),
+                            None if skipping.keys[*start..].contains(&key) => false,
+                            None if skipping.keys.len() - *start >= KeySet::SCAN_LIMIT => {
+                                let mut set: HashSet<String> =
+                                    skipping.keys.drain(*start..).collect();
+                                set.insert(key);
+                                *large = Some(set);
+                                true
+                            }
+                            None => {
+                                skipping.keys.push(key);
+                                true
+                            }
+                        };
+                        if !fresh {
+                            return Err(LoadInFull);
+                        }
+                    }
+                    *expecting_key = !*expecting_key;
+                }
+                return Ok(());
+            }
+            Event::SequenceStart(anchor, _) => (anchor, SkipFrame::Seq),
+            Event::MappingStart(anchor, _) => (
+                anchor,
+                SkipFrame::Map {
+                    start: skipping.keys.len(),
+                    large: None,
+                    expecting_key: true,
+                },
+            ),
+            Event::SequenceEnd | Event::MappingEnd => {
+                if let Some(SkipFrame::Map { start, .. }) = skipping.frames.pop() {
+                    skipping.keys.truncate(start);
+                }
+                if skipping.frames.is_empty() {
+                    let mark = skipping.mark;
+                    self.skipping = None;
+                    self.finish(
+                        Node {
+                            value: Value::Skipped,
+                            mark,
+                        },
+                        0,
+                    );
+                }
+                return Ok(());
+            }
+            _ => return Err(LoadInFull),
+        };
+        let (anchor, frame) = opens;
+        if anchor != 0 || open + skipping.frames.len() >= max_depth {
+            return Err(LoadInFull);
+        }
+        if let Some(SkipFrame::Map { expecting_key, .. }) = skipping.frames.last_mut() {
+            if *expecting_key {
+                return Err(LoadInFull); // a complex key
+            }
+            *expecting_key = true;
+        }
+        skipping.frames.push(frame);
+        Ok(())
+    }
+
+    /// Starts skipping the container whose start event is at `mark`; the caller checked that
+    /// its place is one to skip.
+    fn start_skipping(&mut self, mark: Mark, map: bool) {
+        self.skipping = Some(Skipping {
+            mark,
+            frames: vec![if map {
+                SkipFrame::Map {
+                    start: 0,
+                    large: None,
+                    expecting_key: true,
+                }
+            } else {
+                SkipFrame::Seq
+            }],
+            keys: Vec::new(),
+        });
+    }
+
+    fn on_event(&mut self, event: Event, marker: Marker) -> Result<bool, LoadInFull> {
+        if self.skipping.is_some() {
+            self.skip_event(event)?;
+            return Ok(true);
+        }
         let mark = mark_of(self.file, &marker);
         match event {
             Event::Scalar(text, style, anchor, _tag) => {
+                let skipped = anchor == 0 && self.container_context().1;
                 self.enter_value();
-                let value = match style {
-                    TScalarStyle::Plain => plain_scalar(text),
-                    _ => Value::String(text),
+                let value = if skipped {
+                    Value::Skipped
+                } else {
+                    scalar_value(text, style)
                 };
                 self.finish(Node { value, mark }, anchor);
             }
-            Event::SequenceStart(anchor, _) => {
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                let map = matches!(event, Event::MappingStart(..));
+                let (context, skipped) = self.container_context();
                 self.enter_value();
                 if !self.depth_ok(mark) {
-                    return false;
+                    return Ok(false);
+                }
+                if skipped {
+                    if anchor != 0 {
+                        return Err(LoadInFull);
+                    }
+                    self.start_skipping(mark, map);
+                    return Ok(true);
                 }
                 let pointer_len = self.pointer.len();
-                self.stack.push(Frame::Seq {
-                    items: Vec::new(),
-                    mark,
-                    anchor,
-                    pointer_len,
-                });
-            }
-            Event::MappingStart(anchor, _) => {
-                self.enter_value();
-                if !self.depth_ok(mark) {
-                    return false;
-                }
-                let pointer_len = self.pointer.len();
-                self.stack.push(Frame::Map {
-                    entries: Vec::new(),
-                    mark,
-                    anchor,
-                    pending_key: None,
-                    keys: KeySet::default(),
-                    pointer_len,
+                self.stack.push(if map {
+                    Frame::Map {
+                        entries: Vec::new(),
+                        mark,
+                        anchor,
+                        pending_key: None,
+                        keys: KeySet::default(),
+                        pointer_len,
+                        context,
+                    }
+                } else {
+                    Frame::Seq {
+                        items: Vec::new(),
+                        mark,
+                        anchor,
+                        pointer_len,
+                        context,
+                    }
                 });
             }
             Event::SequenceEnd | Event::MappingEnd => {
@@ -281,6 +451,7 @@ impl Builder {
                         mark,
                         anchor,
                         pointer_len,
+                        ..
                     }) => (
                         Node {
                             value: Value::Seq(items),
@@ -303,7 +474,7 @@ impl Builder {
                         anchor,
                         pointer_len,
                     ),
-                    None => return true,
+                    None => return Ok(true),
                 };
                 self.pointer.truncate(pointer_len);
                 self.finish(node, anchor);
@@ -317,12 +488,16 @@ impl Builder {
                     .find(|(a, _)| *a == id)
                     .map(|(_, n)| n)
                 else {
+                    if self.skip {
+                        // The anchor may lie in a skipped part.
+                        return Err(LoadInFull);
+                    }
                     self.error(
                         mark,
                         "alias to an unknown anchor".into(),
                         "define the anchor before using it",
                     );
-                    return false;
+                    return Ok(false);
                 };
                 let size = target.size();
                 self.alias_nodes = self.alias_nodes.saturating_add(size);
@@ -332,7 +507,7 @@ impl Builder {
                         format!("YAML aliases expand to more than {} nodes", self.limits.max_alias_nodes),
                         "this is how \"billion laughs\" documents exhaust memory; expand the anchors by hand or use $ref",
                     );
-                    return false;
+                    return Ok(false);
                 }
                 let mut copy = target.clone();
                 copy.mark = mark;
@@ -344,12 +519,15 @@ impl Builder {
             | Event::DocumentEnd
             | Event::Nothing => {}
         }
-        true
+        Ok(true)
     }
 }
 
-/// Loads the first document of `text`. JSON is read as the YAML 1.2 subset it is.
-pub fn load(text: &str, file: FileId, limits: &Limits) -> Result<Node, Vec<LoadError>> {
+/// Loads the first document of `text`. JSON is read as the YAML 1.2 subset it is. With `skip`,
+/// the containers [`super::node::Skip`] names are checked but not built; an anchor, an alias or
+/// a complex key in them, or any problem, makes it load again in full, so every diagnostic is
+/// the one the full load gives.
+pub fn load(text: &str, file: FileId, limits: &Limits, skip: bool) -> Result<Node, Vec<LoadError>> {
     let mut parser = Parser::new_from_str(text);
     let mut builder = Builder {
         file,
@@ -360,6 +538,8 @@ pub fn load(text: &str, file: FileId, limits: &Limits) -> Result<Node, Vec<LoadE
         root: None,
         pointer: String::new(),
         errors: Vec::new(),
+        skip,
+        skipping: None,
     };
     let mut documents = 0;
     loop {
@@ -380,8 +560,10 @@ pub fn load(text: &str, file: FileId, limits: &Limits) -> Result<Node, Vec<LoadE
                     }
                     _ => {}
                 }
-                if !builder.on_event(event, marker) {
-                    break;
+                match builder.on_event(event, marker) {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(LoadInFull) => return load(text, file, limits, false),
                 }
             }
             Err(e) => {
@@ -408,6 +590,9 @@ pub fn load(text: &str, file: FileId, limits: &Limits) -> Result<Node, Vec<LoadE
             }
         }
     }
+    if skip && !builder.errors.is_empty() {
+        return load(text, file, limits, false);
+    }
     if !builder.errors.is_empty() {
         // Dropping a deep partial tree iteratively would need care; the depth limit keeps the
         // recursive drop shallow enough.
@@ -428,7 +613,7 @@ mod tests {
     use super::*;
 
     fn load_ok(text: &str) -> Node {
-        load(text, 0, &Limits::default()).expect("loads")
+        load(text, 0, &Limits::default(), false).expect("loads")
     }
 
     #[test]
@@ -457,7 +642,7 @@ mod tests {
 
     #[test]
     fn duplicate_keys_are_errors_with_pointer() {
-        let errs = load("paths:\n  /a: {}\n  /a: {}\n", 0, &Limits::default()).unwrap_err();
+        let errs = load("paths:\n  /a: {}\n  /a: {}\n", 0, &Limits::default(), false).unwrap_err();
         assert_eq!(errs.len(), 1);
         assert_eq!((errs[0].line, errs[0].column), (3, 3));
         assert_eq!(errs[0].pointer, "/paths/~1a");
@@ -471,14 +656,14 @@ mod tests {
             let refs = vec![format!("*a{}", i - 1); 10].join(", ");
             doc.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
         }
-        let errs = load(&doc, 0, &Limits::default()).unwrap_err();
+        let errs = load(&doc, 0, &Limits::default(), false).unwrap_err();
         assert!(errs[0].message.contains("aliases expand"), "{errs:?}");
     }
 
     #[test]
     fn nesting_is_bounded() {
         let doc = "[".repeat(10_000) + &"]".repeat(10_000);
-        let errs = load(&doc, 0, &Limits::default()).unwrap_err();
+        let errs = load(&doc, 0, &Limits::default(), false).unwrap_err();
         assert!(errs[0].message.contains("nests deeper"), "{errs:?}");
     }
 

@@ -14,7 +14,7 @@ pub mod source;
 use crate::diag::{pointer_push, Diagnostic, Diagnostics, Location};
 use crate::percent::percent_decode;
 pub use load::Limits;
-use node::{FileId, Mark, Node, Value};
+use node::{FileId, Mark, Node, Pointed, Value};
 use policy::{raw_value, RawPolicy, RawPolicyEntry};
 pub use source::{FileSource, SpecRef};
 use std::collections::{HashMap, HashSet};
@@ -114,6 +114,8 @@ struct Reader {
     overlay_pointers: HashMap<(FileId, u32, u32), String>,
     /// Nodes overlays copied into the document so far (bounded like alias expansion).
     overlay_nodes: usize,
+    /// Whether the loaders skip what retry policy never reads ([`node::Skip`]).
+    skip: bool,
 }
 
 /// Where a `$ref` chain ends.
@@ -128,6 +130,7 @@ impl Target {
         self.file
             .root
             .pointer(&self.tokens)
+            .found()
             .expect("target pointer was checked when resolved")
     }
 }
@@ -153,6 +156,22 @@ pub fn read_spec_with_overlays(
     overlays: &[PathBuf],
     strict: bool,
 ) -> Result<(RawSpec, Diagnostics), Diagnostics> {
+    read_with(spec, limits, overlays, strict, true)
+}
+
+/// [`read`] building every node of every file: what reading gives without skipping, for the
+/// tests and the corpus check that compare both ways.
+pub fn read_in_full(path: &Path, limits: &Limits) -> Result<(RawSpec, Diagnostics), Diagnostics> {
+    read_with(&SpecRef::file(path), limits, &[], false, false)
+}
+
+fn read_with(
+    spec: &SpecRef,
+    limits: &Limits,
+    overlays: &[PathBuf],
+    strict: bool,
+    skip: bool,
+) -> Result<(RawSpec, Diagnostics), Diagnostics> {
     let path = spec.path.as_path();
     let display = spec.display.clone();
     let mut reader = Reader {
@@ -170,6 +189,8 @@ pub fn read_spec_with_overlays(
         source: spec.source.clone(),
         overlay_pointers: HashMap::new(),
         overlay_nodes: 0,
+        // Overlays address the whole tree (JSONPath), so they need every node built.
+        skip: overlays.is_empty() && skip,
     };
     let Some(root_id) = reader.load_root(path, &display) else {
         return Err(reader.diagnostics);

@@ -1,6 +1,6 @@
 //! A minimal document tree: just enough of YAML/JSON to find what retry policy needs, with the
-//! position of every node kept for diagnostics. Schemas are loaded as opaque subtrees and never
-//! interpreted, so 3.0/3.1 schema differences cannot break reading.
+//! position of every node kept for diagnostics. Schemas are never interpreted, so 3.0/3.1 schema
+//! differences cannot break reading; the loaders skip them (see [`Skip`]).
 
 /// Index of a loaded source file in [`super::Files`].
 pub type FileId = u32;
@@ -22,6 +22,10 @@ pub enum Value {
     String(String),
     Seq(Vec<Node>),
     Map(Vec<Entry>),
+    /// A mapping or sequence the loader validated (syntax, duplicate keys, limits) without
+    /// building it, because retry policy never reads it (see [`Skip`]). A `$ref` that reaches
+    /// into one makes the reader load that file again in full.
+    Skipped,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +45,12 @@ impl Node {
     pub fn get(&self, key: &str) -> Option<&Node> {
         match &self.value {
             Value::Map(entries) => entries.iter().find(|e| e.key == key).map(|e| &e.value),
+            Value::Skipped => {
+                // Reading into a skipped subtree would silently find nothing: the reader only
+                // reaches skipped nodes through `$ref`, which reloads the file in full.
+                debug_assert!(false, "read {key:?} inside a skipped subtree");
+                None
+            }
             _ => None,
         }
     }
@@ -78,36 +88,168 @@ impl Node {
             Value::Number(_) => "a number",
             Value::String(_) => "a string",
             Value::Seq(_) => "a sequence",
-            Value::Map(_) => "a mapping",
+            Value::Map(_) | Value::Skipped => "a mapping",
         }
     }
 
     /// Follows a JSON pointer's decoded tokens from this node.
-    pub fn pointer<'a>(&'a self, tokens: &[String]) -> Option<&'a Node> {
+    pub fn pointer<'a>(&'a self, tokens: &[String]) -> Pointed<'a> {
         let mut node = self;
         for token in tokens {
             node = match &node.value {
-                Value::Map(_) => node.get(token)?,
+                Value::Map(_) => match node.get(token) {
+                    Some(next) => next,
+                    None => return Pointed::Missing,
+                },
                 Value::Seq(items) => {
                     // RFC 6901: array indices are decimal without leading zeros.
                     if token.is_empty() || (token.len() > 1 && token.starts_with('0')) {
-                        return None;
+                        return Pointed::Missing;
                     }
-                    items.get(token.parse::<usize>().ok()?)?
+                    match token.parse::<usize>().ok().and_then(|i| items.get(i)) {
+                        Some(next) => next,
+                        None => return Pointed::Missing,
+                    }
                 }
-                _ => return None,
+                Value::Skipped => return Pointed::Skipped,
+                _ => return Pointed::Missing,
             };
         }
-        Some(node)
+        if node.value == Value::Skipped {
+            return Pointed::Skipped;
+        }
+        Pointed::Found(node)
     }
 
     /// Number of nodes in this subtree (used to bound alias expansion).
     pub fn size(&self) -> usize {
+        // A skipped subtree is never an alias target: the YAML loader loads in full when an
+        // anchor or alias meets a skipped part.
         1 + match &self.value {
             Value::Seq(items) => items.iter().map(Node::size).sum(),
             Value::Map(entries) => entries.iter().map(|e| e.value.size()).sum(),
             _ => 0,
         }
+    }
+}
+
+/// Where a JSON pointer leads.
+#[derive(Debug, PartialEq)]
+pub enum Pointed<'a> {
+    Found(&'a Node),
+    Missing,
+    /// Into a subtree the loader skipped: load the file again in full and look again.
+    Skipped,
+}
+
+impl<'a> Pointed<'a> {
+    pub fn found(self) -> Option<&'a Node> {
+        match self {
+            Pointed::Found(node) => Some(node),
+            _ => None,
+        }
+    }
+}
+
+/// Where a container sits, for [`Skip`]: whether it is the value of a named map's key, and
+/// whether it lies inside an `x-` extension.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Context {
+    pub named: bool,
+    pub extension: bool,
+}
+
+impl Context {
+    /// The context of the container that is the value of `key` in a mapping with this context.
+    pub fn of_value(self, key: &str) -> Context {
+        Context {
+            named: Skip::is_named_map(key),
+            extension: self.extension || Skip::is_extension(key),
+        }
+    }
+
+    /// The context of an item of a sequence with this context.
+    pub fn of_item(self) -> Context {
+        Context {
+            named: false,
+            extension: self.extension,
+        }
+    }
+
+    /// Whether the container value of `key`, in a mapping with this context, is skipped.
+    pub fn skips(self, key: &str) -> bool {
+        Skip::value_of(key, self.named, self.extension)
+    }
+}
+
+/// Which containers the loaders skip: the value of a key that retry policy never reads
+/// (schemas, examples, request bodies, documentation), unless it sits where such a name is a
+/// user's name for something the reader does read (a server variable, response or parameter
+/// called `example`) or inside an `x-` extension (user-defined content, `x-retry-policy` among
+/// them). Skipping is off when overlays apply, because they address the whole tree.
+///
+/// The reader never asks a mapping for one of these keys, so what it reads is the same either
+/// way; a `$ref` into a skipped subtree reloads the file in full (the slow path).
+pub struct Skip;
+
+impl Skip {
+    const KEYS: [&'static str; 17] = [
+        "schema",
+        "schemas",
+        "definitions",
+        "examples",
+        "example",
+        "requestBody",
+        "requestBodies",
+        "headers",
+        "callbacks",
+        "links",
+        "securitySchemes",
+        "securityDefinitions",
+        "webhooks",
+        "info",
+        "tags",
+        "externalDocs",
+        "description",
+    ];
+
+    /// Keys whose value maps names chosen by the document's author to objects.
+    const NAMED_MAPS: [&'static str; 20] = [
+        "paths",
+        "webhooks",
+        "variables",
+        "responses",
+        "content",
+        "additionalOperations",
+        "parameters",
+        "pathItems",
+        "headers",
+        "callbacks",
+        "links",
+        "examples",
+        "schemas",
+        "definitions",
+        "securitySchemes",
+        "securityDefinitions",
+        "requestBodies",
+        "encoding",
+        "properties",
+        "mediaTypes",
+    ];
+
+    /// Whether the container value of `key` is skipped, in a mapping that is itself the value of
+    /// a named map's key (`in_named_map`) or lies inside an extension (`in_extension`).
+    pub fn value_of(key: &str, in_named_map: bool, in_extension: bool) -> bool {
+        !in_named_map && !in_extension && Self::KEYS.contains(&key)
+    }
+
+    /// Whether the mapping that is the value of `key` maps user-chosen names.
+    pub fn is_named_map(key: &str) -> bool {
+        Self::NAMED_MAPS.contains(&key)
+    }
+
+    pub fn is_extension(key: &str) -> bool {
+        key.starts_with("x-")
     }
 }
 
@@ -119,7 +261,7 @@ pub struct KeySet {
 }
 
 impl KeySet {
-    const SCAN_LIMIT: usize = 32;
+    pub(crate) const SCAN_LIMIT: usize = 32;
 
     /// Records `key`; false when `entries` (the mapping so far) already holds it.
     pub fn insert(&mut self, entries: &[Entry], key: &str) -> bool {

@@ -22,7 +22,8 @@ pub(super) enum Step {
 pub(super) fn to_json(node: &Node) -> serde_json::Value {
     use serde_json::Value as J;
     match &node.value {
-        Value::Null => J::Null,
+        // Overlays apply to documents loaded in full: nothing is skipped there.
+        Value::Null | Value::Skipped => J::Null,
         Value::Bool(b) => J::Bool(*b),
         Value::Number(s) => s
             .parse::<serde_json::Number>()
@@ -408,7 +409,7 @@ mod tests {
     use super::*;
 
     fn tree(yaml: &str) -> Node {
-        load::load(yaml, 0, &Limits::default()).expect("loads")
+        load::load(yaml, 0, &Limits::default(), false).expect("loads")
     }
 
     fn apply(doc: &str, target: &str, update: Option<&str>) -> serde_json::Value {
@@ -549,7 +550,7 @@ paths:
     #[test]
     fn merged_values_keep_the_overlay_marks() {
         let mut root = tree(PETS);
-        let update = load::load("x-retry: false\n", 7, &Limits::default()).unwrap();
+        let update = load::load("x-retry: false\n", 7, &Limits::default(), false).unwrap();
         let path = JsonPath::parse("$.paths['/watch/pets'].get").unwrap();
         for m in select(&path, &root) {
             update_at(&mut root, &m, &update).unwrap();

@@ -36,18 +36,7 @@ impl Reader {
         let at = referrer
             .cloned()
             .unwrap_or_else(|| Self::whole_file(&display));
-        let text = self
-            .source
-            .read(canonical, self.limits.max_bytes)
-            .and_then(|bytes| {
-                String::from_utf8(bytes).map_err(|e| {
-                    format!(
-                        "it is not UTF-8 text (invalid byte at offset {})",
-                        e.utf8_error().valid_up_to()
-                    )
-                })
-            });
-        let text = match text {
+        let text = match self.read_text(canonical) {
             Ok(t) => t,
             Err(why) => {
                 let what = if referrer.is_some() {
@@ -66,14 +55,7 @@ impl Reader {
         };
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let id = self.files.len() as FileId;
-        let is_json = canonical
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-        let loaded = if is_json {
-            json::load(text, id, &self.limits)
-        } else {
-            load::load(text, id, &self.limits)
-        };
+        let loaded = Self::parse_text(canonical, text, id, &self.limits, self.skip);
         match loaded {
             Ok(root) => {
                 self.files.push(Rc::new(SourceFile {
@@ -101,6 +83,55 @@ impl Reader {
         }
     }
 
+    fn read_text(&self, canonical: &Path) -> Result<String, String> {
+        self.source
+            .read(canonical, self.limits.max_bytes)
+            .and_then(|bytes| {
+                String::from_utf8(bytes).map_err(|e| {
+                    format!(
+                        "it is not UTF-8 text (invalid byte at offset {})",
+                        e.utf8_error().valid_up_to()
+                    )
+                })
+            })
+    }
+
+    fn parse_text(
+        canonical: &Path,
+        text: &str,
+        id: FileId,
+        limits: &Limits,
+        skip: bool,
+    ) -> Result<Node, Vec<load::LoadError>> {
+        let is_json = canonical
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        if is_json {
+            json::load(text, id, limits, skip)
+        } else {
+            load::load(text, id, limits, skip)
+        }
+    }
+
+    /// The slow path of skipping: a `$ref` reached into a subtree the loader skipped, so the
+    /// file is loaded again in full (same file id, same positions) and replaces the partial tree.
+    /// Holders of the partial tree keep it; nothing they read lies in a skipped part.
+    fn load_in_full(&mut self, id: FileId) -> Option<Rc<SourceFile>> {
+        let partial = self.files[id as usize].clone();
+        let text = self.read_text(&partial.path).ok()?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        // It loaded once with the same checks, so it loads again.
+        let root = Self::parse_text(&partial.path, text, id, &self.limits, false).ok()?;
+        let full = Rc::new(SourceFile {
+            path: partial.path.clone(),
+            display: partial.display.clone(),
+            root,
+            bytes: partial.bytes,
+        });
+        self.files[id as usize] = full.clone();
+        Some(full)
+    }
+
     /// Follows `$ref`s starting at `node` (in `file`, at `pointer`) until a non-reference node.
     /// Returns None when `node` is not a reference; Some(Err) after reporting a broken chain.
     pub(super) fn follow(
@@ -113,13 +144,16 @@ impl Reader {
         let mut current_file = file.clone();
         let mut current_ref = reference.clone();
         let mut current_pointer = pointer_push(pointer, "$ref");
-        let mut seen: HashSet<(FileId, String)> = HashSet::new();
+        // Chains are short (at most `max_ref_chain`): a list is cheaper than a set.
+        let mut seen: Vec<(FileId, String)> = Vec::new();
         let mut hops = 0usize;
         loop {
-            let at = self.location(&current_file, current_ref.mark, &current_pointer);
+            // Located only when needed: most references resolve without a word.
+            let at =
+                |reader: &Self| reader.location(&current_file, current_ref.mark, &current_pointer);
             let Some(text) = current_ref.as_str() else {
                 self.error(
-                    at,
+                    at(self),
                     format!("`$ref` must be a string, found {}", current_ref.kind()),
                     "write the reference as a string such as \"#/components/parameters/Name\"",
                 );
@@ -128,7 +162,7 @@ impl Reader {
             hops += 1;
             if hops > self.limits.max_ref_chain {
                 self.error(
-                    at,
+                    at(self),
                     format!(
                         "`$ref` chain longer than {} references",
                         self.limits.max_ref_chain
@@ -139,7 +173,7 @@ impl Reader {
             }
             let (file_part, fragment) = text.split_once('#').unwrap_or((text, ""));
             if file_part.contains("://") || file_part.starts_with("//") {
-                self.error(at, format!("remote reference {text:?} is not supported"), "download the referenced document next to the spec and refer to it by a relative path");
+                self.error(at(self), format!("remote reference {text:?} is not supported"), "download the referenced document next to the spec and refer to it by a relative path");
                 return Some(Err(()));
             }
             let target_file = if file_part.is_empty() {
@@ -155,7 +189,7 @@ impl Reader {
                 let canonical = match self.source.canonicalize(&joined) {
                     Ok(c) => c,
                     Err(e) => {
-                        self.error(at, format!("cannot resolve {text:?}: {e}"), "check the relative path; it resolves against the folder of the file that contains the `$ref`");
+                        self.error(at(self), format!("cannot resolve {text:?}: {e}"), "check the relative path; it resolves against the folder of the file that contains the `$ref`");
                         return Some(Err(()));
                     }
                 };
@@ -165,7 +199,8 @@ impl Reader {
                         .to_string_lossy()
                         .replace('\\', "/")
                 });
-                match self.load_file(&canonical, display, Some(&at)) {
+                let referrer = at(self);
+                match self.load_file(&canonical, display, Some(&referrer)) {
                     Some(id) => self.files[id as usize].clone(),
                     None => return Some(Err(())),
                 }
@@ -173,7 +208,7 @@ impl Reader {
             let fragment = percent_decode(fragment);
             if !fragment.is_empty() && !fragment.starts_with('/') {
                 self.error(
-                    at,
+                    at(self),
                     format!("unsupported reference fragment {fragment:?}"),
                     "use a JSON pointer fragment such as \"#/components/schemas/Name\"",
                 );
@@ -184,17 +219,35 @@ impl Reader {
             } else {
                 fragment[1..]
                     .split('/')
-                    .map(|t| t.replace("~1", "/").replace("~0", "~"))
+                    .map(|t| {
+                        if t.contains('~') {
+                            t.replace("~1", "/").replace("~0", "~")
+                        } else {
+                            t.to_string()
+                        }
+                    })
                     .collect()
             };
-            let target_id = self.by_path[&target_file.path];
-            if !seen.insert((target_id, fragment.clone())) {
-                self.error(at, format!("`$ref` cycle: {text:?} leads back to a reference already followed"), "break the cycle; a path item, operation, parameter or response must end in an object");
+            let target_id = target_file.root.mark.file;
+            if seen
+                .iter()
+                .any(|(id, f)| *id == target_id && *f == fragment)
+            {
+                self.error(at(self), format!("`$ref` cycle: {text:?} leads back to a reference already followed"), "break the cycle; a path item, operation, parameter or response must end in an object");
                 return Some(Err(()));
             }
-            let Some(target) = target_file.root.pointer(&tokens) else {
+            seen.push((target_id, fragment.clone()));
+            let mut target_file = target_file;
+            let mut pointed = target_file.root.pointer(&tokens);
+            if pointed == Pointed::Skipped {
+                if let Some(full) = self.load_in_full(target_id) {
+                    target_file = full;
+                    pointed = target_file.root.pointer(&tokens);
+                }
+            }
+            let Pointed::Found(target) = pointed else {
                 self.error(
-                    at,
+                    at(self),
                     format!(
                         "`$ref` target {text:?} does not exist in {}",
                         target_file.display
