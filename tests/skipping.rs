@@ -3,7 +3,7 @@
 //! diagnostics at the same file:line:column and pointer, for every kind of document, including
 //! those that reach into a skipped part (the slow path) or put a problem inside one.
 
-use retrygen::read::{self, json, load, Limits};
+use retrygen::read::{self, json, load, node::Context, Limits};
 use std::path::{Path, PathBuf};
 
 /// Reads `path` both ways and requires the same result; returns it for further checks.
@@ -138,9 +138,9 @@ fn problems_inside_skipped_parts_are_reported_alike() {
         nested,
     ];
     for doc in &json_docs {
-        let full = json::load(doc, 0, &limits, false).expect_err(doc);
+        let full = json::load(doc, 0, &limits, None).expect_err(doc);
         assert_eq!(
-            json::load(doc, 0, &limits, true).expect_err(doc),
+            json::load(doc, 0, &limits, Some(Context::DOCUMENT)).expect_err(doc),
             full,
             "{doc}"
         );
@@ -153,9 +153,9 @@ fn problems_inside_skipped_parts_are_reported_alike() {
         "definitions:\n  A:\n    - *nowhere\n",
     ];
     for doc in yaml_docs {
-        let full = load::load(doc, 0, &limits, false).expect_err(doc);
+        let full = load::load(doc, 0, &limits, None).expect_err(doc);
         assert_eq!(
-            load::load(doc, 0, &limits, true).expect_err(doc),
+            load::load(doc, 0, &limits, Some(Context::DOCUMENT)).expect_err(doc),
             full,
             "{doc}"
         );
@@ -177,8 +177,8 @@ fn valid_documents_load_alike() {
         r#"{"info": {"description": "line\nbreak \ud83d\udc4d"}}"#.to_string(),
     ];
     for doc in &json_docs {
-        let full = json::load(doc, 0, &limits, false).expect(doc);
-        let skipped = json::load(doc, 0, &limits, true).expect(doc);
+        let full = json::load(doc, 0, &limits, None).expect(doc);
+        let skipped = json::load(doc, 0, &limits, Some(Context::DOCUMENT)).expect(doc);
         assert_eq!(full.get("paths"), skipped.get("paths"), "{doc}");
     }
     let yaml_docs = [
@@ -187,8 +187,8 @@ fn valid_documents_load_alike() {
         "definitions:\n  A: {'a': 1, \"b\": 2, c: 3}\n",
     ];
     for doc in yaml_docs {
-        let full = load::load(doc, 0, &limits, false).expect(doc);
-        let skipped = load::load(doc, 0, &limits, true).expect(doc);
+        let full = load::load(doc, 0, &limits, None).expect(doc);
+        let skipped = load::load(doc, 0, &limits, Some(Context::DOCUMENT)).expect(doc);
         assert_eq!(full.get("parameters"), skipped.get("parameters"), "{doc}");
     }
 }

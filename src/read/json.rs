@@ -356,9 +356,15 @@ impl<'a> Reader<'a> {
 }
 
 /// Parses one JSON document. Iterative, so nesting costs heap, not stack, up to `max_depth`.
-/// With `skip`, the subtrees [`Skip`] names are validated but not built; any problem found then
-/// makes it parse again in full, so every diagnostic is the one the full parse gives.
-pub fn load(text: &str, file: FileId, limits: &Limits, skip: bool) -> Result<Node, Vec<LoadError>> {
+/// With `skip` (the context of the root: [`Context::DOCUMENT`] or [`Context::REFERENCED`]), the
+/// values [`super::node::Skip`] names are validated but not built; any problem found then makes
+/// it parse again in full, so every diagnostic is the one the full parse gives.
+pub fn load(
+    text: &str,
+    file: FileId,
+    limits: &Limits,
+    skip: Option<Context>,
+) -> Result<Node, Vec<LoadError>> {
     let mut r = Reader {
         source: text,
         text: text.as_bytes(),
@@ -371,8 +377,8 @@ pub fn load(text: &str, file: FileId, limits: &Limits, skip: bool) -> Result<Nod
     };
     let mut pointer = String::new();
     let parsed = parse(&mut r, limits, &mut pointer, skip);
-    if skip && parsed.is_err() {
-        return load(text, file, limits, false);
+    if skip.is_some() && parsed.is_err() {
+        return load(text, file, limits, None);
     }
     parsed.map_err(|(mark, message)| {
         vec![LoadError {
@@ -391,7 +397,12 @@ pub fn load(text: &str, file: FileId, limits: &Limits, skip: bool) -> Result<Nod
     })
 }
 
-fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String, skip: bool) -> Result<Node, Fail> {
+fn parse(
+    r: &mut Reader,
+    limits: &Limits,
+    pointer: &mut String,
+    skip: Option<Context>,
+) -> Result<Node, Fail> {
     let mut stack: Vec<Frame> = Vec::new();
     loop {
         // Parse one value (or open a container).
@@ -400,11 +411,11 @@ fn parse(r: &mut Reader, limits: &Limits, pointer: &mut String, skip: bool) -> R
         // Where the value sits: the context a container opened here gets, and whether it is one
         // to skip.
         let (context, skipped) = match stack.last() {
-            None => (Context::default(), false),
+            None => (skip.unwrap_or_default(), false),
             Some(Frame::Seq(.., outer)) => (outer.of_item(), false),
             Some(Frame::Map(_, _, _, pending, _, outer)) => {
                 let key = &pending.as_ref().expect("a key precedes every value").0;
-                (outer.of_value(key), skip && outer.skips(key))
+                (outer.of_value(key), skip.is_some() && outer.skips(key))
             }
         };
         let value = match r.peek() {
@@ -564,7 +575,7 @@ mod tests {
     use super::*;
 
     fn ok(text: &str) -> Node {
-        load(text, 0, &Limits::default(), false).unwrap()
+        load(text, 0, &Limits::default(), None).unwrap()
     }
 
     #[test]
@@ -586,7 +597,7 @@ mod tests {
             "{\"paths\": {\"/a\": {}, \"/a\": {}}}",
             0,
             &Limits::default(),
-            false,
+            None,
         )
         .unwrap_err();
         assert!(errs[0].message.contains("duplicate"), "{errs:?}");
@@ -605,14 +616,14 @@ mod tests {
             "\"\\x\"",
             "[tru]",
         ] {
-            assert!(load(bad, 0, &Limits::default(), false).is_err(), "{bad}");
+            assert!(load(bad, 0, &Limits::default(), None).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn depth_is_bounded_without_recursion() {
         let doc = "[".repeat(100_000) + &"]".repeat(100_000);
-        let errs = load(&doc, 0, &Limits::default(), false).unwrap_err();
+        let errs = load(&doc, 0, &Limits::default(), None).unwrap_err();
         assert!(errs[0].message.contains("nests deeper"));
     }
 

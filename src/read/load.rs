@@ -94,8 +94,8 @@ struct Builder {
     /// JSON pointer of the node being built, for diagnostics.
     pointer: String,
     errors: Vec<LoadError>,
-    /// Whether containers that [`super::node::Skip`] names are skipped.
-    skip: bool,
+    /// The context of the root when the values [`super::node::Skip`] names are skipped.
+    skip: Option<Context>,
     skipping: Option<Skipping>,
 }
 
@@ -126,6 +126,20 @@ fn key_text(value: Value) -> Option<String> {
         Value::Bool(b) => Some(b.to_string()),
         Value::Null => Some(String::from("null")),
         Value::Seq(_) | Value::Map(_) | Value::Skipped => None,
+    }
+}
+
+/// [`key_text`] of a scalar without resolving it first: only the null and boolean spellings of
+/// a plain scalar change; a number keeps its text.
+fn plain_key_text(text: String, style: TScalarStyle) -> String {
+    if style != TScalarStyle::Plain {
+        return text;
+    }
+    match text.as_str() {
+        "" | "~" | "null" | "Null" | "NULL" => String::from("null"),
+        "true" | "True" | "TRUE" => String::from("true"),
+        "false" | "False" | "FALSE" => String::from("false"),
+        _ => text,
     }
 }
 
@@ -279,13 +293,16 @@ impl Builder {
     /// one to skip.
     fn container_context(&self) -> (Context, bool) {
         match self.stack.last() {
-            None => (Context::default(), false),
+            None => (self.skip.unwrap_or_default(), false),
             Some(Frame::Seq { context, .. }) => (context.of_item(), false),
             Some(Frame::Map {
                 pending_key: Some((key, _)),
                 context,
                 ..
-            }) => (context.of_value(key), self.skip && context.skips(key)),
+            }) => (
+                context.of_value(key),
+                self.skip.is_some() && context.skips(key),
+            ),
             // A container as a key: the building loader reports it.
             Some(Frame::Map { .. }) => (Context::default(), false),
         }
@@ -308,7 +325,7 @@ impl Builder {
                 }) = skipping.frames.last_mut()
                 {
                     if *expecting_key {
-                        let key = key_text(scalar_value(text, style)).ok_or(LoadInFull)?;
+                        let key = plain_key_text(text, style);
                         let fresh = match large {
                             Some(set) => set.insert(key),
                             None if skipping.keys[*start..].contains(&key) => false,
@@ -488,7 +505,7 @@ impl Builder {
                     .find(|(a, _)| *a == id)
                     .map(|(_, n)| n)
                 else {
-                    if self.skip {
+                    if self.skip.is_some() {
                         // The anchor may lie in a skipped part.
                         return Err(LoadInFull);
                     }
@@ -523,11 +540,16 @@ impl Builder {
     }
 }
 
-/// Loads the first document of `text`. JSON is read as the YAML 1.2 subset it is. With `skip`,
-/// the containers [`super::node::Skip`] names are checked but not built; an anchor, an alias or
-/// a complex key in them, or any problem, makes it load again in full, so every diagnostic is
-/// the one the full load gives.
-pub fn load(text: &str, file: FileId, limits: &Limits, skip: bool) -> Result<Node, Vec<LoadError>> {
+/// Loads the first document of `text`. JSON is read as the YAML 1.2 subset it is. With `skip`
+/// (the context of the root), the values [`super::node::Skip`] names are checked but not built;
+/// an anchor, an alias or a complex key in them, or any problem, makes it load again in full,
+/// so every diagnostic is the one the full load gives.
+pub fn load(
+    text: &str,
+    file: FileId,
+    limits: &Limits,
+    skip: Option<Context>,
+) -> Result<Node, Vec<LoadError>> {
     let mut parser = Parser::new_from_str(text);
     let mut builder = Builder {
         file,
@@ -563,7 +585,7 @@ pub fn load(text: &str, file: FileId, limits: &Limits, skip: bool) -> Result<Nod
                 match builder.on_event(event, marker) {
                     Ok(true) => {}
                     Ok(false) => break,
-                    Err(LoadInFull) => return load(text, file, limits, false),
+                    Err(LoadInFull) => return load(text, file, limits, None),
                 }
             }
             Err(e) => {
@@ -590,8 +612,8 @@ pub fn load(text: &str, file: FileId, limits: &Limits, skip: bool) -> Result<Nod
             }
         }
     }
-    if skip && !builder.errors.is_empty() {
-        return load(text, file, limits, false);
+    if skip.is_some() && !builder.errors.is_empty() {
+        return load(text, file, limits, None);
     }
     if !builder.errors.is_empty() {
         // Dropping a deep partial tree iteratively would need care; the depth limit keeps the
@@ -613,7 +635,7 @@ mod tests {
     use super::*;
 
     fn load_ok(text: &str) -> Node {
-        load(text, 0, &Limits::default(), false).expect("loads")
+        load(text, 0, &Limits::default(), None).expect("loads")
     }
 
     #[test]
@@ -642,7 +664,7 @@ mod tests {
 
     #[test]
     fn duplicate_keys_are_errors_with_pointer() {
-        let errs = load("paths:\n  /a: {}\n  /a: {}\n", 0, &Limits::default(), false).unwrap_err();
+        let errs = load("paths:\n  /a: {}\n  /a: {}\n", 0, &Limits::default(), None).unwrap_err();
         assert_eq!(errs.len(), 1);
         assert_eq!((errs[0].line, errs[0].column), (3, 3));
         assert_eq!(errs[0].pointer, "/paths/~1a");
@@ -656,14 +678,14 @@ mod tests {
             let refs = vec![format!("*a{}", i - 1); 10].join(", ");
             doc.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
         }
-        let errs = load(&doc, 0, &Limits::default(), false).unwrap_err();
+        let errs = load(&doc, 0, &Limits::default(), None).unwrap_err();
         assert!(errs[0].message.contains("aliases expand"), "{errs:?}");
     }
 
     #[test]
     fn nesting_is_bounded() {
         let doc = "[".repeat(10_000) + &"]".repeat(10_000);
-        let errs = load(&doc, 0, &Limits::default(), false).unwrap_err();
+        let errs = load(&doc, 0, &Limits::default(), None).unwrap_err();
         assert!(errs[0].message.contains("nests deeper"), "{errs:?}");
     }
 

@@ -14,7 +14,7 @@ pub mod source;
 use crate::diag::{pointer_push, Diagnostic, Diagnostics, Location};
 use crate::percent::percent_decode;
 pub use load::Limits;
-use node::{FileId, Mark, Node, Pointed, Value};
+use node::{Context, FileId, Mark, Node, Pointed, Value};
 use policy::{raw_value, RawPolicy, RawPolicyEntry};
 pub use source::{FileSource, SpecRef};
 use std::collections::{HashMap, HashSet};

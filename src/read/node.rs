@@ -153,13 +153,26 @@ impl<'a> Pointed<'a> {
 
 /// Where a container sits, for [`Skip`]: whether it is the value of a named map's key, and
 /// whether it lies inside an `x-` extension.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Context {
     pub named: bool,
     pub extension: bool,
 }
 
 impl Context {
+    /// The root of the document: an OpenAPI object, whose keys are fixed.
+    pub const DOCUMENT: Context = Context {
+        named: false,
+        extension: false,
+    };
+
+    /// The root of a referenced file, which may map names (a file of parameters) as well as be
+    /// an object: its own keys are kept, whatever they are.
+    pub const REFERENCED: Context = Context {
+        named: true,
+        extension: false,
+    };
+
     /// The context of the container that is the value of `key` in a mapping with this context.
     pub fn of_value(self, key: &str) -> Context {
         Context {
@@ -182,35 +195,51 @@ impl Context {
     }
 }
 
-/// Which containers the loaders skip: the value of a key that retry policy never reads
-/// (schemas, examples, request bodies, documentation), unless it sits where such a name is a
-/// user's name for something the reader does read (a server variable, response or parameter
-/// called `example`) or inside an `x-` extension (user-defined content, `x-retry-policy` among
-/// them). Skipping is off when overlays apply, because they address the whole tree.
+/// What the loaders skip: the value of every key the reader never asks for (schemas, examples,
+/// request bodies, documentation, vendor extensions), unless it sits where keys are names the
+/// document's author chose (a path, a response code, a server variable or a component called
+/// `example`) or inside an `x-` extension the reader reads (`x-retry-policy`). Skipping is off
+/// when overlays apply, because they address the whole tree.
 ///
-/// The reader never asks a mapping for one of these keys, so what it reads is the same either
-/// way; a `$ref` into a skipped subtree reloads the file in full (the slow path).
+/// The reader never asks a mapping for a key outside [`Skip::READ_KEYS`] (a test checks its
+/// source), so what it reads is the same either way; a `$ref` into a skipped part reloads the
+/// file in full (the slow path).
 pub struct Skip;
 
 impl Skip {
-    const KEYS: [&'static str; 17] = [
-        "schema",
-        "schemas",
-        "definitions",
-        "examples",
-        "example",
-        "requestBody",
-        "requestBodies",
-        "headers",
-        "callbacks",
-        "links",
-        "securitySchemes",
-        "securityDefinitions",
-        "webhooks",
-        "info",
-        "tags",
-        "externalDocs",
-        "description",
+    /// Every key whose value the reader reads, in any object it walks.
+    pub const READ_KEYS: [&'static str; 31] = [
+        "$ref",
+        "openapi",
+        "swagger",
+        "basePath",
+        "servers",
+        "url",
+        "variables",
+        "default",
+        "paths",
+        "components",
+        "pathItems",
+        "parameters",
+        "responses",
+        "content",
+        "produces",
+        "name",
+        "in",
+        "operationId",
+        "x-idempotent",
+        "x-retry",
+        "x-retry-policy",
+        "additionalOperations",
+        "get",
+        "put",
+        "post",
+        "delete",
+        "options",
+        "head",
+        "patch",
+        "trace",
+        "query",
     ];
 
     /// Keys whose value maps names chosen by the document's author to objects.
@@ -237,10 +266,10 @@ impl Skip {
         "mediaTypes",
     ];
 
-    /// Whether the container value of `key` is skipped, in a mapping that is itself the value of
-    /// a named map's key (`in_named_map`) or lies inside an extension (`in_extension`).
+    /// Whether the value of `key` is skipped, in a mapping that is itself the value of a named
+    /// map's key (`in_named_map`) or lies inside an extension (`in_extension`).
     pub fn value_of(key: &str, in_named_map: bool, in_extension: bool) -> bool {
-        !in_named_map && !in_extension && Self::KEYS.contains(&key)
+        !in_named_map && !in_extension && !Self::READ_KEYS.contains(&key)
     }
 
     /// Whether the mapping that is the value of `key` maps user-chosen names.
@@ -281,5 +310,62 @@ impl KeySet {
             );
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every key the reader's walk asks for is one the loaders keep: a key read by name that
+    /// `Skip` skipped would silently read as absent.
+    #[test]
+    fn the_reader_reads_only_keys_the_loaders_keep() {
+        let sources = [
+            include_str!("openapi.rs"),
+            include_str!("refs.rs"),
+            include_str!("mod.rs"),
+        ];
+        let mut found = Vec::new();
+        for source in sources {
+            for pattern in [".get(\"", "\"x-", "key == \""] {
+                for (at, _) in source.match_indices(pattern) {
+                    let start = at + pattern.len() - 1;
+                    let start = if pattern == "\"x-" { at } else { start };
+                    let rest = &source[start + 1..];
+                    let key = &rest[..rest.find('"').expect("a closing quote")];
+                    found.push(key.to_string());
+                }
+            }
+        }
+        for method in [
+            "get", "put", "post", "delete", "options", "head", "patch", "trace",
+        ] {
+            found.push(method.to_string());
+        }
+        assert!(found.len() > 20, "{found:?}");
+        for key in &found {
+            if key == "x-" {
+                continue; // `starts_with("x-")`: the reader passes over extensions
+            }
+            assert!(
+                Skip::READ_KEYS.contains(&key.as_str()),
+                "the reader reads {key:?}, which the loaders skip"
+            );
+        }
+    }
+
+    #[test]
+    fn named_maps_and_extensions_keep_their_values() {
+        let document = Context::DOCUMENT;
+        assert!(document.skips("info") && document.skips("x-codeSamples"));
+        assert!(!document.skips("paths") && !document.skips("x-retry-policy"));
+        let variables = document.of_value("servers").of_item().of_value("variables");
+        assert!(!variables.skips("example"));
+        let variable = variables.of_value("example");
+        assert!(variable.skips("description") && !variable.skips("default"));
+        let policy = document.of_value("x-retry-policy");
+        assert!(!policy.skips("description"));
+        assert!(!Context::REFERENCED.skips("schema"));
     }
 }

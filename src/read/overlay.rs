@@ -409,7 +409,7 @@ mod tests {
     use super::*;
 
     fn tree(yaml: &str) -> Node {
-        load::load(yaml, 0, &Limits::default(), false).expect("loads")
+        load::load(yaml, 0, &Limits::default(), None).expect("loads")
     }
 
     fn apply(doc: &str, target: &str, update: Option<&str>) -> serde_json::Value {
@@ -550,7 +550,7 @@ paths:
     #[test]
     fn merged_values_keep_the_overlay_marks() {
         let mut root = tree(PETS);
-        let update = load::load("x-retry: false\n", 7, &Limits::default(), false).unwrap();
+        let update = load::load("x-retry: false\n", 7, &Limits::default(), None).unwrap();
         let path = JsonPath::parse("$.paths['/watch/pets'].get").unwrap();
         for m in select(&path, &root) {
             update_at(&mut root, &m, &update).unwrap();

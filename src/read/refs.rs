@@ -55,7 +55,12 @@ impl Reader {
         };
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let id = self.files.len() as FileId;
-        let loaded = Self::parse_text(canonical, text, id, &self.limits, self.skip);
+        let root = if referrer.is_some() {
+            Context::REFERENCED
+        } else {
+            Context::DOCUMENT
+        };
+        let loaded = Self::parse_text(canonical, text, id, &self.limits, self.skip.then_some(root));
         match loaded {
             Ok(root) => {
                 self.files.push(Rc::new(SourceFile {
@@ -101,7 +106,7 @@ impl Reader {
         text: &str,
         id: FileId,
         limits: &Limits,
-        skip: bool,
+        skip: Option<Context>,
     ) -> Result<Node, Vec<load::LoadError>> {
         let is_json = canonical
             .extension()
@@ -121,7 +126,7 @@ impl Reader {
         let text = self.read_text(&partial.path).ok()?;
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         // It loaded once with the same checks, so it loads again.
-        let root = Self::parse_text(&partial.path, text, id, &self.limits, false).ok()?;
+        let root = Self::parse_text(&partial.path, text, id, &self.limits, None).ok()?;
         let full = Rc::new(SourceFile {
             path: partial.path.clone(),
             display: partial.display.clone(),
