@@ -107,14 +107,21 @@ fn references_into_skipped_parts_resolve() {
   "info": {"title": "t", "version": "1", "x-item": {"get": {"operationId": "hidden", "x-idempotent": false, "responses": {}}}},
   "paths": {
     "/hidden": {"$ref": "#/info/x-item"},
-    "/p": {"get": {"parameters": [{"$ref": "#/components/schemas/S/x-param"}, {"$ref": "shared.json#/schema"}], "responses": {}}},
-    "/e": {"$ref": "shared.json#/examples"}
+    "/p": {"x-shared": {"delete": {"operationId": "leftOut", "responses": {}}}, "get": {"parameters": [{"$ref": "#/components/schemas/S/x-param"}, {"$ref": "shared.json#/schema"}], "responses": {}}},
+    "/e": {"$ref": "shared.json#/examples"},
+    "/left-out": {"$ref": "#/paths/~1p/x-shared"}
   },
   "components": {"schemas": {"S": {"type": "object", "x-param": {"name": "X-Deep", "in": "header"}}}}
 }"##,
     );
     let text = same_both_ways(&spec);
-    for wanted in ["\"hidden\"", "X-Deep", "X-Shared", "fromExamples"] {
+    for wanted in [
+        "\"hidden\"",
+        "X-Deep",
+        "X-Shared",
+        "fromExamples",
+        "leftOut",
+    ] {
         assert!(text.contains(wanted), "{wanted} in {text}");
     }
 }
@@ -135,6 +142,8 @@ fn problems_inside_skipped_parts_are_reported_alike() {
         "{\"definitions\": {\"A\": \"tab\there\"}}".to_string(),
         r#"{"info": {"description": "bad \q escape"}}"#.to_string(),
         r#"{"definitions": {"A": 01}}"#.to_string(),
+        r#"{"paths": {"/a": {"summary": "x", "get": {}, "summary": "y"}}}"#.to_string(),
+        r#"{"paths": {"/a": {"get": {"tags": [], "operationId": "a", "tags": 1}}}}"#.to_string(),
         nested,
     ];
     for doc in &json_docs {
@@ -151,6 +160,7 @@ fn problems_inside_skipped_parts_are_reported_alike() {
         "definitions:\n  A: {true: 1, 'true': 2}\n",
         "info:\n  description: [a, b\n",
         "definitions:\n  A:\n    - *nowhere\n",
+        "paths:\n  /a:\n    summary: x\n    get: {}\n    summary: y\n",
     ];
     for doc in yaml_docs {
         let full = load::load(doc, 0, &limits, None).expect_err(doc);

@@ -4,7 +4,9 @@
 //! multi-megabyte documents retrygen is run on in every build.
 
 use super::load::{Limits, LoadError};
-use super::node::{Context, Entry, FileId, KeySet, Mark, Node, Value};
+use super::node::{
+    mapping, sequence, Context, Entry, FileId, KeySet, Mark, Node, SkippedKeys, Value,
+};
 use std::borrow::Cow;
 use std::collections::HashSet;
 
@@ -31,6 +33,7 @@ enum Frame {
         Option<(String, Mark)>,
         KeySet,
         Context,
+        SkippedKeys,
     ),
 }
 
@@ -413,7 +416,7 @@ fn parse(
         let (context, skipped) = match stack.last() {
             None => (skip.unwrap_or_default(), false),
             Some(Frame::Seq(.., outer)) => (outer.of_item(), false),
-            Some(Frame::Map(_, _, _, pending, _, outer)) => {
+            Some(Frame::Map(_, _, _, pending, _, outer, _)) => {
                 let key = &pending.as_ref().expect("a key precedes every value").0;
                 (outer.of_value(key), skip.is_some() && outer.skips(key))
             }
@@ -455,6 +458,10 @@ fn parse(
                     if is_map {
                         let (key, key_mark) = read_key(r)?;
                         pointer_enter(pointer, &key);
+                        let mut skipped = SkippedKeys::default();
+                        if skip.is_some() && context.skips(&key) {
+                            skipped.insert(key.as_bytes());
+                        }
                         stack.push(Frame::Map(
                             Vec::new(),
                             mark,
@@ -462,6 +469,7 @@ fn parse(
                             Some((key, key_mark)),
                             KeySet::default(),
                             context,
+                            skipped,
                         ));
                     } else {
                         let len = pointer.len();
@@ -505,20 +513,29 @@ fn parse(
                         _ => return r.fail("expected `,` or `]`"),
                     }
                 }
-                Frame::Map(entries, _, base, pending, keys, _) => {
+                Frame::Map(entries, _, base, pending, keys, context, skipped) => {
                     let (key, key_mark) = pending.take().expect("a key precedes every value");
-                    entries.push(Entry {
-                        key,
-                        key_mark,
-                        value: node,
-                    });
+                    // A skipped value is left out; its key is remembered by `skipped`.
+                    if node.value != Value::Skipped {
+                        entries.push(Entry {
+                            key: super::node::key(key),
+                            key_mark,
+                            value: node,
+                        });
+                    }
                     match r.peek() {
                         Some(b',') => {
                             r.pos += 1;
                             pointer.truncate(*base);
                             let (key, key_mark) = read_key(r)?;
                             pointer_enter(pointer, &key);
-                            if !keys.insert(entries, &key) {
+                            // A key and its duplicate are skipped alike: compare each with its own.
+                            let fresh = if skip.is_some() && context.skips(&key) {
+                                skipped.insert(key.as_bytes())
+                            } else {
+                                keys.insert(entries, &key)
+                            };
+                            if !fresh {
                                 return Err((key_mark, format!("duplicate mapping key {key:?}")));
                             }
                             *pending = Some((key, key_mark));
@@ -534,14 +551,14 @@ fn parse(
                 Frame::Seq(items, mark, base, _) => {
                     pointer.truncate(base);
                     Node {
-                        value: Value::Seq(items),
+                        value: sequence(items),
                         mark,
                     }
                 }
-                Frame::Map(entries, mark, base, _, _, _) => {
+                Frame::Map(entries, mark, base, _, _, _, skipped) => {
                     pointer.truncate(base);
                     Node {
-                        value: Value::Map(entries),
+                        value: mapping(entries, &skipped),
                         mark,
                     }
                 }

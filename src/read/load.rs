@@ -1,7 +1,9 @@
 //! Turns YAML or JSON text into a [`Node`] tree with positions, enforcing the limits that make
 //! reading untrusted documents safe: nesting depth, alias expansion, duplicate keys.
 
-use super::node::{Context, Entry, FileId, KeySet, Mark, Node, Value};
+use super::node::{
+    mapping, sequence, Context, Entry, FileId, KeySet, Mark, Node, SkippedKeys, Value,
+};
 use std::collections::HashSet;
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
@@ -59,6 +61,8 @@ enum Frame {
         keys: KeySet,
         pointer_len: usize,
         context: Context,
+        /// The keys of the entries left out because their values were skipped.
+        skipped: SkippedKeys,
     },
 }
 
@@ -125,7 +129,7 @@ fn key_text(value: Value) -> Option<String> {
         Value::String(s) | Value::Number(s) => Some(s),
         Value::Bool(b) => Some(b.to_string()),
         Value::Null => Some(String::from("null")),
-        Value::Seq(_) | Value::Map(_) | Value::Skipped => None,
+        Value::Seq(_) | Value::Map(_) | Value::PartialMap(_) | Value::Skipped => None,
     }
 }
 
@@ -231,11 +235,14 @@ impl Builder {
                 ..
             }) => match pending_key.take() {
                 Some((key, key_mark)) => {
-                    entries.push(Entry {
-                        key,
-                        key_mark,
-                        value: node,
-                    });
+                    // A skipped value is left out; its key is remembered by `skipped`.
+                    if node.value != Value::Skipped {
+                        entries.push(Entry {
+                            key: super::node::key(key),
+                            key_mark,
+                            value: node,
+                        });
+                    }
                     self.pop_pointer_token();
                 }
                 None => {
@@ -249,16 +256,26 @@ impl Builder {
                         String::new()
                     });
                     let key_mark = node.mark;
+                    let skip = self.skip.is_some();
                     let Some(Frame::Map {
                         entries,
                         pending_key,
                         keys,
+                        context,
+                        skipped,
                         ..
                     }) = self.stack.last_mut()
                     else {
                         unreachable!()
                     };
-                    let duplicate = !keys.insert(entries, &key);
+                    // A key and its duplicate are skipped alike: compare each with its own. A
+                    // repeated hash (duplicate or collision) is reported, and the skipping load
+                    // then loads in full, which reports only a real duplicate.
+                    let duplicate = if skip && context.skips(&key) {
+                        !skipped.insert(key.as_bytes())
+                    } else {
+                        !keys.insert(entries, &key)
+                    };
                     *pending_key = Some((key.clone(), key_mark));
                     self.pointer.push('/');
                     self.pointer.push_str(&crate::diag::pointer_token(&key));
@@ -450,6 +467,7 @@ impl Builder {
                         keys: KeySet::default(),
                         pointer_len,
                         context,
+                        skipped: SkippedKeys::default(),
                     }
                 } else {
                     Frame::Seq {
@@ -471,7 +489,7 @@ impl Builder {
                         ..
                     }) => (
                         Node {
-                            value: Value::Seq(items),
+                            value: sequence(items),
                             mark,
                         },
                         anchor,
@@ -482,10 +500,11 @@ impl Builder {
                         mark,
                         anchor,
                         pointer_len,
+                        skipped,
                         ..
                     }) => (
                         Node {
-                            value: Value::Map(entries),
+                            value: mapping(entries, &skipped),
                             mark,
                         },
                         anchor,

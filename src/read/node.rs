@@ -22,15 +22,30 @@ pub enum Value {
     String(String),
     Seq(Vec<Node>),
     Map(Vec<Entry>),
+    /// A mapping some of whose entries were skipped (see [`Skip`]) and left out: what is here
+    /// is read as in a [`Value::Map`]; a JSON pointer to a key not here may name a left-out one.
+    PartialMap(Vec<Entry>),
     /// A mapping or sequence the loader validated (syntax, duplicate keys, limits) without
     /// building it, because retry policy never reads it (see [`Skip`]). A `$ref` that reaches
     /// into one makes the reader load that file again in full.
     Skipped,
 }
 
+/// A mapping key: one of [`Skip::READ_KEYS`] without a copy of its own, which is most of the
+/// keys the kept tree holds, or the key as read.
+pub type Key = std::borrow::Cow<'static, str>;
+
+/// The [`Key`] of a key as read.
+pub fn key(text: String) -> Key {
+    match Skip::READ_KEYS.iter().find(|k| **k == text) {
+        Some(known) => Key::Borrowed(known),
+        None => Key::Owned(text),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
-    pub key: String,
+    pub key: Key,
     pub key_mark: Mark,
     pub value: Node,
 }
@@ -44,7 +59,9 @@ pub struct Node {
 impl Node {
     pub fn get(&self, key: &str) -> Option<&Node> {
         match &self.value {
-            Value::Map(entries) => entries.iter().find(|e| e.key == key).map(|e| &e.value),
+            Value::Map(entries) | Value::PartialMap(entries) => {
+                entries.iter().find(|e| e.key == key).map(|e| &e.value)
+            }
             Value::Skipped => {
                 // Reading into a skipped subtree would silently find nothing: the reader only
                 // reaches skipped nodes through `$ref`, which reloads the file in full.
@@ -57,7 +74,7 @@ impl Node {
 
     pub fn entries(&self) -> &[Entry] {
         match &self.value {
-            Value::Map(entries) => entries,
+            Value::Map(entries) | Value::PartialMap(entries) => entries,
             _ => &[],
         }
     }
@@ -77,7 +94,7 @@ impl Node {
     }
 
     pub fn is_map(&self) -> bool {
-        matches!(self.value, Value::Map(_))
+        matches!(self.value, Value::Map(_) | Value::PartialMap(_))
     }
 
     /// A short name of the node's kind for "expected X, found Y" messages.
@@ -88,7 +105,7 @@ impl Node {
             Value::Number(_) => "a number",
             Value::String(_) => "a string",
             Value::Seq(_) => "a sequence",
-            Value::Map(_) | Value::Skipped => "a mapping",
+            Value::Map(_) | Value::PartialMap(_) | Value::Skipped => "a mapping",
         }
     }
 
@@ -100,6 +117,10 @@ impl Node {
                 Value::Map(_) => match node.get(token) {
                     Some(next) => next,
                     None => return Pointed::Missing,
+                },
+                Value::PartialMap(_) => match node.get(token) {
+                    Some(next) => next,
+                    None => return Pointed::Skipped,
                 },
                 Value::Seq(items) => {
                     // RFC 6901: array indices are decimal without leading zeros.
@@ -127,9 +148,27 @@ impl Node {
         // anchor or alias meets a skipped part.
         1 + match &self.value {
             Value::Seq(items) => items.iter().map(Node::size).sum(),
-            Value::Map(entries) => entries.iter().map(|e| e.value.size()).sum(),
+            Value::Map(entries) | Value::PartialMap(entries) => {
+                entries.iter().map(|e| e.value.size()).sum()
+            }
             _ => 0,
         }
+    }
+}
+
+/// The node of a finished sequence. The kept tree lives through the read: no spare capacity.
+pub fn sequence(mut items: Vec<Node>) -> Value {
+    items.shrink_to_fit();
+    Value::Seq(items)
+}
+
+/// The node of a finished mapping, partial when entries were left out.
+pub fn mapping(mut entries: Vec<Entry>, left_out: &SkippedKeys) -> Value {
+    entries.shrink_to_fit();
+    if left_out.is_empty() {
+        Value::Map(entries)
+    } else {
+        Value::PartialMap(entries)
     }
 }
 
@@ -282,6 +321,41 @@ impl Skip {
     }
 }
 
+/// The keys of the entries a mapping left out (see [`Value::PartialMap`]), kept as hashes for
+/// duplicate detection: a repeated hash is a duplicate key or, rarely, a collision; either way
+/// the loader loads the file again in full, which tells the two apart.
+#[derive(Debug, Default)]
+pub struct SkippedKeys {
+    hashes: Vec<u64>,
+    /// All of them once there are many, so that a mapping with a million keys stays linear.
+    large: Option<std::collections::HashSet<u64>>,
+}
+
+impl SkippedKeys {
+    /// Records `key`; false when its hash was seen in this mapping before.
+    pub fn insert(&mut self, key: &[u8]) -> bool {
+        // FNV-1a: keys are short, and a collision only costs the slow path.
+        let hash = key.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        if let Some(set) = &mut self.large {
+            return set.insert(hash);
+        }
+        if self.hashes.contains(&hash) {
+            return false;
+        }
+        self.hashes.push(hash);
+        if self.hashes.len() > KeySet::SCAN_LIMIT {
+            self.large = Some(self.hashes.iter().copied().collect());
+        }
+        true
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hashes.is_empty()
+    }
+}
+
 /// The keys of one mapping being built, for duplicate detection: a scan while the mapping is
 /// small, a hash set once it grows, so a mapping with a million keys costs linear time.
 #[derive(Debug, Default)]
@@ -304,7 +378,7 @@ impl KeySet {
             self.large = Some(
                 entries
                     .iter()
-                    .map(|e| e.key.clone())
+                    .map(|e| e.key.to_string())
                     .chain([key.to_string()])
                     .collect(),
             );

@@ -55,7 +55,7 @@ impl Reader {
                 Ok(n.entries()
                     .iter()
                     .map(|entry| RawPolicyEntry {
-                        key: entry.key.clone(),
+                        key: entry.key.to_string(),
                         value: raw_value(&entry.value),
                         at: self.location(
                             root,
@@ -270,7 +270,7 @@ impl Reader {
         let mut seen_methods: Vec<String> = Vec::new();
         for (f, n, p) in &layers {
             for entry in n.entries() {
-                let key = entry.key.as_str();
+                let key: &str = &entry.key;
                 let method_pointer = pointer_push(p, key);
                 if FIXED_METHODS.contains(&key) || key == "query" {
                     if key == "query" && self.version != SpecVersion::OpenApi32 {

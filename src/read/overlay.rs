@@ -31,10 +31,10 @@ pub(super) fn to_json(node: &Node) -> serde_json::Value {
             .unwrap_or_else(|_| J::String(s.clone())),
         Value::String(s) => J::String(s.clone()),
         Value::Seq(items) => J::Array(items.iter().map(to_json).collect()),
-        Value::Map(entries) => J::Object(
+        Value::Map(entries) | Value::PartialMap(entries) => J::Object(
             entries
                 .iter()
-                .map(|e| (e.key.clone(), to_json(&e.value)))
+                .map(|e| (e.key.to_string(), to_json(&e.value)))
                 .collect(),
         ),
     }
@@ -250,7 +250,7 @@ impl Reader {
                 continue;
             }
             for e in action.entries() {
-                if !ACTION_FIELDS.contains(&e.key.as_str()) && !e.key.starts_with("x-") {
+                if !ACTION_FIELDS.contains(&e.key.as_ref()) && !e.key.starts_with("x-") {
                     let p = pointer_push(&pointer, &e.key);
                     self.warning(
                         self.location(&file, e.key_mark, &p),
