@@ -1,5 +1,6 @@
 //! Properties over generated inputs (proptest): reading, classification and rendering never
-//! panic, every diagnostic has a location, and the safety invariants of classification hold.
+//! panic, every diagnostic has a location, reading with skipping gives what reading every node
+//! gives, and the safety invariants of classification hold.
 
 use proptest::prelude::*;
 use retrygen::cli::listed;
@@ -23,6 +24,13 @@ fn read_text(text: &[u8], extension: &str) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(format!("spec.{extension}"));
     std::fs::write(&path, text).unwrap();
+    let limits = retrygen::read::Limits::default();
+    assert_eq!(
+        format!("{:?}", retrygen::read::read(&path, &limits)),
+        format!("{:?}", retrygen::read::read_in_full(&path, &limits)),
+        "skipping changed the reading of {:?}",
+        String::from_utf8_lossy(text)
+    );
     match load_api(&path, &ModelOptions::default()) {
         Ok((_, warnings)) => check_located(&warnings),
         Err(errors) => {
@@ -45,6 +53,12 @@ fn yamlish() -> impl Strategy<Value = String> {
         Just("&a [*a]\n".to_string()),
         Just("? [a]\n: b\n".to_string()),
         Just("- !!binary x\n".to_string()),
+        Just("definitions:\n".to_string()),
+        Just("  schema: {a: 1, a: 2}\n".to_string()),
+        Just("    description: &d [x]\n".to_string()),
+        Just("    summary: *d\n".to_string()),
+        Just("    parameters: [{name: X-K, in: header, schema: {}}]\n".to_string()),
+        Just("{\"info\": {\"x\": [1, {\"x\": 2, \"x\": 3}]}, \"paths\": {}}\n".to_string()),
         Just("{\"a\": [1, {\"b\": \"\\ud800\"}]}\n".to_string()),
         "[ -~\\n\\t{}\\[\\]:,&*!|>'\"%@`#-]{0,12}",
     ];
