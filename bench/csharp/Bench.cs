@@ -225,6 +225,19 @@ namespace Retrygen.Bench
             double classifyNs = Median(classifySamples);
             double scanNs = Median(scanSamples);
 
+            // Bytes allocated per classify call, counted after the timing over passes of the whole mix
+            // (mono and .NET both keep the per-thread counter).
+            const int AllocPasses = 20;
+            classifyPass();
+            long allocBefore = GC.GetAllocatedBytesForCurrentThread();
+            for (int r = 0; r < AllocPasses; r++)
+            {
+                classifyPass();
+            }
+
+            long allocated = GC.GetAllocatedBytesForCurrentThread() - allocBefore;
+            double allocPerCall = n == 0 ? 0.0 : (double)allocated / ((double)AllocPasses * n);
+
             var index = new Dictionary<Operation, int>();
             for (int i = 0; i < ops.Count; i++)
             {
@@ -244,6 +257,7 @@ namespace Retrygen.Bench
 
             var output = new StringBuilder();
             output.Append(string.Format(CultureInfo.InvariantCulture, "classify_ns {0:F2}\nscan_ns {1:F2}\n", classifyNs, scanNs));
+            output.Append(string.Format(CultureInfo.InvariantCulture, "classify_alloc_bytes {0:F2}\n", allocPerCall));
             output.Append("classify_ops ").Append(string.Join(",", classified)).Append('\n');
             output.Append("classify_classes ").Append(classes).Append('\n');
             output.Append("scan_ops ").Append(string.Join(",", scanned)).Append('\n');

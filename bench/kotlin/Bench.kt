@@ -7,6 +7,7 @@ import retrygen.generated.Operation
 import retrygen.generated.ReplayClass
 import retrygen.generated.RetryPolicies
 import java.io.File
+import java.lang.management.ManagementFactory
 import java.util.IdentityHashMap
 import kotlin.system.exitProcess
 
@@ -142,6 +143,15 @@ fun main(args: Array<String>) {
     }
     val classifyNs = median(classifySamples)
     val scanNs = median(scanSamples)
+    // Bytes allocated per classify call, counted after the timing over passes of the whole mix.
+    val threads = ManagementFactory.getThreadMXBean() as com.sun.management.ThreadMXBean
+    val threadId = Thread.currentThread().id
+    val allocPasses = 20
+    classifyPass()
+    val allocBefore = threads.getThreadAllocatedBytes(threadId)
+    for (r in 0 until allocPasses) classifyPass()
+    val allocated = threads.getThreadAllocatedBytes(threadId) - allocBefore
+    val allocPerCall = if (n == 0) 0.0 else allocated.toDouble() / (allocPasses.toDouble() * n)
     val index = IdentityHashMap<Operation, Int>()
     RetryPolicies.OPERATIONS.forEachIndexed { i, op -> index[op] = i }
     val ops = ArrayList<String>(n)
@@ -156,6 +166,7 @@ fun main(args: Array<String>) {
     }
     val out = StringBuilder()
     out.append(String.format(java.util.Locale.ROOT, "classify_ns %.2f\nscan_ns %.2f\n", classifyNs, scanNs))
+    out.append(String.format(java.util.Locale.ROOT, "classify_alloc_bytes %.2f\n", allocPerCall))
     out.append("classify_ops ").append(ops.joinToString(",")).append('\n')
     out.append("classify_classes ").append(classes).append('\n')
     out.append("scan_ops ").append(scanned.joinToString(",")).append('\n')

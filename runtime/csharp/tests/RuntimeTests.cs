@@ -310,8 +310,13 @@ namespace Retrygen.Generated.Tests
             {
                 "/api/users/me?x=1", "/users/me/", "/users/42/posts", "/users/me/posts", "/files/a.tar.gz",
                 "/files/x.json.json", "/tie/xax", "/order/1\uE0002a3\U0001F6004", "/", string.Empty, "/api",
-                "/gap//end", "/nowhere/at/all", "/dup/1#f",
+                "/gap//end", "/nowhere/at/all", "/dup/1#f", "/enc/a%20b", "/api/enc/a%2", "/enc/%F0%9F%98%80x",
+                "/enc/%C3", "/enc/a%C3", "/enc/%C3/x", "/enc/%C0%AE", "/users/%6De/posts", "/files/%76%32", "https://h.example/api/users/me",
+                "users/42", "/order/1%EE%80%802a3%F0%9F%98%804",
             };
+            Classifier proxy = table.CreateClassifier("https://gw.example/proxy/v1/", UnknownOperationClass.NoRetry);
+            Equal("getUser", proxy.Classify("GET", "/proxy/v1/users/%34%32").Operation.OperationId, "decoded parameter behind a configured base");
+            Equal("privateUse", table.Classify("GET", "/order/1%EE%80%802a3%F0%9F%98%804").Operation.OperationId, "decoded mixed segment");
             Classification first = table.Classify("GET", "/users/me");
             Equal(true, ReferenceEquals(first, table.Classify("get", "/api/users/me/")), "one shared Classification per operation");
             Equal(true, ReferenceEquals(table.Classify("GET", "/x"), table.Classify("HEAD", "/y")), "one shared unmatched result");
@@ -323,6 +328,7 @@ namespace Retrygen.Generated.Tests
                     foreach (string path in paths)
                     {
                         table.Classify(method, path);
+                        proxy.Classify(method, path);
                     }
                 }
 

@@ -3,6 +3,7 @@
 
 package retrygen.generated
 
+import java.lang.management.ManagementFactory
 import kotlin.system.exitProcess
 
 private val failures = ArrayList<String>()
@@ -494,6 +495,62 @@ private fun classifierTests() {
     expect("noncharacter decoded", RetryRuntime.percentDecode("%EF%BF%BE"), "\uFFFE")
 }
 
+/**
+ * Classify allocates nothing (issue 13): the thread's allocation counter does not move over calls
+ * covering every branch (literal, mixed, backtracking, percent escapes valid and not, full
+ * URL, relative target, configured base, method miss, unknown path), once the per-thread decode
+ * buffer exists.
+ */
+private fun allocationTests() {
+    val table = OperationTable("/v1", handOperations)
+    val proxy = table.classifier("https://gw.example/proxy/v1/", UnknownOperationClass.NO_RETRY)
+    val methods =
+        arrayOf("GET", "get", "GET", "GET", "DELETE", "POST", "POST", "GET", "GET", "patch", "query", "POST", "GET", "GET", "POST", "POST")
+    val targets =
+        arrayOf(
+            "/v1/sandboxes/templates",
+            "/v1/sandboxes/abc?x=1#y",
+            "/v1/sandboxes/templates/logs",
+            "/v1/files/a.json.json",
+            "/v1/m/x.txt",
+            "/v1/caf%c3%a9/items/",
+            "https://h.example/v1/caf%E9/items",
+            "/v1/order/p\uE000aq\uD83D\uDE00r",
+            "sandboxes/abc/logs",
+            "/v1/sandboxes/abc",
+            "/nowhere/%F0%9F%98%80/x",
+            "/proxy/v1/caf%C3%A9/items",
+            "",
+            "/v1/sandboxes//logs",
+            "/v1/caf%C3",
+            "/v1/caf%C3/items",
+        )
+    val expected = Array(targets.size) { table.classify(methods[it], targets[it]) }
+    // Warm-up: the per-thread buffer, and whatever the JVM links on a first call.
+    for (i in targets.indices) {
+        proxy.classify(methods[i], targets[i])
+    }
+    val threads = ManagementFactory.getThreadMXBean() as com.sun.management.ThreadMXBean
+    val thread = Thread.currentThread().id
+    // The JVM itself sometimes allocates on the thread while it moves code between the interpreter
+    // and the compilers (a few hundred bytes now and then, never per call), so the test takes the
+    // least of several windows of one pass each: a classify that allocated would show in every one.
+    // The windows come right after the warm-up, while the code runs interpreted or compiled by C1,
+    // neither of which has the escape analysis that could hide an allocation.
+    var same = true
+    var allocated = Long.MAX_VALUE
+    for (window in 0 until 11) {
+        val before = threads.getThreadAllocatedBytes(thread)
+        for (i in targets.indices) {
+            same = same && table.classify(methods[i], targets[i]) === expected[i]
+            proxy.classify(methods[i], targets[i])
+        }
+        allocated = minOf(allocated, threads.getThreadAllocatedBytes(thread) - before)
+    }
+    expect("classify hands out one instance per result", same, true)
+    expect("classify allocates nothing", allocated, 0L)
+}
+
 private fun keyAndEventTests() {
     val keyed = op("POST", "/k", "k", ReplayClass.KEYED, "Idempotency-Key")
     expect("key", RetryRuntime.hasIdempotencyKey(keyed, listOf("idempotency-KEY" to " k1 ")), true)
@@ -531,6 +588,7 @@ public fun main() {
     budgetTests()
     classifierTests()
     keyAndEventTests()
+    allocationTests()
     if (failures.isNotEmpty()) {
         failures.forEach { System.err.println("FAIL $it") }
         System.err.println("${failures.size} of $checks checks failed")
