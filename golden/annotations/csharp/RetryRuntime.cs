@@ -822,6 +822,10 @@ namespace Retrygen.Generated
         private static readonly string[] IdempotentMethodNames = { "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", "QUERY" };
         private static readonly ReadOnlyCollection<string> IdempotentMethodList = Array.AsReadOnly(IdempotentMethodNames);
 
+        // Step 7's per-thread buffer: a segment holding '%' is decoded into it, so that classify allocates nothing.
+        [ThreadStatic]
+        private static char[] decodeBuffer;
+
         private readonly string basePath;
         private readonly ReadOnlyCollection<Operation> operations;
         private readonly Dictionary<string, Operation> byId = new Dictionary<string, Operation>(StringComparer.Ordinal);
@@ -994,8 +998,8 @@ namespace Retrygen.Generated
 
         /// <summary>
         /// Steps 1-9 of docs/contract.md section 2 for a target already checked (C4): C1, the query, the base path
-        /// <paramref name="basePath"/> (empty or starting with <c>/</c>), then the trie. Allocates nothing unless a
-        /// segment holds a percent escape.
+        /// <paramref name="basePath"/> (empty or starting with <c>/</c>), then the trie. Allocates nothing (a segment
+        /// holding a percent escape is decoded into a per-thread buffer, allocated once per thread).
         /// </summary>
         internal Classification Find(string method, string target, string basePath, UnknownOperationClass unknown)
         {
@@ -1310,6 +1314,11 @@ namespace Retrygen.Generated
             return true;
         }
 
+        private static int HexDigit(char c)
+        {
+            return c < 0x80 ? HexValue((byte)c) : -1;
+        }
+
         private static int HexValue(byte b)
         {
             if (b >= (byte)'0' && b <= (byte)'9')
@@ -1347,18 +1356,19 @@ namespace Retrygen.Generated
             int segmentEnd = slash < 0 ? end : slash;
             int next = slash < 0 ? -1 : slash + 1;
 
-            // Step 7: only a segment holding '%' is decoded, into a string of its own.
-            string segment = path;
-            int from = position;
-            int to = segmentEnd;
+            // Step 7: only a segment holding '%' is decoded, into the thread's buffer at the segment's own offset
+            // (a decoded segment is never longer, so deeper segments leave it alone); nothing is allocated.
             if (path.IndexOf('%', position, segmentEnd - position) >= 0)
             {
-                segment = PercentDecode(path.Substring(position, segmentEnd - position));
-                from = 0;
-                to = segment.Length;
+                char[] buffer = DecodeBuffer(segmentEnd);
+                int decodedEnd = DecodeSegment(path, position, segmentEnd, buffer);
+                if (decodedEnd >= 0)
+                {
+                    return MatchDecoded(node, buffer, position, decodedEnd, path, next, end);
+                }
             }
 
-            Node literal = node.Literal(segment, from, to);
+            Node literal = node.Literal(path, position, segmentEnd);
             if (literal != null)
             {
                 Node found = Match(literal, path, next, end);
@@ -1370,7 +1380,40 @@ namespace Retrygen.Generated
 
             foreach (MixedSegment mixed in node.Mixed)
             {
-                if (mixed.Matches(segment, from, to))
+                if (mixed.Matches(path, position, segmentEnd))
+                {
+                    Node found = Match(mixed.Child, path, next, end);
+                    if (found != null)
+                    {
+                        return found;
+                    }
+                }
+            }
+
+            if (node.Param != null && segmentEnd > position)
+            {
+                return Match(node.Param, path, next, end);
+            }
+
+            return null;
+        }
+
+        /// <summary><see cref="Match"/> at a decoded segment, <c>text[from..to)</c>, whose successors start at <paramref name="next"/>.</summary>
+        private static Node MatchDecoded(Node node, char[] text, int from, int to, string path, int next, int end)
+        {
+            Node literal = node.Literal(text, from, to);
+            if (literal != null)
+            {
+                Node found = Match(literal, path, next, end);
+                if (found != null)
+                {
+                    return found;
+                }
+            }
+
+            foreach (MixedSegment mixed in node.Mixed)
+            {
+                if (mixed.Matches(text, from, to))
                 {
                     Node found = Match(mixed.Child, path, next, end);
                     if (found != null)
@@ -1386,6 +1429,116 @@ namespace Retrygen.Generated
             }
 
             return null;
+        }
+
+        /// <summary>The thread's decode buffer, at least <paramref name="length"/> long (a longer one replaces it; a walk keeps the one it decoded into).</summary>
+        private static char[] DecodeBuffer(int length)
+        {
+            char[] buffer = decodeBuffer;
+            if (buffer == null || buffer.Length < length)
+            {
+                buffer = new char[Math.Max(length, 256)];
+                decodeBuffer = buffer;
+            }
+
+            return buffer;
+        }
+
+        /// <summary>
+        /// Step 7 without a copy: decodes <c>path[from..to)</c> (RFC 3629 strictly) into <paramref name="buffer"/> at
+        /// <paramref name="from"/>; returns the end of the decoded text, or -1 when the bytes are not UTF-8 (the segment
+        /// is then matched as written). Text outside escapes is scalar values (C4), so only escaped bytes can break
+        /// UTF-8: a continuation byte must be escaped, and a character as written cannot continue a sequence.
+        /// </summary>
+        private static int DecodeSegment(string path, int from, int to, char[] buffer)
+        {
+            int o = from;
+            int i = from;
+            while (i < to)
+            {
+                int b = EscapedByte(path, i, to);
+                if (b < 0)
+                {
+                    buffer[o++] = path[i++];
+                    continue;
+                }
+
+                i += 3;
+                if (b < 0x80)
+                {
+                    buffer[o++] = (char)b;
+                    continue;
+                }
+
+                int count;
+                int codePoint;
+                int min;
+                if (b >= 0xC2 && b <= 0xDF)
+                {
+                    count = 1;
+                    codePoint = b & 0x1F;
+                    min = 0x80;
+                }
+                else if (b >= 0xE0 && b <= 0xEF)
+                {
+                    count = 2;
+                    codePoint = b & 0x0F;
+                    min = 0x800;
+                }
+                else if (b >= 0xF0 && b <= 0xF4)
+                {
+                    count = 3;
+                    codePoint = b & 0x07;
+                    min = 0x10000;
+                }
+                else
+                {
+                    return -1;
+                }
+
+                for (int k = 0; k < count; k++)
+                {
+                    int continuation = EscapedByte(path, i, to);
+                    if (continuation < 0 || (continuation & 0xC0) != 0x80)
+                    {
+                        return -1;
+                    }
+
+                    codePoint = (codePoint << 6) | (continuation & 0x3F);
+                    i += 3;
+                }
+
+                if (codePoint < min || codePoint > 0x10FFFF || (codePoint >= 0xD800 && codePoint <= 0xDFFF))
+                {
+                    return -1;
+                }
+
+                if (codePoint >= 0x10000)
+                {
+                    codePoint -= 0x10000;
+                    buffer[o++] = (char)(0xD800 + (codePoint >> 10));
+                    buffer[o++] = (char)(0xDC00 + (codePoint & 0x3FF));
+                }
+                else
+                {
+                    buffer[o++] = (char)codePoint;
+                }
+            }
+
+            return o;
+        }
+
+        /// <summary>The byte <c>path[i..i+3)</c> escapes (<c>%XX</c>, wholly before <paramref name="to"/>), or -1.</summary>
+        private static int EscapedByte(string path, int i, int to)
+        {
+            if (i + 2 >= to || path[i] != '%')
+            {
+                return -1;
+            }
+
+            int high = HexDigit(path[i + 1]);
+            int low = HexDigit(path[i + 2]);
+            return high < 0 || low < 0 ? -1 : (high * 16) + low;
         }
 
         /// <summary>Adds one operation to the matcher, creating the nodes of its route.</summary>
@@ -1597,6 +1750,42 @@ namespace Retrygen.Generated
                 return null;
             }
 
+            /// <summary>The literal child equal to <c>text[start..end)</c>, or <c>null</c>.</summary>
+            internal Node Literal(char[] text, int start, int end)
+            {
+                if (literalKeys == null)
+                {
+                    return null;
+                }
+
+                int mask = literalKeys.Length - 1;
+                int slot = Hash(text, start, end) & mask;
+                int length = end - start;
+                for (string key = literalKeys[slot]; key != null; key = literalKeys[slot])
+                {
+                    if (key.Length == length && MixedSegment.RegionEquals(key, text, start))
+                    {
+                        return literalChildren[slot];
+                    }
+
+                    slot = (slot + 1) & mask;
+                }
+
+                return null;
+            }
+
+            /// <summary>FNV-1a over the UTF-16 code units of <c>text[start..end)</c>.</summary>
+            private static int Hash(char[] text, int start, int end)
+            {
+                uint hash = 2166136261;
+                for (int i = start; i < end; i++)
+                {
+                    hash = unchecked((hash ^ text[i]) * 16777619);
+                }
+
+                return (int)(hash & 0x7fffffff);
+            }
+
             /// <summary>FNV-1a over the UTF-16 code units of <c>text[start..end)</c>.</summary>
             private static int Hash(string text, int start, int end)
             {
@@ -1736,6 +1925,79 @@ namespace Retrygen.Generated
                 }
 
                 return afterParameter ? position < end : position == end;
+            }
+
+            /// <summary><see cref="Matches(string, int, int)"/> over a decoded segment, <c>text[start..end)</c>.</summary>
+            internal bool Matches(char[] text, int start, int end)
+            {
+                int position = start;
+                bool afterParameter = false;
+                for (int index = 0; index < pieces.Length; index++)
+                {
+                    string piece = pieces[index];
+                    if (piece == null)
+                    {
+                        afterParameter = true;
+                        continue;
+                    }
+
+                    if (!afterParameter)
+                    {
+                        if (end - position < piece.Length || !RegionEquals(piece, text, position))
+                        {
+                            return false;
+                        }
+
+                        position += piece.Length;
+                    }
+                    else if (index == pieces.Length - 1)
+                    {
+                        int at = end - piece.Length;
+                        if (at < position + 1 || !RegionEquals(piece, text, at))
+                        {
+                            return false;
+                        }
+
+                        position = end;
+                    }
+                    else
+                    {
+                        int found = -1;
+                        for (int at = position + 1; at <= end - piece.Length; at++)
+                        {
+                            if (RegionEquals(piece, text, at))
+                            {
+                                found = at;
+                                break;
+                            }
+                        }
+
+                        if (found < 0)
+                        {
+                            return false;
+                        }
+
+                        position = found + piece.Length;
+                    }
+
+                    afterParameter = false;
+                }
+
+                return afterParameter ? position < end : position == end;
+            }
+
+            /// <summary>Whether <paramref name="text"/> holds all of <paramref name="piece"/> at <paramref name="at"/>.</summary>
+            internal static bool RegionEquals(string piece, char[] text, int at)
+            {
+                for (int i = 0; i < piece.Length; i++)
+                {
+                    if (text[at + i] != piece[i])
+                    {
+                        return false;
+                    }
+                }
+
+                return true;
             }
         }
     }

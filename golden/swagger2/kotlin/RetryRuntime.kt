@@ -596,7 +596,7 @@ public class OperationTable(
             insert(operation)
         }
         byId = ids
-        sortMixedChildren()
+        freeze()
     }
 
     /** The classifier of the spec's base path with [UnknownOperationClass.METHOD_DEFAULT]: [classify]'s. */
@@ -677,7 +677,12 @@ public class OperationTable(
         path: String,
     ): Boolean = findSafeListEntry(method, path) != null
 
-    /** Steps 1-9 of classify with [classifierBase] as the base path and [unknown] for no match. */
+    /**
+     * Steps 1-9 of classify with [classifierBase] (empty or starting with `/`) as the base path and
+     * [unknown] for no match. Allocates nothing: the target is read where it lies (no substring),
+     * a segment holding a percent escape is decoded into a per-thread buffer, and every result is
+     * a [Classification] built with the table.
+     */
     internal fun lookup(
         method: String,
         target: String,
@@ -686,18 +691,29 @@ public class OperationTable(
     ): Classification {
         RetryRuntime.checkScalarValues(method, "input.method")
         RetryRuntime.checkScalarValues(target, "input.path")
-        val upperMethod = RetryRuntime.asciiUpperCase(method)
-        val operation = find(root, segmentsOf(target, classifierBase), 0)?.operations?.get(upperMethod)
-        if (operation != null) {
-            return Classification(operation, operation.replayClass)
-        }
-        val replayClass =
-            when (unknown) {
-                UnknownOperationClass.METHOD_DEFAULT -> RetryRuntime.methodDefaultClass(upperMethod)
-                UnknownOperationClass.NON_REPLAYABLE -> ReplayClass.NON_REPLAYABLE
-                UnknownOperationClass.NO_RETRY -> ReplayClass.NO_RETRY
+        val node = match(root, target, classifierBase)
+        if (node != null) {
+            val methods = node.methods
+            for (i in methods.indices) {
+                if (RetryRuntime.methodEquals(method, methods[i])) {
+                    return node.results[i]
+                }
             }
-        return Classification(null, replayClass)
+        }
+        // C3: no operation.
+        return when (unknown) {
+            UnknownOperationClass.METHOD_DEFAULT -> {
+                if (RetryRuntime.isIdempotentMethod(method)) UNMATCHED_IDEMPOTENT else UNMATCHED_NON_REPLAYABLE
+            }
+
+            UnknownOperationClass.NON_REPLAYABLE -> {
+                UNMATCHED_NON_REPLAYABLE
+            }
+
+            UnknownOperationClass.NO_RETRY -> {
+                UNMATCHED_NO_RETRY
+            }
+        }
     }
 
     /** Adds [operation]'s route to the trie: literal, parameter or mixed child per segment. */
@@ -707,98 +723,217 @@ public class OperationTable(
             val only = segment.singleOrNull()
             node =
                 if (segment.size == 1 && only != null) {
-                    node.literals.getOrPut(RetryRuntime.percentDecode(only)) { Node() }
+                    node.literalMap.getOrPut(RetryRuntime.percentDecode(only)) { Node() }
                 } else if (segment.size == 1) {
                     node.param ?: Node().also { node.param = it }
                 } else {
                     // Literal pieces decoded, parameter names blanked: equivalent segments share a child.
                     val key = segment.map { piece -> piece?.let(RetryRuntime::percentDecode) }
-                    node.mixed.firstOrNull { it.pieces == key }?.child
-                        ?: Node().also { node.mixed += MixedChild(key, it) }
+                    node.mixedList.firstOrNull { it.pieces == key }?.child
+                        ?: Node().also { node.mixedList += MixedChild(key, it) }
                 }
         }
-        node.operations.putIfAbsent(operation.method, operation)
+        node.operationMap.putIfAbsent(operation.method, operation)
     }
 
-    /** Sorts every node's mixed children into match order (contract step 8.2), stably. */
-    private fun sortMixedChildren() {
+    /**
+     * Turns every node into its lookup form: mixed children sorted into match order (contract step
+     * 8.2, stably), literal children in an open-addressing hash table, operations and their
+     * classifications in arrays.
+     */
+    private fun freeze() {
         val pending = ArrayDeque<Node>()
         pending.addLast(root)
         while (pending.isNotEmpty()) {
             val node = pending.removeLast()
-            node.mixed.sortWith(MIXED_ORDER)
-            pending.addAll(node.literals.values)
-            node.mixed.forEach { pending.addLast(it.child) }
+            node.mixedList.sortWith(MIXED_ORDER)
+            node.freeze()
+            pending.addAll(node.literalMap.values)
+            node.mixedList.forEach { pending.addLast(it.child) }
             node.param?.let(pending::addLast)
         }
     }
 
-    /** Steps 2-7 of classify: the decoded segments of the request target. */
-    private fun segmentsOf(
+    /**
+     * Steps 2-8 over [target] in place: C1, the query and fragment, the base path [base], the
+     * empty path and the trailing slash narrow `[start, end)` of the target; then the trie walk.
+     */
+    private fun match(
+        node: Node,
         target: String,
-        basePath: String,
-    ): List<String> {
-        var path = RetryRuntime.stripOrigin(target)
-        val end = path.indexOfAny(QUERY_OR_FRAGMENT)
-        if (end >= 0) {
-            path = path.substring(0, end)
+        base: String,
+    ): Node? {
+        // C1: the origin of a full URL is skipped; a relative target is read as if it had a leading "/".
+        var start = RetryRuntime.originEnd(target)
+        val length = target.length
+        val relative = start < length && target[start] != '/' && target[start] != '?' && target[start] != '#'
+        var end = start
+        while (end < length && target[end] != '?' && target[end] != '#') {
+            end++
         }
-        if (basePath.isNotEmpty() && path.startsWith(basePath) && (path.length == basePath.length || path[basePath.length] == '/')) {
-            path = path.substring(basePath.length)
+        val baseLength = base.length
+        if (baseLength > 0 && base[0] == '/') {
+            // The "/" of a relative target is virtual: compare the rest of the base path with the target.
+            val skip = if (relative) 1 else 0
+            val rest = baseLength - skip
+            if (end - start >= rest &&
+                target.regionMatches(start, base, skip, rest) &&
+                (end - start == rest || target[start + rest] == '/')
+            ) {
+                start += rest
+            }
         }
-        if (path.isEmpty()) {
-            path = "/"
+        if (end - start > 1 && target[end - 1] == '/') {
+            end--
         }
-        if (path.length > 1 && path.endsWith('/')) {
-            path = path.substring(0, path.length - 1)
-        }
-        if (path == "/") {
-            return emptyList()
-        }
-        return path.removePrefix("/").split('/').map(RetryRuntime::percentDecode)
+        // Step 6: an empty path and "/" have no segments; otherwise the first segment starts after the leading "/".
+        val first =
+            when {
+                end == start || (end - start == 1 && target[start] == '/') -> -1
+                target[start] == '/' -> start + 1
+                else -> start
+            }
+        return walk(node, target, first, end)
     }
 
     /**
-     * Depth-first walk from [node] over [segments] from [depth]: literal child, then mixed children in
-     * order, then the parameter child. Returns the node where a route ends, or null.
+     * Step 8: depth-first walk from [node] over the segments of [path] from [position] (-1 when every
+     * segment is consumed) up to [end]: literal child, then mixed children in order, then the
+     * parameter child. Returns the node where a route ends, or null.
      */
-    private fun find(
+    private fun walk(
         node: Node,
-        segments: List<String>,
-        depth: Int,
+        path: String,
+        position: Int,
+        end: Int,
     ): Node? {
-        if (depth == segments.size) {
-            return if (node.operations.isEmpty()) null else node
+        if (position < 0) {
+            return if (node.methods.isEmpty()) null else node
         }
-        val segment = segments[depth]
-        val literal = node.literals[segment]
+        var segmentEnd = position
+        var escaped = false
+        while (segmentEnd < end) {
+            val c = path[segmentEnd]
+            if (c == '/') {
+                break
+            }
+            if (c == '%') {
+                escaped = true
+            }
+            segmentEnd++
+        }
+        val next = if (segmentEnd < end) segmentEnd + 1 else -1
+        if (escaped) {
+            // Step 7: decoded where the segment lies in the buffer, which deeper segments leave alone.
+            val buffer = SCRATCH.get()
+            val decodedEnd = buffer.decode(path, position, segmentEnd)
+            if (decodedEnd >= 0) {
+                return walkSegment(node, buffer, position, decodedEnd, path, next, end)
+            }
+        }
+        return walkSegment(node, path, position, segmentEnd, path, next, end)
+    }
+
+    /** [walk] at one segment, `text[from, to)` (decoded), whose successors start at [next] in [path]. */
+    private fun walkSegment(
+        node: Node,
+        text: CharSequence,
+        from: Int,
+        to: Int,
+        path: String,
+        next: Int,
+        end: Int,
+    ): Node? {
+        val literal = node.literal(text, from, to)
         if (literal != null) {
-            val found = find(literal, segments, depth + 1)
+            val found = walk(literal, path, next, end)
             if (found != null) {
                 return found
             }
         }
         for (mixed in node.mixed) {
-            if (mixed.matches(segment)) {
-                val found = find(mixed.child, segments, depth + 1)
+            if (mixed.matches(text, from, to)) {
+                val found = walk(mixed.child, path, next, end)
                 if (found != null) {
                     return found
                 }
             }
         }
         val param = node.param
-        if (param != null && segment.isNotEmpty()) {
-            return find(param, segments, depth + 1)
+        if (param != null && to > from) {
+            return walk(param, path, next, end)
         }
         return null
     }
 
-    /** One node of the segment trie; only the constructor changes it. */
+    /**
+     * One node of the segment trie: built by [insert], then turned into arrays by [freeze]; only the
+     * constructor changes it.
+     */
     private class Node {
-        val literals: HashMap<String, Node> = HashMap()
-        val mixed: ArrayList<MixedChild> = ArrayList()
+        val literalMap: HashMap<String, Node> = HashMap()
+        val mixedList: ArrayList<MixedChild> = ArrayList()
         var param: Node? = null
-        val operations: HashMap<String, Operation> = HashMap()
+        val operationMap: LinkedHashMap<String, Operation> = LinkedHashMap()
+
+        /** The literal children as an open-addressing hash table (a power of two of slots, or none). */
+        var literalKeys: Array<String?> = NO_KEYS
+        var literalChildren: Array<Node?> = NO_NODES
+        var mixed: Array<MixedChild> = NO_MIXED
+
+        /** The methods of the operations whose route ends here, and what classify returns for each. */
+        var methods: Array<String> = NO_METHODS
+        var results: Array<Classification> = NO_RESULTS
+
+        fun freeze() {
+            mixed = mixedList.toTypedArray()
+            methods = operationMap.keys.toTypedArray()
+            results = operationMap.values.map { Classification(it, it.replayClass) }.toTypedArray()
+            if (literalMap.isNotEmpty()) {
+                var size = 2
+                while (size < literalMap.size * 2) {
+                    size *= 2
+                }
+                val keys = arrayOfNulls<String>(size)
+                val children = arrayOfNulls<Node>(size)
+                for ((key, child) in literalMap) {
+                    var slot = spread(key.hashCode()) and (size - 1)
+                    while (keys[slot] != null) {
+                        slot = (slot + 1) and (size - 1)
+                    }
+                    keys[slot] = key
+                    children[slot] = child
+                }
+                literalKeys = keys
+                literalChildren = children
+            }
+        }
+
+        /** The literal child equal to `text[start, end)`, or null. */
+        fun literal(
+            text: CharSequence,
+            start: Int,
+            end: Int,
+        ): Node? {
+            val keys = literalKeys
+            if (keys.isEmpty()) {
+                return null
+            }
+            val mask = keys.size - 1
+            var hash = 0
+            for (i in start until end) {
+                hash = 31 * hash + text[i].code
+            }
+            var slot = spread(hash) and mask
+            val length = end - start
+            while (true) {
+                val key = keys[slot] ?: return null
+                if (key.length == length && regionEquals(key, text, start)) {
+                    return literalChildren[slot]
+                }
+                slot = (slot + 1) and mask
+            }
+        }
     }
 
     /**
@@ -812,28 +947,36 @@ public class OperationTable(
         /** UTF-8 bytes of literal text, the first sort key. */
         val literalBytes: Int = pieces.sumOf { it?.toByteArray(Charsets.UTF_8)?.size ?: 0 }
 
-        /** The literal pieces appear in order and each parameter covers at least one character. */
-        fun matches(segment: String): Boolean {
-            var position = 0
+        private val pieceArray: Array<String?> = pieces.toTypedArray()
+
+        /** `text[start, end)` holds the literal pieces in order and each parameter covers at least one character. */
+        fun matches(
+            text: CharSequence,
+            start: Int,
+            end: Int,
+        ): Boolean {
+            val pieces = pieceArray
+            var position = start
             var afterParameter = false
-            for ((index, piece) in pieces.withIndex()) {
+            for (index in pieces.indices) {
+                val piece = pieces[index]
                 if (piece == null) {
                     afterParameter = true
                     continue
                 }
                 if (!afterParameter) {
-                    if (!segment.startsWith(piece, position)) {
+                    if (end - position < piece.length || !regionEquals(piece, text, position)) {
                         return false
                     }
                     position += piece.length
                 } else if (index == pieces.size - 1) {
-                    val start = segment.length - piece.length
-                    if (start < position + 1 || !segment.endsWith(piece)) {
+                    val at = end - piece.length
+                    if (at < position + 1 || !regionEquals(piece, text, at)) {
                         return false
                     }
-                    position = segment.length
+                    position = end
                 } else {
-                    val found = segment.indexOf(piece, position + 1)
+                    val found = indexOf(text, piece, position + 1, end)
                     if (found < 0) {
                         return false
                     }
@@ -841,12 +984,169 @@ public class OperationTable(
                 }
                 afterParameter = false
             }
-            return if (afterParameter) position < segment.length else position == segment.length
+            return if (afterParameter) position < end else position == end
+        }
+    }
+
+    /**
+     * The per-thread buffer of step 7: a segment holding `%` is decoded into it at the segment's own
+     * offset (a decoded segment is never longer), so a walk needs one buffer however deep it goes.
+     */
+    private class DecodeBuffer : CharSequence {
+        private var chars: CharArray = CharArray(INITIAL_BUFFER)
+
+        override val length: Int get() = chars.size
+
+        override fun get(index: Int): Char = chars[index]
+
+        override fun subSequence(
+            startIndex: Int,
+            endIndex: Int,
+        ): CharSequence = String(chars, startIndex, endIndex - startIndex)
+
+        /**
+         * Decodes `path[from, to)` (step 7, RFC 3629 strictly) into the buffer at [from]; returns the
+         * end of the decoded text, or -1 when the bytes are not UTF-8 (the segment is kept as written).
+         * Text outside escapes is scalar values (C4), so only escaped bytes can break UTF-8.
+         */
+        fun decode(
+            path: String,
+            from: Int,
+            to: Int,
+        ): Int {
+            if (chars.size < to) {
+                chars = chars.copyOf(maxOf(to, chars.size * 2))
+            }
+            val out = chars
+            var o = from
+            var i = from
+            while (i < to) {
+                val b = escapedByte(path, i, to)
+                if (b < 0) {
+                    out[o++] = path[i++]
+                    continue
+                }
+                i += 3
+                if (b < 0x80) {
+                    out[o++] = b.toChar()
+                    continue
+                }
+                val count: Int
+                val min: Int
+                var codePoint: Int
+                when (b) {
+                    in 0xC2..0xDF -> {
+                        count = 1
+                        min = 0x80
+                        codePoint = b and 0x1F
+                    }
+
+                    in 0xE0..0xEF -> {
+                        count = 2
+                        min = 0x800
+                        codePoint = b and 0x0F
+                    }
+
+                    in 0xF0..0xF4 -> {
+                        count = 3
+                        min = 0x10000
+                        codePoint = b and 0x07
+                    }
+
+                    else -> {
+                        return -1
+                    }
+                }
+                // Continuation bytes can only come from escapes: a character as written starts a sequence.
+                for (k in 0 until count) {
+                    val continuation = escapedByte(path, i, to)
+                    if (continuation < 0 || (continuation and 0xC0) != 0x80) {
+                        return -1
+                    }
+                    codePoint = (codePoint shl 6) or (continuation and 0x3F)
+                    i += 3
+                }
+                if (codePoint < min || codePoint > 0x10FFFF || codePoint in 0xD800..0xDFFF) {
+                    return -1
+                }
+                if (codePoint >= 0x10000) {
+                    out[o++] = Character.highSurrogate(codePoint)
+                    out[o++] = Character.lowSurrogate(codePoint)
+                } else {
+                    out[o++] = codePoint.toChar()
+                }
+            }
+            return o
         }
     }
 
     private companion object {
-        val QUERY_OR_FRAGMENT: CharArray = charArrayOf('?', '#')
+        val NO_KEYS: Array<String?> = arrayOfNulls(0)
+        val NO_NODES: Array<Node?> = arrayOfNulls(0)
+        val NO_MIXED: Array<MixedChild> = arrayOf()
+        val NO_METHODS: Array<String> = arrayOf()
+        val NO_RESULTS: Array<Classification> = arrayOf()
+        const val INITIAL_BUFFER: Int = 256
+
+        val UNMATCHED_IDEMPOTENT: Classification = Classification(null, ReplayClass.IDEMPOTENT)
+        val UNMATCHED_NON_REPLAYABLE: Classification = Classification(null, ReplayClass.NON_REPLAYABLE)
+        val UNMATCHED_NO_RETRY: Classification = Classification(null, ReplayClass.NO_RETRY)
+
+        val SCRATCH: ThreadLocal<DecodeBuffer> = ThreadLocal.withInitial { DecodeBuffer() }
+
+        /** Spreads the high bits of a `String.hashCode` over the low ones, as `HashMap` does. */
+        fun spread(hash: Int): Int = hash xor (hash ushr 16)
+
+        /** Whether [text] holds all of [piece] at [at]. */
+        fun regionEquals(
+            piece: String,
+            text: CharSequence,
+            at: Int,
+        ): Boolean {
+            for (i in piece.indices) {
+                if (text[at + i] != piece[i]) {
+                    return false
+                }
+            }
+            return true
+        }
+
+        /** The first index from [from] where [piece] lies wholly inside `text[.., end)`, or -1. */
+        fun indexOf(
+            text: CharSequence,
+            piece: String,
+            from: Int,
+            end: Int,
+        ): Int {
+            for (at in from..end - piece.length) {
+                if (regionEquals(piece, text, at)) {
+                    return at
+                }
+            }
+            return -1
+        }
+
+        /** The byte `path[i, i + 3)` escapes (`%XX`, both before [to]), or -1. */
+        fun escapedByte(
+            path: String,
+            i: Int,
+            to: Int,
+        ): Int {
+            if (i + 2 >= to || path[i] != '%') {
+                return -1
+            }
+            val high = hexDigit(path[i + 1])
+            val low = hexDigit(path[i + 2])
+            return if (high < 0 || low < 0) -1 else high * 16 + low
+        }
+
+        fun hexDigit(c: Char): Int =
+            when (c) {
+                in '0'..'9' -> c - '0'
+                in 'a'..'f' -> c - 'a' + 10
+                in 'A'..'F' -> c - 'A' + 10
+                else -> -1
+            }
 
         /**
          * More bytes of literal text first; ties piece by piece, a literal before a parameter, two
@@ -1695,6 +1995,52 @@ public object RetryRuntime {
             rest = "/$rest"
         }
         return rest
+    }
+
+    /**
+     * Contract C1 without a copy: the index after `scheme://authority` when [text] starts with a
+     * scheme and `://`, else 0.
+     */
+    internal fun originEnd(text: String): Int {
+        val authority = schemeEnd(text)
+        if (authority < 0) {
+            return 0
+        }
+        var end = authority
+        while (end < text.length && text[end] != '/' && text[end] != '?' && text[end] != '#') {
+            end++
+        }
+        return end
+    }
+
+    /** Contract step 1 without a copy: whether [method] ASCII-upper-cased is exactly [upper]. */
+    internal fun methodEquals(
+        method: String,
+        upper: String,
+    ): Boolean {
+        if (method.length != upper.length) {
+            return false
+        }
+        for (i in method.indices) {
+            val c = method[i]
+            val u = if (c in 'a'..'z') c - ('a' - 'A') else c
+            if (u != upper[i]) {
+                return false
+            }
+        }
+        return true
+    }
+
+    private val idempotentMethodNames: Array<String> = IDEMPOTENT_METHODS.toTypedArray()
+
+    /** Whether [method] (any case) is one of [IDEMPOTENT_METHODS], without a copy. */
+    internal fun isIdempotentMethod(method: String): Boolean {
+        for (name in idempotentMethodNames) {
+            if (methodEquals(method, name)) {
+                return true
+            }
+        }
+        return false
     }
 
     /** The index after `scheme://` at the start of [text], or -1. */
