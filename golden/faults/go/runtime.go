@@ -225,8 +225,9 @@ func (c Classifier) BasePath() string {
 // requests. A method or target that is not valid UTF-8 is an *InvalidInput ("input.method",
 // "input.path"), never classified.
 //
-// The cost depends on the length of the path, never on the number of operations, and a
-// request path without lower-case method letters or percent-escapes costs no allocation.
+// The cost depends on the length of the path, never on the number of operations, and a call
+// allocates nothing (but for a percent-escaped segment longer than 128 bytes, decoded on the
+// heap).
 func (c Classifier) Classify(method, target string) (Classification, error) {
 	if err := checkString("input.method", method); err != nil {
 		return Classification{}, err
