@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -189,6 +190,15 @@ func main() {
 	}
 	classifyNs := median(classifySamples)
 	scanNs := median(scanSamples)
+	// After the timing: the bytes classify allocates per call, over passes of the whole mix.
+	const allocPasses = 10
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for p := 0; p < allocPasses; p++ {
+		classifyPass()
+	}
+	runtime.ReadMemStats(&after)
+	allocBytes := float64(after.TotalAlloc-before.TotalAlloc) / float64(allocPasses*n)
 	ops := make([]string, n)
 	classes := make([]byte, n)
 	scanned := make([]string, n)
@@ -206,7 +216,7 @@ func main() {
 		classes[i] = letter(c.Class)
 		scanned[i] = strconv.Itoa(scan(methods[i], paths[i]))
 	}
-	fmt.Printf("classify_ns %.2f\nscan_ns %.2f\n", classifyNs, scanNs)
+	fmt.Printf("classify_ns %.2f\nscan_ns %.2f\nclassify_alloc_bytes %.2f\n", classifyNs, scanNs, allocBytes)
 	fmt.Printf("classify_ops %s\nclassify_classes %s\n", strings.Join(ops, ","), classes)
 	fmt.Printf("scan_ops %s\nsink %d\n", strings.Join(scanned, ","), sink)
 }

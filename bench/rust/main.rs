@@ -7,8 +7,40 @@ mod retry_policy;
 
 use regex::Regex;
 use retry_policy::{classify, ReplayClass, BASE_PATH, OPERATIONS};
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// The system allocator, counting the bytes it hands out (`classify_alloc_bytes`).
+struct Counting;
+
+static ALLOCATED: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged; only a counter is added.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATED.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        System.alloc(layout)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATED.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        System.alloc_zeroed(layout)
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATED.fetch_add(new_size as u64, Ordering::Relaxed);
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
 
 /// The baseline: `[method, anchored regex]` pairs of every operation, in table order.
 struct Scan {
@@ -134,6 +166,14 @@ fn main() {
     }
     let classify_ns = median(classify_samples);
     let scan_ns = median(scan_samples);
+    // After the timing: the bytes classify allocates per call, over passes of the whole mix.
+    const ALLOC_PASSES: u64 = 10;
+    let before = ALLOCATED.load(Ordering::Relaxed);
+    for _ in 0..ALLOC_PASSES {
+        classify_pass();
+    }
+    let allocated = ALLOCATED.load(Ordering::Relaxed) - before;
+    let classify_alloc_bytes = allocated as f64 / (ALLOC_PASSES as f64 * mix.len() as f64);
     let mut ops = Vec::new();
     let mut classes = String::new();
     let mut scanned = Vec::new();
@@ -145,6 +185,7 @@ fn main() {
     }
     println!("classify_ns {classify_ns:.2}");
     println!("scan_ns {scan_ns:.2}");
+    println!("classify_alloc_bytes {classify_alloc_bytes:.2}");
     println!("classify_ops {}", ops.join(","));
     println!("classify_classes {classes}");
     println!("scan_ops {}", scanned.join(","));

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -858,5 +859,81 @@ func BenchmarkDecide(b *testing.B) {
 	in := Input{Class: ClassIdempotent, Outcome: StatusOutcome(503, "", ""), Random: 0.5}
 	for i := 0; i < b.N; i++ {
 		_, _ = Decide(p, in)
+	}
+}
+
+// TestClassifyAllocatesNothing checks issue 13's "no allocation per call": lower-case methods,
+// relative targets, full URLs, percent-escapes (decoded on the stack), mixed segments,
+// backtracking and unknown requests, through Classify and a configured Classifier.
+func TestClassifyAllocatesNothing(t *testing.T) {
+	a := newAPI([]operationRow{
+		row("GET", "/items", "listItems", ClassIdempotent),
+		row("POST", "/items", "createItem", ClassNonReplayable),
+		row("GET", "/items/special", "special", ClassIdempotent),
+		row("GET", "/items/{id}", "getItem", ClassIdempotent),
+		row("GET", "/items/{id}/parts/exact", "exactPart", ClassNoRetry),
+		row("GET", "/files/{name}.{ext}", "nameExt", ClassIdempotent),
+		row("GET", "/files/{name}.tar.gz", "tarball", ClassIdempotent),
+		row("GET", "/files/v{version}", "version", ClassIdempotent),
+		row("GET", "/caf%C3%A9", "cafe", ClassIdempotent),
+		row("GET", "/a%2Fb", "slash", ClassIdempotent),
+	})
+	requests := [][2]string{
+		{"get", "/items"},
+		{"Get", "/items/special/parts/exact?x=1#frag"},
+		{"delete", "/items/42/"},
+		{"GET", "/caf%C3%A9"},
+		{"GET", "/caf%E9"},
+		{"get", "/a%2Fb"},
+		{"GET", "/files/x%2Etar.gz"},
+		{"GET", "/files/report.tar.gz"},
+		{"GET", "/files/x.json.json"},
+		{"GET", "/files/v2"},
+		{"post", "items"},
+		{"query", "/nothing/at/all"},
+		{"PATCH", "/items"},
+		{"GET", ""},
+		{"GET", "https://h.example:8443/proxy/api/items/7?q=1"},
+		{"GET", "/proxy/api/items/special"},
+	}
+	for _, base := range []string{"", "/proxy/api"} {
+		found := 0
+		allocs := testing.AllocsPerRun(100, func() {
+			for _, r := range requests {
+				if c := a.classify(base, UnknownNoRetry, r[0], r[1]); c.Matched {
+					found++
+				}
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("base %q: classify allocated %v times per pass", base, allocs)
+		}
+		if found == 0 {
+			t.Errorf("base %q: nothing matched", base)
+		}
+	}
+	classifier, err := NewClassifier("https://gw.example/v1/", UnknownMethodDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		for _, r := range requests {
+			_, _ = Classify(r[0], r[1])
+			_, _ = classifier.Classify(r[0], "/v1/sandboxes/abc/logs?x=1")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Classify allocated %v times per pass", allocs)
+	}
+	// A percent-escaped segment longer than the buffer on the stack is decoded all the same.
+	long := strings.Repeat("a", 2*decodeBuffer)
+	b := newAPI([]operationRow{row("GET", "/"+long+"/x", "long", ClassIdempotent)})
+	for _, path := range []string{"/%61" + long[1:] + "/x", "/" + long[3:] + "%61%61%61/x"} {
+		if got := classified(b, "GET", path); got != "long" {
+			t.Errorf("GET %q: got %s, want long", path, got)
+		}
+	}
+	if got := classified(b, "GET", "/%62"+long[1:]+"/x"); got != "-" {
+		t.Errorf("a long escaped segment that differs: got %s", got)
 	}
 }

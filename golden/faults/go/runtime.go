@@ -225,8 +225,9 @@ func (c Classifier) BasePath() string {
 // requests. A method or target that is not valid UTF-8 is an *InvalidInput ("input.method",
 // "input.path"), never classified.
 //
-// The cost depends on the length of the path, never on the number of operations, and a
-// request path without lower-case method letters or percent-escapes costs no allocation.
+// The cost depends on the length of the path, never on the number of operations, and a call
+// allocates nothing (but for a percent-escaped segment longer than 128 bytes, decoded on the
+// heap).
 func (c Classifier) Classify(method, target string) (Classification, error) {
 	if err := checkString("input.method", method); err != nil {
 		return Classification{}, err
@@ -340,8 +341,15 @@ type routeNode struct {
 	mixed []mixedChild
 	// param is the child for a whole-segment parameter, nil when there is none.
 	param *routeNode
-	// methods maps a method to the index of the operation whose route ends here.
-	methods map[string]int
+	// methods holds the method (upper case) and the index of each operation whose route ends
+	// here; a node has few, so a request's method is compared with each in turn.
+	methods []methodIndex
+}
+
+// methodIndex is a method of a route and the index of its operation.
+type methodIndex struct {
+	method string
+	index  int
 }
 
 // mixedChild is a segment such as {name}.{ext} or v{version}: its pieces with literal text
@@ -445,11 +453,8 @@ func newAPI(rows []operationRow) *api {
 				nodes = append(nodes, node)
 			}
 		}
-		if node.methods == nil {
-			node.methods = make(map[string]int)
-		}
-		if _, taken := node.methods[row.method]; !taken {
-			node.methods[row.method] = index
+		if !slices.ContainsFunc(node.methods, func(m methodIndex) bool { return m.method == row.method }) {
+			node.methods = append(node.methods, methodIndex{method: row.method, index: index})
 		}
 	}
 	for _, node := range nodes {
@@ -622,19 +627,24 @@ func schemeLength(target string) int {
 	return 0
 }
 
-// stripOrigin applies C1: a target that starts with a scheme and "://" loses them and the
-// authority (up to the first "/", "?" or "#"); then a target that is neither empty nor starts
-// with "/", "?" or "#" gets a "/" in front. Only such a relative target allocates.
-func stripOrigin(target string) string {
-	rest := target
+// withoutOrigin is the first part of C1: a target that starts with a scheme and "://" loses
+// them and the authority (up to the first "/", "?" or "#").
+func withoutOrigin(target string) string {
 	if n := schemeLength(target); n > 0 {
-		rest = target[n:]
+		rest := target[n:]
 		if end := strings.IndexAny(rest, "/?#"); end >= 0 {
-			rest = rest[end:]
-		} else {
-			rest = ""
+			return rest[end:]
 		}
+		return ""
 	}
+	return target
+}
+
+// stripOrigin applies C1: withoutOrigin, then a target that is neither empty nor starts with
+// "/", "?" or "#" gets a "/" in front (so such a relative target allocates; classify never
+// calls it).
+func stripOrigin(target string) string {
+	rest := withoutOrigin(target)
 	if rest != "" && rest[0] != '/' && rest[0] != '?' && rest[0] != '#' {
 		rest = "/" + rest
 	}
@@ -652,32 +662,35 @@ func basePathOf(base string) string {
 }
 
 // classify runs the steps of docs/contract.md section 2 on a target whose strings are valid.
+// It allocates nothing (but for a percent-escaped segment longer than decodeBuffer bytes).
 func (a *api) classify(basePath string, unknown UnknownClass, method, target string) Classification {
-	// Step 1: the method in ASCII upper case.
-	method = upperASCII(method)
-	// Step 2: no origin (C1), no query, no fragment.
-	path := stripOrigin(target)
+	// Step 1: the method is compared ASCII case-insensitively (sameMethod), never upper-cased
+	// into a new string.
+	// Step 2: no origin (C1), no query, no fragment. The path is kept without its leading "/"
+	// from here on, so a relative target (taken from the root) needs no "/" in front.
+	path := withoutOrigin(target)
 	if end := strings.IndexAny(path, "?#"); end >= 0 {
 		path = path[:end]
 	}
-	// Step 3: the base path, when the path is it or starts with it and "/".
-	if base := basePath; base != "" && strings.HasPrefix(path, base) && (len(path) == len(base) || path[len(base)] == '/') {
-		path = path[len(base):]
+	path = strings.TrimPrefix(path, "/")
+	// Step 3: the base path, when the path is it or starts with it and "/" (a base path starts
+	// with "/", compared here without it, as the path).
+	if basePath != "" && basePath[0] == '/' {
+		base := basePath[1:]
+		if strings.HasPrefix(path, base) && (len(path) == len(base) || path[len(base)] == '/') {
+			path = strings.TrimPrefix(path[len(base):], "/")
+		}
 	}
-	// Step 4: an empty path is "/".
-	if path == "" {
-		path = "/"
-	}
-	// Step 5: one trailing slash goes, unless the path is "/".
-	if len(path) > 1 && path[len(path)-1] == '/' {
-		path = path[:len(path)-1]
-	}
+	// Steps 4 and 5: an empty path is "/" (no segments); one trailing slash goes.
+	path = strings.TrimSuffix(path, "/")
 	// Steps 6 to 8: the segments, split lazily and decoded one at a time, walk the trie.
-	segments := strings.TrimPrefix(path, "/")
-	if node := a.root.find(segments, segments != ""); node != nil {
+	if node := a.root.find(path, path != ""); node != nil {
 		// Step 9: the operation of the method.
-		if index, ok := node.methods[method]; ok {
-			return Classification{Operation: a.operations[index], Matched: true, Class: a.operations[index].Class}
+		for _, m := range node.methods {
+			if sameMethod(method, m.method) {
+				op := &a.operations[m.index]
+				return Classification{Operation: *op, Matched: true, Class: op.Class}
+			}
 		}
 	}
 	// C3: the class of unknown requests.
@@ -690,6 +703,10 @@ func (a *api) classify(basePath string, unknown UnknownClass, method, target str
 	return Classification{Class: methodDefault(method)}
 }
 
+// decodeBuffer is the size of the buffer on the stack a percent-escaped segment is decoded
+// into; a longer one is decoded on the heap.
+const decodeBuffer = 128
+
 func (n *routeNode) find(rest string, more bool) *routeNode {
 	if !more {
 		if len(n.methods) > 0 {
@@ -698,9 +715,28 @@ func (n *routeNode) find(rest string, more bool) *routeNode {
 		return nil
 	}
 	raw, after, more := strings.Cut(rest, "/")
-	segment := percentDecode(raw)
-	if child, ok := n.literals[segment]; ok {
-		if found := child.find(after, more); found != nil {
+	if strings.IndexByte(raw, '%') >= 0 {
+		return n.findDecoded(raw, after, more)
+	}
+	return findSegment(n, n.literals[raw], raw, after, more)
+}
+
+// findDecoded is find for a segment that holds a "%": step 7 decodes it into a buffer on the
+// stack, which the map lookup reads without copying.
+func (n *routeNode) findDecoded(raw, after string, more bool) *routeNode {
+	var buffer [decodeBuffer]byte
+	decoded, ok := appendPercentDecoded(buffer[:0], raw)
+	if !ok {
+		return findSegment(n, n.literals[raw], raw, after, more)
+	}
+	return findSegment(n, n.literals[string(decoded)], decoded, after, more)
+}
+
+// findSegment tries the children of n for the decoded segment in match order (step 8): the
+// literal child (looked up by the caller), the mixed ones, the parameter, with backtracking.
+func findSegment[S string | []byte](n, literal *routeNode, segment S, after string, more bool) *routeNode {
+	if literal != nil {
+		if found := literal.find(after, more); found != nil {
 			return found
 		}
 	}
@@ -711,17 +747,30 @@ func (n *routeNode) find(rest string, more bool) *routeNode {
 			}
 		}
 	}
-	if n.param != nil && segment != "" {
+	if n.param != nil && len(segment) > 0 {
 		return n.param.find(after, more)
 	}
 	return nil
+}
+
+// hasAt reports whether segment holds text from byte at on.
+func hasAt[S string | []byte](segment S, at int, text string) bool {
+	if at < 0 || at+len(text) > len(segment) {
+		return false
+	}
+	for i := 0; i < len(text); i++ {
+		if segment[at+i] != text[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // mixedMatches reports whether segment is the concatenation of the pieces, each literal as
 // written and each parameter covering at least one character. Literal and parameter pieces
 // alternate, so placing each literal at its first possible position leaves the most room for
 // the pieces after it and finds a split whenever one exists.
-func mixedMatches(pieces []piece, segment string) bool {
+func mixedMatches[S string | []byte](pieces []piece, segment S) bool {
 	last := len(pieces) - 1
 	pos := 0
 	for i, p := range pieces {
@@ -735,34 +784,55 @@ func mixedMatches(pieces []piece, segment string) bool {
 		switch {
 		case i == last:
 			start := len(segment) - len(p.text)
-			if start < from || segment[start:] != p.text {
+			if start < from || !hasAt(segment, start, p.text) {
 				return false
 			}
 			pos = len(segment)
 		case i == 0:
-			if !strings.HasPrefix(segment, p.text) {
+			if !hasAt(segment, 0, p.text) {
 				return false
 			}
 			pos = len(p.text)
 		default:
-			if from > len(segment) {
+			at := from
+			for at+len(p.text) <= len(segment) && !hasAt(segment, at, p.text) {
+				at++
+			}
+			if at+len(p.text) > len(segment) {
 				return false
 			}
-			at := strings.Index(segment[from:], p.text)
-			if at < 0 {
-				return false
-			}
-			pos = from + at + len(p.text)
+			pos = at + len(p.text)
 		}
 	}
 	return !pieces[last].param || pos < len(segment)
 }
 
-// methodDefault is the class of a request that matches no operation.
+// sameMethod reports whether method, ASCII upper-cased, is upper.
+func sameMethod(method, upper string) bool {
+	if len(method) != len(upper) {
+		return false
+	}
+	for i := 0; i < len(method); i++ {
+		c := method[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != upper[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// idempotentMethods are the methods whose unknown requests are idempotent (C3).
+var idempotentMethods = [...]string{"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", "QUERY"}
+
+// methodDefault is the class of a request that matches no operation; method is in any case.
 func methodDefault(method string) ReplayClass {
-	switch method {
-	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", "QUERY":
-		return ClassIdempotent
+	for _, m := range idempotentMethods {
+		if sameMethod(method, m) {
+			return ClassIdempotent
+		}
 	}
 	return ClassNonReplayable
 }
@@ -791,7 +861,16 @@ func percentDecode(segment string) string {
 	if strings.IndexByte(segment, '%') < 0 {
 		return segment
 	}
-	decoded := make([]byte, 0, len(segment))
+	if decoded, ok := appendPercentDecoded(make([]byte, 0, len(segment)), segment); ok {
+		return string(decoded)
+	}
+	return segment
+}
+
+// appendPercentDecoded appends segment percent-decoded to decoded (step 7) and reports whether
+// the decoded bytes are valid UTF-8 (if not, the segment is kept as written).
+func appendPercentDecoded(decoded []byte, segment string) ([]byte, bool) {
+	start := len(decoded)
 	for i := 0; i < len(segment); i++ {
 		if segment[i] == '%' && i+2 < len(segment) {
 			high, okHigh := hexDigit(segment[i+1])
@@ -804,10 +883,7 @@ func percentDecode(segment string) string {
 		}
 		decoded = append(decoded, segment[i])
 	}
-	if !utf8.Valid(decoded) {
-		return segment
-	}
-	return string(decoded)
+	return decoded, utf8.Valid(decoded[start:])
 }
 
 func hexDigit(c byte) (byte, bool) {

@@ -261,3 +261,55 @@ fn an_empty_table_gives_method_defaults() {
     assert_eq!(EMPTY.classify("POST", "/").class, NonReplayable);
     assert!(EMPTY.non_replayable_operations().is_empty());
 }
+
+/// Literal segments of every length from 1 to 19 bytes, at offsets that put their ends on every
+/// position of an 8-byte word, found as written, percent-encoded and with a query after them:
+/// the lookup hashes a request segment eight bytes at a time where it lies, a literal of the
+/// table whole.
+#[test]
+fn literal_segments_of_every_length() {
+    let routes: Vec<String> = (1..20)
+        .map(|n| {
+            let word: String = "abcdefghijklmnopqrs".chars().take(n).collect();
+            format!("/{word}/x{word}/{{id}}/{word}")
+        })
+        .collect();
+    let routes: &'static [String] = Box::leak(routes.into_boxed_slice());
+    let operations: Vec<Operation> = routes
+        .iter()
+        .map(|route| op("GET", route, None, NoRetry))
+        .collect();
+    let table: &'static OperationTable = Box::leak(Box::new(OperationTable::new(
+        "",
+        Box::leak(operations.into_boxed_slice()),
+    )));
+    for (i, route) in routes.iter().enumerate() {
+        let word = &route[1..route.find("/x").unwrap()];
+        let encoded = word.bytes().fold(String::new(), |mut out, b| {
+            let _ = std::fmt::Write::write_fmt(&mut out, format_args!("%{b:02x}"));
+            out
+        });
+        for path in [
+            format!("/{word}/x{word}/7/{word}"),
+            format!("/{word}/x{word}/seven/{word}?q=/a"),
+            format!("{word}/x{word}/{word}{word}/{word}/#f"),
+            format!("/{encoded}/x{word}/7/{encoded}"),
+            format!("/{word}/x{encoded}/7/{word}/"),
+        ] {
+            let found = table.classify("GET", &path).operation;
+            assert_eq!(
+                found.map(|op| op.route),
+                Some(route.as_str()),
+                "{path} ({i})"
+            );
+        }
+        for path in [
+            format!("/{word}/x{word}/7/{word}z"),
+            format!("/{word}z/x{word}/7/{word}"),
+            format!("/{word}/{word}/7/{word}"),
+            format!("/{word}/x{word}//{word}"),
+        ] {
+            assert_eq!(table.classify("GET", &path).operation, None, "{path}");
+        }
+    }
+}
