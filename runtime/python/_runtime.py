@@ -26,7 +26,7 @@ import functools
 import math
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias, overload
 
@@ -342,7 +342,15 @@ def _percent_decode(segment: str) -> str:
 class _Node:
     """A node of the segment trie that ``classify`` walks."""
 
-    __slots__ = ("literals", "mixed", "operations", "param")
+    __slots__ = (
+        "branched",
+        "literals",
+        "matchers",
+        "mixed",
+        "operations",
+        "param",
+        "walk",
+    )
 
     def __init__(self) -> None:
         self.literals: dict[str, _Node] = {}
@@ -353,6 +361,16 @@ class _Node:
         """The child for a whole-segment parameter."""
         self.operations: dict[str, Classification] = {}
         """Method -> the result of a request that ends here."""
+        # Built by _prepare once the trie is complete, for Classifier.classify:
+        self.walk: dict[str, _Node] = {}
+        """``literals`` without the empty segment, which leads back to this
+        node: the greedy walk splits the whole path, so it meets an empty
+        segment only before the first segment and after a trailing slash."""
+        self.matchers: tuple[_Matcher, ...] = ()
+        """``mixed`` as matchers, in the same order."""
+        self.branched = False
+        """Whether the way from the root to this node took a literal or mixed
+        child where a later alternative existed (the search may backtrack)."""
 
 
 def _literal_bytes(pieces: _Pieces) -> int:
@@ -422,6 +440,67 @@ def _mixed_matches(pieces: _Pieces, segment: str) -> bool:
                 return False
             at = found + len(piece)
     return at == len(segment)
+
+
+# A mixed child prepared for the greedy walk: (shape, literal, its length,
+# pieces, child). Shapes: _SUFFIX ``{a}x``, _PREFIX ``x{a}``, _INFIX ``{a}x{b}``,
+# _GENERAL anything else (``_mixed_matches``).
+_Matcher: TypeAlias = tuple[int, str, int, _Pieces, "_Node"]
+_SUFFIX, _PREFIX, _INFIX, _GENERAL = range(4)
+
+
+def _matcher(pieces: _Pieces, child: "_Node") -> _Matcher:
+    """Prepare a mixed child for ``_mixed_child``."""
+    if len(pieces) == 2 and pieces[0] is None and pieces[1] is not None:
+        return (_SUFFIX, pieces[1], len(pieces[1]), pieces, child)
+    if len(pieces) == 2 and pieces[0] is not None and pieces[1] is None:
+        return (_PREFIX, pieces[0], len(pieces[0]), pieces, child)
+    if len(pieces) == 3 and pieces[0] is None and pieces[2] is None:
+        literal = pieces[1]
+        assert literal is not None
+        return (_INFIX, literal, len(literal), pieces, child)
+    return (_GENERAL, "", 0, pieces, child)
+
+
+def _mixed_child(node: "_Node", segment: str) -> "_Node | None":
+    """Return the first mixed child of ``node`` matching ``segment``, else the parameter child.
+
+    ``segment`` is not empty. The same test as ``_mixed_matches``.
+    """
+    for shape, literal, size, pieces, child in node.matchers:
+        if shape == _SUFFIX:
+            if len(segment) > size and segment.endswith(literal):
+                return child
+        elif shape == _INFIX:
+            if segment.find(literal, 1, len(segment) - 1) >= 0:
+                return child
+        elif shape == _PREFIX:
+            if len(segment) > size and segment.startswith(literal):
+                return child
+        elif _mixed_matches(pieces, segment):
+            return child
+    return node.param
+
+
+def _prepare(root: "_Node") -> None:
+    """Fill in the fields of the greedy walk (``walk``, ``matchers``, ``branched``)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        node.walk = {k: v for k, v in node.literals.items() if k != ""}
+        node.walk[""] = node
+        node.matchers = tuple(_matcher(p, c) for p, c in node.mixed)
+        for child in node.literals.values():
+            child.branched = node.branched or bool(node.mixed) or node.param is not None
+            stack.append(child)
+        for i, (_, child) in enumerate(node.mixed):
+            child.branched = (
+                node.branched or i + 1 < len(node.mixed) or node.param is not None
+            )
+            stack.append(child)
+        if node.param is not None:
+            node.param.branched = node.branched
+            stack.append(node.param)
 
 
 _IDEMPOTENT_METHODS = frozenset(
@@ -580,6 +659,7 @@ class OperationTable:
             )
         for node in nodes:
             node.mixed.sort(key=_mixed_order)
+        _prepare(self._root)
         self._default = Classifier(self)
 
     @property
@@ -619,14 +699,16 @@ class OperationTable:
         """
         return Classifier(self, base, unknown_operation_class)
 
-    def classify(self, method: str, target: str) -> Classification:
-        """Classify with the spec's base path and the method default (section 2).
+    @property
+    def classify(self) -> Callable[[str, str], Classification]:
+        """``classify(method, target)`` with the spec's base path and the method default.
 
         ``method`` may be in any case; ``target`` is the request target as sent:
         a path with or without the base path, query string and fragment, or a
-        full URL.
+        full URL (section 2). This is the default classifier's ``classify``,
+        so that a call costs one function call.
         """
-        return self._default.classify(method, target)
+        return self._default.classify
 
 
 class Classifier:
@@ -636,7 +718,7 @@ class Classifier:
     (``https://gw.example/proxy/v1/``); immutable, so threads may share it.
     """
 
-    __slots__ = ("_base_path", "_root", "_unknown", "_unmatched")
+    __slots__ = ("_base_first", "_base_path", "_base_rest", "_root", "_unknown", "_unmatched")
 
     def __init__(
         self,
@@ -665,6 +747,11 @@ class Classifier:
             )
         )
         self._root = table._root
+        # The base path's segments (as written), for the greedy walk: the first
+        # one, or None when there is no base path, and the others.
+        base_segments = self._base_path.split("/")[1:] if self._base_path else []
+        self._base_first = base_segments[0] if base_segments else None
+        self._base_rest = base_segments[1:]
 
     @property
     def base_path(self) -> str:
@@ -682,18 +769,82 @@ class Classifier:
         A method or target holding a lone surrogate raises ``InvalidInputError``
         (``input.method``, ``input.path``).
         """
-        if not method.isascii():
-            _require_scalar("input.method", method)
+        if method in _UPPER_CASE_METHODS:
+            upper = method
+        else:
+            if not method.isascii():
+                _require_scalar("input.method", method)
+            upper = method.translate(_ASCII_UPPER)
         if not target.isascii():
             _require_scalar("input.path", target)
-        upper = (
-            method if method in _UPPER_CASE_METHODS else method.translate(_ASCII_UPPER)
-        )
-        node = _find(self._root, self._segments(target), 0)
+        # Steps 2-5 with C-level string searches, for the common target: a
+        # path without empty segments (no "//"). Anything else takes _segments.
+        if target[:1] == "/":
+            p = target
+        else:
+            p = _without_origin(target)
+            if p[:1] != "/":
+                p = "/" + p
+        if "?" in p:
+            p = p[: p.find("?")]
+        if "#" in p:
+            p = p[: p.find("#")]
+        node: _Node | None
+        if "//" in p:
+            node = _find(self._root, self._segments(target), 0)
+        else:
+            # The path is split whole, then its leading "" (and the base path's
+            # segments when it has them) deleted; the "" after a trailing slash
+            # leads each node back to itself in ``walk``.
+            segments = p.split("/")
+            if segments[1] == self._base_first and (
+                not self._base_rest or self._has_base_rest(segments)
+            ):
+                del segments[: 2 + len(self._base_rest)]
+            else:
+                del segments[0]
+            if "%" in p:
+                segments = [_percent_decode(s) for s in segments]
+            # Step 8, greedy: at each node the literal child, else the first
+            # matching mixed child, else the parameter child. That is the first
+            # path the depth-first search tries, so when it ends at a template
+            # it is the match; otherwise the search decides, unless it has no
+            # alternative to go back to.
+            node = self._root
+            for segment in segments:
+                child = node.walk.get(segment)
+                if child is None:
+                    child = _mixed_child(node, segment) if node.matchers else node.param
+                    if child is None:
+                        break
+                node = child
+            else:
+                if node.operations:
+                    found = node.operations.get(upper)
+                    if found is not None:
+                        return found
+                    return self._unknown_result(upper)
+            if node.branched:
+                node = _find(self._root, self._segments(target), 0)
+            else:
+                node = None
         if node is not None:
             found = node.operations.get(upper)
             if found is not None:
                 return found
+        return self._unknown_result(upper)
+
+    def _has_base_rest(self, segments: list[str]) -> bool:
+        """Tell whether ``segments`` go on with the base path's second and later segments.
+
+        ``segments`` is a split path whose second item is the base path's first
+        segment.
+        """
+        rest = self._base_rest
+        return segments[2 : 2 + len(rest)] == rest
+
+    def _unknown_result(self, upper: str) -> Classification:
+        """Return the result of a request no operation matches (step 9, C3)."""
         if self._unmatched is not None:
             return self._unmatched
         if upper in _IDEMPOTENT_METHODS:
