@@ -718,7 +718,14 @@ class Classifier:
     (``https://gw.example/proxy/v1/``); immutable, so threads may share it.
     """
 
-    __slots__ = ("_base_first", "_base_path", "_base_rest", "_root", "_unknown", "_unmatched")
+    __slots__ = (
+        "_base_first",
+        "_base_path",
+        "_base_rest",
+        "_root",
+        "_unknown",
+        "_unmatched",
+    )
 
     def __init__(
         self,
