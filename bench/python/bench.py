@@ -6,6 +6,7 @@ retry_policy/.
 
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 
 import retry_policy as rp
@@ -60,6 +61,28 @@ def median(values: list[float]) -> float:
     return values[len(values) // 2]
 
 
+def alloc_bytes(mix: list[tuple[str, str]], passes: int) -> float:
+    """Bytes ``classify`` allocates per call, as ``tracemalloc`` traces them.
+
+    For each call, the peak of traced memory during the call above the traced
+    memory before it (what the call holds at its busiest, freed or not on
+    return), averaged over ``passes`` passes of the whole mix. CPython allocates
+    for most string operations (the path's segments, the list of them), so this
+    is not zero; it must not grow with the table.
+    """
+    classify = rp.classify
+    total = 0
+    tracemalloc.start()
+    for _ in range(passes):
+        for m, p in mix:
+            before = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            classify(m, p)
+            total += tracemalloc.get_traced_memory()[1] - before
+    tracemalloc.stop()
+    return total / (passes * len(mix))
+
+
 def main() -> int:
     if len(sys.argv) != 5:
         print("usage: bench.py MIXFILE WARM_MS MIN_MS SAMPLES", file=sys.stderr)
@@ -96,6 +119,8 @@ def main() -> int:
         scan_samples.append(sample(len(mix), scan_rounds, scan_pass))
     classify_ns = median(classify_samples)
     scan_ns = median(scan_samples)
+    # After the timing: tracing slows every allocation down.
+    classify_alloc = alloc_bytes(mix, 3)
     index = {id(op): i for i, op in enumerate(rp.OPERATIONS)}
     ops, classes, scanned = [], [], []
     for m, p in mix:
@@ -105,6 +130,7 @@ def main() -> int:
         scanned.append(str(scan(m, p)))
     print(f"classify_ns {classify_ns:.2f}")
     print(f"scan_ns {scan_ns:.2f}")
+    print(f"classify_alloc_bytes {classify_alloc:.2f}")
     print("classify_ops " + ",".join(ops))
     print("classify_classes " + "".join(classes))
     print("scan_ops " + ",".join(scanned))

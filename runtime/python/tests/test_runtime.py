@@ -8,6 +8,7 @@ import math
 import re
 import sys
 import threading
+import tracemalloc
 import unittest
 from collections.abc import Callable
 from pathlib import Path
@@ -230,6 +231,64 @@ class MatcherTest(unittest.TestCase):
         self.assertIs(
             self.table.classify("GET", "/nowhere"), self.table.classify("PUT", "/x")
         )
+
+    def test_greedy_walk_agrees_with_the_search(self) -> None:
+        # classify walks greedily and falls back on the depth-first search
+        # (_find over _segments, the reference) only where it may backtrack.
+        pieces = [
+            "", "/", "//", "?q=/sandboxes", "#f", "api", "v1", "sandboxes",
+            "templates", "files", "x.json", "x.tar.gz", ".json", "a%2Fb", "%61",
+            "caf%C3%A9", "a b", "logs", "y", "x", "1", "https://h", "v", "vXv",
+        ]  # fmt: skip
+        targets = [a + b for a in pieces for b in pieces]
+        targets += ["/" + a + "/" + b + "/" + c for a in pieces[5:12] for b in pieces
+                    for c in pieces[5:12]]  # fmt: skip
+        for base in (None, "", "/api", "/api/v1", "https://gw/api/v1/", "/x//y"):
+            c = self.table.classifier(base)
+            for target in targets:
+                node = rt._find(c._root, c._segments(target), 0)
+                want = None if node is None else node.operations.get("GET")
+                got = c.classify("GET", target).operation
+                self.assertIs(got, None if want is None else want.operation, target)
+
+    def test_classify_memory_does_not_grow_with_the_table(self) -> None:
+        # CPython allocates the path's segments and their list; what classify
+        # allocates depends on the request, never on the number of operations.
+        big = OperationTable(
+            base_path="/api/v1",
+            operations=OPERATIONS
+            + tuple(
+                op("GET", f"/r{i}/{{id}}/s{i % 7}/{{name}}.json", f"r{i}")
+                for i in range(2000)
+            ),
+        )
+        requests = [
+            ("GET", "/sandboxes/1/logs"),
+            ("GET", "/api/v1/sandboxes/templates"),
+            ("get", "/files/x.tar.gz?x=1"),
+            ("POST", "/sandboxes/templates/x"),
+            ("GET", "/nowhere/at/all"),
+        ]
+
+        def peaks(t: OperationTable) -> list[int]:
+            classify = t.classify
+            for method, target in requests:
+                classify(method, target)
+            out = []
+            tracemalloc.start()
+            try:
+                for method, target in requests:
+                    before = tracemalloc.get_traced_memory()[0]
+                    tracemalloc.reset_peak()
+                    classify(method, target)
+                    out.append(tracemalloc.get_traced_memory()[1] - before)
+            finally:
+                tracemalloc.stop()
+            return out
+
+        small_peaks = peaks(self.table)
+        self.assertEqual(small_peaks, peaks(big))
+        self.assertLess(max(small_peaks), 1024, small_peaks)
 
     def test_operation_by_id(self) -> None:
         found = self.table.operation_by_id("updateSandbox")
