@@ -26,7 +26,7 @@ import functools
 import math
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias, overload
 
@@ -342,7 +342,15 @@ def _percent_decode(segment: str) -> str:
 class _Node:
     """A node of the segment trie that ``classify`` walks."""
 
-    __slots__ = ("literals", "mixed", "operations", "param")
+    __slots__ = (
+        "branched",
+        "literals",
+        "matchers",
+        "mixed",
+        "operations",
+        "param",
+        "walk",
+    )
 
     def __init__(self) -> None:
         self.literals: dict[str, _Node] = {}
@@ -353,6 +361,50 @@ class _Node:
         """The child for a whole-segment parameter."""
         self.operations: dict[str, Classification] = {}
         """Method -> the result of a request that ends here."""
+        # Filled in by _prepare once the trie is complete, for the greedy walk
+        # of Classifier.classify:
+        self.walk: dict[str, _Node] = {}
+        """``literals``, and the empty segment, which leads back to this node."""
+        self.matchers: tuple[_Matcher, ...] = ()
+        """``mixed`` prepared for ``mixed_child``, in the same order."""
+        self.branched = False
+        """Whether the way from the root to this node took a literal or mixed
+        child where a later alternative existed (the search may backtrack)."""
+
+    def mixed_child(self, segment: str) -> "_Node":
+        """Return the child of a segment that is no literal child (not empty).
+
+        The first mixed child that matches (as ``_mixed_matches`` decides),
+        else the parameter child, else a dead end.
+        """
+        for shape, literal, size, pieces, child in self.matchers:
+            if shape == _SUFFIX:
+                if len(segment) > size and segment.endswith(literal):
+                    return child
+            elif shape == _INFIX:
+                if segment.find(literal, 1, len(segment) - 1) >= 0:
+                    return child
+            elif shape == _PREFIX:
+                if len(segment) > size and segment.startswith(literal):
+                    return child
+            elif _mixed_matches(pieces, segment):
+                return child
+        if self.param is not None:
+            return self.param
+        return _DEAD_BRANCHED if self.branched else _DEAD
+
+
+# A mixed child prepared for the greedy walk: (shape, literal, its length,
+# pieces, child). Shapes: _SUFFIX ``{a}x``, _PREFIX ``x{a}``, _INFIX ``{a}x{b}``,
+# _GENERAL anything else (``_mixed_matches``).
+_Matcher: TypeAlias = tuple[int, str, int, _Pieces, _Node]
+_SUFFIX, _PREFIX, _INFIX, _GENERAL = range(4)
+
+# Where the greedy walk ends when a segment has no child: leads to itself, holds
+# no operation, and tells whether the search may still find a match.
+_DEAD = _Node()
+_DEAD_BRANCHED = _Node()
+_DEAD_BRANCHED.branched = True
 
 
 def _literal_bytes(pieces: _Pieces) -> int:
@@ -422,6 +474,47 @@ def _mixed_matches(pieces: _Pieces, segment: str) -> bool:
                 return False
             at = found + len(piece)
     return at == len(segment)
+
+
+def _matcher(pieces: _Pieces, child: _Node) -> _Matcher:
+    """Prepare a mixed child for ``_Node.mixed_child``."""
+    if len(pieces) == 2 and pieces[0] is None and pieces[1] is not None:
+        return (_SUFFIX, pieces[1], len(pieces[1]), pieces, child)
+    if len(pieces) == 2 and pieces[0] is not None and pieces[1] is None:
+        return (_PREFIX, pieces[0], len(pieces[0]), pieces, child)
+    if len(pieces) == 3 and pieces[0] is None and pieces[2] is None:
+        literal = pieces[1]
+        assert literal is not None
+        return (_INFIX, literal, len(literal), pieces, child)
+    return (_GENERAL, "", 0, pieces, child)
+
+
+def _prepare(root: _Node) -> None:
+    """Fill in the greedy walk: each node's mapping, ``matchers``, ``branched``.
+
+    The empty segment leads a node back to itself: the walk splits the whole
+    path, so it meets one only before the first segment, after a trailing
+    slash and in place of the base path's segments (a target with an empty
+    segment takes the full search).
+    """
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        node.walk = dict(node.literals)
+        node.walk[""] = node
+        node.matchers = tuple(_matcher(p, c) for p, c in node.mixed)
+        alternative = bool(node.mixed) or node.param is not None
+        for child in node.literals.values():
+            child.branched = node.branched or alternative
+            stack.append(child)
+        for i, (_, child) in enumerate(node.mixed):
+            child.branched = (
+                node.branched or i + 1 < len(node.mixed) or node.param is not None
+            )
+            stack.append(child)
+        if node.param is not None:
+            node.param.branched = node.branched
+            stack.append(node.param)
 
 
 _IDEMPOTENT_METHODS = frozenset(
@@ -580,6 +673,7 @@ class OperationTable:
             )
         for node in nodes:
             node.mixed.sort(key=_mixed_order)
+        _prepare(self._root)
         self._default = Classifier(self)
 
     @property
@@ -619,14 +713,16 @@ class OperationTable:
         """
         return Classifier(self, base, unknown_operation_class)
 
-    def classify(self, method: str, target: str) -> Classification:
-        """Classify with the spec's base path and the method default (section 2).
+    @property
+    def classify(self) -> Callable[[str, str], Classification]:
+        """``classify(method, target)`` with the spec's base path and the method default.
 
         ``method`` may be in any case; ``target`` is the request target as sent:
         a path with or without the base path, query string and fragment, or a
-        full URL.
+        full URL (section 2). This is the default classifier's ``classify``,
+        so that a call costs one function call.
         """
-        return self._default.classify(method, target)
+        return self._default.classify
 
 
 class Classifier:
@@ -636,7 +732,14 @@ class Classifier:
     (``https://gw.example/proxy/v1/``); immutable, so threads may share it.
     """
 
-    __slots__ = ("_base_path", "_root", "_unknown", "_unmatched")
+    __slots__ = (
+        "_base_first",
+        "_base_path",
+        "_base_rest",
+        "_root",
+        "_unknown",
+        "_unmatched",
+    )
 
     def __init__(
         self,
@@ -665,6 +768,12 @@ class Classifier:
             )
         )
         self._root = table._root
+        # The base path's segments (as written), for the greedy walk: the first
+        # one, or None when there is no base path, and the others.
+        base = self._base_path
+        base_segments = base.split("/")[1:] if base.startswith("/") else []
+        self._base_first = base_segments[0] if base_segments else None
+        self._base_rest = base_segments[1:]
 
     @property
     def base_path(self) -> str:
@@ -682,18 +791,81 @@ class Classifier:
         A method or target holding a lone surrogate raises ``InvalidInputError``
         (``input.method``, ``input.path``).
         """
-        if not method.isascii():
-            _require_scalar("input.method", method)
         if not target.isascii():
+            if not method.isascii():
+                _require_scalar("input.method", method)
             _require_scalar("input.path", target)
-        upper = (
-            method if method in _UPPER_CASE_METHODS else method.translate(_ASCII_UPPER)
-        )
-        node = _find(self._root, self._segments(target), 0)
+        # Steps 2-7 with C-level string operations for the common target: a
+        # path (starting with "/") without empty segments.
+        p = target
+        if "?" in p:
+            p = p[: p.find("?")]
+        if "#" in p:
+            p = p[: p.find("#")]
+        segments = p.split("/")
+        node: _Node | None
+        if segments[0] or "//" in p:
+            # A relative target, a full URL (C1) or an empty segment.
+            node = _find(self._root, self._segments(target), 0)
+        else:
+            # The leading "", the "" after a trailing slash and the base path's
+            # segments, blanked, lead a node back to itself in the walk.
+            try:
+                if segments[1] == self._base_first and (
+                    not self._base_rest or self._blank_base_rest(segments)
+                ):
+                    segments[1] = ""
+            except IndexError:  # an empty path
+                pass
+            if "%" in p:
+                segments = [_percent_decode(s) for s in segments]
+            # Step 8, greedy: at each node the literal child, else the first
+            # matching mixed child, else the parameter child (else a dead end).
+            # That is the first path the depth-first search tries, so when it
+            # ends at a template it is the match; otherwise the search decides,
+            # when there was an alternative to go back to.
+            node = self._root
+            for segment in segments:
+                child = node.walk.get(segment)
+                if child is None:
+                    if node.matchers:
+                        child = node.mixed_child(segment)
+                    else:
+                        child = node.param
+                        if child is None:
+                            node = _DEAD_BRANCHED if node.branched else _DEAD
+                            break
+                node = child
+            found = node.operations.get(method)
+            if found is not None:
+                return found
+            if not node.operations:
+                node = (
+                    _find(self._root, self._segments(target), 0)
+                    if node.branched
+                    else None
+                )
+        upper = _upper_method(method)
         if node is not None:
             found = node.operations.get(upper)
             if found is not None:
                 return found
+        return self._unknown_result(upper)
+
+    def _blank_base_rest(self, segments: list[str]) -> bool:
+        """Blank the base path's second and later segments if ``segments`` has them.
+
+        ``segments`` is a split path whose second item is the base path's first
+        segment.
+        """
+        rest = self._base_rest
+        if segments[2 : 2 + len(rest)] != rest:
+            return False
+        segments[2 : 2 + len(rest)] = [""] * len(rest)
+        return True
+
+    def _unknown_result(self, upper: str) -> Classification:
+        """Return the result of a request no operation matches (step 9, C3)."""
         if self._unmatched is not None:
             return self._unmatched
         if upper in _IDEMPOTENT_METHODS:
@@ -726,6 +898,15 @@ class Classifier:
 _SCHEME_CHARACTERS = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.",
 )
+
+
+def _upper_method(method: str) -> str:
+    """ASCII upper-case a method (step 1); a lone surrogate raises ``input.method``."""
+    if method in _UPPER_CASE_METHODS:
+        return method
+    if not method.isascii():
+        _require_scalar("input.method", method)
+    return method.translate(_ASCII_UPPER)
 
 
 def _without_origin(target: str) -> str:
