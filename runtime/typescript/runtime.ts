@@ -536,7 +536,12 @@ type Piece = string | null;
 /** A segment of a route: literal text, `null` for `{name}`, or mixed pieces. */
 type Segment = string | null | readonly Piece[];
 
-/** A node of the segment trie that `classify` walks. */
+/**
+ * A node of the segment trie that `classify` walks. The literal children are
+ * also kept in an open-addressing hash table keyed by `segmentHash`, so that a
+ * request's segment is looked up where it stands in the target, without
+ * cutting it out as a string (`classify` allocates nothing).
+ */
 interface MatchNode {
   /** Percent-decoded literal segment -> child. */
   readonly literals: Map<string, MatchNode>;
@@ -546,17 +551,61 @@ interface MatchNode {
   param: MatchNode | null;
   /** Method -> the classification of the first operation claiming it here. */
   readonly operations: Map<string, Classification>;
+  /** `operations` of the methods `methodSlot` knows, by slot. */
+  readonly byMethod: (Classification | null)[];
+  /** Whether a path template ends here (`operations` is not empty). */
+  terminal: boolean;
+  /** The hash table: `slots[hash & mask]` onwards, 1 + an index or 0. */
+  mask: number;
+  slots: Int32Array;
+  /** The literal children: key, its `segmentHash` and child, by index. */
+  readonly keys: string[];
+  hashes: Int32Array;
+  readonly children: MatchNode[];
+  /**
+   * When the only literal child's key holds no `/` (a decoded `%2F`): that
+   * key, followed by the keys of the nodes below it that hold nothing but one
+   * such child (not an end, no mixed or parameter child), joined by `/`; and
+   * the node it leads to. A path without `%` compares it in place, at once.
+   */
+  chain: string | null;
+  chainEnd: MatchNode | null;
 }
 
-const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set([
-  "GET",
-  "HEAD",
-  "OPTIONS",
-  "TRACE",
-  "PUT",
-  "DELETE",
-  "QUERY",
-]);
+/** The slot of an upper-case method in `MatchNode.byMethod`, or -1. */
+function methodSlot(method: string): number {
+  switch (method) {
+    case "GET":
+      return 0;
+    case "POST":
+      return 1;
+    case "PUT":
+      return 2;
+    case "DELETE":
+      return 3;
+    case "PATCH":
+      return 4;
+    case "HEAD":
+      return 5;
+    case "OPTIONS":
+      return 6;
+    case "TRACE":
+      return 7;
+    case "QUERY":
+      return 8;
+    default:
+      return -1;
+  }
+}
+
+const METHOD_SLOTS = 9;
+
+/** The idempotent methods (C3's method default): GET, HEAD, OPTIONS, TRACE, PUT, DELETE, QUERY. */
+function isIdempotentSlot(slot: number): boolean {
+  return slot >= 0 && slot !== 1 && slot !== 4;
+}
+
+const NO_SLOTS = new Int32Array(1);
 
 const UNMATCHED_IDEMPOTENT: Classification = Object.freeze({
   operation: null,
@@ -593,13 +642,20 @@ export function retryTables(data: TablesData): RetryTables {
       node = child(node, segment);
     }
     if (!node.operations.has(method)) {
-      node.operations.set(
-        method,
-        Object.freeze({ operation, replayClass: operation.replayClass }),
-      );
+      const found = Object.freeze({
+        operation,
+        replayClass: operation.replayClass,
+      });
+      node.operations.set(method, found);
+      node.terminal = true;
+      const slot = methodSlot(method);
+      if (slot >= 0) {
+        node.byMethod[slot] = found;
+      }
     }
   }
   sortMixed(root);
+  indexLiterals(root);
   const basePath = data.basePath;
   const policy = data.policy;
   Object.freeze(operations);
@@ -669,7 +725,128 @@ function safeListEntry(op: Operation): SafeListEntry {
 }
 
 function newNode(): MatchNode {
-  return { literals: new Map(), mixed: [], param: null, operations: new Map() };
+  return {
+    literals: new Map(),
+    mixed: [],
+    param: null,
+    operations: new Map(),
+    byMethod: new Array<Classification | null>(METHOD_SLOTS).fill(null),
+    terminal: false,
+    mask: 0,
+    slots: NO_SLOTS,
+    keys: [],
+    hashes: NO_SLOTS,
+    children: [],
+    chain: null,
+    chainEnd: null,
+  };
+}
+
+/**
+ * Up to this many literal children are compared one by one (after their
+ * length); more are looked up by hash.
+ */
+const FEW_LITERALS = 4;
+
+/**
+ * Fills the literal keys, chains and hash tables (load factor at most 1/2) of
+ * every node.
+ */
+function indexLiterals(node: MatchNode): void {
+  const count = node.literals.size;
+  for (const [key, next] of node.literals) {
+    node.keys.push(key);
+    node.children.push(next);
+  }
+  const only = node.keys[0];
+  if (count === 1 && only !== undefined && !only.includes("/")) {
+    let chain = only;
+    let end = node.children[0] as MatchNode;
+    for (;;) {
+      const key = end.literals.size === 1 ? end.literals.keys().next() : null;
+      if (
+        key === null ||
+        key.done === true ||
+        key.value.includes("/") ||
+        end.terminal ||
+        end.mixed.length > 0 ||
+        end.param !== null
+      ) {
+        break;
+      }
+      chain += "/" + key.value;
+      end = end.literals.get(key.value) as MatchNode;
+    }
+    node.chain = chain;
+    node.chainEnd = end;
+  }
+  if (count > FEW_LITERALS) {
+    let size = 2;
+    while (size < 2 * count) {
+      size *= 2;
+    }
+    node.mask = size - 1;
+    node.slots = new Int32Array(size);
+    node.hashes = new Int32Array(count);
+    node.keys.forEach((key, index) => {
+      const hash = segmentHash(key, 0, key.length);
+      node.hashes[index] = hash;
+      let at = hash & node.mask;
+      while (node.slots[at] !== 0) {
+        at = (at + 1) & node.mask;
+      }
+      node.slots[at] = index + 1;
+    });
+  }
+  for (const next of node.literals.values()) {
+    indexLiterals(next);
+  }
+  for (const [, next] of node.mixed) {
+    indexLiterals(next);
+  }
+  if (node.param !== null) {
+    indexLiterals(node.param);
+  }
+}
+
+const HASH_SEED = 0x811c9dc5 | 0;
+const HASH_PRIME = 0x01000193;
+
+/** FNV-1a over the UTF-16 units of `text` from `from` to `to`. */
+function segmentHash(text: string, from: number, to: number): number {
+  let hash = HASH_SEED;
+  for (let i = from; i < to; i++) {
+    hash = Math.imul(hash ^ text.charCodeAt(i), HASH_PRIME);
+  }
+  return hash;
+}
+
+/** The literal child of `node` equal to `text` from `from` to `to`. */
+function literalChild(
+  node: MatchNode,
+  hash: number,
+  text: string,
+  from: number,
+  to: number,
+): MatchNode | null {
+  const slots = node.slots;
+  const mask = node.mask;
+  let at = hash & mask;
+  for (;;) {
+    const index = (slots[at] as number) - 1;
+    if (index < 0) {
+      return null;
+    }
+    const key = node.keys[index] as string;
+    if (
+      node.hashes[index] === hash &&
+      key.length === to - from &&
+      occursAt(text, key, from)
+    ) {
+      return node.children[index] as MatchNode;
+    }
+    at = (at + 1) & mask;
+  }
 }
 
 /** The child of `node` for a route segment, created when it is new. */
@@ -899,16 +1076,25 @@ function makeClassifier(
     classify: (method: string, target: string): Classification => {
       requireScalarValues("input.method", method);
       requireScalarValues("input.path", target);
-      const upper = asciiUpperCase(method);
-      const node = matchNode(root, requestSegments(basePath, target), 0);
-      const found = node?.operations.get(upper);
-      if (found !== undefined) {
-        return found;
+      // Step 1: an upper-case method needs no copy.
+      let upper = method;
+      let slot = methodSlot(method);
+      if (slot < 0) {
+        upper = asciiUpperCase(method);
+        slot = methodSlot(upper);
+      }
+      const node = findNode(root, basePath, target);
+      if (node !== null) {
+        const found =
+          slot >= 0 ? node.byMethod[slot] : node.operations.get(upper);
+        if (found !== null && found !== undefined) {
+          return found;
+        }
       }
       if (unmatched !== null) {
         return unmatched;
       }
-      return IDEMPOTENT_METHODS.has(upper)
+      return isIdempotentSlot(slot)
         ? UNMATCHED_IDEMPOTENT
         : UNMATCHED_NON_REPLAYABLE;
     },
@@ -952,25 +1138,37 @@ function isSchemeCharacter(c: number): boolean {
  * `?` or `#` gets a `/` in front.
  */
 function withoutOrigin(target: string): string {
-  let rest = target;
-  if (target.length > 0 && isSchemeStart(target.charCodeAt(0))) {
-    let at = 1;
-    while (at < target.length && isSchemeCharacter(target.charCodeAt(at))) {
-      at++;
-    }
-    if (target.startsWith("://", at)) {
-      rest = target.slice(at + 3);
-      let end = 0;
-      while (end < rest.length && !"/?#".includes(rest.charAt(end))) {
-        end++;
-      }
-      rest = rest.slice(end);
-    }
-  }
+  const rest = target.slice(originEnd(target));
   const first = rest.charAt(0);
   return rest === "" || first === "/" || first === "?" || first === "#"
     ? rest
     : "/" + rest;
+}
+
+/**
+ * Where the origin of `target` ends (C1): after `scheme://` and the authority
+ * (up to the first `/`, `?` or `#`) when it starts with them, else 0.
+ */
+function originEnd(target: string): number {
+  if (target.length === 0 || !isSchemeStart(target.charCodeAt(0))) {
+    return 0;
+  }
+  let at = 1;
+  while (at < target.length && isSchemeCharacter(target.charCodeAt(at))) {
+    at++;
+  }
+  if (!target.startsWith("://", at)) {
+    return 0;
+  }
+  at += 3;
+  while (at < target.length) {
+    const c = target.charCodeAt(at);
+    if (c === 0x2f || c === 0x3f || c === 0x23) {
+      break;
+    }
+    at++;
+  }
+  return at;
 }
 
 /**
@@ -998,42 +1196,70 @@ function cutQuery(path: string): string {
   return fragment >= 0 ? p.slice(0, fragment) : p;
 }
 
-/** Steps 2-7: the decoded segments of a request target. */
-function requestSegments(basePath: string, target: string): string[] {
+/**
+ * Steps 2-8: the node `target` leads to, or `null`. The path is read where it
+ * stands in `target` (offsets, no substrings); only a path with a `%` has its
+ * segments cut out and decoded.
+ */
+function findNode(
+  root: MatchNode,
+  basePath: string,
+  target: string,
+): MatchNode | null {
   // Step 2: C1 (a path starting with `/` has no origin), then the query.
-  let p = cutQuery(target.startsWith("/") ? target : withoutOrigin(target));
+  let text = target;
+  let start = 0;
+  if (text.charCodeAt(0) !== 0x2f) {
+    start = originEnd(text);
+    const c = text.charCodeAt(start);
+    if (start < text.length && c !== 0x2f && c !== 0x3f && c !== 0x23) {
+      text = "/" + text.slice(start);
+      start = 0;
+    }
+  }
+  let end = text.indexOf("?", start);
+  if (end < 0) {
+    end = text.length;
+  }
+  const fragment = text.indexOf("#", start);
+  if (fragment >= 0 && fragment < end) {
+    end = fragment;
+  }
+  // The path is now text[start, end): empty, or starting with `/`.
   // Step 3
-  if (
-    basePath !== "" &&
-    p.startsWith(basePath) &&
-    (p.length === basePath.length || p.charCodeAt(basePath.length) === 0x2f)
-  ) {
-    p = p.slice(basePath.length);
+  if (basePath !== "" && occursAt(text, basePath, start)) {
+    const after = start + basePath.length;
+    if (after === end || (after < end && text.charCodeAt(after) === 0x2f)) {
+      start = after;
+    }
   }
-  // Steps 4-5
-  if (p === "") {
-    p = "/";
+  // Steps 4-5: the empty path is `/`; one trailing `/` goes unless it is `/`.
+  if (end - start > 1 && text.charCodeAt(end - 1) === 0x2f) {
+    end--;
   }
-  if (p.length > 1 && p.endsWith("/")) {
-    p = p.slice(0, -1);
+  // Step 6: `/` (or the empty path) has no segments.
+  if (end - start <= 1) {
+    return root.terminal ? root : null;
   }
-  const rest = p.startsWith("/") ? p.slice(1) : p;
-  if (rest === "") {
-    return [];
+  // Step 7: only a segment with a `%` can decode to something else.
+  const percent = text.indexOf("%", start);
+  if (percent >= 0 && percent < end) {
+    return matchDecoded(root, decodedSegments(text.slice(start + 1, end)), 0);
   }
-  // Step 6-7. The same as rest.split("/"), which V8 runs slower than this loop.
+  return matchNode(root, text, start + 1, end);
+}
+
+/** Steps 6-7 for a path (without its leading `/`) that has a `%`. */
+function decodedSegments(rest: string): string[] {
   const segments: string[] = [];
-  const decode = rest.includes("%");
   let start = 0;
   let end = rest.indexOf("/");
   while (end >= 0) {
-    const segment = rest.slice(start, end);
-    segments.push(decode ? percentDecode(segment) : segment);
+    segments.push(percentDecode(rest.slice(start, end)));
     start = end + 1;
     end = rest.indexOf("/", start);
   }
-  const last = rest.slice(start);
-  segments.push(decode ? percentDecode(last) : last);
+  segments.push(percentDecode(rest.slice(start)));
   return segments;
 }
 
@@ -1074,68 +1300,180 @@ function isHex(text: string, at: number): boolean {
 
 /**
  * Step 8: the first node, depth first (literal, then mixed, then parameter
- * children), where all segments are consumed and a path template ends.
+ * children), where all segments are consumed and a path template ends. The
+ * segments are those of `text` from `at` to `end` (none left when `at` is past
+ * `end`), split on `/`, and need no decoding.
  */
 function matchNode(
+  node: MatchNode,
+  text: string,
+  at: number,
+  end: number,
+): MatchNode | null {
+  if (at > end) {
+    return node.terminal ? node : null;
+  }
+  // The segment is text[at, stop); `stop` is found when first needed.
+  let stop = -1;
+  const chain = node.chain;
+  if (chain !== null) {
+    const after = at + chain.length;
+    if (
+      after <= end &&
+      (after === end || text.charCodeAt(after) === 0x2f) &&
+      occursAt(text, chain, at)
+    ) {
+      const found = matchNode(node.chainEnd as MatchNode, text, after + 1, end);
+      if (found !== null) {
+        return found;
+      }
+    }
+  } else if (node.keys.length > 0) {
+    let literal: MatchNode | null = null;
+    if (node.keys.length <= FEW_LITERALS) {
+      stop = segmentEnd(text, at, end);
+      const keys = node.keys;
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i] as string;
+        if (key.length === stop - at && occursAt(text, key, at)) {
+          literal = node.children[i] as MatchNode;
+          break;
+        }
+      }
+    } else {
+      let hash = HASH_SEED;
+      stop = at;
+      while (stop < end) {
+        const c = text.charCodeAt(stop);
+        if (c === 0x2f) {
+          break;
+        }
+        hash = Math.imul(hash ^ c, HASH_PRIME);
+        stop++;
+      }
+      literal = literalChild(node, hash, text, at, stop);
+    }
+    if (literal !== null) {
+      const found = matchNode(literal, text, stop + 1, end);
+      if (found !== null) {
+        return found;
+      }
+    }
+  }
+  const mixed = node.mixed;
+  if (mixed.length === 0 && node.param === null) {
+    return null;
+  }
+  if (stop < 0) {
+    stop = segmentEnd(text, at, end);
+  }
+  for (let i = 0; i < mixed.length; i++) {
+    const entry = mixed[i] as [readonly Piece[], MatchNode];
+    if (mixedMatches(entry[0], text, at, stop)) {
+      const found = matchNode(entry[1], text, stop + 1, end);
+      if (found !== null) {
+        return found;
+      }
+    }
+  }
+  if (node.param !== null && stop > at) {
+    return matchNode(node.param, text, stop + 1, end);
+  }
+  return null;
+}
+
+/**
+ * Whether `text` holds `key` at `at` (`text.startsWith(key, at)`, which V8
+ * inlines as a loop over both strings). A short key is compared unit by unit;
+ * a longer one with one `endsWith`, a builtin that costs more to enter (a
+ * call into the engine when `text` is a substring of a larger string, as
+ * targets often are) but less per unit.
+ */
+function occursAt(text: string, key: string, at: number): boolean {
+  const n = key.length;
+  if (n > 6) {
+    return at + n <= text.length && text.endsWith(key, at + n);
+  }
+  for (let i = 0; i < n; i++) {
+    if (text.charCodeAt(at + i) !== key.charCodeAt(i)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** Where the segment of `text` starting at `at` ends: the next `/` or `end`. */
+function segmentEnd(text: string, at: number, end: number): number {
+  const slash = text.indexOf("/", at);
+  return slash < 0 || slash > end ? end : slash;
+}
+
+/** Step 8 over decoded segments, from `segments[at]` on. */
+function matchDecoded(
   node: MatchNode,
   segments: readonly string[],
   at: number,
 ): MatchNode | null {
   const segment = segments[at];
   if (segment === undefined) {
-    return node.operations.size > 0 ? node : null;
+    return node.terminal ? node : null;
   }
   const literal = node.literals.get(segment);
   if (literal !== undefined) {
-    const found = matchNode(literal, segments, at + 1);
+    const found = matchDecoded(literal, segments, at + 1);
     if (found !== null) {
       return found;
     }
   }
   for (const [pieces, next] of node.mixed) {
-    if (mixedMatches(pieces, segment)) {
-      const found = matchNode(next, segments, at + 1);
+    if (mixedMatches(pieces, segment, 0, segment.length)) {
+      const found = matchDecoded(next, segments, at + 1);
       if (found !== null) {
         return found;
       }
     }
   }
   if (node.param !== null && segment !== "") {
-    return matchNode(node.param, segments, at + 1);
+    return matchDecoded(node.param, segments, at + 1);
   }
   return null;
 }
 
 /**
- * Whether the literal pieces appear in `segment` in order, each parameter
- * covering at least one character. (Parameters never touch: the leftmost
- * place of each inner literal is the right one.)
+ * Whether the segment `text[from, to)` is the literal pieces in order, each
+ * parameter covering at least one character. (Parameters never touch: the
+ * leftmost place of each inner literal is the right one.)
  */
-function mixedMatches(pieces: readonly Piece[], segment: string): boolean {
-  let at = 0;
+function mixedMatches(
+  pieces: readonly Piece[],
+  text: string,
+  from: number,
+  to: number,
+): boolean {
+  let at = from;
   const last = pieces.length - 1;
   for (let i = 0; i <= last; i++) {
     const piece = pieces[i] ?? null;
     if (piece === null) {
       if (i === last) {
-        return segment.length > at;
+        return to > at;
       }
     } else if (i === 0) {
-      if (!segment.startsWith(piece)) {
+      at = from + piece.length;
+      if (at > to || !occursAt(text, piece, from)) {
         return false;
       }
-      at = piece.length;
     } else if (i === last) {
-      return segment.length - piece.length > at && segment.endsWith(piece);
+      return to - piece.length > at && occursAt(text, piece, to - piece.length);
     } else {
-      const found = segment.indexOf(piece, at + 1);
-      if (found < 0) {
+      const found = text.indexOf(piece, at + 1);
+      if (found < 0 || found + piece.length > to) {
         return false;
       }
       at = found + piece.length;
     }
   }
-  return at === segment.length;
+  return at === to;
 }
 
 /**
