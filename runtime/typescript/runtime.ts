@@ -433,9 +433,12 @@ function requireScalarValues(key: string, text: string): void {
 }
 
 function isScalarString(text: string): boolean {
-  if (IS_WELL_FORMED !== undefined) {
-    return IS_WELL_FORMED.call(text);
-  }
+  return IS_WELL_FORMED !== undefined
+    ? IS_WELL_FORMED.call(text)
+    : hasNoLoneSurrogate(text);
+}
+
+function hasNoLoneSurrogate(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c >= 0xd800 && c <= 0xdfff) {
@@ -563,36 +566,36 @@ interface MatchNode {
   hashes: Int32Array;
   readonly children: MatchNode[];
   /**
-   * When the only literal child's key holds no `/` (a decoded `%2F`): that
-   * key, followed by the keys of the nodes below it that hold nothing but one
-   * such child (not an end, no mixed or parameter child), joined by `/`; and
-   * the node it leads to. A path without `%` compares it in place, at once.
+   * With at most FEW_LITERALS literal children, instead of the hash table:
+   * for each child whose key holds no `/` (a decoded `%2F`, which a path
+   * without `%` never holds), the key followed by the keys of the nodes below
+   * that hold nothing but one such child (not an end, no mixed or parameter
+   * child), joined by `/`; and the node this chain leads to. A path without
+   * `%` compares a chain in place, at once.
    */
-  chain: string | null;
-  chainEnd: MatchNode | null;
+  readonly chains: string[];
+  readonly chainEnds: MatchNode[];
 }
 
 /** The slot of an upper-case method in `MatchNode.byMethod`, or -1. */
 function methodSlot(method: string): number {
-  switch (method) {
-    case "GET":
-      return 0;
-    case "POST":
-      return 1;
-    case "PUT":
-      return 2;
-    case "DELETE":
-      return 3;
-    case "PATCH":
-      return 4;
-    case "HEAD":
-      return 5;
-    case "OPTIONS":
-      return 6;
-    case "TRACE":
-      return 7;
-    case "QUERY":
-      return 8;
+  switch (method.length) {
+    case 3:
+      return method === "GET" ? 0 : method === "PUT" ? 2 : -1;
+    case 4:
+      return method === "POST" ? 1 : method === "HEAD" ? 5 : -1;
+    case 5:
+      return method === "PATCH"
+        ? 4
+        : method === "TRACE"
+          ? 7
+          : method === "QUERY"
+            ? 8
+            : -1;
+    case 6:
+      return method === "DELETE" ? 3 : -1;
+    case 7:
+      return method === "OPTIONS" ? 6 : -1;
     default:
       return -1;
   }
@@ -737,8 +740,8 @@ function newNode(): MatchNode {
     keys: [],
     hashes: NO_SLOTS,
     children: [],
-    chain: null,
-    chainEnd: null,
+    chains: [],
+    chainEnds: [],
   };
 }
 
@@ -758,29 +761,33 @@ function indexLiterals(node: MatchNode): void {
     node.keys.push(key);
     node.children.push(next);
   }
-  const only = node.keys[0];
-  if (count === 1 && only !== undefined && !only.includes("/")) {
-    let chain = only;
-    let end = node.children[0] as MatchNode;
-    for (;;) {
-      const key = end.literals.size === 1 ? end.literals.keys().next() : null;
-      if (
-        key === null ||
-        key.done === true ||
-        key.value.includes("/") ||
-        end.terminal ||
-        end.mixed.length > 0 ||
-        end.param !== null
-      ) {
-        break;
+  if (count <= FEW_LITERALS) {
+    for (const [key, next] of node.literals) {
+      if (key.includes("/")) {
+        continue;
       }
-      chain += "/" + key.value;
-      end = end.literals.get(key.value) as MatchNode;
+      let chain = key;
+      let end = next;
+      for (;;) {
+        const only =
+          end.literals.size === 1 ? end.literals.keys().next() : null;
+        if (
+          only === null ||
+          only.done === true ||
+          only.value.includes("/") ||
+          end.terminal ||
+          end.mixed.length > 0 ||
+          end.param !== null
+        ) {
+          break;
+        }
+        chain += "/" + only.value;
+        end = end.literals.get(only.value) as MatchNode;
+      }
+      node.chains.push(chain);
+      node.chainEnds.push(end);
     }
-    node.chain = chain;
-    node.chainEnd = end;
-  }
-  if (count > FEW_LITERALS) {
+  } else {
     let size = 2;
     while (size < 2 * count) {
       size *= 2;
@@ -1315,44 +1322,41 @@ function matchNode(
   }
   // The segment is text[at, stop); `stop` is found when first needed.
   let stop = -1;
-  const chain = node.chain;
-  if (chain !== null) {
-    const after = at + chain.length;
-    if (
-      after <= end &&
-      (after === end || text.charCodeAt(after) === 0x2f) &&
-      occursAt(text, chain, at)
-    ) {
-      const found = matchNode(node.chainEnd as MatchNode, text, after + 1, end);
-      if (found !== null) {
-        return found;
+  const chains = node.chains;
+  if (chains.length > 0) {
+    // At most one chain has the segment as its first key.
+    for (let i = 0; i < chains.length; i++) {
+      const chain = chains[i] as string;
+      const after = at + chain.length;
+      if (
+        after <= end &&
+        (after === end || text.charCodeAt(after) === 0x2f) &&
+        occursAt(text, chain, at)
+      ) {
+        const found = matchNode(
+          node.chainEnds[i] as MatchNode,
+          text,
+          after + 1,
+          end,
+        );
+        if (found !== null) {
+          return found;
+        }
+        break;
       }
     }
   } else if (node.keys.length > 0) {
-    let literal: MatchNode | null = null;
-    if (node.keys.length <= FEW_LITERALS) {
-      stop = segmentEnd(text, at, end);
-      const keys = node.keys;
-      for (let i = 0; i < keys.length; i++) {
-        const key = keys[i] as string;
-        if (key.length === stop - at && occursAt(text, key, at)) {
-          literal = node.children[i] as MatchNode;
-          break;
-        }
+    let hash = HASH_SEED;
+    stop = at;
+    while (stop < end) {
+      const c = text.charCodeAt(stop);
+      if (c === 0x2f) {
+        break;
       }
-    } else {
-      let hash = HASH_SEED;
-      stop = at;
-      while (stop < end) {
-        const c = text.charCodeAt(stop);
-        if (c === 0x2f) {
-          break;
-        }
-        hash = Math.imul(hash ^ c, HASH_PRIME);
-        stop++;
-      }
-      literal = literalChild(node, hash, text, at, stop);
+      hash = Math.imul(hash ^ c, HASH_PRIME);
+      stop++;
     }
+    const literal = literalChild(node, hash, text, at, stop);
     if (literal !== null) {
       const found = matchNode(literal, text, stop + 1, end);
       if (found !== null) {
@@ -1392,7 +1396,11 @@ function matchNode(
 function occursAt(text: string, key: string, at: number): boolean {
   const n = key.length;
   if (n > 6) {
-    return at + n <= text.length && text.endsWith(key, at + n);
+    return (
+      text.charCodeAt(at) === key.charCodeAt(0) &&
+      at + n <= text.length &&
+      text.endsWith(key, at + n)
+    );
   }
   for (let i = 0; i < n; i++) {
     if (text.charCodeAt(at + i) !== key.charCodeAt(i)) {
@@ -1464,7 +1472,11 @@ function mixedMatches(
         return false;
       }
     } else if (i === last) {
-      return to - piece.length > at && occursAt(text, piece, to - piece.length);
+      return (
+        to - piece.length > at &&
+        text.charCodeAt(to - 1) === piece.charCodeAt(piece.length - 1) &&
+        occursAt(text, piece, to - piece.length)
+      );
     } else {
       const found = text.indexOf(piece, at + 1);
       if (found < 0 || found + piece.length > to) {
