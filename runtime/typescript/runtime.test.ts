@@ -98,6 +98,10 @@ test("classify walks the target in place: chains, wide nodes, encoded keys", () 
   for (let i = 0; i < 40; i++) {
     wide.push(["GET", `/w${i}/items`, `w${i}`, "idempotent", null]);
   }
+  // The same length, first, middle and last unit: told apart by the full hash.
+  for (const key of ["xaab", "xbab"]) {
+    wide.push(["GET", `/${key}/items`, key, "idempotent", null]);
+  }
   const own = retryTables({
     sourceSpec: "",
     basePath: "/api",
@@ -123,6 +127,10 @@ test("classify walks the target in place: chains, wide nodes, encoded keys", () 
     ["GET", "w8/items", "w8"],
     ["GET", "/w40/items", null],
     ["GET", "/w1/item", null],
+    ["GET", "/xaab/items", "xaab"],
+    ["GET", "/xbab/items", "xbab"],
+    ["GET", "/xcab/items", null],
+    ["GET", "/xaa/items", null],
     ["GET", "/w%31/items", "w1"],
     ["GET", "/one/two/three", "chain"],
     ["GET", "/one/two", "prefix"],

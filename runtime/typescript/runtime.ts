@@ -575,6 +575,16 @@ interface MatchNode {
    */
   readonly chains: string[];
   readonly chainEnds: MatchNode[];
+  /**
+   * Beside the hash table, a table keyed by `sampleHash` (three units and the
+   * length, read without a loop): `samples[at & mask]` onwards holds 1 + an
+   * entry or 0; entry `e` is for the sample `sampleKeys[e]` and holds the
+   * index of the only key with that sample, or -1 when several keys share it
+   * (then the full hash decides).
+   */
+  samples: Int32Array;
+  sampleKeys: Int32Array;
+  sampleIndexes: Int32Array;
 }
 
 /** The slot of an upper-case method in `MatchNode.byMethod`, or -1. */
@@ -742,6 +752,9 @@ function newNode(): MatchNode {
     children: [],
     chains: [],
     chainEnds: [],
+    samples: NO_SLOTS,
+    sampleKeys: NO_SLOTS,
+    sampleIndexes: NO_SLOTS,
   };
 }
 
@@ -804,6 +817,24 @@ function indexLiterals(node: MatchNode): void {
       }
       node.slots[at] = index + 1;
     });
+    const bySample = new Map<number, number>();
+    node.keys.forEach((key, index) => {
+      const sample = sampleHash(key, 0, key.length);
+      bySample.set(sample, bySample.has(sample) ? -1 : index);
+    });
+    node.samples = new Int32Array(size);
+    node.sampleKeys = new Int32Array(bySample.size);
+    node.sampleIndexes = new Int32Array(bySample.size);
+    let entry = 0;
+    for (const [sample, index] of bySample) {
+      node.sampleKeys[entry] = sample;
+      node.sampleIndexes[entry] = index;
+      let at = sample & node.mask;
+      while (node.samples[at] !== 0) {
+        at = (at + 1) & node.mask;
+      }
+      node.samples[at] = ++entry;
+    }
   }
   for (const next of node.literals.values()) {
     indexLiterals(next);
@@ -818,6 +849,21 @@ function indexLiterals(node: MatchNode): void {
 
 const HASH_SEED = 0x811c9dc5 | 0;
 const HASH_PRIME = 0x01000193;
+
+/**
+ * A hash of the segment `text[from, to)` from its length and its first,
+ * middle and last units: equal segments have equal samples.
+ */
+function sampleHash(text: string, from: number, to: number): number {
+  const length = to - from;
+  if (length === 0) {
+    return HASH_SEED;
+  }
+  let hash = Math.imul(HASH_SEED ^ length, HASH_PRIME);
+  hash = Math.imul(hash ^ text.charCodeAt(from), HASH_PRIME);
+  hash = Math.imul(hash ^ text.charCodeAt(from + (length >> 1)), HASH_PRIME);
+  return Math.imul(hash ^ text.charCodeAt(to - 1), HASH_PRIME);
+}
 
 /** FNV-1a over the UTF-16 units of `text` from `from` to `to`. */
 function segmentHash(text: string, from: number, to: number): number {
@@ -1346,17 +1392,8 @@ function matchNode(
       }
     }
   } else if (node.keys.length > 0) {
-    let hash = HASH_SEED;
-    stop = at;
-    while (stop < end) {
-      const c = text.charCodeAt(stop);
-      if (c === 0x2f) {
-        break;
-      }
-      hash = Math.imul(hash ^ c, HASH_PRIME);
-      stop++;
-    }
-    const literal = literalChild(node, hash, text, at, stop);
+    stop = segmentEnd(text, at, end);
+    const literal = wideLiteralChild(node, text, at, stop);
     if (literal !== null) {
       const found = matchNode(literal, text, stop + 1, end);
       if (found !== null) {
@@ -1384,6 +1421,39 @@ function matchNode(
     return matchNode(node.param, text, stop + 1, end);
   }
   return null;
+}
+
+/**
+ * The literal child of a node with the hash tables equal to `text[at, stop)`:
+ * by the sample when only one key has it, else by the full hash.
+ */
+function wideLiteralChild(
+  node: MatchNode,
+  text: string,
+  at: number,
+  stop: number,
+): MatchNode | null {
+  const sample = sampleHash(text, at, stop);
+  const samples = node.samples;
+  const mask = node.mask;
+  let slot = sample & mask;
+  for (;;) {
+    const entry = (samples[slot] as number) - 1;
+    if (entry < 0) {
+      return null;
+    }
+    if (node.sampleKeys[entry] === sample) {
+      const index = node.sampleIndexes[entry] as number;
+      if (index < 0) {
+        return literalChild(node, segmentHash(text, at, stop), text, at, stop);
+      }
+      const key = node.keys[index] as string;
+      return key.length === stop - at && occursAt(text, key, at)
+        ? (node.children[index] as MatchNode)
+        : null;
+    }
+    slot = (slot + 1) & mask;
+  }
 }
 
 /**
