@@ -171,6 +171,8 @@ function main(): number {
   }
   process.stdout.write(
     `classify_ns ${classifyNs.toFixed(2)}\nscan_ns ${scanNs.toFixed(2)}\n` +
+      // V8 has no per-call allocation counter (bench/README.md).
+      `classify_alloc_bytes -\n` +
       `classify_ops ${ops.join(",")}\nclassify_classes ${classes}\n` +
       `scan_ops ${scanned.join(",")}\nsink ${sink}\n`,
   );

@@ -91,6 +91,79 @@ test("literal segments beat parameters", () => {
   assert.equal(id("DELETE", "/sandboxes/templates"), null);
 });
 
+test("classify walks the target in place: chains, wide nodes, encoded keys", () => {
+  // More literal children than classify compares one by one (a hash table),
+  // chained single-literal edges, keys holding a decoded `/`, an empty segment.
+  const wide: OperationRow[] = [];
+  for (let i = 0; i < 40; i++) {
+    wide.push(["GET", `/w${i}/items`, `w${i}`, "idempotent", null]);
+  }
+  // The same length, first, middle and last unit: told apart by the full hash.
+  for (const key of ["xaab", "xbab"]) {
+    wide.push(["GET", `/${key}/items`, key, "idempotent", null]);
+  }
+  const own = retryTables({
+    sourceSpec: "",
+    basePath: "/api",
+    operations: [
+      ...wide,
+      ["GET", "/one/two/three", "chain", "idempotent", null],
+      ["GET", "/one/two", "prefix", "idempotent", null],
+      ["GET", "/one/{x}/three", "param", "idempotent", null],
+      ["GET", "/a%2Fb/c", "slash", "idempotent", null],
+      ["GET", "/a/b/c", "plain", "idempotent", null],
+      ["GET", "/e//f", "empty", "idempotent", null],
+      ["POST", "/q/{id}:run", "run", "non_replayable", null],
+    ],
+    policy: POLICY,
+  });
+  const found = (method: string, target: string): string | null =>
+    own.classify(method, target).operation?.operationId ?? null;
+  const cases: [string, string, string | null][] = [
+    ["GET", "/w0/items", "w0"],
+    ["GET", "/w39/items/", "w39"],
+    ["GET", "/api/w17/items?x=/w18", "w17"],
+    ["GET", "https://h.example/api/w7/items#f", "w7"],
+    ["GET", "w8/items", "w8"],
+    ["GET", "/w40/items", null],
+    ["GET", "/w1/item", null],
+    ["GET", "/xaab/items", "xaab"],
+    ["GET", "/xbab/items", "xbab"],
+    ["GET", "/xcab/items", null],
+    ["GET", "/xaa/items", null],
+    ["GET", "/w%31/items", "w1"],
+    ["GET", "/one/two/three", "chain"],
+    ["GET", "/one/two", "prefix"],
+    ["GET", "/one/twx/three", "param"],
+    ["GET", "/one/two/thre", null],
+    ["GET", "/one/two/threee", null],
+    ["GET", "/one/tw%6F/three", "chain"],
+    ["GET", "/a/b/c", "plain"],
+    ["GET", "/a%2Fb/c", "slash"],
+    ["GET", "/a%2fb/c", "slash"],
+    ["GET", "/e//f", "empty"],
+    ["GET", "/e/f", null],
+    ["post", "/q/x:run", "run"],
+    ["POST", "/q/:run", null],
+    ["POST", "/q/x:ru", null],
+    ["GET", "/api", null],
+    ["GET", "", null],
+  ];
+  for (const [method, target, operationId] of cases) {
+    assert.equal(found(method, target), operationId, `${method} ${target}`);
+  }
+});
+
+test("classify returns the tables' own results, never a new object", () => {
+  const first = tables.classify("GET", "/v1/sandboxes/x?y=1");
+  assert.equal(tables.classify("get", "/sandboxes/x"), first);
+  assert.equal(
+    tables.classify("GET", "/nowhere"),
+    tables.classify("PUT", "/x"),
+  );
+  assert.ok(Object.isFrozen(first));
+});
+
 test("the first operation claiming a node and method wins", () => {
   assert.equal(id("GET", "/sandboxes/x"), "get");
 });
