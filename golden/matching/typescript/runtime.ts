@@ -433,9 +433,12 @@ function requireScalarValues(key: string, text: string): void {
 }
 
 function isScalarString(text: string): boolean {
-  if (IS_WELL_FORMED !== undefined) {
-    return IS_WELL_FORMED.call(text);
-  }
+  return IS_WELL_FORMED !== undefined
+    ? IS_WELL_FORMED.call(text)
+    : hasNoLoneSurrogate(text);
+}
+
+function hasNoLoneSurrogate(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c >= 0xd800 && c <= 0xdfff) {
@@ -536,7 +539,12 @@ type Piece = string | null;
 /** A segment of a route: literal text, `null` for `{name}`, or mixed pieces. */
 type Segment = string | null | readonly Piece[];
 
-/** A node of the segment trie that `classify` walks. */
+/**
+ * A node of the segment trie that `classify` walks. The literal children are
+ * also kept in an open-addressing hash table keyed by `segmentHash`, so that a
+ * request's segment is looked up where it stands in the target, without
+ * cutting it out as a string (`classify` allocates nothing).
+ */
 interface MatchNode {
   /** Percent-decoded literal segment -> child. */
   readonly literals: Map<string, MatchNode>;
@@ -546,17 +554,71 @@ interface MatchNode {
   param: MatchNode | null;
   /** Method -> the classification of the first operation claiming it here. */
   readonly operations: Map<string, Classification>;
+  /** `operations` of the methods `methodSlot` knows, by slot. */
+  readonly byMethod: (Classification | null)[];
+  /** Whether a path template ends here (`operations` is not empty). */
+  terminal: boolean;
+  /** The hash table: `slots[hash & mask]` onwards, 1 + an index or 0. */
+  mask: number;
+  slots: Int32Array;
+  /** The literal children: key, its `segmentHash` and child, by index. */
+  readonly keys: string[];
+  hashes: Int32Array;
+  readonly children: MatchNode[];
+  /**
+   * With at most FEW_LITERALS literal children, instead of the hash table:
+   * for each child whose key holds no `/` (a decoded `%2F`, which a path
+   * without `%` never holds), the key followed by the keys of the nodes below
+   * that hold nothing but one such child (not an end, no mixed or parameter
+   * child), joined by `/`; and the node this chain leads to. A path without
+   * `%` compares a chain in place, at once.
+   */
+  readonly chains: string[];
+  readonly chainEnds: MatchNode[];
+  /**
+   * Beside the hash table, a table keyed by `sampleHash` (three units and the
+   * length, read without a loop): `samples[at & mask]` onwards holds 1 + an
+   * entry or 0; entry `e` is for the sample `sampleKeys[e]` and holds the
+   * index of the only key with that sample, or -1 when several keys share it
+   * (then the full hash decides).
+   */
+  samples: Int32Array;
+  sampleKeys: Int32Array;
+  sampleIndexes: Int32Array;
 }
 
-const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set([
-  "GET",
-  "HEAD",
-  "OPTIONS",
-  "TRACE",
-  "PUT",
-  "DELETE",
-  "QUERY",
-]);
+/** The slot of an upper-case method in `MatchNode.byMethod`, or -1. */
+function methodSlot(method: string): number {
+  switch (method.length) {
+    case 3:
+      return method === "GET" ? 0 : method === "PUT" ? 2 : -1;
+    case 4:
+      return method === "POST" ? 1 : method === "HEAD" ? 5 : -1;
+    case 5:
+      return method === "PATCH"
+        ? 4
+        : method === "TRACE"
+          ? 7
+          : method === "QUERY"
+            ? 8
+            : -1;
+    case 6:
+      return method === "DELETE" ? 3 : -1;
+    case 7:
+      return method === "OPTIONS" ? 6 : -1;
+    default:
+      return -1;
+  }
+}
+
+const METHOD_SLOTS = 9;
+
+/** The idempotent methods (C3's method default): GET, HEAD, OPTIONS, TRACE, PUT, DELETE, QUERY. */
+function isIdempotentSlot(slot: number): boolean {
+  return slot >= 0 && slot !== 1 && slot !== 4;
+}
+
+const NO_SLOTS = new Int32Array(1);
 
 const UNMATCHED_IDEMPOTENT: Classification = Object.freeze({
   operation: null,
@@ -593,13 +655,20 @@ export function retryTables(data: TablesData): RetryTables {
       node = child(node, segment);
     }
     if (!node.operations.has(method)) {
-      node.operations.set(
-        method,
-        Object.freeze({ operation, replayClass: operation.replayClass }),
-      );
+      const found = Object.freeze({
+        operation,
+        replayClass: operation.replayClass,
+      });
+      node.operations.set(method, found);
+      node.terminal = true;
+      const slot = methodSlot(method);
+      if (slot >= 0) {
+        node.byMethod[slot] = found;
+      }
     }
   }
   sortMixed(root);
+  indexLiterals(root);
   const basePath = data.basePath;
   const policy = data.policy;
   Object.freeze(operations);
@@ -669,7 +738,168 @@ function safeListEntry(op: Operation): SafeListEntry {
 }
 
 function newNode(): MatchNode {
-  return { literals: new Map(), mixed: [], param: null, operations: new Map() };
+  return {
+    literals: new Map(),
+    mixed: [],
+    param: null,
+    operations: new Map(),
+    byMethod: new Array<Classification | null>(METHOD_SLOTS).fill(null),
+    terminal: false,
+    mask: 0,
+    slots: NO_SLOTS,
+    keys: [],
+    hashes: NO_SLOTS,
+    children: [],
+    chains: [],
+    chainEnds: [],
+    samples: NO_SLOTS,
+    sampleKeys: NO_SLOTS,
+    sampleIndexes: NO_SLOTS,
+  };
+}
+
+/**
+ * Up to this many literal children are compared one by one (after their
+ * length); more are looked up by hash.
+ */
+const FEW_LITERALS = 4;
+
+/**
+ * Fills the literal keys, chains and hash tables (load factor at most 1/2) of
+ * every node.
+ */
+function indexLiterals(node: MatchNode): void {
+  const count = node.literals.size;
+  for (const [key, next] of node.literals) {
+    node.keys.push(key);
+    node.children.push(next);
+  }
+  if (count <= FEW_LITERALS) {
+    for (const [key, next] of node.literals) {
+      if (key.includes("/")) {
+        continue;
+      }
+      let chain = key;
+      let end = next;
+      for (;;) {
+        const only =
+          end.literals.size === 1 ? end.literals.keys().next() : null;
+        if (
+          only === null ||
+          only.done === true ||
+          only.value.includes("/") ||
+          end.terminal ||
+          end.mixed.length > 0 ||
+          end.param !== null
+        ) {
+          break;
+        }
+        chain += "/" + only.value;
+        end = end.literals.get(only.value) as MatchNode;
+      }
+      node.chains.push(chain);
+      node.chainEnds.push(end);
+    }
+  } else {
+    let size = 2;
+    while (size < 2 * count) {
+      size *= 2;
+    }
+    node.mask = size - 1;
+    node.slots = new Int32Array(size);
+    node.hashes = new Int32Array(count);
+    node.keys.forEach((key, index) => {
+      const hash = segmentHash(key, 0, key.length);
+      node.hashes[index] = hash;
+      let at = hash & node.mask;
+      while (node.slots[at] !== 0) {
+        at = (at + 1) & node.mask;
+      }
+      node.slots[at] = index + 1;
+    });
+    const bySample = new Map<number, number>();
+    node.keys.forEach((key, index) => {
+      const sample = sampleHash(key, 0, key.length);
+      bySample.set(sample, bySample.has(sample) ? -1 : index);
+    });
+    node.samples = new Int32Array(size);
+    node.sampleKeys = new Int32Array(bySample.size);
+    node.sampleIndexes = new Int32Array(bySample.size);
+    let entry = 0;
+    for (const [sample, index] of bySample) {
+      node.sampleKeys[entry] = sample;
+      node.sampleIndexes[entry] = index;
+      let at = sample & node.mask;
+      while (node.samples[at] !== 0) {
+        at = (at + 1) & node.mask;
+      }
+      node.samples[at] = ++entry;
+    }
+  }
+  for (const next of node.literals.values()) {
+    indexLiterals(next);
+  }
+  for (const [, next] of node.mixed) {
+    indexLiterals(next);
+  }
+  if (node.param !== null) {
+    indexLiterals(node.param);
+  }
+}
+
+const HASH_SEED = 0x811c9dc5 | 0;
+const HASH_PRIME = 0x01000193;
+
+/**
+ * A hash of the segment `text[from, to)` from its length and its first,
+ * middle and last units: equal segments have equal samples.
+ */
+function sampleHash(text: string, from: number, to: number): number {
+  const length = to - from;
+  if (length === 0) {
+    return HASH_SEED;
+  }
+  let hash = Math.imul(HASH_SEED ^ length, HASH_PRIME);
+  hash = Math.imul(hash ^ text.charCodeAt(from), HASH_PRIME);
+  hash = Math.imul(hash ^ text.charCodeAt(from + (length >> 1)), HASH_PRIME);
+  return Math.imul(hash ^ text.charCodeAt(to - 1), HASH_PRIME);
+}
+
+/** FNV-1a over the UTF-16 units of `text` from `from` to `to`. */
+function segmentHash(text: string, from: number, to: number): number {
+  let hash = HASH_SEED;
+  for (let i = from; i < to; i++) {
+    hash = Math.imul(hash ^ text.charCodeAt(i), HASH_PRIME);
+  }
+  return hash;
+}
+
+/** The literal child of `node` equal to `text` from `from` to `to`. */
+function literalChild(
+  node: MatchNode,
+  hash: number,
+  text: string,
+  from: number,
+  to: number,
+): MatchNode | null {
+  const slots = node.slots;
+  const mask = node.mask;
+  let at = hash & mask;
+  for (;;) {
+    const index = (slots[at] as number) - 1;
+    if (index < 0) {
+      return null;
+    }
+    const key = node.keys[index] as string;
+    if (
+      node.hashes[index] === hash &&
+      key.length === to - from &&
+      occursAt(text, key, from)
+    ) {
+      return node.children[index] as MatchNode;
+    }
+    at = (at + 1) & mask;
+  }
 }
 
 /** The child of `node` for a route segment, created when it is new. */
@@ -899,16 +1129,25 @@ function makeClassifier(
     classify: (method: string, target: string): Classification => {
       requireScalarValues("input.method", method);
       requireScalarValues("input.path", target);
-      const upper = asciiUpperCase(method);
-      const node = matchNode(root, requestSegments(basePath, target), 0);
-      const found = node?.operations.get(upper);
-      if (found !== undefined) {
-        return found;
+      // Step 1: an upper-case method needs no copy.
+      let upper = method;
+      let slot = methodSlot(method);
+      if (slot < 0) {
+        upper = asciiUpperCase(method);
+        slot = methodSlot(upper);
+      }
+      const node = findNode(root, basePath, target);
+      if (node !== null) {
+        const found =
+          slot >= 0 ? node.byMethod[slot] : node.operations.get(upper);
+        if (found !== null && found !== undefined) {
+          return found;
+        }
       }
       if (unmatched !== null) {
         return unmatched;
       }
-      return IDEMPOTENT_METHODS.has(upper)
+      return isIdempotentSlot(slot)
         ? UNMATCHED_IDEMPOTENT
         : UNMATCHED_NON_REPLAYABLE;
     },
@@ -952,25 +1191,37 @@ function isSchemeCharacter(c: number): boolean {
  * `?` or `#` gets a `/` in front.
  */
 function withoutOrigin(target: string): string {
-  let rest = target;
-  if (target.length > 0 && isSchemeStart(target.charCodeAt(0))) {
-    let at = 1;
-    while (at < target.length && isSchemeCharacter(target.charCodeAt(at))) {
-      at++;
-    }
-    if (target.startsWith("://", at)) {
-      rest = target.slice(at + 3);
-      let end = 0;
-      while (end < rest.length && !"/?#".includes(rest.charAt(end))) {
-        end++;
-      }
-      rest = rest.slice(end);
-    }
-  }
+  const rest = target.slice(originEnd(target));
   const first = rest.charAt(0);
   return rest === "" || first === "/" || first === "?" || first === "#"
     ? rest
     : "/" + rest;
+}
+
+/**
+ * Where the origin of `target` ends (C1): after `scheme://` and the authority
+ * (up to the first `/`, `?` or `#`) when it starts with them, else 0.
+ */
+function originEnd(target: string): number {
+  if (target.length === 0 || !isSchemeStart(target.charCodeAt(0))) {
+    return 0;
+  }
+  let at = 1;
+  while (at < target.length && isSchemeCharacter(target.charCodeAt(at))) {
+    at++;
+  }
+  if (!target.startsWith("://", at)) {
+    return 0;
+  }
+  at += 3;
+  while (at < target.length) {
+    const c = target.charCodeAt(at);
+    if (c === 0x2f || c === 0x3f || c === 0x23) {
+      break;
+    }
+    at++;
+  }
+  return at;
 }
 
 /**
@@ -998,42 +1249,70 @@ function cutQuery(path: string): string {
   return fragment >= 0 ? p.slice(0, fragment) : p;
 }
 
-/** Steps 2-7: the decoded segments of a request target. */
-function requestSegments(basePath: string, target: string): string[] {
+/**
+ * Steps 2-8: the node `target` leads to, or `null`. The path is read where it
+ * stands in `target` (offsets, no substrings); only a path with a `%` has its
+ * segments cut out and decoded.
+ */
+function findNode(
+  root: MatchNode,
+  basePath: string,
+  target: string,
+): MatchNode | null {
   // Step 2: C1 (a path starting with `/` has no origin), then the query.
-  let p = cutQuery(target.startsWith("/") ? target : withoutOrigin(target));
+  let text = target;
+  let start = 0;
+  if (text.charCodeAt(0) !== 0x2f) {
+    start = originEnd(text);
+    const c = text.charCodeAt(start);
+    if (start < text.length && c !== 0x2f && c !== 0x3f && c !== 0x23) {
+      text = "/" + text.slice(start);
+      start = 0;
+    }
+  }
+  let end = text.indexOf("?", start);
+  if (end < 0) {
+    end = text.length;
+  }
+  const fragment = text.indexOf("#", start);
+  if (fragment >= 0 && fragment < end) {
+    end = fragment;
+  }
+  // The path is now text[start, end): empty, or starting with `/`.
   // Step 3
-  if (
-    basePath !== "" &&
-    p.startsWith(basePath) &&
-    (p.length === basePath.length || p.charCodeAt(basePath.length) === 0x2f)
-  ) {
-    p = p.slice(basePath.length);
+  if (basePath !== "" && occursAt(text, basePath, start)) {
+    const after = start + basePath.length;
+    if (after === end || (after < end && text.charCodeAt(after) === 0x2f)) {
+      start = after;
+    }
   }
-  // Steps 4-5
-  if (p === "") {
-    p = "/";
+  // Steps 4-5: the empty path is `/`; one trailing `/` goes unless it is `/`.
+  if (end - start > 1 && text.charCodeAt(end - 1) === 0x2f) {
+    end--;
   }
-  if (p.length > 1 && p.endsWith("/")) {
-    p = p.slice(0, -1);
+  // Step 6: `/` (or the empty path) has no segments.
+  if (end - start <= 1) {
+    return root.terminal ? root : null;
   }
-  const rest = p.startsWith("/") ? p.slice(1) : p;
-  if (rest === "") {
-    return [];
+  // Step 7: only a segment with a `%` can decode to something else.
+  const percent = text.indexOf("%", start);
+  if (percent >= 0 && percent < end) {
+    return matchDecoded(root, decodedSegments(text.slice(start + 1, end)), 0);
   }
-  // Step 6-7. The same as rest.split("/"), which V8 runs slower than this loop.
+  return matchNode(root, text, start + 1, end);
+}
+
+/** Steps 6-7 for a path (without its leading `/`) that has a `%`. */
+function decodedSegments(rest: string): string[] {
   const segments: string[] = [];
-  const decode = rest.includes("%");
   let start = 0;
   let end = rest.indexOf("/");
   while (end >= 0) {
-    const segment = rest.slice(start, end);
-    segments.push(decode ? percentDecode(segment) : segment);
+    segments.push(percentDecode(rest.slice(start, end)));
     start = end + 1;
     end = rest.indexOf("/", start);
   }
-  const last = rest.slice(start);
-  segments.push(decode ? percentDecode(last) : last);
+  segments.push(percentDecode(rest.slice(start)));
   return segments;
 }
 
@@ -1074,68 +1353,209 @@ function isHex(text: string, at: number): boolean {
 
 /**
  * Step 8: the first node, depth first (literal, then mixed, then parameter
- * children), where all segments are consumed and a path template ends.
+ * children), where all segments are consumed and a path template ends. The
+ * segments are those of `text` from `at` to `end` (none left when `at` is past
+ * `end`), split on `/`, and need no decoding.
  */
 function matchNode(
+  node: MatchNode,
+  text: string,
+  at: number,
+  end: number,
+): MatchNode | null {
+  if (at > end) {
+    return node.terminal ? node : null;
+  }
+  // The segment is text[at, stop); `stop` is found when first needed.
+  let stop = -1;
+  const chains = node.chains;
+  if (chains.length > 0) {
+    // At most one chain has the segment as its first key.
+    for (let i = 0; i < chains.length; i++) {
+      const chain = chains[i] as string;
+      const after = at + chain.length;
+      if (
+        after <= end &&
+        (after === end || text.charCodeAt(after) === 0x2f) &&
+        occursAt(text, chain, at)
+      ) {
+        const found = matchNode(
+          node.chainEnds[i] as MatchNode,
+          text,
+          after + 1,
+          end,
+        );
+        if (found !== null) {
+          return found;
+        }
+        break;
+      }
+    }
+  } else if (node.keys.length > 0) {
+    stop = segmentEnd(text, at, end);
+    const literal = wideLiteralChild(node, text, at, stop);
+    if (literal !== null) {
+      const found = matchNode(literal, text, stop + 1, end);
+      if (found !== null) {
+        return found;
+      }
+    }
+  }
+  const mixed = node.mixed;
+  if (mixed.length === 0 && node.param === null) {
+    return null;
+  }
+  if (stop < 0) {
+    stop = segmentEnd(text, at, end);
+  }
+  for (let i = 0; i < mixed.length; i++) {
+    const entry = mixed[i] as [readonly Piece[], MatchNode];
+    if (mixedMatches(entry[0], text, at, stop)) {
+      const found = matchNode(entry[1], text, stop + 1, end);
+      if (found !== null) {
+        return found;
+      }
+    }
+  }
+  if (node.param !== null && stop > at) {
+    return matchNode(node.param, text, stop + 1, end);
+  }
+  return null;
+}
+
+/**
+ * The literal child of a node with the hash tables equal to `text[at, stop)`:
+ * by the sample when only one key has it, else by the full hash.
+ */
+function wideLiteralChild(
+  node: MatchNode,
+  text: string,
+  at: number,
+  stop: number,
+): MatchNode | null {
+  const sample = sampleHash(text, at, stop);
+  const samples = node.samples;
+  const mask = node.mask;
+  let slot = sample & mask;
+  for (;;) {
+    const entry = (samples[slot] as number) - 1;
+    if (entry < 0) {
+      return null;
+    }
+    if (node.sampleKeys[entry] === sample) {
+      const index = node.sampleIndexes[entry] as number;
+      if (index < 0) {
+        return literalChild(node, segmentHash(text, at, stop), text, at, stop);
+      }
+      const key = node.keys[index] as string;
+      return key.length === stop - at && occursAt(text, key, at)
+        ? (node.children[index] as MatchNode)
+        : null;
+    }
+    slot = (slot + 1) & mask;
+  }
+}
+
+/**
+ * Whether `text` holds `key` at `at` (`text.startsWith(key, at)`, which V8
+ * inlines as a loop over both strings). A short key is compared unit by unit;
+ * a longer one with one `endsWith`, a builtin that costs more to enter (a
+ * call into the engine when `text` is a substring of a larger string, as
+ * targets often are) but less per unit.
+ */
+function occursAt(text: string, key: string, at: number): boolean {
+  const n = key.length;
+  if (n > 6) {
+    return (
+      text.charCodeAt(at) === key.charCodeAt(0) &&
+      at + n <= text.length &&
+      text.endsWith(key, at + n)
+    );
+  }
+  for (let i = 0; i < n; i++) {
+    if (text.charCodeAt(at + i) !== key.charCodeAt(i)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** Where the segment of `text` starting at `at` ends: the next `/` or `end`. */
+function segmentEnd(text: string, at: number, end: number): number {
+  const slash = text.indexOf("/", at);
+  return slash < 0 || slash > end ? end : slash;
+}
+
+/** Step 8 over decoded segments, from `segments[at]` on. */
+function matchDecoded(
   node: MatchNode,
   segments: readonly string[],
   at: number,
 ): MatchNode | null {
   const segment = segments[at];
   if (segment === undefined) {
-    return node.operations.size > 0 ? node : null;
+    return node.terminal ? node : null;
   }
   const literal = node.literals.get(segment);
   if (literal !== undefined) {
-    const found = matchNode(literal, segments, at + 1);
+    const found = matchDecoded(literal, segments, at + 1);
     if (found !== null) {
       return found;
     }
   }
   for (const [pieces, next] of node.mixed) {
-    if (mixedMatches(pieces, segment)) {
-      const found = matchNode(next, segments, at + 1);
+    if (mixedMatches(pieces, segment, 0, segment.length)) {
+      const found = matchDecoded(next, segments, at + 1);
       if (found !== null) {
         return found;
       }
     }
   }
   if (node.param !== null && segment !== "") {
-    return matchNode(node.param, segments, at + 1);
+    return matchDecoded(node.param, segments, at + 1);
   }
   return null;
 }
 
 /**
- * Whether the literal pieces appear in `segment` in order, each parameter
- * covering at least one character. (Parameters never touch: the leftmost
- * place of each inner literal is the right one.)
+ * Whether the segment `text[from, to)` is the literal pieces in order, each
+ * parameter covering at least one character. (Parameters never touch: the
+ * leftmost place of each inner literal is the right one.)
  */
-function mixedMatches(pieces: readonly Piece[], segment: string): boolean {
-  let at = 0;
+function mixedMatches(
+  pieces: readonly Piece[],
+  text: string,
+  from: number,
+  to: number,
+): boolean {
+  let at = from;
   const last = pieces.length - 1;
   for (let i = 0; i <= last; i++) {
     const piece = pieces[i] ?? null;
     if (piece === null) {
       if (i === last) {
-        return segment.length > at;
+        return to > at;
       }
     } else if (i === 0) {
-      if (!segment.startsWith(piece)) {
+      at = from + piece.length;
+      if (at > to || !occursAt(text, piece, from)) {
         return false;
       }
-      at = piece.length;
     } else if (i === last) {
-      return segment.length - piece.length > at && segment.endsWith(piece);
+      return (
+        to - piece.length > at &&
+        text.charCodeAt(to - 1) === piece.charCodeAt(piece.length - 1) &&
+        occursAt(text, piece, to - piece.length)
+      );
     } else {
-      const found = segment.indexOf(piece, at + 1);
-      if (found < 0) {
+      const found = text.indexOf(piece, at + 1);
+      if (found < 0 || found + piece.length > to) {
         return false;
       }
       at = found + piece.length;
     }
   }
-  return at === segment.length;
+  return at === to;
 }
 
 /**
