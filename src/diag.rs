@@ -83,8 +83,13 @@ impl fmt::Display for Diagnostic {
 }
 
 /// Escapes one reference token of a JSON pointer (RFC 6901 section 3).
-pub fn pointer_token(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
+pub fn pointer_token(token: &str) -> std::borrow::Cow<'_, str> {
+    // Readers call this for every key they pass: most need no escape and no copy.
+    if token.contains(['~', '/']) {
+        token.replace('~', "~0").replace('/', "~1").into()
+    } else {
+        token.into()
+    }
 }
 
 /// Appends a token to a JSON pointer.
