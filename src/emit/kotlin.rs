@@ -144,7 +144,8 @@ const DECLARED_TYPES: [&str; 24] = [
 /// Types nested in a declared type and referred to by their simple names only inside it, where
 /// the nesting scope wins over any package-level name.
 #[cfg(test)]
-const NESTED_TYPES: [&str; 7] = [
+const NESTED_TYPES: [&str; 8] = [
+    "DecodeBuffer",
     "Status",
     "Connect",
     "Transport",
@@ -156,8 +157,11 @@ const NESTED_TYPES: [&str; 7] = [
 
 /// Platform types the runtime and the tables refer to by their simple names; an object named like
 /// one would hide it (package members win over default imports). A unit test keeps the list whole.
-const REFERENCED_TYPES: [&str; 45] = [
+const REFERENCED_TYPES: [&str; 48] = [
     "AtomicLong",
+    "CharSequence",
+    "LinkedHashMap",
+    "ThreadLocal",
     "Thread",
     "System",
     "InterruptedException",
