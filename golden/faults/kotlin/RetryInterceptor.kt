@@ -122,8 +122,30 @@ public class RetryInterceptor
     ) : Interceptor {
         private val classifier: Classifier = table.classifier(baseUrl, policy.unknownOperationClass)
 
+        // The policy every decision reads: [policy] with its collections copied, checked once by the
+        // budget cell below (contract V1-V2), so that the attempts skip the checks and a caller's
+        // later change of a mutable collection cannot reach them unchecked.
+        private val checked: RetryPolicy =
+            policy.copy(
+                retryableStatuses = policy.retryableStatuses.toSet(),
+                rejectedStatuses = policy.rejectedStatuses.toSet(),
+                retryOnlyWithServerDelay = policy.retryOnlyWithServerDelay.toSet(),
+                keyInFlightStatuses = policy.keyInFlightStatuses.toSet(),
+                keyReusedStatuses = policy.keyReusedStatuses.toSet(),
+                serverDirectiveHeaders = policy.serverDirectiveHeaders.toList(),
+            )
+
         // One budget cell per interceptor, so per client (contract K4).
-        private val budget: RetryBudgetCell = RetryBudgetCell(policy)
+        private val budget: RetryBudgetCell = RetryBudgetCell(checked)
+
+        // Whether a status can reach the server delay (contract R13): one of the policy's status lists
+        // that lead there. Another status without a directive stops before reading Retry-After.
+        private val readsServerDelay: BooleanArray =
+            BooleanArray(MAX_STATUS + 1) { status ->
+                status in checked.retryableStatuses || status in checked.rejectedStatuses || status in checked.keyInFlightStatuses
+            }
+
+        private val directiveHeaders: Array<String> = checked.serverDirectiveHeaders.toTypedArray()
 
         private val attemptTimeoutMillis: Int = attemptTimeout?.let(::timeoutMillis) ?: 0
 
@@ -180,27 +202,39 @@ public class RetryInterceptor
                     // A status OkHttp reads but HTTP does not define (600-999): returned untouched.
                     return finish(response, null, STATUS, retriesUsed, STATUS_NOT_RETRYABLE, false, classification, method)
                 }
-                val input =
-                    DecisionInput(
-                        classification.replayClass,
-                        hasKey,
-                        outcome,
-                        retriesUsed,
-                        (System.nanoTime() - started) / NANOS_PER_MILLI,
-                        previousDelayMs,
-                        System.currentTimeMillis(),
-                        ThreadLocalRandom.current().nextDouble(),
-                        null,
-                        timedOut,
-                    )
+                // Every value is one the checks accept (contract V4-V7): a status of 100-599, at most
+                // maxRetries retries, clocks that do not go back, a draw in [0, 1), the cell's tokens.
+                val elapsedMs = (System.nanoTime() - started) / NANOS_PER_MILLI
+                val nowMs = System.currentTimeMillis()
+                val random = ThreadLocalRandom.current().nextDouble()
                 // A body that cannot be sent twice asks without taking tokens: it stops either way.
-                val decision =
-                    if (replayableBody) budget.decide(input) else RetryRuntime.decide(policy, input.copy(budgetTokens = budget.tokens))
+                var decision: Decision
+                while (true) {
+                    val read = budget.tokens
+                    val input =
+                        DecisionInput(
+                            classification.replayClass,
+                            hasKey,
+                            outcome,
+                            retriesUsed,
+                            elapsedMs,
+                            previousDelayMs,
+                            nowMs,
+                            random,
+                            read,
+                            timedOut,
+                        )
+                    decision = RetryRuntime.decideChecked(checked, input)
+                    // As RetryBudgetCell.decide: stored only if no other request changed the state.
+                    if (!replayableBody || budget.compareAndSet(read, decision.budgetTokens ?: read)) {
+                        break
+                    }
+                }
                 if (!decision.retry || !replayableBody) {
                     val reason = if (decision.retry) RetryFinish.BODY_NOT_REPLAYABLE else decision.reason.wireName
                     // A full budget stays full (contract K3 caps at the capacity): the common
                     // case skips the call.
-                    if (response != null && response.code < SUCCESS_BELOW && budget.tokens < policy.budgetCapacity) {
+                    if (response != null && response.code < SUCCESS_BELOW && budget.tokens < checked.budgetCapacity) {
                         budget.recordSuccess(lastRetryCost)
                     }
                     return finish(response, failure, outcomeName(outcome), retriesUsed, reason, timedOut, classification, method)
@@ -222,9 +256,9 @@ public class RetryInterceptor
                 }
                 lastRetryCost =
                     when {
-                        policy.budgetCapacity == 0L -> 0L
-                        timedOut -> policy.budgetTimeoutCost
-                        else -> policy.budgetRetryCost
+                        checked.budgetCapacity == 0L -> 0L
+                        timedOut -> checked.budgetTimeoutCost
+                        else -> checked.budgetRetryCost
                     }
                 previousDelayMs = decision.delayMs
                 retriesUsed++
@@ -271,7 +305,11 @@ public class RetryInterceptor
             )
         }
 
-        /** The status outcome of [response], or null for a status outside 100-599. */
+        /**
+         * The status outcome of [response], or null for a status outside 100-599. Decide reads the
+         * server delay (contract R13) only after a directive or for a status of the lists that lead
+         * there: most responses skip those two header lookups.
+         */
         private fun statusOutcome(response: Response): Outcome.Status? {
             val code = response.code
             if (code < MIN_STATUS || code > MAX_STATUS) {
@@ -279,11 +317,14 @@ public class RetryInterceptor
             }
             val headers = response.headers
             var directive: String? = null
-            for (name in policy.serverDirectiveHeaders) {
+            for (name in directiveHeaders) {
                 directive = firstValue(headers, name)
                 if (directive != null) {
                     break
                 }
+            }
+            if (directive == null && !readsServerDelay[code]) {
+                return Outcome.Status(code, null, null, null)
             }
             return Outcome.Status(code, firstValue(headers, "Retry-After"), firstValue(headers, "retry-after-ms"), directive)
         }

@@ -1428,6 +1428,17 @@ public object RetryRuntime {
     ): Decision {
         checkPolicy(policy)
         checkInput(policy, input)
+        return decideChecked(policy, input)
+    }
+
+    /**
+     * [decide] without its checks, for a caller that checked [policy] when it was built and makes
+     * only inputs the checks accept (the OkHttp adapter): the checks would run on every attempt.
+     */
+    internal fun decideChecked(
+        policy: RetryPolicy,
+        input: DecisionInput,
+    ): Decision {
         val outcome = input.outcome
         val tokens = input.budgetTokens
         val hasKey = input.hasIdempotencyKey
@@ -2293,6 +2304,15 @@ public class RetryBudgetCell(
             }
         }
     }
+
+    /**
+     * Stores [after] if the cell still holds [read], for a caller that decided with
+     * [RetryRuntime.decideChecked] on [read] (as [decide] does); false when the state changed.
+     */
+    internal fun compareAndSet(
+        read: Long,
+        after: Long,
+    ): Boolean = cell.compareAndSet(read, after)
 
     /** [RetryRuntime.budgetTryAcquire] on this cell. */
     public fun tryAcquire(kind: BudgetKind): BudgetAcquisition {
