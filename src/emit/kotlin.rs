@@ -157,8 +157,9 @@ const NESTED_TYPES: [&str; 8] = [
 
 /// Platform types the runtime and the tables refer to by their simple names; an object named like
 /// one would hide it (package members win over default imports). A unit test keeps the list whole.
-const REFERENCED_TYPES: [&str; 48] = [
+const REFERENCED_TYPES: [&str; 49] = [
     "AtomicLong",
+    "BooleanArray",
     "CharSequence",
     "LinkedHashMap",
     "ThreadLocal",
