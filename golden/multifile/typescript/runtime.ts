@@ -1127,15 +1127,16 @@ function makeClassifier(
     basePath,
     unknownOperationClass,
     classify: (method: string, target: string): Classification => {
-      requireScalarValues("input.method", method);
-      requireScalarValues("input.path", target);
-      // Step 1: an upper-case method needs no copy.
+      // Step 1: an upper-case method needs no copy, and one `methodSlot`
+      // knows is well-formed.
       let upper = method;
       let slot = methodSlot(method);
       if (slot < 0) {
+        requireScalarValues("input.method", method);
         upper = asciiUpperCase(method);
         slot = methodSlot(upper);
       }
+      requireScalarValues("input.path", target);
       const node = findNode(root, basePath, target);
       if (node !== null) {
         const found =
