@@ -5,10 +5,10 @@
 
 use super::load::{Limits, LoadError};
 use super::node::{
-    mapping, sequence, Context, Entry, FileId, KeySet, Mark, Node, SkippedKeys, Value,
+    mapping, sequence, Context, Entry, FileId, KeySet, MappingKeys, Mark, Node, OpenKeys,
+    SkippedKeys, Value,
 };
 use std::borrow::Cow;
-use std::collections::HashSet;
 
 struct Reader<'a> {
     /// The document, as text for slicing strings out of it and as bytes for scanning.
@@ -37,14 +37,10 @@ enum Frame {
     ),
 }
 
-/// An open container of a subtree being skipped; a mapping holds where its keys start in the
-/// shared key list, and a set of them once it grows past a scan.
+/// An open container of a subtree being skipped.
 enum SkipFrame<'a> {
     Seq,
-    Map {
-        start: usize,
-        large: Option<HashSet<Cow<'a, [u8]>>>,
-    },
+    Map(MappingKeys<Cow<'a, [u8]>>),
 }
 
 type Fail = (Mark, String);
@@ -244,7 +240,7 @@ impl<'a> Reader<'a> {
     /// it exactly.
     fn skip_container(&mut self, depth: usize, max_depth: usize) -> Result<(), ()> {
         let mut stack: Vec<SkipFrame<'a>> = Vec::new();
-        let mut keys: Vec<Cow<'a, [u8]>> = Vec::new();
+        let mut keys: OpenKeys<Cow<'a, [u8]>> = OpenKeys::default();
         loop {
             self.skip_ws();
             match self.peek() {
@@ -258,10 +254,7 @@ impl<'a> Reader<'a> {
                     if self.peek() == Some(close) {
                         self.pos += 1;
                     } else if open == b'{' {
-                        stack.push(SkipFrame::Map {
-                            start: keys.len(),
-                            large: None,
-                        });
+                        stack.push(SkipFrame::Map(keys.open()));
                         self.skip_key(&mut stack, &mut keys)?;
                         continue;
                     } else {
@@ -295,7 +288,7 @@ impl<'a> Reader<'a> {
                         }
                         _ => return Err(()),
                     },
-                    Some(SkipFrame::Map { start, .. }) => match next {
+                    Some(SkipFrame::Map(_)) => match next {
                         Some(b',') => {
                             self.pos += 1;
                             self.skip_key(&mut stack, &mut keys)?;
@@ -303,8 +296,9 @@ impl<'a> Reader<'a> {
                         }
                         Some(b'}') => {
                             self.pos += 1;
-                            keys.truncate(*start);
-                            stack.pop();
+                            if let Some(SkipFrame::Map(mapping)) = stack.pop() {
+                                keys.close(mapping);
+                            }
                         }
                         _ => return Err(()),
                     },
@@ -317,7 +311,7 @@ impl<'a> Reader<'a> {
     fn skip_key(
         &mut self,
         stack: &mut [SkipFrame<'a>],
-        keys: &mut Vec<Cow<'a, [u8]>>,
+        keys: &mut OpenKeys<Cow<'a, [u8]>>,
     ) -> Result<(), ()> {
         self.skip_ws();
         if self.peek() != Some(b'"') {
@@ -329,23 +323,14 @@ impl<'a> Reader<'a> {
             return Err(());
         }
         self.pos += 1;
-        let Some(SkipFrame::Map { start, large }) = stack.last_mut() else {
+        let Some(SkipFrame::Map(mapping)) = stack.last_mut() else {
             unreachable!("keys are read in mappings")
         };
-        if let Some(set) = large {
-            return if set.insert(key) { Ok(()) } else { Err(()) };
-        }
-        if keys[*start..].contains(&key) {
-            return Err(());
-        }
-        if keys.len() - *start >= KeySet::SCAN_LIMIT {
-            let mut set: HashSet<Cow<'a, [u8]>> = keys.drain(*start..).collect();
-            set.insert(key);
-            *large = Some(set);
+        if keys.insert(mapping, key) {
+            Ok(())
         } else {
-            keys.push(key);
+            Err(())
         }
-        Ok(())
     }
 
     fn skip_word(&mut self, word: &[u8]) -> Result<(), ()> {

@@ -2,9 +2,9 @@
 //! reading untrusted documents safe: nesting depth, alias expansion, duplicate keys.
 
 use super::node::{
-    mapping, sequence, Context, Entry, FileId, KeySet, Mark, Node, SkippedKeys, Value,
+    mapping, sequence, Context, Entry, FileId, KeySet, MappingKeys, Mark, Node, OpenKeys,
+    SkippedKeys, Value,
 };
-use std::collections::HashSet;
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
@@ -71,15 +71,13 @@ enum Frame {
 struct Skipping {
     mark: Mark,
     frames: Vec<SkipFrame>,
-    /// The keys of the open mappings, each mapping's after its parent's.
-    keys: Vec<String>,
+    keys: OpenKeys<String>,
 }
 
 enum SkipFrame {
     Seq,
     Map {
-        start: usize,
-        large: Option<HashSet<String>>,
+        keys: MappingKeys<String>,
         expecting_key: bool,
     },
 }
@@ -325,7 +323,8 @@ impl Builder {
         }
     }
 
-    /// One event inside a skipped container. Ok(false) when it was the last.
+    /// One event inside a skipped container; the end of the outermost one finishes the
+    /// skipped node.
     fn skip_event(&mut self, event: Event) -> Result<(), LoadInFull> {
         let max_depth = self.limits.max_depth;
         let open = self.stack.len();
@@ -336,31 +335,12 @@ impl Builder {
                     return Err(LoadInFull);
                 }
                 if let Some(SkipFrame::Map {
-                    start,
-                    large,
+                    keys,
                     expecting_key,
                 }) = skipping.frames.last_mut()
                 {
-                    if *expecting_key {
-                        let key = plain_key_text(text, style);
-                        let fresh = match large {
-                            Some(set) => set.insert(key),
-                            None if skipping.keys[*start..].contains(&key) => false,
-                            None if skipping.keys.len() - *start >= KeySet::SCAN_LIMIT => {
-                                let mut set: HashSet<String> =
-                                    skipping.keys.drain(*start..).collect();
-                                set.insert(key);
-                                *large = Some(set);
-                                true
-                            }
-                            None => {
-                                skipping.keys.push(key);
-                                true
-                            }
-                        };
-                        if !fresh {
-                            return Err(LoadInFull);
-                        }
+                    if *expecting_key && !skipping.keys.insert(keys, plain_key_text(text, style)) {
+                        return Err(LoadInFull);
                     }
                     *expecting_key = !*expecting_key;
                 }
@@ -370,14 +350,13 @@ impl Builder {
             Event::MappingStart(anchor, _) => (
                 anchor,
                 SkipFrame::Map {
-                    start: skipping.keys.len(),
-                    large: None,
+                    keys: skipping.keys.open(),
                     expecting_key: true,
                 },
             ),
             Event::SequenceEnd | Event::MappingEnd => {
-                if let Some(SkipFrame::Map { start, .. }) = skipping.frames.pop() {
-                    skipping.keys.truncate(start);
+                if let Some(SkipFrame::Map { keys, .. }) = skipping.frames.pop() {
+                    skipping.keys.close(keys);
                 }
                 if skipping.frames.is_empty() {
                     let mark = skipping.mark;
@@ -411,18 +390,18 @@ impl Builder {
     /// Starts skipping the container whose start event is at `mark`; the caller checked that
     /// its place is one to skip.
     fn start_skipping(&mut self, mark: Mark, map: bool) {
+        let keys = OpenKeys::default();
         self.skipping = Some(Skipping {
             mark,
             frames: vec![if map {
                 SkipFrame::Map {
-                    start: 0,
-                    large: None,
+                    keys: keys.open(),
                     expecting_key: true,
                 }
             } else {
                 SkipFrame::Seq
             }],
-            keys: Vec::new(),
+            keys,
         });
     }
 

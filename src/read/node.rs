@@ -356,6 +356,58 @@ impl SkippedKeys {
     }
 }
 
+/// The keys of the open mappings of a subtree being skipped, for duplicate detection without a
+/// tree: one list, each mapping's keys after its parent's; a mapping that grows past a scan
+/// moves its keys into a set of its own, so a mapping with a million keys costs linear time.
+pub struct OpenKeys<K> {
+    keys: Vec<K>,
+}
+
+/// One open mapping of [`OpenKeys`].
+pub struct MappingKeys<K> {
+    start: usize,
+    large: Option<std::collections::HashSet<K>>,
+}
+
+impl<K> Default for OpenKeys<K> {
+    fn default() -> Self {
+        OpenKeys { keys: Vec::new() }
+    }
+}
+
+impl<K: Eq + std::hash::Hash> OpenKeys<K> {
+    /// A mapping opening inside the innermost open one.
+    pub fn open(&self) -> MappingKeys<K> {
+        MappingKeys {
+            start: self.keys.len(),
+            large: None,
+        }
+    }
+
+    /// Records `key` in `mapping`, the innermost open one; false when it is already there.
+    pub fn insert(&mut self, mapping: &mut MappingKeys<K>, key: K) -> bool {
+        if let Some(set) = &mut mapping.large {
+            return set.insert(key);
+        }
+        if self.keys[mapping.start..].contains(&key) {
+            return false;
+        }
+        if self.keys.len() - mapping.start >= KeySet::SCAN_LIMIT {
+            let mut set: std::collections::HashSet<K> = self.keys.drain(mapping.start..).collect();
+            set.insert(key);
+            mapping.large = Some(set);
+        } else {
+            self.keys.push(key);
+        }
+        true
+    }
+
+    /// The innermost open mapping ends.
+    pub fn close(&mut self, mapping: MappingKeys<K>) {
+        self.keys.truncate(mapping.start);
+    }
+}
+
 /// The keys of one mapping being built, for duplicate detection: a scan while the mapping is
 /// small, a hash set once it grows, so a mapping with a million keys costs linear time.
 #[derive(Debug, Default)]

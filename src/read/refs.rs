@@ -53,14 +53,19 @@ impl Reader {
                 return None;
             }
         };
-        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let id = self.files.len() as FileId;
         let root = if referrer.is_some() {
             Context::REFERENCED
         } else {
             Context::DOCUMENT
         };
-        let loaded = Self::parse_text(canonical, text, id, &self.limits, self.skip.then_some(root));
+        let loaded = Self::parse_text(
+            canonical,
+            &text,
+            id,
+            &self.limits,
+            self.skip.then_some(root),
+        );
         match loaded {
             Ok(root) => {
                 self.files.push(Rc::new(SourceFile {
@@ -88,8 +93,10 @@ impl Reader {
         }
     }
 
+    /// The file's text, without a byte-order mark.
     fn read_text(&self, canonical: &Path) -> Result<String, String> {
-        self.source
+        let mut text = self
+            .source
             .read(canonical, self.limits.max_bytes)
             .and_then(|bytes| {
                 String::from_utf8(bytes).map_err(|e| {
@@ -98,7 +105,11 @@ impl Reader {
                         e.utf8_error().valid_up_to()
                     )
                 })
-            })
+            })?;
+        if text.starts_with('\u{feff}') {
+            text.drain(..'\u{feff}'.len_utf8());
+        }
+        Ok(text)
     }
 
     fn parse_text(
@@ -124,9 +135,8 @@ impl Reader {
     fn load_in_full(&mut self, id: FileId) -> Option<Rc<SourceFile>> {
         let partial = self.files[id as usize].clone();
         let text = self.read_text(&partial.path).ok()?;
-        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         // It loaded once with the same checks, so it loads again.
-        let root = Self::parse_text(&partial.path, text, id, &self.limits, None).ok()?;
+        let root = Self::parse_text(&partial.path, &text, id, &self.limits, None).ok()?;
         let full = Rc::new(SourceFile {
             path: partial.path.clone(),
             display: partial.display.clone(),
