@@ -319,7 +319,7 @@ pub struct ListedOperation<'a> {
     pub class: &'static str,
     pub reason: &'a str,
     pub idempotency_header: Option<&'a str>,
-    pub pattern: &'a str,
+    pub pattern: String,
 }
 
 pub fn listed(api: &Api) -> Vec<ListedOperation<'_>> {
@@ -332,7 +332,7 @@ pub fn listed(api: &Api) -> Vec<ListedOperation<'_>> {
             class: o.class.name(),
             reason: &o.reason,
             idempotency_header: o.idempotency_header.as_deref(),
-            pattern: &o.pattern,
+            pattern: o.pattern(),
         })
         .collect()
 }

@@ -1,13 +1,16 @@
 //! Percent-decoding, the one decoder of the crate.
 
+use std::borrow::Cow;
+
 /// Percent-decodes `%XX` escapes (two hex digits, either case); any other `%` stays, and the
 /// input comes back unchanged when the decoded bytes are not UTF-8. This is the contract's
 /// classify step 7 (docs/contract.md section 2) that every runtime implements, applied by the
 /// model to path template literals and request path segments; changing it changes the contract.
 /// The reader uses the same decoding for `$ref` file parts and fragments (URI references).
-pub fn percent_decode(s: &str) -> String {
+/// Borrows the input when there is nothing to decode.
+pub fn percent_decode(s: &str) -> Cow<'_, str> {
     if !s.contains('%') {
-        return s.to_string();
+        return Cow::Borrowed(s);
     }
     let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
     let bytes = s.as_bytes();
@@ -24,5 +27,8 @@ pub fn percent_decode(s: &str) -> String {
         out.push(bytes[i]);
         i += 1;
     }
-    String::from_utf8(out).unwrap_or_else(|_| s.to_string())
+    match String::from_utf8(out) {
+        Ok(decoded) => Cow::Owned(decoded),
+        Err(_) => Cow::Borrowed(s),
+    }
 }

@@ -37,7 +37,7 @@ fn mixed_key(pieces: &[Piece]) -> Vec<Piece> {
     pieces
         .iter()
         .map(|p| match p {
-            Piece::Literal(l) => Piece::Literal(percent_decode(l)),
+            Piece::Literal(l) => Piece::Literal(percent_decode(l).into_owned()),
             Piece::Param(_) => Piece::Param(String::new()),
         })
         .collect()
@@ -69,10 +69,10 @@ impl Matcher {
                 let (child, created) = match segment {
                     Segment::Literal(l) => {
                         let key = percent_decode(l);
-                        match node.literals.get(&key) {
+                        match node.literals.get(key.as_ref()) {
                             Some(&c) => (c, false),
                             None => {
-                                node.literals.insert(key, next);
+                                node.literals.insert(key.into_owned(), next);
                                 (next, true)
                             }
                         }

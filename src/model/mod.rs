@@ -62,8 +62,6 @@ pub struct Operation {
     /// As written in the spec.
     pub path: String,
     pub template: PathTemplate,
-    /// Anchored regular expression (see [`PathTemplate::regex`]).
-    pub pattern: String,
     pub operation_id: Option<String>,
     pub class: ReplayClass,
     /// Names the deciding source: an annotation with its JSON pointer, or the default applied.
@@ -75,6 +73,14 @@ pub struct Operation {
     pub path_location: Location,
     /// The structured form of `reason`: which kind of source decided, and where it is.
     pub decided_by: DecidedBy,
+}
+
+impl Operation {
+    /// Anchored regular expression of the path (see [`PathTemplate::regex`]), for `list` and the
+    /// seed-compatible scan; built on demand, since generation never needs it.
+    pub fn pattern(&self) -> String {
+        self.template.regex()
+    }
 }
 
 /// The kind of source that decided an operation's class (README "Classification").
@@ -238,7 +244,6 @@ pub fn build(
         }
         let (class, reason, idempotency_header, decided_by) = classify(op, raw, root_file, options);
         operations.push(Operation {
-            pattern: template.regex(),
             template,
             method: op.method.clone(),
             path: op.path.clone(),
@@ -403,7 +408,7 @@ fn classify(
 }
 
 fn check_operation_ids(raw: &RawSpec, diagnostics: &mut Diagnostics) {
-    let mut first: HashMap<&str, &RawOperation> = HashMap::new();
+    let mut first: HashMap<&str, &RawOperation> = HashMap::with_capacity(raw.operations.len());
     for op in &raw.operations {
         let Some(id) = &op.operation_id else { continue };
         match first.get(id.value.as_str()) {
@@ -426,12 +431,13 @@ fn check_operation_ids(raw: &RawSpec, diagnostics: &mut Diagnostics) {
 /// a warning, since the first in table order wins, and an error when they give one method two
 /// different classes, since then the winner would decide whether a replay is safe.
 fn check_equivalent_paths(operations: &[Operation], diagnostics: &mut Diagnostics) {
-    let mut first_by_shape: HashMap<String, &Operation> = HashMap::new();
-    let mut by_shape_method: HashMap<(String, &str), &Operation> = HashMap::new();
+    let shapes: Vec<String> = operations.iter().map(|op| op.template.shape()).collect();
+    let mut first_by_shape: HashMap<&str, &Operation> = HashMap::with_capacity(operations.len());
+    let mut by_shape_method: HashMap<(&str, &str), &Operation> =
+        HashMap::with_capacity(operations.len());
     let mut reported: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for op in operations {
-        let shape = op.template.shape();
-        let first = *first_by_shape.entry(shape.clone()).or_insert(op);
+    for (op, shape) in operations.iter().zip(&shapes) {
+        let first = *first_by_shape.entry(shape).or_insert(op);
         if first.path != op.path && reported.insert(op.path.as_str()) {
             diagnostics.push(Diagnostic::warning(
                 op.path_location.clone(),
@@ -439,23 +445,27 @@ fn check_equivalent_paths(operations: &[Operation], diagnostics: &mut Diagnostic
                 format!("OpenAPI forbids templated paths that differ only in parameter names; where both declare a method, the operation of {:?} is used; merge them into one path item", first.path),
             ));
         }
-        match by_shape_method.get(&(shape.clone(), op.method.as_str())) {
-            Some(prev) if prev.class != op.class => diagnostics.push(Diagnostic::error(
-                op.location.clone(),
-                format!(
-                    "{} {:?} is {} but {} {:?}, which matches the same requests, is {}",
-                    op.method,
-                    op.path,
-                    op.class.name(),
-                    prev.method,
-                    prev.path,
-                    prev.class.name()
-                ),
-                "give both operations the same `x-idempotent`, or merge the path items",
-            )),
-            Some(_) => {}
-            None => {
-                by_shape_method.insert((shape, op.method.as_str()), op);
+        match by_shape_method.entry((shape, op.method.as_str())) {
+            std::collections::hash_map::Entry::Occupied(prev) => {
+                let prev = *prev.get();
+                if prev.class != op.class {
+                    diagnostics.push(Diagnostic::error(
+                        op.location.clone(),
+                        format!(
+                            "{} {:?} is {} but {} {:?}, which matches the same requests, is {}",
+                            op.method,
+                            op.path,
+                            op.class.name(),
+                            prev.method,
+                            prev.path,
+                            prev.class.name()
+                        ),
+                        "give both operations the same `x-idempotent`, or merge the path items",
+                    ));
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(op);
             }
         }
     }
@@ -545,7 +555,10 @@ impl Api {
         let segments: Vec<String> = if trimmed.is_empty() && path == "/" {
             Vec::new()
         } else {
-            trimmed.split('/').map(percent_decode).collect()
+            trimmed
+                .split('/')
+                .map(|s| percent_decode(s).into_owned())
+                .collect()
         };
         let operation = self.matcher.find(&segments).and_then(|node| {
             let ops = &self.matcher.nodes[node].operations;

@@ -51,12 +51,12 @@ impl PathTemplate {
         for s in &self.segments {
             out.push('/');
             match s {
-                Segment::Literal(l) => out.push_str(&escape_shape(&percent_decode(l))),
+                Segment::Literal(l) => push_shape_literal(l, &mut out),
                 Segment::Param(_) => out.push_str("{}"),
                 Segment::Mixed(pieces) => {
                     for p in pieces {
                         match p {
-                            Piece::Literal(l) => out.push_str(&escape_shape(&percent_decode(l))),
+                            Piece::Literal(l) => push_shape_literal(l, &mut out),
                             Piece::Param(_) => out.push_str("{}"),
                         }
                     }
@@ -170,8 +170,19 @@ pub fn split_suffix(path: &str) -> (&str, Option<&str>) {
     }
 }
 
-fn escape_shape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('{', "\\{")
+/// A literal decoded, with `\` and `{` escaped so that no literal reads like a parameter's `{}`.
+fn push_shape_literal(literal: &str, out: &mut String) {
+    let decoded = percent_decode(literal);
+    if !decoded.contains(['\\', '{']) {
+        out.push_str(&decoded);
+        return;
+    }
+    for c in decoded.chars() {
+        if matches!(c, '\\' | '{') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
 }
 
 fn escape_regex(literal: &str, out: &mut String) {

@@ -200,7 +200,7 @@ impl Reader {
                     .parent()
                     .map(Path::to_path_buf)
                     .unwrap_or_default();
-                let joined = base.join(&relative);
+                let joined = base.join(relative.as_ref());
                 let canonical = match self.source.canonicalize(&joined) {
                     Ok(c) => c,
                     Err(e) => {
@@ -220,7 +220,7 @@ impl Reader {
                     None => return Some(Err(())),
                 }
             };
-            let fragment = percent_decode(fragment);
+            let fragment = percent_decode(fragment).into_owned();
             if !fragment.is_empty() && !fragment.starts_with('/') {
                 self.error(
                     at(self),

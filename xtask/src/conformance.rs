@@ -273,7 +273,7 @@ pub fn non_replayable_patterns(api: &Api) -> Result<Vec<(String, regex::Regex)>>
     api.operations
         .iter()
         .filter(|o| o.class == ReplayClass::NonReplayable)
-        .map(|o| Ok((o.method.clone(), regex::Regex::new(&o.pattern)?)))
+        .map(|o| Ok((o.method.clone(), regex::Regex::new(&o.pattern())?)))
         .collect()
 }
 
@@ -358,7 +358,7 @@ pub fn derived_probes(api: &Api) -> Result<Vec<Probe>> {
             hex(&op.path),
             opt_hex(op.operation_id.as_deref()),
             op.class.name(),
-            hex(&op.pattern)
+            hex(&op.pattern())
         )
         .unwrap();
     }

@@ -135,9 +135,9 @@ impl Scan {
             .operations
             .iter()
             .map(|op| {
-                Regex::new(&op.pattern)
+                Regex::new(&op.pattern())
                     .map(|re| (op.method.clone(), re))
-                    .with_context(|| format!("pattern {:?}", op.pattern))
+                    .with_context(|| format!("pattern {:?}", op.pattern()))
             })
             .collect::<Result<_>>()?;
         Ok(Scan {
