@@ -259,13 +259,9 @@ pub fn generate(
             return EXIT_ERROR;
         }
     };
-    let plan = match facade::generate(&config) {
-        Ok(plan) => plan,
-        Err(e) => return report(err, &e),
-    };
-    print_diagnostics(err, &plan.warnings);
-    match facade::write(&plan) {
-        Ok(statuses) => {
+    match facade::generate_and_write(&config) {
+        Ok((plan, statuses)) => {
+            print_diagnostics(err, &plan.warnings);
             for (display, status) in statuses {
                 let word = match status {
                     Status::Written => "wrote",

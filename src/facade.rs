@@ -163,6 +163,66 @@ fn target_location(config: &Config, job: usize, target: usize) -> Location {
 /// Renders every target of every job of `config` in memory. Nothing is written.
 pub fn generate(config: &Config) -> Result<Plan, Error> {
     let mut files = Vec::new();
+    let warnings = render_files(config, &mut |file| files.push(file))?;
+    let orphans = write::orphans(&files);
+    Ok(Plan {
+        files,
+        orphans,
+        warnings,
+    })
+}
+
+/// What `retrygen generate` does: [`generate`], with every file handed to a writer thread as
+/// soon as it is rendered, so that writing and `fsync` overlap the rendering of the next files;
+/// the renames wait until every target rendered and every file is staged (all or nothing), then
+/// the orphans go. Returns the plan and what happened to each file.
+pub fn generate_and_write(config: &Config) -> Result<(Plan, Vec<(String, Status)>), Error> {
+    let (files_to_stage, staged_files) = std::sync::mpsc::channel::<Planned>();
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || {
+            let mut staging = write::Staging::new(&write::write_and_sync);
+            let mut files = Vec::new();
+            let mut failed = None;
+            for file in staged_files {
+                if failed.is_none() {
+                    failed = staging.stage(&file).err();
+                }
+                files.push(file);
+            }
+            (files, staging, failed)
+        });
+        let rendered = render_files(config, &mut |file| {
+            // Only a panicked writer hangs up; its join below reports it.
+            let _ = files_to_stage.send(file);
+        });
+        drop(files_to_stage);
+        let (files, staging, failed) = writer.join().map_err(|_| WriteError {
+            display: String::new(),
+            message: "the writer thread panicked".into(),
+        })?;
+        // On any error `staging` is dropped uncommitted: its temporary files and folders go.
+        let warnings = rendered?;
+        if let Some(e) = failed {
+            return Err(Error::Write(e));
+        }
+        let orphans = write::orphans(&files);
+        let statuses = staging.commit()?;
+        write::remove_orphans(&orphans)?;
+        Ok((
+            Plan {
+                files,
+                orphans,
+                warnings,
+            },
+            statuses,
+        ))
+    })
+}
+
+/// Renders every target of every job, one after the other (the renders allocate heavily, and
+/// with one malloc arena, see src/main.rs, rendering on several threads is no faster), and
+/// hands each file to `sink` in plan order. Returns the warnings, or every problem found.
+fn render_files(config: &Config, sink: &mut dyn FnMut(Planned)) -> Result<Diagnostics, Error> {
     let mut problems = Diagnostics::default();
     let mut render_errors = Vec::new();
     for (job_index, job) in config.jobs.iter().enumerate() {
@@ -182,7 +242,7 @@ pub fn generate(config: &Config) -> Result<Plan, Error> {
             .map_or(TemplateSource::Embedded, |dir| {
                 TemplateSource::Folder(dir.clone())
             });
-        // Targets are checked first (cheap, reported in order); the renders then run in parallel.
+        // Targets are checked first (cheap, reported in order); then each one is rendered.
         let mut accepted = Vec::new();
         for (target_index, target) in job.targets.iter().enumerate() {
             let at = || target_location(config, job_index, target_index);
@@ -216,22 +276,32 @@ pub fn generate(config: &Config) -> Result<Plan, Error> {
                 )),
             }
         }
-        let render_jobs: Vec<emit::RenderJob<'_>> = accepted
-            .iter()
-            .map(|(_, backend, options, adapters)| emit::RenderJob {
-                backend: *backend,
-                options,
-                adapters,
-            })
-            .collect();
-        let rendered = emit::render_all(&api, &render_jobs, &templates);
-        for ((target, _, _, _), result) in accepted.iter().zip(rendered) {
-            match result {
+        for (target, backend, options, adapters) in &accepted {
+            match emit::render(&api, *backend, options, adapters, &templates) {
                 Ok(rendered) => {
                     for file in rendered {
                         let path = target.out.join(&file.name);
-                        files.push(Planned {
-                            display: display_path(&path),
+                        let display = display_path(&path);
+                        // A file in the way that retrygen did not write is the user's: never
+                        // overwrite it.
+                        if write::is_foreign(&path) {
+                            problems.push(Diagnostic::error(
+                                Location {
+                                    file: display.clone(),
+                                    line: 1,
+                                    column: 1,
+                                    pointer: String::new(),
+                                },
+                                format!(
+                                    "{display} exists and was not generated by retrygen (no `{}` line at its top); refusing to overwrite it",
+                                    emit::GENERATED_MARKER
+                                ),
+                                "give the target a folder of its own, or move the file away",
+                            ));
+                            continue;
+                        }
+                        sink(Planned {
+                            display,
                             path,
                             contents: file.contents,
                         });
@@ -241,39 +311,13 @@ pub fn generate(config: &Config) -> Result<Plan, Error> {
             }
         }
     }
-    // A file in the way that retrygen did not write is the user's: never overwrite it.
-    for file in &files {
-        if let Ok(existing) = std::fs::read(&file.path) {
-            if !emit::is_generated(&String::from_utf8_lossy(&existing)) {
-                problems.push(Diagnostic::error(
-                    Location {
-                        file: file.display.clone(),
-                        line: 1,
-                        column: 1,
-                        pointer: String::new(),
-                    },
-                    format!(
-                        "{} exists and was not generated by retrygen (no `{}` line at its top); refusing to overwrite it",
-                        file.display,
-                        emit::GENERATED_MARKER
-                    ),
-                    "give the target a folder of its own, or move the file away",
-                ));
-            }
-        }
-    }
     if problems.has_errors() {
         return Err(Error::Diagnostics(problems));
     }
     if !render_errors.is_empty() {
         return Err(Error::Render(render_errors));
     }
-    let orphans = write::orphans(&files);
-    Ok(Plan {
-        files,
-        orphans,
-        warnings: problems,
-    })
+    Ok(problems)
 }
 
 /// Writes a plan: every changed file atomically (all or nothing), then removes the orphans.

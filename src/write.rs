@@ -32,19 +32,30 @@ fn current(path: &Path) -> Option<String> {
         .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
-/// Fills one temporary file; [`write_all_with`] lets tests replace it.
+/// Fills one temporary file; [`write_all_with`] and [`Staging::new`] let tests replace it.
 pub type Fill = dyn Fn(&mut std::fs::File, &[u8]) -> std::io::Result<()> + Sync;
 
-/// Writes every planned file whose contents differ. All temporary files are prepared first (each
-/// written and `fsync`ed, in parallel: the waits for the disk overlap); the renames happen only
-/// when every one of them succeeded, and a rename that fails puts back the files already
-/// replaced. Folders created for a failed run are removed again.
+/// What `generate` does to each temporary file: write the bytes and `fsync` them, so that after
+/// the rename the file holds either its old or its new contents, even across a crash.
+pub fn write_and_sync(temp: &mut std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    temp.write_all(bytes)?;
+    temp.sync_all()
+}
+
+/// Writes every planned file whose contents differ, all or nothing (see [`Staging`]).
 pub fn write_all(plan: &[Planned]) -> Result<Vec<(String, Status)>, WriteError> {
-    write_all_with(plan, &|temp, bytes| {
-        use std::io::Write;
-        temp.write_all(bytes)?;
-        temp.sync_all()
-    })
+    write_all_with(plan, &write_and_sync)
+}
+
+/// [`write_all`] with the step that fills each temporary file supplied, so tests can make it
+/// fail like a full disk would.
+pub fn write_all_with(plan: &[Planned], fill: &Fill) -> Result<Vec<(String, Status)>, WriteError> {
+    let mut staging = Staging::new(fill);
+    for file in plan {
+        staging.stage(file)?;
+    }
+    staging.commit()
 }
 
 /// The first missing ancestor of `dir` (what `create_dir_all` would create first).
@@ -61,31 +72,46 @@ fn first_missing(dir: &Path) -> Option<PathBuf> {
     missing
 }
 
-/// [`write_all`] with the step that fills each temporary file supplied, so tests can make it
-/// fail like a full disk would.
-pub fn write_all_with(plan: &[Planned], fill: &Fill) -> Result<Vec<(String, Status)>, WriteError> {
-    let mut created_dirs: Vec<PathBuf> = Vec::new();
-    let result = stage_and_persist(plan, fill, &mut created_dirs);
-    if result.is_err() {
-        for dir in created_dirs.iter().rev() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
-    result
+/// Files staged one at a time, as they are rendered, so that the disk work of a run overlaps its
+/// rendering: each changed file goes to a temporary file beside its target, filled and `fsync`ed
+/// at once; [`Staging::commit`] then renames them all. Dropping a staging that was not committed
+/// (a later target failed, or a rename did) removes its temporary files and every folder it
+/// created: a failed run writes nothing.
+pub struct Staging<'f> {
+    fill: &'f Fill,
+    staged: Vec<Staged>,
+    statuses: Vec<(String, Status)>,
+    created_dirs: Vec<PathBuf>,
+    committed: bool,
 }
 
-fn stage_and_persist(
-    plan: &[Planned],
-    fill: &Fill,
-    created_dirs: &mut Vec<PathBuf>,
-) -> Result<Vec<(String, Status)>, WriteError> {
-    let mut staged = Vec::new();
-    let mut statuses = Vec::new();
-    for file in plan {
+struct Staged {
+    path: PathBuf,
+    display: String,
+    temp: tempfile::NamedTempFile,
+    /// The contents the rename replaces, to put back if a later rename fails.
+    previous: Option<String>,
+}
+
+impl<'f> Staging<'f> {
+    pub fn new(fill: &'f Fill) -> Staging<'f> {
+        Staging {
+            fill,
+            staged: Vec::new(),
+            statuses: Vec::new(),
+            created_dirs: Vec::new(),
+            committed: false,
+        }
+    }
+
+    /// Stages one file: nothing when its contents are already on disk, otherwise a filled
+    /// temporary file in its folder (created when missing).
+    pub fn stage(&mut self, file: &Planned) -> Result<(), WriteError> {
         let previous = current(&file.path);
         if previous.as_deref() == Some(file.contents.as_str()) {
-            statuses.push((file.display.clone(), Status::Unchanged));
-            continue;
+            self.statuses
+                .push((file.display.clone(), Status::Unchanged));
+            return Ok(());
         }
         let error = |message: String| WriteError {
             display: file.display.clone(),
@@ -99,81 +125,80 @@ fn stage_and_persist(
         if let Some(top) = first_missing(parent) {
             std::fs::create_dir_all(parent)
                 .map_err(|e| error(format!("cannot create folder {}: {e}", parent.display())))?;
-            created_dirs.push(top);
+            self.created_dirs.push(top);
         }
         if file.path.is_dir() {
             return Err(error("a folder is in the way".into()));
         }
-        let temp = tempfile::Builder::new()
+        let mut temp = tempfile::Builder::new()
             .prefix(".retrygen-")
             .suffix(".tmp")
             .tempfile_in(parent)
             .map_err(|e| error(e.to_string()))?;
-        staged.push((file, temp, previous));
-        statuses.push((file.display.clone(), Status::Written));
+        (self.fill)(temp.as_file_mut(), file.contents.as_bytes())
+            .map_err(|e| error(e.to_string()))?;
+        self.staged.push(Staged {
+            path: file.path.clone(),
+            display: file.display.clone(),
+            temp,
+            previous,
+        });
+        self.statuses.push((file.display.clone(), Status::Written));
+        Ok(())
     }
-    fill_all(&mut staged, fill)?;
-    let mut done: Vec<(&Planned, Option<String>)> = Vec::new();
-    for (file, temp, previous) in staged {
-        if let Err(e) = temp.persist(&file.path) {
-            for (replaced, old) in done {
-                match old {
-                    Some(old) => {
-                        let _ = std::fs::write(&replaced.path, old);
-                    }
-                    None => {
-                        let _ = std::fs::remove_file(&replaced.path);
+
+    /// Renames every staged file into place, in staging order; when a rename fails, the files
+    /// already replaced get their old contents back (or are removed, when they were new).
+    pub fn commit(mut self) -> Result<Vec<(String, Status)>, WriteError> {
+        let mut done: Vec<(PathBuf, Option<String>)> = Vec::new();
+        for staged in std::mem::take(&mut self.staged) {
+            if let Err(e) = staged.temp.persist(&staged.path) {
+                for (replaced, old) in done {
+                    match old {
+                        Some(old) => {
+                            let _ = std::fs::write(&replaced, old);
+                        }
+                        None => {
+                            let _ = std::fs::remove_file(&replaced);
+                        }
                     }
                 }
+                return Err(WriteError {
+                    display: staged.display,
+                    message: e.error.to_string(),
+                });
             }
-            return Err(WriteError {
-                display: file.display.clone(),
-                message: e.error.to_string(),
-            });
+            done.push((staged.path, staged.previous));
         }
-        done.push((file, previous));
+        self.committed = true;
+        Ok(std::mem::take(&mut self.statuses))
     }
-    Ok(statuses)
 }
 
-/// Fills every staged temporary file, one thread per file; on failure, the error of the first
-/// failing file in plan order (the temporary files go when `staged` is dropped).
-fn fill_all(
-    staged: &mut [(&Planned, tempfile::NamedTempFile, Option<String>)],
-    fill: &Fill,
-) -> Result<(), WriteError> {
-    let errors: Vec<Option<WriteError>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = staged
-            .iter_mut()
-            .map(|(file, temp, _)| {
-                let file: &Planned = file;
-                scope.spawn(move || {
-                    fill(temp.as_file_mut(), file.contents.as_bytes())
-                        .err()
-                        .map(|e| WriteError {
-                            display: file.display.clone(),
-                            message: e.to_string(),
-                        })
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join().unwrap_or_else(|_| {
-                    Some(WriteError {
-                        display: String::new(),
-                        message: "a writer thread panicked".into(),
-                    })
-                })
-            })
-            .collect()
-    });
-    match errors.into_iter().flatten().next() {
-        Some(e) => Err(e),
-        None => Ok(()),
+impl Drop for Staging<'_> {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        // The temporary files go first (dropping them deletes them), then the folders.
+        self.staged.clear();
+        for dir in self.created_dirs.iter().rev() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
+
+/// True when `path` is a file that retrygen did not write (no marker at its top): a file the
+/// user keeps there, which `generate` must never overwrite.
+pub fn is_foreign(path: &Path) -> bool {
+    match read_head(path, MARKER_SEARCH_BYTES) {
+        Ok(head) => !crate::emit::is_generated(&String::from_utf8_lossy(&head)),
+        Err(_) => false,
+    }
+}
+
+/// How much of a file's head is searched for retrygen's marker.
+const MARKER_SEARCH_BYTES: u64 = 2048;
 
 /// A unified diff from the file on disk to the planned contents, or None when they match.
 pub fn diff(file: &Planned) -> Option<String> {
@@ -246,7 +271,7 @@ pub fn orphans(plan: &[Planned]) -> Vec<Orphan> {
                 continue;
             }
             // Only the head is read: the marker is in the first lines.
-            let Ok(bytes) = read_head(&path, 2048) else {
+            let Ok(bytes) = read_head(&path, MARKER_SEARCH_BYTES) else {
                 continue;
             };
             if crate::emit::is_generated(&String::from_utf8_lossy(&bytes)) {

@@ -92,6 +92,42 @@ fn a_target_whose_parent_is_a_file_changes_nothing() {
     assert_eq!(std::fs::read(&bad).unwrap(), before_bad);
 }
 
+/// `generate` writes each file to a temporary file as soon as it is rendered; a refusal found
+/// on the last target must still leave nothing behind: no new folder, no temporary file.
+#[test]
+fn a_foreign_file_in_the_last_target_leaves_no_folder_behind() {
+    let rendered = tempfile::tempdir().unwrap();
+    let config = six_target_config(rendered.path(), None, 3);
+    let planned = retrygen::generate(&retrygen::config::load(&config).unwrap()).unwrap();
+    let last = planned.files.last().unwrap();
+    let last_name = last.path.file_name().unwrap().to_owned();
+    let last_folder = last.path.parent().unwrap().file_name().unwrap().to_owned();
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = six_target_config(dir.path(), None, 3);
+    let theirs = dir.path().join("out").join(&last_folder).join(&last_name);
+    std::fs::create_dir_all(theirs.parent().unwrap()).unwrap();
+    std::fs::write(&theirs, "// my own code\n").unwrap();
+    let before = snapshot(dir.path());
+    let (code, out, err) = retrygen(&["generate", "--config", config.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("refusing to overwrite"), "{err}");
+    assert_eq!(
+        snapshot(dir.path()),
+        before,
+        "only the user's file is there"
+    );
+    let folders: Vec<_> = std::fs::read_dir(dir.path().join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        folders,
+        vec![last_folder],
+        "the other targets' folders are gone"
+    );
+}
+
 #[test]
 fn an_unwritable_folder_changes_nothing() {
     // /proc refuses new files even for root, unlike permission bits.
@@ -124,7 +160,7 @@ fn a_full_disk_on_the_third_of_six_targets_changes_nothing() {
     };
     write_all(&plan_for("v1")).unwrap();
     let before = snapshot(dir.path());
-    // The files are filled in parallel, so the failure is tied to a file, not to a call order.
+    // The failure is tied to a file, not to a call order.
     let full_disk = |_: &mut std::fs::File, bytes: &[u8]| -> std::io::Result<()> {
         if bytes.starts_with(b"python ") {
             return Err(std::io::Error::from_raw_os_error(28)); // ENOSPC

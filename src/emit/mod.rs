@@ -25,7 +25,6 @@ use crate::model::policy::Jitter;
 use crate::model::{Api, ReplayClass};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 /// Validated language options (package, namespace, class names...), from retrygen.toml.
 pub type LanguageOptions = BTreeMap<String, String>;
@@ -254,53 +253,6 @@ pub fn render(
     Ok(files)
 }
 
-/// One module to render: a backend and its resolved options.
-pub struct RenderJob<'a> {
-    pub backend: &'static dyn Backend,
-    pub options: &'a LanguageOptions,
-    pub adapters: &'a [&'static Adapter],
-}
-
-/// Renders several modules of one `api`, spread over the available cores (the six renders are
-/// independent and dominate generation time after reading). Results come back in `jobs` order,
-/// so output stays deterministic whatever the scheduling.
-pub fn render_all(
-    api: &Api,
-    jobs: &[RenderJob<'_>],
-    templates: &TemplateSource,
-) -> Vec<Result<Vec<RenderedFile>, EmitError>> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(jobs.len());
-    if workers <= 1 {
-        return jobs
-            .iter()
-            .map(|j| render(api, j.backend, j.options, j.adapters, templates))
-            .collect();
-    }
-    let next = AtomicUsize::new(0);
-    #[allow(clippy::type_complexity)]
-    let results: Mutex<Vec<Option<Result<Vec<RenderedFile>, EmitError>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else { break };
-                let result = render(api, job.backend, job.options, job.adapters, templates);
-                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
-            });
-        }
-    });
-    results
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-        .into_iter()
-        .map(|r| r.expect("every job index below len is taken by exactly one worker"))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::templates::environment;
@@ -336,51 +288,6 @@ mod tests {
         crate::model::build(&raw, "matching.yaml", &options)
             .expect("spec builds")
             .0
-    }
-
-    /// The parallel render returns, in job order, exactly what each render gives alone; twice
-    /// each language, so that two workers render the same templates at once.
-    #[test]
-    fn render_all_equals_one_render_at_a_time() {
-        let api = matching_api();
-        #[allow(clippy::type_complexity)]
-        let options: Vec<(&'static dyn Backend, LanguageOptions, Vec<&'static Adapter>)> = BACKENDS
-            .iter()
-            .chain(BACKENDS.iter())
-            .map(|b| {
-                (
-                    *b,
-                    resolve_options(*b, &LanguageOptions::new()).expect("defaults"),
-                    b.adapters().iter().collect(),
-                )
-            })
-            .collect();
-        let jobs: Vec<RenderJob<'_>> = options
-            .iter()
-            .map(|(backend, options, adapters)| RenderJob {
-                backend: *backend,
-                options,
-                adapters,
-            })
-            .collect();
-        let together = render_all(&api, &jobs, &TemplateSource::Embedded);
-        assert_eq!(together.len(), jobs.len());
-        for (job, text) in jobs.iter().zip(together) {
-            let alone = render(
-                &api,
-                job.backend,
-                job.options,
-                job.adapters,
-                &TemplateSource::Embedded,
-            )
-            .expect("renders alone");
-            assert_eq!(
-                text.expect("renders in parallel"),
-                alone,
-                "{}",
-                job.backend.name()
-            );
-        }
     }
 
     /// Renders `files` (name, text) as the templates of the `rust` language; returns the tables.

@@ -651,17 +651,16 @@ fn write_generation(
     let _ = writeln!(
         doc,
         "\nWhere the time goes, in process (the release xtask calls the same library functions; median of {reps} \
-         rounds after a warm-up round, milliseconds). Each language rendered alone, then \"six in parallel\": \
-         `emit::render_all` as `generate` calls it, the six renders spread over the machine's {} cores. \"rest\" is \
-         the whole-process `generate` median minus read, model and the parallel render: process start and exit, \
-         config, first-use costs (page faults, lazy initialisation), writing the six files (written and `fsync`ed \
-         in parallel before the renames), freeing memory.\n",
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+         rounds after a warm-up round, milliseconds). Each language rendered alone; `generate` renders them one \
+         after the other. \"rest\" is the whole-process `generate` median minus read, model and the six renders: \
+         process start and exit, config, first-use costs (page faults, lazy initialisation), what of writing the \
+         six files does not overlap the rendering (each file is written and `fsync`ed by a writer thread as soon \
+         as it is rendered; the renames wait for the last), freeing memory.\n"
     );
     let _ = writeln!(
         doc,
-        "| spec | read | model | render rust | typescript | python | go | kotlin | csharp | sum of the six | six in parallel | rest |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "| spec | read | model | render rust | typescript | python | go | kotlin | csharp | sum of the six | rest |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for r in results {
         let p = &r.phases;
@@ -674,9 +673,8 @@ fn write_generation(
         }
         let _ = write!(
             line,
-            " {:.2} | {:.2} | {:.2} |",
+            " {:.2} | {:.2} |",
             p.render_total(),
-            p.render_parallel_ms,
             wall(&r.generate) - p.total()
         );
         let _ = writeln!(doc, "{line}");
@@ -872,7 +870,7 @@ fn write_generation(
                         wall(&r.unchanged)
                     )
                 };
-                let cold = extra - p.model_ms - p.render_parallel_ms - writing;
+                let cold = extra - p.model_ms - p.render_total() - writing;
                 let cold_text = if cold > 0.0 {
                     format!(
                         "{cold:.1} ms more than the warm stages cost in a fresh process: first-use costs of the \
@@ -885,23 +883,22 @@ fn write_generation(
                 let _ = writeln!(
                     doc,
                     "- {}: generate takes {extra:.1} ms more than the floor; 1.5x allows {:.1} ms. Of the {extra:.1} ms: \
-                     rendering six languages {:.1} ms (in process, warm, in parallel; {:.1} ms one after the other, \
+                     rendering six languages {:.1} ms (in process, warm, one after the other, \
                      {:.1} ms per language on average for {} of output; {} the whole allowance by itself), model \
                      {:.1} ms, {writing_text}, and {cold_text}. {}",
                     r.spec.label,
                     floor / 2.0,
-                    p.render_parallel_ms,
                     p.render_total(),
                     p.render_total() / p.render_ms.len() as f64,
                     bytes(r.output_bytes),
-                    if p.render_parallel_ms > floor / 2.0 { "over" } else { "within" },
+                    if p.render_total() > floor / 2.0 { "over" } else { "within" },
                     p.model_ms,
                     {
-                        let room = floor / 2.0 - (extra - p.render_parallel_ms);
+                        let room = floor / 2.0 - (extra - p.render_total());
                         if room > 0.0 {
                             format!(
                                 "To fit, rendering would have to be {:.1}x as fast with the rest as measured.",
-                                p.render_parallel_ms / room
+                                p.render_total() / room
                             )
                         } else {
                             "Even without rendering, the rest exceeds the allowance.".to_string()
@@ -934,7 +931,7 @@ fn write_generation(
             "under 20 ms for a 100-operation spec, process start included".into(),
             Some(g < 20.0),
             format!(
-                "{g:.1} ms wall, {:.1} ms CPU (the renders run in parallel, so CPU time can exceed wall time) ({}); \
+                "{g:.1} ms wall, {:.1} ms CPU (the writer thread works beside the renders, so CPU time can exceed wall time) ({}); \
                  generate with nothing to write {:.1} ms",
                 cpu(&r.generate),
                 r.spec.label,

@@ -31,18 +31,16 @@ pub struct Phases {
     pub model_ms: f64,
     /// One per language of [`languages`], each rendered alone.
     pub render_ms: Vec<f64>,
-    /// All six through `emit::render_all`, as `generate` renders them (in parallel).
-    pub render_parallel_ms: f64,
 }
 
 impl Phases {
-    /// The six renders one after the other: the CPU time rendering costs.
+    /// The six renders one after the other, as `generate` renders them.
     pub fn render_total(&self) -> f64 {
         self.render_ms.iter().sum()
     }
     /// The stages as `generate` runs them (wall-clock).
     pub fn total(&self) -> f64 {
-        self.read_ms + self.model_ms + self.render_parallel_ms
+        self.read_ms + self.model_ms + self.render_total()
     }
 }
 
@@ -252,7 +250,6 @@ fn phases(spec: &Path, reps: usize) -> Result<Phases> {
     let mut read_ms = Vec::new();
     let mut model_ms = Vec::new();
     let mut render_ms: Vec<Vec<f64>> = vec![Vec::new(); languages().len()];
-    let mut render_parallel_ms = Vec::new();
     let mut options = Vec::new();
     for language in languages() {
         let backend = emit::backend(language).context("backend")?;
@@ -261,14 +258,6 @@ fn phases(spec: &Path, reps: usize) -> Result<Phases> {
             emit::resolve_options(backend, &Default::default())?,
         ));
     }
-    let jobs: Vec<emit::RenderJob<'_>> = options
-        .iter()
-        .map(|(backend, options)| emit::RenderJob {
-            backend: *backend,
-            options,
-            adapters: &[],
-        })
-        .collect();
     for rep in 0..=reps {
         let t = Instant::now();
         let (raw, _) = read::read(spec, &Limits::default()).map_err(|d| anyhow::anyhow!("{d}"))?;
@@ -278,27 +267,15 @@ fn phases(spec: &Path, reps: usize) -> Result<Phases> {
             .map_err(|d| anyhow::anyhow!("{d}"))?;
         let t_model = t.elapsed().as_secs_f64() * 1000.0;
         let mut t_render = Vec::new();
-        for job in &jobs {
+        for (backend, options) in &options {
             let t = Instant::now();
-            let text = emit::render(
-                &api,
-                job.backend,
-                job.options,
-                &[],
-                &TemplateSource::Embedded,
-            )?;
+            let text = emit::render(&api, *backend, options, &[], &TemplateSource::Embedded)?;
             t_render.push(t.elapsed().as_secs_f64() * 1000.0);
             std::hint::black_box(text);
         }
-        let t = Instant::now();
-        for text in emit::render_all(&api, &jobs, &TemplateSource::Embedded) {
-            std::hint::black_box(text?);
-        }
-        let t_parallel = t.elapsed().as_secs_f64() * 1000.0;
         if rep > 0 {
             read_ms.push(t_read);
             model_ms.push(t_model);
-            render_parallel_ms.push(t_parallel);
             for (i, t) in t_render.into_iter().enumerate() {
                 render_ms[i].push(t);
             }
@@ -308,7 +285,6 @@ fn phases(spec: &Path, reps: usize) -> Result<Phases> {
         read_ms: median(&read_ms),
         model_ms: median(&model_ms),
         render_ms: render_ms.iter().map(|v| median(v)).collect(),
-        render_parallel_ms: median(&render_parallel_ms),
     })
 }
 
