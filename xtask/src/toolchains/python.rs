@@ -232,7 +232,8 @@ impl Toolchain for Python {
 
     /// `conformance/faults/harness/python/` beside the package (`retry_policy/`, with
     /// `httpx_transport.py`): run `python` drives `AsyncRetryTransport`, run `python-sync`
-    /// `RetryTransport`. Nothing to compile; httpx is put on the path by `main.py`.
+    /// `RetryTransport`. Nothing to compile: black, ruff and mypy --strict check the runner
+    /// first; httpx is put on the path by `main.py`.
     fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
         require_httpx()?;
         let harness = root().join("conformance/faults/harness/python");
@@ -248,6 +249,15 @@ impl Toolchain for Python {
         if !package.join("httpx_transport.py").is_file() {
             bail!("the rendered module has no httpx_transport.py (the httpx adapter)");
         }
+        // The runner is checked as strictly as the runtime it drives: the other languages'
+        // runners pass their compilers' strict modes, Python's has only these tools.
+        require_tools()?;
+        check(
+            work,
+            &runtime_dir().join("pyproject.toml"),
+            &["main.py", "runner.py"],
+            &["main.py", "runner.py"],
+        )?;
         let run = |name: &str, variant: &str| FaultRun {
             name: name.to_string(),
             built: Built {

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+
 import retry_policy
 from retry_policy import RetryEvent
 from retry_policy.httpx_transport import (
