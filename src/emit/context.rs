@@ -169,12 +169,19 @@ pub(super) fn context(
             }
         };
         let route = crate::model::path::split_suffix(&op.path).0;
+        let path_literal = literal(&|out| backend.push_string_literal(out, &op.path));
+        // Most paths carry no suffix: their route is the same text.
+        let route_literal = if route.len() == op.path.len() {
+            path_literal.clone()
+        } else {
+            literal(&|out| backend.push_string_literal(out, route))
+        };
         operations.push(Value::from(OperationContext {
             index,
             method: Value::from(op.method.as_str()),
             method_literal,
-            path_literal: literal(&|out| backend.push_string_literal(out, &op.path)),
-            route_literal: literal(&|out| backend.push_string_literal(out, route)),
+            path_literal,
+            route_literal,
             operation_id_literal: match &op.operation_id {
                 Some(id) => literal(&|out| backend.push_string_literal(out, id)),
                 None => null.clone(),

@@ -164,7 +164,7 @@ fn encoded_alternatives(text: &str, out: &mut String) {
 /// Splits `/oauth2/token#refresh` into the part a request can match and the suffix some
 /// documents append to keep two path items for one URL apart. Requests never carry it.
 pub fn split_suffix(path: &str) -> (&str, Option<&str>) {
-    match path.find(['?', '#']) {
+    match path.bytes().position(|b| b == b'?' || b == b'#') {
         Some(i) => (&path[..i], Some(&path[i..])),
         None => (path, None),
     }
