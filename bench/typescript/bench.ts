@@ -2,6 +2,7 @@
 // `cargo xtask bench` next to the generated index.ts and runtime.ts, and run by node.
 
 import { readFileSync } from "node:fs";
+import * as v8 from "node:v8";
 import { BASE_PATH, OPERATIONS, classify } from "./index.js";
 import type { Operation, ReplayClass } from "./index.js";
 
@@ -114,6 +115,62 @@ function median(values: number[]): number {
   return values[Math.floor(values.length / 2)] as number;
 }
 
+/**
+ * The V8 heap bytes `pass` allocates, from `used_heap_size` before and after
+ * `passes` passes, or `null` when a garbage collection ran in between (the
+ * difference would then be meaningless); `v8.GCProfiler` lists every
+ * collection of the window.
+ */
+function heapGrowth(passes: number, pass: () => void): number | null {
+  const profiler = new v8.GCProfiler();
+  profiler.start();
+  const before = v8.getHeapStatistics().used_heap_size;
+  for (let r = 0; r < passes; r++) {
+    pass();
+  }
+  const after = v8.getHeapStatistics().used_heap_size;
+  return profiler.stop().statistics.length === 0 ? after - before : null;
+}
+
+/**
+ * Bytes `classify` allocates per call on the V8 heap, averaged over passes of
+ * the mix, or `-`. V8 has no per-call allocation counter, but without a
+ * garbage collection the heap only grows, by exactly what was allocated: so
+ * the growth over windows in which `v8.GCProfiler` saw no collection, less the
+ * growth of an empty window (the measuring's own objects), is what the calls
+ * allocated. A window with a collection is measured again (with fewer passes
+ * after the first few); `-` when there is no `GCProfiler` (Node < 18.15) or no
+ * window stayed free of collections. Off-heap memory (array buffers' backing
+ * stores) is not counted; `classify` creates none.
+ */
+function allocBytesPerCall(requests: number, pass: () => void): string {
+  if (typeof v8.GCProfiler !== "function") {
+    return "-";
+  }
+  const median5 = (passes: number): number | null => {
+    const growths: number[] = [];
+    for (let attempt = 0; attempt < 50 && growths.length < 5; attempt++) {
+      const growth = heapGrowth(passes, pass);
+      if (growth !== null) {
+        growths.push(growth);
+      }
+    }
+    return growths.length < 5 ? null : median(growths);
+  };
+  const empty = median5(0);
+  let passes = Math.max(1, Math.floor(20000 / requests));
+  for (;;) {
+    const full = median5(passes);
+    if (empty !== null && full !== null) {
+      return ((full - empty) / (passes * requests)).toFixed(1);
+    }
+    if (passes === 1 || empty === null) {
+      return "-";
+    }
+    passes = Math.floor(passes / 2);
+  }
+}
+
 function main(): number {
   const args = process.argv.slice(2);
   if (args.length !== 4) {
@@ -158,6 +215,8 @@ function main(): number {
   }
   const classifyNs = median(classifySamples);
   const scanNs = median(scanSamples);
+  // After the timing, as in the other languages (bench/README.md).
+  const allocBytes = allocBytesPerCall(n, classifyPass);
   const index = new Map<Operation, number>();
   OPERATIONS.forEach((op, i) => index.set(op, i));
   const ops: number[] = [];
@@ -171,8 +230,7 @@ function main(): number {
   }
   process.stdout.write(
     `classify_ns ${classifyNs.toFixed(2)}\nscan_ns ${scanNs.toFixed(2)}\n` +
-      // V8 has no per-call allocation counter (bench/README.md).
-      `classify_alloc_bytes -\n` +
+      `classify_alloc_bytes ${allocBytes}\n` +
       `classify_ops ${ops.join(",")}\nclassify_classes ${classes}\n` +
       `scan_ops ${scanned.join(",")}\nsink ${sink}\n`,
   );
