@@ -1197,8 +1197,9 @@ fn write_matching(
         "\nBytes `classify` allocates per call, averaged over the mix after the timing, from each \
          language's own counter: Rust a counting global allocator, Go `testing.AllocsPerRun` and \
          `runtime.MemStats.TotalAlloc`, Kotlin `ThreadMXBean.getThreadAllocatedBytes`, C# \
-         `GC.GetAllocatedBytesForCurrentThread`, Python `tracemalloc`'s peak above the current size; \
-         \"-\" where the language has no counter of its own (V8 exposes none per call):\n\n| spec |"
+         `GC.GetAllocatedBytesForCurrentThread`, Python `tracemalloc`'s peak above the current size, \
+         TypeScript the growth of V8's `used_heap_size` over windows of passes in which `v8.GCProfiler` \
+         saw no collection (less an empty window's growth); \"-\" where no figure could be taken:\n\n| spec |"
     );
     for l in &o.languages {
         let _ = write!(doc, " {l} |");
