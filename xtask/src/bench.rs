@@ -1267,10 +1267,16 @@ fn write_matching(
             "classify at 10 operations no slower than the linear scan, every language".into(),
             Some(worst.0 >= 1.0),
             format!(
-                "lowest scan / classify {:.2}x ({}); {}",
+                "lowest scan / classify {:.2}x ({}); {}{}",
                 worst.0,
                 worst.1,
-                speedups(r10)
+                speedups(r10),
+                why_not(
+                    r10.results
+                        .iter()
+                        .filter(|m| m.scan_ns / m.classify_ns < 1.0)
+                        .map(|m| m.language.as_str())
+                )
             ),
         ));
     }
@@ -1311,7 +1317,7 @@ fn write_matching(
                 .into(),
             Some(allocating.is_empty()),
             format!(
-                "{}{}",
+                "{}{}{}",
                 if allocating.is_empty() {
                     "0 bytes per call everywhere counted".to_string()
                 } else {
@@ -1321,7 +1327,13 @@ fn write_matching(
                     String::new()
                 } else {
                     format!(" (no counter: {})", uncounted.join(", "))
-                }
+                },
+                why_not(
+                    counted
+                        .iter()
+                        .filter(|(_, _, bytes)| *bytes > 0.0)
+                        .map(|(_, language, _)| *language)
+                )
             ),
         ));
     }
@@ -1351,6 +1363,28 @@ fn write_matching(
             ),
         ));
     }
+}
+
+/// Where a language's runtime explains what keeps a matching target out of reach: its README's
+/// "Matching cost" section, for each language in `languages` that has one.
+fn why_not<'a>(languages: impl Iterator<Item = &'a str>) -> String {
+    let mut shown: Vec<&str> = Vec::new();
+    for language in languages {
+        let readme = format!("runtime/{language}/README.md");
+        let explained = std::fs::read_to_string(crate::toolchains::root().join(&readme))
+            .is_ok_and(|text| text.lines().any(|l| l.trim() == "### Matching cost"));
+        if explained && !shown.contains(&language) {
+            shown.push(language);
+        }
+    }
+    if shown.is_empty() {
+        return String::new();
+    }
+    let places: Vec<String> = shown
+        .iter()
+        .map(|l| format!("runtime/{l}/README.md"))
+        .collect();
+    format!("; why: \"Matching cost\" in {}", places.join(", "))
 }
 
 fn write_method(doc: &mut String, o: &Options) {
