@@ -2,10 +2,6 @@
 //! docs/contract.md section 3 with a comment holding `[contract R1]` (and so on). This check
 //! reads the anchors from the contract itself and fails when a runtime lacks one or orders one
 //! family (V, R, S, B, K) differently from the contract.
-//!
-//! Until the runtimes implement contract v2 (`--contract 1`, the default), the check and the
-//! mutation table use the v1 anchor set ([`V1_ANCHORS`]); `--contract 2` (or
-//! `RETRYGEN_CONTRACT=2`) uses every anchor docs/contract.md defines.
 
 use crate::toolchains::root;
 use anyhow::{anyhow, bail, Result};
@@ -15,21 +11,8 @@ use regex::Regex;
 /// rules, server delay, backoff, retry budget.
 const FAMILIES: [char; 5] = ['V', 'R', 'S', 'B', 'K'];
 
-/// The anchors of contract v1, which the runtimes mark until they implement v2.
-pub fn v1_anchors() -> Vec<String> {
-    (1..=12)
-        .map(|i| format!("R{i}"))
-        .chain((1..=8).map(|i| format!("S{i}")))
-        .chain((1..=6).map(|i| format!("B{i}")))
-        .collect()
-}
-
-/// The anchors the runtimes must mark: [`v1_anchors`] under `--contract 1`, else
-/// [`contract_anchors`].
+/// The anchors the runtimes must mark: every one docs/contract.md defines.
 pub fn expected_anchors() -> Vec<String> {
-    if crate::contract_version() < 2 {
-        return v1_anchors();
-    }
     contract_anchors()
 }
 
@@ -139,7 +122,5 @@ mod tests {
             .chain((1..=4).map(|i| format!("K{i}")))
             .collect();
         assert_eq!(contract_anchors(), want);
-        // The v1 set the runtimes mark until they implement v2 is a subset.
-        assert!(v1_anchors().iter().all(|a| want.contains(a)));
     }
 }

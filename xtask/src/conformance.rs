@@ -11,7 +11,7 @@ use crate::toolchains::{self, root, Built};
 use anyhow::{anyhow, bail, Context, Result};
 use retrygen::emit::{self, TemplateSource};
 use retrygen::model::policy::{Policy, RawValue};
-use retrygen::model::{Api, ModelOptions, ReplayClass};
+use retrygen::model::{Api, ModelOptions};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -87,12 +87,16 @@ pub fn vector_probe(case: &Value, file: &str, spec_key: &str) -> Result<Option<P
     let kind = case["kind"].as_str().unwrap_or("decide");
     let e = &case["expect"];
     let s = |v: &Value| v.as_str().map(str::to_string);
-    let version = crate::contract_version();
-    // v2 cases wait until the runtimes implement v2; v2 retires the `N` list for `L`.
-    if case["contract"].as_u64().unwrap_or(1) > u64::from(version)
-        || (version >= 2 && kind == "non_replayable")
-    {
+    // Contract v2 retired v1's `N` list for the safe list (`L`); classify.json still holds v1's
+    // list cases, which no runtime answers any more.
+    if kind == "non_replayable" {
         return Ok(None);
+    }
+    if case["contract"].as_u64().unwrap_or(1) > 2 {
+        bail!(
+            "{origin}: a case of contract {}; the runtimes implement v2",
+            case["contract"]
+        );
     }
     if case.get("spec").is_some_and(|v| !v.is_null()) && case["spec"].as_str() != Some(spec_key) {
         return Ok(None);
@@ -208,22 +212,6 @@ pub fn vector_probe(case: &Value, file: &str, spec_key: &str) -> Result<Option<P
             ),
             origin,
         },
-        "non_replayable" => Probe {
-            input: format!(
-                "N\t{n}\t{}\t{}",
-                hex(case["method"].as_str().unwrap_or_default()),
-                hex(case["path"].as_str().unwrap_or_default())
-            ),
-            expected: format!(
-                "N\t{n}\t{}",
-                if e["listed"].as_bool().unwrap_or(false) {
-                    1
-                } else {
-                    0
-                }
-            ),
-            origin,
-        },
         other => bail!("{origin}: unknown case kind {other:?}"),
     };
     Ok(Some(probe))
@@ -267,20 +255,9 @@ pub fn classify_probe(api: &Api, name: &str, method: &str, path: &str) -> Probe 
     }
 }
 
-/// The `non_replayable` operations as (method, compiled pattern), the list SDKs used to keep by
-/// hand: probes check that the generated list agrees with `classify`.
-pub fn non_replayable_patterns(api: &Api) -> Result<Vec<(String, regex::Regex)>> {
-    api.operations
-        .iter()
-        .filter(|o| o.class == ReplayClass::NonReplayable)
-        .map(|o| Ok((o.method.clone(), regex::Regex::new(&o.pattern())?)))
-        .collect()
-}
-
 /// Cases derived from the model of one spec, expected values from retrygen itself.
 pub fn derived_probes(api: &Api) -> Result<Vec<Probe>> {
     let mut probes = Vec::new();
-    let patterns = non_replayable_patterns(api)?;
     for (i, op) in api.operations.iter().enumerate() {
         let path = concrete_path(op);
         let label = format!("op{i} {} {}", op.method, op.path);
@@ -310,20 +287,6 @@ pub fn derived_probes(api: &Api) -> Result<Vec<Probe>> {
                 origin: format!("derived: {} lookup", shown(&label)),
             });
         }
-        for method in [op.method.as_str(), "POST", "GET"] {
-            if crate::contract_version() >= 2 {
-                break; // v2 retires `N`; `L` probes below
-            }
-            let n = hex(&format!("{label} non-replayable list as {method}"));
-            let listed = patterns
-                .iter()
-                .any(|(m, re)| m == method && re.is_match(&path));
-            probes.push(Probe {
-                input: format!("N\t{n}\t{}\t{}", hex(method), hex(&path)),
-                expected: format!("N\t{n}\t{}", u8::from(listed)),
-                origin: format!("derived: {} list", shown(&label)),
-            });
-        }
     }
     let missing = hex("unknown operationId");
     probes.push(Probe {
@@ -339,34 +302,7 @@ pub fn derived_probes(api: &Api) -> Result<Vec<Probe>> {
             "/definitely/not/a/known/path/zq",
         ));
     }
-    if crate::contract_version() >= 2 {
-        probes.extend(v2::derived_probes(api)?);
-        return Ok(probes);
-    }
-    // The table dump.
-    let mut expected = format!(
-        "B\t{}\t{}\nP\t{}",
-        hex(&api.base_path),
-        hex(&api.source_name),
-        policy_fields(&api.policy)
-    );
-    for (i, op) in api.operations.iter().enumerate() {
-        write!(
-            expected,
-            "\nO\t{i}\t{}\t{}\t{}\t{}\t{}",
-            hex(&op.method),
-            hex(&op.path),
-            opt_hex(op.operation_id.as_deref()),
-            op.class.name(),
-            hex(&op.pattern())
-        )
-        .unwrap();
-    }
-    probes.push(Probe {
-        input: "T".into(),
-        expected,
-        origin: "derived: table dump".into(),
-    });
+    probes.extend(v2::derived_probes(api)?);
     Ok(probes)
 }
 
@@ -682,13 +618,11 @@ pub fn run(options: &Options) -> Result<usize> {
                 }
             }
         }
-        if crate::contract_version() >= 2 {
-            for (file, case) in &vectors {
-                if case["spec"].as_str() == Some(spec_key.as_str()) {
-                    if let Some(problem) = v2::model_check(&api, case)? {
-                        failures += 1;
-                        println!("MODEL {file}: {}: {problem}", case["name"]);
-                    }
+        for (file, case) in &vectors {
+            if case["spec"].as_str() == Some(spec_key.as_str()) {
+                if let Some(problem) = v2::model_check(&api, case)? {
+                    failures += 1;
+                    println!("MODEL {file}: {}: {problem}", case["name"]);
                 }
             }
         }

@@ -366,7 +366,6 @@ fn model_mismatches(api: &Api, g: &Generated) -> Vec<String> {
 /// Probes beyond the derived ones: the percent-encoded form of every request, a trailing
 /// newline (which `$` must not accept in any language), and lookups of near-miss ids.
 fn extra_probes(api: &Api) -> Result<Vec<Probe>> {
-    let patterns = conformance::non_replayable_patterns(api)?;
     let safe = crate::conformance::v2::safe_list(api)?;
     let by_id: BTreeMap<&str, &retrygen::model::Operation> = api
         .operations
@@ -391,32 +390,21 @@ fn extra_probes(api: &Api) -> Result<Vec<Probe>> {
             &newline,
         ));
         let n = hex(&format!("{label} list with trailing newline"));
-        if crate::contract_version() >= 2 {
-            // The safe list (contract v2, L1-L2).
-            let (listed, header) =
-                crate::conformance::v2::safe_list_match(api, &safe, &op.method, &newline);
-            probes.push(Probe {
-                input: format!("L\t{n}\t{}\t{}", hex(&op.method), hex(&newline)),
-                expected: format!(
-                    "L\t{n}\t{}\t{}",
-                    u8::from(listed),
-                    opt_hex(header.as_deref())
-                ),
-                origin: format!(
-                    "injection: {} safe list with trailing newline",
-                    shown(&label)
-                ),
-            });
-        } else {
-            let listed = patterns
-                .iter()
-                .any(|(m, re)| *m == op.method && re.is_match(&newline));
-            probes.push(Probe {
-                input: format!("N\t{n}\t{}\t{}", hex(&op.method), hex(&newline)),
-                expected: format!("N\t{n}\t{}", u8::from(listed)),
-                origin: format!("injection: {} list with trailing newline", shown(&label)),
-            });
-        }
+        // The safe list (contract v2, L1-L2).
+        let (listed, header) =
+            crate::conformance::v2::safe_list_match(api, &safe, &op.method, &newline);
+        probes.push(Probe {
+            input: format!("L\t{n}\t{}\t{}", hex(&op.method), hex(&newline)),
+            expected: format!(
+                "L\t{n}\t{}\t{}",
+                u8::from(listed),
+                opt_hex(header.as_deref())
+            ),
+            origin: format!(
+                "injection: {} safe list with trailing newline",
+                shown(&label)
+            ),
+        });
         if let Some(id) = &op.operation_id {
             for near in [format!("{id}\0"), format!("{id}\n"), format!(" {id}")] {
                 let n = hex(&format!("{label} lookup {near:?}"));

@@ -76,32 +76,21 @@ cargo xtask <command>
         of conformance/README.md); prints the harness output
 ";
 
-/// The contract version the runtimes implement: 2 (v1 is retired; `--contract 2` is still accepted).
-static CONTRACT: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-
-pub fn contract_version() -> u32 {
-    *CONTRACT.get_or_init(|| {
-        std::env::var("RETRYGEN_CONTRACT")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(2)
-    })
-}
-
 fn main() -> Result<()> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    // Contract v1 is retired: `--contract 2` and RETRYGEN_CONTRACT=2, from scripts written during
+    // the migration, are accepted and change nothing; any other version is refused.
     if let Some(i) = args.iter().position(|a| a == "--contract") {
-        let Some(v) = args.get(i + 1).and_then(|v| v.parse::<u32>().ok()) else {
-            bail!("--contract takes 2");
-        };
-        if v != 2 {
-            bail!("--contract {v}: contract v1 is retired; the runtimes implement v2");
+        let version = args.get(i + 1).cloned().unwrap_or_default();
+        if version != "2" {
+            bail!("--contract {version}: the runtimes implement contract v2 only");
         }
-        let _ = CONTRACT.set(v);
         args.drain(i..i + 2);
     }
-    if contract_version() != 2 {
-        bail!("RETRYGEN_CONTRACT must be 2: contract v1 is retired");
+    if let Ok(version) = std::env::var("RETRYGEN_CONTRACT") {
+        if version.trim() != "2" {
+            bail!("RETRYGEN_CONTRACT={version}: the runtimes implement contract v2 only");
+        }
     }
     let Some(command) = args.first() else {
         print!("{HELP}");
