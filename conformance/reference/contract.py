@@ -18,7 +18,7 @@ generate.py for conformance/vectors/classify.json are checked against a second r
 
     Operation(method, path, operation_id, cls)
     Api(base_path, operations).classify(method, path) -> (class, operation or None)
-    Api.lookup(operation_id), Api.non_replayable_listed(method, path)
+    Api.lookup(operation_id)
 """
 
 import math
@@ -397,7 +397,8 @@ class Operation:
         self.segments = parse_template(path)
 
     def pattern(self):
-        """The anchored regular expression of NON_REPLAYABLE_OPERATIONS for this template."""
+        """The anchored regular expression `retrygen list` shows for this template: literals as
+        written (contract v1's list; v2's safe list is `safe_pattern`)."""
         if not self.segments:
             return "^/$"
         out = "^"
@@ -551,14 +552,6 @@ class Api:
             if op.operation_id is not None and op.operation_id == operation_id:
                 return op
         return None
-
-    def non_replayable_listed(self, method, path):
-        """NON_REPLAYABLE_OPERATIONS: exact method, the whole path matched by the expression."""
-        for op in self.operations:
-            if op.cls == "non_replayable" and op.method == method:
-                if re.fullmatch(op.pattern(), path) is not None:
-                    return True
-        return False
 
 
 # =============================================================================================

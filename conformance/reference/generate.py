@@ -11,7 +11,7 @@ contract.py, plus HAND_DECIDE: cases whose expected values were written by hand 
 docs/contract.md section 4 and more); the script fails unless contract.py agrees with each.
 
 classify.json: every case is written by hand with its expected value (CLASSIFY_CASES,
-LOOKUP_CASES, LISTED_CASES); the script fails unless contract.py's reading of section 2, run over
+LOOKUP_CASES); the script fails unless contract.py's reading of section 2, run over
 the operation tables below (themselves checked against `retrygen list` by --check-cli), agrees.
 
 Deterministic: no clock, no randomness (every `random` input is a value written here), output
@@ -1159,56 +1159,6 @@ LOOKUP_CASES = [
     (MATCHING, "non-ASCII unknown id", "getCaf\u00e9", None),
 ]
 
-# (spec, name, method, path given to the list as is, expected listed)
-LISTED_CASES = [
-    (SANDBOX, "create", "POST", "/sandboxes", True),
-    (SANDBOX, "create, trailing slash", "POST", "/sandboxes/", True),
-    (SANDBOX, "create, two trailing slashes", "POST", "/sandboxes//", False),
-    (SANDBOX, "create with the base path (the list expects it removed)", "POST", "/v1/sandboxes", False),
-    (SANDBOX, "create with a query (the list expects it removed)", "POST", "/sandboxes?x=1", False),
-    (SANDBOX, "methods compared exactly", "post", "/sandboxes", False),
-    (SANDBOX, "GET is not listed", "GET", "/sandboxes", False),
-    (SANDBOX, "fork", "POST", "/sandboxes/sb1/fork", True),
-    (SANDBOX, "fork, parameter may not hold a slash", "POST", "/sandboxes/a/b/fork", False),
-    (SANDBOX, "fork, parameter may not be empty", "POST", "/sandboxes//fork", False),
-    (SANDBOX, "fork of a sandbox called templates", "POST", "/sandboxes/templates/fork", True),
-    (SANDBOX, "idempotent POST is not listed", "POST", "/sandboxes/sb1/pause", False),
-    (SANDBOX, "keyed POST is not listed", "POST", "/v2/sandboxes", False),
-    (SANDBOX, "keyed PATCH is not listed", "PATCH", "/secrets/s1", False),
-    (SANDBOX, "team api key", "POST", "/admin/teams/t1/api-keys", True),
-    (SANDBOX, "anchored at the end", "POST", "/admin/teams/t1/api-keysX", False),
-    (SANDBOX, "anchored at the start", "POST", "/x/api-keys", False),
-    (SANDBOX, "anchored: a newline after the path is not the end", "POST", "/sandboxes\n", False),
-    (SANDBOX, "webhook with trailing slash", "POST", "/events/webhooks/", True),
-    (SANDBOX, "volumes", "POST", "/volumes", True),
-    (MATCHING, "root", "POST", "/", True),
-    (MATCHING, "root: the empty path is not /", "POST", "", False),
-    (MATCHING, "root: two slashes", "POST", "//", False),
-    (MATCHING, "percent-encoded literal as written", "POST", "/files/a%20b", True),
-    (MATCHING, "percent-encoded literal with a trailing slash", "POST", "/files/a%20b/", True),
-    (MATCHING, "the list does not decode", "POST", "/files/a b", False),
-    (MATCHING, "plus escaped", "POST", "/calc/1+1", True),
-    (MATCHING, "plus is not a quantifier", "POST", "/calc/11", False),
-    (MATCHING, "plus is not a quantifier (many)", "POST", "/calc/1111", False),
-    (MATCHING, "encoded plus is not listed", "POST", "/calc/1%2B1", False),
-    (MATCHING, "non-ASCII and mixed", "POST", "/caf\u00e9/orders/latte.json", True),
-    (MATCHING, "non-ASCII and mixed, two dots", "POST", "/caf\u00e9/orders/a.b.c", True),
-    (MATCHING, "dot escaped", "POST", "/caf\u00e9/orders/lattexjson", False),
-    (MATCHING, "mixed needs the dot", "POST", "/caf\u00e9/orders/latte", False),
-    (MATCHING, "encoded non-ASCII is not listed", "POST", "/caf%C3%A9/orders/latte.json", False),
-    (MATCHING, "path item false on GET", "GET", "/jobs/j1", True),
-    (MATCHING, "path item false on POST", "POST", "/jobs/j1", True),
-    (MATCHING, "operation true on PUT", "PUT", "/jobs/j1", False),
-    (MATCHING, "DELETE on the parameter", "DELETE", "/files/x", True),
-    (MATCHING, "the list knows no siblings: DELETE on a mixed path", "DELETE", "/files/x.json", True),
-    (MATCHING, "keyed PATCH is not listed", "PATCH", "/files/x", False),
-    (MATCHING, "keyed POST is not listed", "POST", "/files", False),
-    (MATCHING, "no_retry is not listed", "GET", "/jobs/j1/watch", False),
-    (MATCHING, "anchored: a newline after a literal end", "POST", "/calc/1+1\n", False),
-    (MATCHING, "a parameter takes a newline", "DELETE", "/files/x\n", True),
-]
-
-
 def build_classify():
     apis = {spec: contract.Api(base, [contract.Operation(*row) for row in rows]) for spec, (base, rows) in TABLES.items()}
     short = {SANDBOX: "sandbox", MATCHING: "matching"}
@@ -1229,15 +1179,9 @@ def build_classify():
         method, path = expected if expected is not None else (None, None)
         cases.append({"name": "%s: lookup %s" % (short[spec], name), "kind": "lookup", "spec": spec,
                       "operation_id": op_id, "expect": {"method": method, "path": path}})
-    for spec, name, method, path, listed in LISTED_CASES:
-        got = apis[spec].non_replayable_listed(method, path)
-        if got != listed:
-            raise Failure("non_replayable %s %r: written %r, contract.py says %r" % (spec, name, listed, got))
-        cases.append({"name": "%s: listed %s" % (short[spec], name), "kind": "non_replayable", "spec": spec,
-                      "method": method, "path": path, "expect": {"listed": listed}})
     check_names(cases)
     return {
-        "description": "Classification (docs/contract.md section 2), operationId lookup and NON_REPLAYABLE_OPERATIONS "
+        "description": "Classification (docs/contract.md section 2) and operationId lookup "
                        "cases for specs/sandbox.yaml and specs/matching.yaml. Expected values written by hand in "
                        "conformance/reference/generate.py and checked there; do not edit by hand.",
         "cases": cases,
@@ -1246,7 +1190,7 @@ def build_classify():
 
 def check_cli():
     """Compares TABLES with `retrygen list --format json` (method, path, operationId, class, and
-    the NON_REPLAYABLE_OPERATIONS pattern)."""
+    the pattern `list` shows)."""
     for spec, (base, rows) in sorted(TABLES.items()):
         out = subprocess.run(["cargo", "run", "-q", "--", "list", "--spec", spec, "--format", "json"], cwd=ROOT,
                              check=True, stdout=subprocess.PIPE).stdout

@@ -87,11 +87,6 @@ pub fn vector_probe(case: &Value, file: &str, spec_key: &str) -> Result<Option<P
     let kind = case["kind"].as_str().unwrap_or("decide");
     let e = &case["expect"];
     let s = |v: &Value| v.as_str().map(str::to_string);
-    // Contract v2 retired v1's `N` list for the safe list (`L`); classify.json still holds v1's
-    // list cases, which no runtime answers any more.
-    if kind == "non_replayable" {
-        return Ok(None);
-    }
     if case["contract"].as_u64().unwrap_or(1) > 2 {
         bail!(
             "{origin}: a case of contract {}; the runtimes implement v2",

@@ -8,7 +8,6 @@ using System.Collections.Generic;
 using System.Globalization;
 using System.IO;
 using System.Text;
-using System.Text.RegularExpressions;
 using Retrygen.Generated;
 
 namespace Retrygen.Conformance
@@ -180,32 +179,6 @@ namespace Retrygen.Conformance
                 case "T2":
                     ExpectFields(f, 1);
                     Tables(output);
-                    break;
-                case "N":
-                    {
-                        // Contract v1's list, retired by v2: the runtime no longer carries it, so the harness rebuilds
-                        // it from the operation table (non_replayable only, literals as written) for v1 runs.
-                        ExpectFields(f, 4);
-                        string method = Unhex(f[2]);
-                        string path = Unhex(f[3]);
-                        bool listed = false;
-                        foreach (Operation operation in RetryPolicies.Operations)
-                        {
-                            if (operation.ReplayClass == ReplayClass.NonReplayable && operation.Method == method
-                                && new Regex(@"\A(?:" + V1Pattern(operation.Path) + @")\z", RegexOptions.CultureInvariant).IsMatch(path))
-                            {
-                                listed = true;
-                                break;
-                            }
-                        }
-
-                        Line(output, "N", f[1], listed ? "1" : "0");
-                        break;
-                    }
-
-                case "T":
-                    ExpectFields(f, 1);
-                    TablesV1(output);
                     break;
                 default:
                     throw new MalformedCaseException("unknown line type " + f[0]);
@@ -386,84 +359,6 @@ namespace Retrygen.Conformance
 
                 Line(output, "L2", Decimal(index), Hex(entry.Method), Hex(entry.Pattern.ToString()), HexOrAbsent(entry.IdempotencyHeader));
             }
-        }
-
-        /// <summary>The v1 table dump (<c>T</c>), its patterns those of contract v1's list (<see cref="V1Pattern"/>).</summary>
-        private static void TablesV1(StringBuilder output)
-        {
-            Line(output, "B", Hex(RetryPolicies.BasePath), Hex(RetryPolicies.SourceName));
-            RetryPolicy p = RetryPolicy.Default;
-            Line(
-                output,
-                "P",
-                Decimal(p.MaxRetries),
-                Decimal(p.InitialBackoffMs),
-                Decimal(p.MaxBackoffMs),
-                Bits(p.Multiplier),
-                p.Jitter.ToWireName(),
-                JoinStatuses(p.RetryableStatuses),
-                JoinStatuses(p.RejectedStatuses),
-                Decimal(p.RetryAfterCapMs),
-                p.DeadlineMs.HasValue ? Decimal(p.DeadlineMs.Value) : "-");
-            for (int i = 0; i < RetryPolicies.Operations.Count; i++)
-            {
-                Operation operation = RetryPolicies.Operations[i];
-                Line(
-                    output,
-                    "O",
-                    Decimal(i),
-                    Hex(operation.Method),
-                    Hex(operation.Path),
-                    HexOrAbsent(operation.OperationId),
-                    operation.ReplayClass.ToWireName(),
-                    Hex(V1Pattern(operation.Path)));
-            }
-        }
-
-        /// <summary>
-        /// Contract v1's expression of a template: the route's literal text as written, syntax characters escaped,
-        /// <c>[^/]+</c> per parameter, one optional trailing slash; <c>^/$</c> for the root.
-        /// </summary>
-        private static string V1Pattern(string path)
-        {
-            int cut = path.IndexOfAny(new[] { '?', '#' });
-            string route = cut < 0 ? path : path.Substring(0, cut);
-            string rest = route.StartsWith("/", StringComparison.Ordinal) ? route.Substring(1) : route;
-            if (rest.EndsWith("/", StringComparison.Ordinal))
-            {
-                rest = rest.Substring(0, rest.Length - 1);
-            }
-
-            if (rest.Length == 0)
-            {
-                return "^/$";
-            }
-
-            var source = new StringBuilder("^");
-            foreach (string segment in rest.Split('/'))
-            {
-                source.Append('/');
-                for (int i = 0; i < segment.Length; i++)
-                {
-                    char c = segment[i];
-                    int close = c == '{' ? segment.IndexOf('}', i) : -1;
-                    if (close > i)
-                    {
-                        source.Append("[^/]+");
-                        i = close;
-                        continue;
-                    }
-
-                    if ("\\.+*?()|[]{}^$".IndexOf(c) >= 0)
-                    {
-                        source.Append('\\');
-                    }
-
-                    source.Append(c);
-                }
-            }
-
-            return source.Append("/?$").ToString();
         }
 
         private static string OperationIdOf(Classification result)

@@ -49,7 +49,7 @@ func main() {
 }
 
 // fieldCounts is the number of fields of each line kind; H lines have 3 plus two per header.
-var fieldCounts = map[string]int{"D": 22, "C": 4, "I": 3, "T2": 1, "D2": 35, "K": 7, "C2": 6, "L": 4, "N": 4, "E": 8, "H": 3}
+var fieldCounts = map[string]int{"D": 22, "C": 4, "I": 3, "T2": 1, "D2": 35, "K": 7, "C2": 6, "L": 4, "E": 8, "H": 3}
 
 func runCase(out *bufio.Writer, f []string) error {
 	want, known := fieldCounts[f[0]]
@@ -86,8 +86,6 @@ func runCase(out *bufio.Writer, f []string) error {
 		err = lookup(out, name, f[2])
 	case "L":
 		err = safeListed(out, name, f[2], f[3])
-	case "N":
-		err = nonReplayableListed(out, name, f[2], f[3])
 	case "H":
 		err = hasKey(out, name, f[2], f[3:])
 	case "E":
@@ -425,25 +423,6 @@ func safeListed(out *bufio.Writer, name, methodField, pathField string) error {
 		}
 	}
 	fmt.Fprintf(out, "L\t%s\t0\t-\n", name)
-	return nil
-}
-
-// nonReplayableListed answers an N line: v1's list held the non_replayable operations only,
-// the safe list's entries that name no idempotency header.
-func nonReplayableListed(out *bufio.Writer, name, methodField, pathField string) error {
-	var r fields
-	method, path := r.text(methodField), r.text(pathField)
-	if r.err != nil {
-		return r.err
-	}
-	listed := 0
-	for _, route := range safeList() {
-		if route.IdempotencyHeader == "" && route.Method == method && route.Pattern.MatchString(path) {
-			listed = 1
-			break
-		}
-	}
-	fmt.Fprintf(out, "N\t%s\t%d\n", name, listed)
 	return nil
 }
 

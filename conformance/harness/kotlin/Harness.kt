@@ -104,21 +104,6 @@ private fun runCase(fields: List<String>, out: StringBuilder) {
                 hexOrAbsent(event.pathTemplate), hexOrAbsent(event.operationId),
             )
         }
-        "N" -> {
-            // Contract v1's list, retired by v2: rebuilt here from the operation table (non_replayable
-            // only, literals as written) for v1 runs and the injection probes.
-            expectFields(fields, 4)
-            val method = unhex(fields[2])
-            val path = unhex(fields[3])
-            val listed = RetryPolicies.OPERATIONS.any {
-                it.replayClass == ReplayClass.NON_REPLAYABLE && it.method == method && Regex(v1Pattern(it.route)).matches(path)
-            }
-            line(out, "N", fields[1], if (listed) "1" else "0")
-        }
-        "T" -> {
-            expectFields(fields, 1)
-            tablesV1(out)
-        }
         "T2" -> {
             expectFields(fields, 1)
             tables(out)
@@ -230,51 +215,6 @@ private fun tables(out: StringBuilder) {
         val index = operations.indexOfFirst { it === entry.operation }
         line(out, "L2", index.toString(), hex(entry.method), hex(entry.pattern.pattern), hexOrAbsent(entry.idempotencyHeader))
     }
-}
-
-/** The v1 table dump (`T`), its patterns those of contract v1's list ([v1Pattern]). */
-private fun tablesV1(out: StringBuilder) {
-    line(out, "B", hex(RetryPolicies.BASE_PATH), hex(RetryPolicies.SOURCE_NAME))
-    val p = RetryPolicies.DEFAULT_POLICY
-    line(
-        out, "P", p.maxRetries.toString(), p.initialBackoffMs.toString(), p.maxBackoffMs.toString(), bits(p.multiplier),
-        p.jitter.wireName, p.retryableStatuses.joinToString(","), p.rejectedStatuses.joinToString(","),
-        p.retryAfterCapMs.toString(), p.deadlineMs?.toString() ?: "-",
-    )
-    for ((index, operation) in RetryPolicies.OPERATIONS.withIndex()) {
-        line(
-            out, "O", index.toString(), hex(operation.method), hex(operation.path), hexOrAbsent(operation.operationId),
-            operation.replayClass.wireName, hex(v1Pattern(operation.route)),
-        )
-    }
-}
-
-/** Contract v1's list expression (src/model/path.rs `PathTemplate::regex`): literals as written. */
-private fun v1Pattern(route: String): String {
-    val trimmed = route.removePrefix("/").removeSuffix("/")
-    if (trimmed.isEmpty()) {
-        return "^/$"
-    }
-    val out = StringBuilder("^")
-    for (segment in trimmed.split('/')) {
-        out.append('/')
-        var i = 0
-        while (i < segment.length) {
-            val c = segment[i]
-            if (c == '{') {
-                val close = segment.indexOf('}', i + 1)
-                out.append("[^/]+")
-                i = if (close < 0) segment.length else close + 1
-                continue
-            }
-            if (c in "\\.+*?()|[]{}^$") {
-                out.append('\\')
-            }
-            out.append(c)
-            i++
-        }
-    }
-    return out.append("/?$").toString()
 }
 
 /** Hex of WTF-8 (UTF-8 that may encode lone surrogates) as a UTF-16 string built by hand. */

@@ -327,16 +327,6 @@ def case(f: Sequence[str]) -> list[str]:
         if op is None:
             return ["\t".join(["I", f[1], "-", "-"])]
         return ["\t".join(["I", f[1], to_hex(op.method), to_hex(op.path)])]
-    if kind == "N":
-        # Contract v1's list: non_replayable operations, literals as written.
-        expect_fields(f, 4)
-        method, path = unhex(f[2]), unhex(f[3])
-        hit = any(
-            op.method == method and op.pattern.fullmatch(path) is not None
-            for op in rp.OPERATIONS
-            if op.replay_class == rp.ReplayClass.NON_REPLAYABLE
-        )
-        return ["\t".join(["N", f[1], "1" if hit else "0"])]
     if kind == "L":
         expect_fields(f, 4)
         entry = rp.NON_REPLAYABLE_OPERATIONS.match(unhex(f[2]), unhex(f[3]))
@@ -379,25 +369,6 @@ def case(f: Sequence[str]) -> list[str]:
                 ]
             )
         ]
-    if kind == "T":
-        expect_fields(f, 1)
-        out = ["\t".join(["B", to_hex(rp.BASE_PATH), to_hex(rp.SOURCE_SPEC)])]
-        out.append("\t".join(["P", *policy_fields(rp.DEFAULT_RETRY_POLICY)]))
-        for index, op in enumerate(rp.OPERATIONS):
-            out.append(
-                "\t".join(
-                    [
-                        "O",
-                        str(index),
-                        to_hex(op.method),
-                        to_hex(op.path),
-                        optional_to_hex(op.operation_id),
-                        op.replay_class.value,
-                        to_hex(op.pattern.pattern),
-                    ]
-                )
-            )
-        return out
     if kind == "T2":
         expect_fields(f, 1)
         out = ["\t".join(["B2", to_hex(rp.BASE_PATH), to_hex(rp.SOURCE_SPEC)])]

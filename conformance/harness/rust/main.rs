@@ -70,9 +70,9 @@ fn run_case(out: &mut String, f: &[&str]) -> Result<(), Failure> {
     let want = match f[0] {
         "D2" => Some(35),
         "D" => Some(22),
-        "C" | "N" | "L" => Some(4),
+        "C" | "L" => Some(4),
         "I" => Some(3),
-        "T" | "T2" => Some(1),
+        "T2" => Some(1),
         "C2" => Some(6),
         "K" => Some(7),
         "E" => Some(8),
@@ -92,16 +92,9 @@ fn run_case(out: &mut String, f: &[&str]) -> Result<(), Failure> {
         }
         _ => {}
     }
-    match f[0] {
-        "T" => {
-            dump_tables(out);
-            return Ok(());
-        }
-        "T2" => {
-            dump_tables_v2(out);
-            return Ok(());
-        }
-        _ => {}
+    if f[0] == "T2" {
+        dump_tables_v2(out);
+        return Ok(());
     }
     let name = hex_of(&text(f[1])?);
     let case = match f[0] {
@@ -120,22 +113,7 @@ fn run_case(out: &mut String, f: &[&str]) -> Result<(), Failure> {
             Some(op) => format!("{}\t{}", hex_of(op.method), hex_of(op.path)),
             None => "-\t-".to_string(),
         }),
-        _ => {
-            // `N`: contract v1's list (non_replayable only, literals as written).
-            let method = text(f[2])?;
-            let path = text(f[3])?;
-            let mut listed = false;
-            for op in &retry_policy::OPERATIONS {
-                if op.class == ReplayClass::NonReplayable
-                    && op.method == method
-                    && Pattern::parse(&op.pattern())?.matches(&path)
-                {
-                    listed = true;
-                    break;
-                }
-            }
-            Case::Line(u8::from(listed).to_string())
-        }
+        other => return Err(format!("unknown case kind {other:?}")),
     };
     match case {
         Case::Line(rest) => writeln!(out, "{}\t{name}\t{rest}", f[0]).unwrap(),
@@ -527,30 +505,6 @@ fn event(f: &[&str]) -> Result<Case, Failure> {
     )))
 }
 
-fn dump_tables(out: &mut String) {
-    let p = RetryPolicy::default();
-    writeln!(
-        out,
-        "B\t{}\t{}",
-        hex_of(retry_policy::BASE_PATH),
-        hex_of(retry_policy::SOURCE_NAME)
-    )
-    .unwrap();
-    writeln!(out, "P\t{}", v1_policy_fields(&p)).unwrap();
-    for (i, op) in retry_policy::OPERATIONS.iter().enumerate() {
-        writeln!(
-            out,
-            "O\t{i}\t{}\t{}\t{}\t{}\t{}",
-            hex_of(op.method),
-            hex_of(op.path),
-            optional_hex(op.operation_id),
-            op.class.as_str(),
-            hex_of(&op.pattern())
-        )
-        .unwrap();
-    }
-}
-
 fn v1_policy_fields(p: &RetryPolicy) -> String {
     format!(
         "{}\t{}\t{}\t{:016x}\t{}\t{}\t{}\t{}\t{}",
@@ -709,8 +663,8 @@ fn join(list: &[i64]) -> String {
         .join(",")
 }
 
-/// The subset of regular expressions retrygen writes for path templates (v1's
-/// `Operation::pattern` and the safe list's `Operation::safe_pattern`): `^`, literal characters,
+/// The subset of regular expressions retrygen writes for path templates (the safe list's
+/// `Operation::safe_pattern`): `^`, literal characters,
 /// `\` escapes of syntax characters, classes such as `[Bb]` and `[^/]`, non-capturing groups of
 /// alternatives `(?:a|b)`, the quantifiers `?` and `+`, and `$` at the end (which must not match
 /// before a final newline). The standard library has no regular expressions.

@@ -489,17 +489,6 @@ function runCase(f: readonly string[]): string[] {
           : ["I", field(f, 1), hex(op.method), hex(op.path)].join("\t"),
       ];
     }
-    case "N": {
-      // v1's list: the safe list's entries without a header (non_replayable).
-      expectFields(f, 4);
-      const method = unhex(field(f, 2));
-      const path = unhex(field(f, 3));
-      const hit = NON_REPLAYABLE_OPERATIONS.some(
-        ([m, pattern, header]) =>
-          header === null && m === method && pattern.test(path),
-      );
-      return [["N", field(f, 1), hit ? "1" : "0"].join("\t")];
-    }
     case "L": {
       expectFields(f, 4);
       const method = unhex(field(f, 2));
