@@ -259,9 +259,9 @@ pub fn generate(
             return EXIT_ERROR;
         }
     };
-    match facade::generate_and_write(&config) {
+    let mut warnings_shown = |warnings: &Diagnostics| print_diagnostics(&mut *err, warnings);
+    match facade::generate_and_write(&config, &mut warnings_shown) {
         Ok((plan, statuses)) => {
-            print_diagnostics(err, &plan.warnings);
             for (display, status) in statuses {
                 let word = match status {
                     Status::Written => "wrote",

@@ -175,8 +175,13 @@ pub fn generate(config: &Config) -> Result<Plan, Error> {
 /// What `retrygen generate` does: [`generate`], with every file handed to a writer thread as
 /// soon as it is rendered, so that writing and `fsync` overlap the rendering of the next files;
 /// the renames wait until every target rendered and every file is staged (all or nothing), then
-/// the orphans go. Returns the plan and what happened to each file.
-pub fn generate_and_write(config: &Config) -> Result<(Plan, Vec<(String, Status)>), Error> {
+/// the orphans go. `on_warnings` gets the specs' warnings once everything rendered, before
+/// anything is renamed, so that they are shown even when writing then fails. Returns the plan
+/// and what happened to each file.
+pub fn generate_and_write(
+    config: &Config,
+    on_warnings: &mut dyn FnMut(&Diagnostics),
+) -> Result<(Plan, Vec<(String, Status)>), Error> {
     let (files_to_stage, staged_files) = std::sync::mpsc::channel::<Planned>();
     std::thread::scope(|scope| {
         let writer = scope.spawn(move || {
@@ -202,6 +207,7 @@ pub fn generate_and_write(config: &Config) -> Result<(Plan, Vec<(String, Status)
         })?;
         // On any error `staging` is dropped uncommitted: its temporary files and folders go.
         let warnings = rendered?;
+        on_warnings(&warnings);
         if let Some(e) = failed {
             return Err(Error::Write(e));
         }

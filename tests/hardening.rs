@@ -128,6 +128,30 @@ fn a_foreign_file_in_the_last_target_leaves_no_folder_behind() {
     );
 }
 
+/// The specs' warnings are shown even when writing then fails.
+#[test]
+fn warnings_are_shown_when_writing_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("blocker"), "a file").unwrap();
+    let spec = std::fs::canonicalize("specs/hostile.yaml").unwrap();
+    let config = dir.path().join("retrygen.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[job]]\nspec = {:?}\n\n[[job.target]]\nlanguage = \"go\"\nout = \"blocker/go/\"\n",
+            spec.to_string_lossy()
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = retrygen(&["generate", "--config", config.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("which no request contains"),
+        "the warning: {err}"
+    );
+    assert!(err.contains("blocker/go/"), "the write error: {err}");
+}
+
 #[test]
 fn an_unwritable_folder_changes_nothing() {
     // /proc refuses new files even for root, unlike permission bits.
