@@ -177,6 +177,7 @@ impl Toolchain for CSharp {
             "csharp fault runner: mcs",
         )?;
         Ok(vec![FaultRun {
+            protocols: &["http1"],
             name: "csharp".into(),
             built: Built {
                 argv: vec!["mono".into(), "--debug".into(), lossy(&exe)],

@@ -198,6 +198,7 @@ impl Toolchain for Go {
             "go build (fault runner)",
         )?;
         Ok(vec![FaultRun {
+            protocols: &["http1"],
             name: "go".to_string(),
             built: Built {
                 argv: vec![lossy(&runner.join("runner"))],

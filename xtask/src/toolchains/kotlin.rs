@@ -168,6 +168,7 @@ impl Toolchain for Kotlin {
             stdlib()?.display()
         );
         Ok(vec![FaultRun {
+            protocols: &["http1"],
             name: "kotlin".to_string(),
             built: Built {
                 argv: vec![

@@ -67,6 +67,9 @@ pub trait Toolchain: Sync {
 pub struct FaultRun {
     pub name: String,
     pub built: Built,
+    /// The fault server's protocols this run's client speaks (`http1`, `h2c`, `http1-tls`, `h2`):
+    /// the run is repeated once per protocol, as `<name>` for `http1` and `<name>@<protocol>` else.
+    pub protocols: &'static [&'static str],
 }
 
 /// Copies the bench program sources of `language` (`bench/<language>/`) into `work`.

@@ -259,6 +259,7 @@ impl Toolchain for Python {
             &["main.py", "runner.py"],
         )?;
         let run = |name: &str, variant: &str| FaultRun {
+            protocols: &["http1"],
             name: name.to_string(),
             built: Built {
                 argv: vec![

@@ -302,6 +302,7 @@ impl Toolchain for TypeScript {
             "compiling the TypeScript fault runner",
         )?;
         Ok(vec![FaultRun {
+            protocols: &["http1"],
             name: "typescript".into(),
             built: Built {
                 argv: vec!["node".into(), lossy(&work.join("out/runner.js"))],
