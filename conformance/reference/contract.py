@@ -43,6 +43,8 @@ DEFAULT_POLICY = {
 CLASSES = ("idempotent", "keyed", "non_replayable", "no_retry")
 JITTERS = ("full", "equal", "decorrelated", "none")
 FAILURES = ("connect", "transport", "aborted")
+# v2 adds `certificate`: the peer's TLS certificate was refused (R1 stops on it).
+FAILURES_V2 = FAILURES + ("certificate",)
 REASONS = (
     "aborted",
     "no_retry_operation",
@@ -722,7 +724,7 @@ def check_input_v2(p, inp):
         raise Invalid("input.class")
     outcome = inp["outcome"]
     failure = outcome.get("failure")
-    if failure is not None and failure not in FAILURES:
+    if failure is not None and failure not in FAILURES_V2:
         raise Invalid("input.outcome")
     if failure is None:
         s = outcome["status"]
@@ -758,6 +760,8 @@ def decide_v2(policy, inp):
 
     if failure == "aborted":  # R1
         return stop("aborted")
+    if failure == "certificate":  # R1: a retry meets the same certificate
+        return stop("certificate_failure")
     if cls == "no_retry":  # R2
         return stop("no_retry_operation")
     if inp["retries_used"] >= p["max_retries"]:  # R3

@@ -126,6 +126,17 @@ HAND = [
     (d2("hand: directives off (no header names) ignore the value", status(503, directive="false"),
         policy={"server_directive_headers": []}), retry(250, "retryable_status")),
     (d2("hand: failures have no directive", failure("transport"), cls="non_replayable"), stop("not_replayable")),
+    # Certificate failures (R1): provably unsent, but a retry meets the same certificate
+    (d2("example: a refused certificate stops an idempotent request", failure("certificate")),
+     stop("certificate_failure")),
+    (d2("hand: a refused certificate stops before no_retry", failure("certificate"), cls="no_retry"),
+     stop("certificate_failure")),
+    (d2("hand: a refused certificate stops before exhausted", failure("certificate"), retries_used=3),
+     stop("certificate_failure")),
+    (d2("hand: a refused certificate on a create", failure("certificate"), cls="non_replayable"),
+     stop("certificate_failure")),
+    (d2("hand: a refused certificate spends no budget", failure("certificate"), budget_tokens=500, timed_out=True),
+     stop("certificate_failure", 500)),
     # Keyed statuses
     (d2("example: 409 with the key is key_in_flight", status(409), cls="keyed", key=True),
      retry(250, "key_in_flight")),
@@ -265,7 +276,8 @@ def gen_only_with_delay():
 def gen_budget_in_decide():
     out = []
     outcomes = [("connect", failure("connect")), ("transport", failure("transport")), ("503", status(503)),
-                ("404", status(404)), ("aborted", failure("aborted"))]
+                ("404", status(404)), ("aborted", failure("aborted")),
+                ("certificate", failure("certificate"))]
     for tokens in (None, 0, 4, 5, 9, 10, 11, 500):
         for timed_out in (False, True):
             for label, outcome in outcomes:
@@ -283,7 +295,7 @@ def gen_seed_matrix():
     out = []
     for cls in contract.CLASSES:
         for label, outcome in (("connect", failure("connect")), ("transport", failure("transport")),
-                               ("429", status(429)), ("429 Retry-After 1", status(429, "1")),
+                               ("certificate", failure("certificate")), ("429", status(429)), ("429 Retry-After 1", status(429, "1")),
                                ("502", status(502)), ("503", status(503)), ("503 Retry-After 3", status(503, "3")),
                                ("504", status(504)), ("500", status(500)), ("408", status(408))):
             for retries_used in (0, 1, 3):
@@ -373,7 +385,7 @@ def gen_invalid():
                               random=NAN))
     for cls in ("Idempotent", "keyed ", "", "unknown"):
         out.append(invalid_decide("invalid: class %r" % cls, "input.class", cls=cls))
-    for kind in ("timeout", "Connect", ""):
+    for kind in ("timeout", "Connect", "", "Certificate", "tls"):
         out.append(invalid_decide("invalid: failure %r" % kind, "input.outcome", failure(kind)))
     for code in (99, 600, 0, -1, 1000):
         out.append(invalid_decide("invalid: status %d" % code, "input.status", status(code)))
