@@ -48,7 +48,8 @@ pub fn measure(languages: &[String], rounds: u64) -> Result<Vec<OverheadRow>> {
     }
     // Pinned only now: the builds above use every CPU. This thread is the bench's last work.
     pin_to_one_cpu()?;
-    let (server, mut env) = faults::start_server()?;
+    let server = faults::start_server()?;
+    let mut env = server.env("http1");
     env.push(("RETRYGEN_FAULT_BENCH", rounds.to_string()));
     let mut rows = Vec::new();
     for run in &runs {

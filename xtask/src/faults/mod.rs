@@ -57,8 +57,32 @@ pub struct Scenario {
     abort_after_ms: Option<u64>,
     #[serde(default)]
     warm: bool,
+    /// The warm-up asks the server to close its connection right after answering (a stale pooled
+    /// connection); the runner then waits `warm_pause_ms` before the scenario's request.
+    #[serde(default)]
+    warm_close: bool,
+    #[serde(default)]
+    warm_pause_ms: Option<u64>,
+    /// The protocols this scenario is run over (all when absent).
+    #[serde(default)]
+    protocols: Option<Vec<String>>,
+    /// Languages whose client cannot express the scenario, and why; their runners may print
+    /// `unsupported` for it (in the main run too), every other language must run it.
+    #[serde(default)]
+    unsupported_in: BTreeMap<String, String>,
     pub script: Vec<Step>,
     expect: Expect,
+}
+
+/// The protocols the fault server speaks, in the order the matrix runs them.
+pub const PROTOCOLS: [&str; 4] = ["http1", "h2c", "http1-tls", "h2"];
+
+impl Scenario {
+    fn runs_over(&self, protocol: &str) -> bool {
+        self.protocols
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|p| p == protocol))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -86,10 +110,26 @@ pub enum Step {
 pub enum Action {
     Reset,
     Close,
-    CloseAfterHeaders { status: u16 },
-    Stall { ms: u64 },
-    Sse { events: u32 },
-    SseDrop { events: u32 },
+    CloseAfterHeaders {
+        status: u16,
+    },
+    Stall {
+        ms: u64,
+    },
+    Sse {
+        events: u32,
+    },
+    SseDrop {
+        events: u32,
+    },
+    // STOP-GAP: read once the HTTP/2 server lands.
+    #[allow(dead_code)]
+    RstStream {
+        code: String,
+    },
+    RefusedStream,
+    GoawayUnprocessed,
+    CloseAfterHead,
 }
 
 fn header_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(String, String)>, D::Error> {
@@ -126,6 +166,9 @@ struct Expect {
     max_elapsed_ms: Option<u64>,
     #[serde(default)]
     min_elapsed_ms: Option<u64>,
+    /// The sum over the call's finish events of `attempts + redirects` (when given).
+    #[serde(default)]
+    reported_arrivals: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -172,12 +215,49 @@ fn load() -> Result<ScenarioFile> {
             bail!("scenario {}: expect exactly one of status and error", s.id);
         }
         if let Some(target) = &s.target {
-            if !["server", "closed_port", "unresolvable"].contains(&target.as_str()) {
+            let known = [
+                "server",
+                "closed_port",
+                "unresolvable",
+                "other_origin",
+                "untrusted_tls",
+                "tls_mismatch",
+            ];
+            if !known.contains(&target.as_str()) {
                 bail!("scenario {}: unknown target {target:?}", s.id);
             }
-            if target != "server" && (s.warm || s.expect.arrivals != 0) {
+            if !["server", "other_origin"].contains(&target.as_str())
+                && (s.warm || s.expect.arrivals != 0)
+            {
                 bail!(
                     "scenario {}: a {target} scenario cannot warm up or arrive",
+                    s.id
+                );
+            }
+            let tls_only = ["untrusted_tls", "tls_mismatch"].contains(&target.as_str());
+            if tls_only
+                && PROTOCOLS
+                    .iter()
+                    .any(|p| !p.ends_with("tls") && *p != "h2" && s.runs_over(p))
+            {
+                bail!(
+                    "scenario {}: a {target} scenario runs over TLS only: set protocols",
+                    s.id
+                );
+            }
+        }
+        if let Some(list) = &s.protocols {
+            if list.is_empty() || list.iter().any(|p| !PROTOCOLS.contains(&p.as_str())) {
+                bail!("scenario {}: protocols must be some of {PROTOCOLS:?}", s.id);
+            }
+        }
+        if (s.warm_close || s.warm_pause_ms.is_some()) && !s.warm {
+            bail!("scenario {}: warm_close and warm_pause_ms need warm", s.id);
+        }
+        for language in s.unsupported_in.keys() {
+            if emit::backend(language).is_none() {
+                bail!(
+                    "scenario {}: unsupported_in names no language: {language}",
                     s.id
                 );
             }
@@ -317,30 +397,17 @@ pub fn build_runs(language: &str, sub: &str) -> Result<Vec<FaultRun>> {
     toolchain.fault_runner(&module, &work)
 }
 
-/// A running fault server with the matrix's scenarios, and the variables a runner needs.
-pub fn start_server() -> Result<(Server, Vec<(&'static str, String)>)> {
+/// A running fault server with the matrix's scenarios; [`Server::env`] gives a runner's variables.
+pub fn start_server() -> Result<Server> {
     let file = load()?;
     let server = Server::start(file.scenarios, SERVER_LIFETIME)?;
-    let port = server.addr.port();
-    let env = vec![
-        ("RETRYGEN_FAULT_URL", server.url()),
-        (
-            "RETRYGEN_FAULT_CLOSED_URL",
-            format!("http://127.0.0.1:{}", closed_port()?),
-        ),
-        (
-            "RETRYGEN_FAULT_UNRESOLVABLE_URL",
-            format!("http://sandbox.invalid:{port}"),
-        ),
-        ("RETRYGEN_FAULT_BASE_PATH", file.base_path),
-    ];
-    Ok((server, env))
+    Ok(server)
 }
 
 /// Runs `run` once with `env` and returns its non-empty stdout lines as JSON (the runner must
 /// exit with 0).
 pub fn run_lines(run: &FaultRun, arg: &Path, env: &[(&str, String)]) -> Result<Vec<Value>> {
-    let (lines, _) = run_process(run, arg, env)?;
+    let (lines, _) = run_process(run, &run.name, arg, env)?;
     lines
         .iter()
         .map(|line| {
@@ -355,10 +422,11 @@ type Lines = BTreeMap<String, Value>;
 
 fn run_one(
     run: &FaultRun,
+    name: &str,
     scenario_file: &Path,
     env: &[(&str, String)],
 ) -> Result<(Lines, Duration)> {
-    let (lines, elapsed) = run_process(run, scenario_file, env)?;
+    let (lines, elapsed) = run_process(run, name, scenario_file, env)?;
     let mut by_id = Lines::new();
     for line in &lines {
         let value: Value = serde_json::from_str(line)
@@ -378,6 +446,7 @@ fn run_one(
 /// Runs a runner to its end (killed after [`RUN_TIMEOUT`]); its non-empty stdout lines.
 fn run_process(
     run: &FaultRun,
+    name: &str,
     scenario_file: &Path,
     env: &[(&str, String)],
 ) -> Result<(Vec<String>, Duration)> {
@@ -392,7 +461,7 @@ fn run_process(
         .arg(scenario_file)
         .current_dir(&run.built.cwd)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .env("RETRYGEN_FAULT_RUN", &run.name)
+        .env("RETRYGEN_FAULT_RUN", name)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -623,6 +692,14 @@ fn check(
             }
         }
     }
+    if let Some(want) = e.reported_arrivals {
+        expect_eq(
+            &mut problems,
+            "reported_arrivals",
+            &field(line, "reported_arrivals"),
+            &Value::from(want),
+        );
+    }
     if let Some(text) = &e.body_text {
         expect_eq(
             &mut problems,
@@ -647,13 +724,47 @@ fn check(
     problems
 }
 
-/// The outcome of one run: scenario id -> arrivals counted (None: not run) and problems.
+/// The outcome of one run over one protocol: scenario id -> arrivals counted (None: not run) and
+/// problems.
 struct RunReport {
     name: String,
     elapsed: Duration,
     arrivals: BTreeMap<String, Option<usize>>,
     failures: Vec<(String, Vec<String>)>,
     unsupported: Vec<(String, String)>,
+}
+
+/// The run's name as the server counts it: `go` over HTTP/1.1, `go@h2c` over the others.
+pub fn run_name(run: &str, protocol: &str) -> String {
+    if protocol == "http1" {
+        run.to_string()
+    } else {
+        format!("{run}@{protocol}")
+    }
+}
+
+/// Writes the scenario file of `protocol`: the selected scenarios that run over it. None when no
+/// selected scenario does.
+fn write_protocol_file(selected: &[&Scenario], protocol: &str) -> Result<Option<PathBuf>> {
+    let mut subset: Value = serde_json::from_str(&std::fs::read_to_string(
+        faults_dir().join("scenarios.json"),
+    )?)?;
+    let mut kept = 0;
+    if let Some(list) = subset.get_mut("scenarios").and_then(Value::as_array_mut) {
+        list.retain(|s| {
+            s.get("id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| selected.iter().any(|t| t.id == id && t.runs_over(protocol)))
+        });
+        kept = list.len();
+    }
+    if kept == 0 {
+        return Ok(None);
+    }
+    let path = toolchains::root().join(format!("target/faults/scenarios-{protocol}.json"));
+    std::fs::create_dir_all(path.parent().expect("has a parent"))?;
+    std::fs::write(&path, serde_json::to_string_pretty(&subset)?)?;
+    Ok(Some(path))
 }
 
 pub fn main(args: &[String]) -> Result<()> {
@@ -667,22 +778,15 @@ pub fn main(args: &[String]) -> Result<()> {
     if selected.is_empty() {
         bail!("no scenario matches {:?}", args.only);
     }
-    let scenario_path = toolchains::root().join("target/faults/scenarios.json");
-    std::fs::create_dir_all(scenario_path.parent().expect("has a parent"))?;
-    // The runners read the selected scenarios only.
-    let mut subset: Value = serde_json::from_str(&std::fs::read_to_string(
-        faults_dir().join("scenarios.json"),
-    )?)?;
-    if let Some(list) = subset.get_mut("scenarios").and_then(Value::as_array_mut) {
-        list.retain(|s| {
-            s.get("id")
-                .and_then(Value::as_str)
-                .is_some_and(|id| selected.iter().any(|t| t.id == id))
-        });
+    // The runners read the selected scenarios of their protocol only.
+    let mut protocol_files = BTreeMap::new();
+    for protocol in PROTOCOLS {
+        if let Some(path) = write_protocol_file(&selected, protocol)? {
+            protocol_files.insert(protocol, path);
+        }
     }
-    std::fs::write(&scenario_path, serde_json::to_string_pretty(&subset)?)?;
 
-    let (server, env) = start_server()?;
+    let server = start_server()?;
     eprintln!(
         "faults: server {} ; {} scenarios ; languages {}",
         server.url(),
@@ -709,83 +813,38 @@ pub fn main(args: &[String]) -> Result<()> {
             t0.elapsed().as_secs_f64()
         );
         for run in &runs {
-            let (lines, elapsed) = match run_one(run, &scenario_path, &env) {
-                Ok(result) => result,
-                Err(e) => {
-                    eprintln!("faults: {}: {e:#}", run.name);
-                    build_errors.push(format!("{}: {e:#}", run.name));
-                    continue;
-                }
-            };
-            let variant = run.name != *language;
-            let mut report = RunReport {
-                name: run.name.clone(),
-                elapsed,
-                arrivals: BTreeMap::new(),
-                failures: Vec::new(),
-                unsupported: Vec::new(),
-            };
-            for scenario in &selected {
-                let arrivals = server.arrivals(&run.name, &scenario.id);
-                let Some(line) = lines.get(&scenario.id) else {
-                    report
-                        .failures
-                        .push((scenario.id.clone(), vec!["no line printed".into()]));
-                    report.arrivals.insert(scenario.id.clone(), None);
+            for protocol in run.protocols {
+                let Some(scenario_path) = protocol_files.get(protocol) else {
                     continue;
                 };
-                if let Some(why) = line.get("unsupported").and_then(Value::as_str) {
-                    if variant {
-                        report
-                            .unsupported
-                            .push((scenario.id.clone(), why.to_string()));
-                    } else {
-                        report.failures.push((
-                            scenario.id.clone(),
-                            vec![format!("unsupported in the language's main run: {why}")],
-                        ));
+                let name = run_name(&run.name, protocol);
+                let scenarios: Vec<&Scenario> = selected
+                    .iter()
+                    .copied()
+                    .filter(|s| s.runs_over(protocol))
+                    .collect();
+                let env = server.env(protocol);
+                let (lines, elapsed) = match run_one(run, &name, scenario_path, &env) {
+                    Ok(result) => result,
+                    Err(e) => {
+                        eprintln!("faults: {name}: {e:#}");
+                        build_errors.push(format!("{name}: {e:#}"));
+                        continue;
                     }
-                    report.arrivals.insert(scenario.id.clone(), None);
-                    continue;
-                }
-                report
-                    .arrivals
-                    .insert(scenario.id.clone(), Some(arrivals.len()));
-                let problems = check(&file.base_path, scenario, line, &arrivals, &uuid);
-                if !problems.is_empty() {
-                    report.failures.push((scenario.id.clone(), problems));
-                }
+                };
+                let report = judge(
+                    &file.base_path,
+                    language,
+                    run.name != *language,
+                    &name,
+                    elapsed,
+                    &scenarios,
+                    &lines,
+                    &server,
+                    &uuid,
+                );
+                reports.push(report);
             }
-            for id in lines.keys() {
-                if !selected.iter().any(|s| &s.id == id) {
-                    report.failures.push((
-                        id.clone(),
-                        vec!["a line for a scenario not in the file".into()],
-                    ));
-                }
-            }
-            let passed = selected.len() - report.failures.len() - report.unsupported.len();
-            eprintln!(
-                "faults: {}: {passed}/{} scenarios agree{} in {:.1} s",
-                report.name,
-                selected.len(),
-                if report.unsupported.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        " ({} unsupported in this variant)",
-                        report.unsupported.len()
-                    )
-                },
-                report.elapsed.as_secs_f64()
-            );
-            for (id, problems) in &report.failures {
-                eprintln!("  {id}:");
-                for p in problems {
-                    eprintln!("    {p}");
-                }
-            }
-            reports.push(report);
         }
     }
     print_table(&selected, &reports);
@@ -801,11 +860,127 @@ pub fn main(args: &[String]) -> Result<()> {
         );
     }
     eprintln!(
-        "faults: every run agrees with all {} scenarios ({} runs)",
+        "faults: every run agrees with all {} scenarios ({} runs over their protocols)",
         selected.len(),
         reports.len()
     );
     Ok(())
+}
+
+/// Compares what one run printed, and what the server counted for it, with every scenario.
+#[allow(clippy::too_many_arguments)]
+fn judge(
+    base_path: &str,
+    language: &str,
+    variant: bool,
+    name: &str,
+    elapsed: Duration,
+    scenarios: &[&Scenario],
+    lines: &Lines,
+    server: &Server,
+    uuid: &regex::Regex,
+) -> RunReport {
+    let mut report = RunReport {
+        name: name.to_string(),
+        elapsed,
+        arrivals: BTreeMap::new(),
+        failures: Vec::new(),
+        unsupported: Vec::new(),
+    };
+    for scenario in scenarios {
+        let arrivals = server.arrivals(name, &scenario.id);
+        let Some(line) = lines.get(&scenario.id) else {
+            report
+                .failures
+                .push((scenario.id.clone(), vec!["no line printed".into()]));
+            report.arrivals.insert(scenario.id.clone(), None);
+            continue;
+        };
+        if let Some(why) = line.get("unsupported").and_then(Value::as_str) {
+            if variant || scenario.unsupported_in.contains_key(language) {
+                report
+                    .unsupported
+                    .push((scenario.id.clone(), why.to_string()));
+            } else {
+                report.failures.push((
+                    scenario.id.clone(),
+                    vec![format!("unsupported in the language's main run: {why}")],
+                ));
+            }
+            report.arrivals.insert(scenario.id.clone(), None);
+            continue;
+        }
+        report
+            .arrivals
+            .insert(scenario.id.clone(), Some(arrivals.len()));
+        let mut problems = check(base_path, scenario, line, &arrivals, uuid);
+        problems.extend(invariants(line, arrivals.len()));
+        if !problems.is_empty() {
+            report.failures.push((scenario.id.clone(), problems));
+        }
+    }
+    for id in lines.keys() {
+        if !scenarios.iter().any(|s| &s.id == id) {
+            report.failures.push((
+                id.clone(),
+                vec!["a line for a scenario not in the file".into()],
+            ));
+        }
+    }
+    let passed = scenarios.len() - report.failures.len() - report.unsupported.len();
+    eprintln!(
+        "faults: {}: {passed}/{} scenarios agree{} in {:.1} s",
+        report.name,
+        scenarios.len(),
+        if report.unsupported.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} unsupported here)", report.unsupported.len())
+        },
+        report.elapsed.as_secs_f64()
+    );
+    for (id, problems) in &report.failures {
+        eprintln!("  {id}:");
+        for p in problems {
+            eprintln!("    {p}");
+        }
+    }
+    report
+}
+
+/// The two invariants every scenario (and every soak request) must keep, whatever it expects:
+/// the server never counts more arrivals than the adapter reported (attempts, plus the
+/// follow-ups the client sent by itself, over every finish event of the call), and a call the
+/// adapter granted no retry and the client no follow-up arrives at most once.
+pub fn invariants(line: &Value, arrivals: usize) -> Vec<String> {
+    let mut problems = Vec::new();
+    let reported = line.get("reported_arrivals").and_then(Value::as_u64);
+    let finishes = line.get("finishes").and_then(Value::as_u64);
+    let redirects = line
+        .get("finish")
+        .and_then(|f| f.get("redirects"))
+        .and_then(Value::as_u64);
+    let (Some(reported), Some(finishes), Some(redirects)) = (reported, finishes, redirects) else {
+        problems.push(
+            "the line lacks reported_arrivals, finishes or finish.redirects (integers)".into(),
+        );
+        return problems;
+    };
+    if arrivals as u64 > reported {
+        problems.push(format!(
+            "INVARIANT: {arrivals} arrivals, but the adapter reported {reported} (attempts + redirects)"
+        ));
+    }
+    let retried = line
+        .get("events")
+        .and_then(Value::as_array)
+        .is_some_and(|e| !e.is_empty());
+    if !retried && finishes <= 1 && redirects == 0 && arrivals > 1 {
+        problems.push(format!(
+            "INVARIANT: no retry granted and no follow-up, yet {arrivals} arrivals"
+        ));
+    }
+    problems
 }
 
 /// The evidence: the arrivals the server counted, per scenario and run.
@@ -840,6 +1015,32 @@ fn short(name: &str) -> String {
         .replace("python", "py")
         .replace("kotlin", "kt")
         .replace("csharp", "cs")
+}
+
+// STOP-GAP until the HTTP/2 server lands: HTTP/1.1 only.
+impl Server {
+    /// The variables a runner needs to run over `protocol`.
+    pub fn env(&self, protocol: &str) -> Vec<(&'static str, String)> {
+        assert_eq!(
+            protocol, "http1",
+            "the stop-gap server speaks HTTP/1.1 only"
+        );
+        let port = self.addr.port();
+        let closed = closed_port().expect("a free port");
+        vec![
+            ("RETRYGEN_FAULT_URL", self.url()),
+            ("RETRYGEN_FAULT_PROTOCOL", protocol.to_string()),
+            (
+                "RETRYGEN_FAULT_CLOSED_URL",
+                format!("http://127.0.0.1:{closed}"),
+            ),
+            (
+                "RETRYGEN_FAULT_UNRESOLVABLE_URL",
+                format!("http://sandbox.invalid:{port}"),
+            ),
+            ("RETRYGEN_FAULT_BASE_PATH", "/v1".to_string()),
+        ]
+    }
 }
 
 #[cfg(test)]

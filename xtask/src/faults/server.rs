@@ -240,6 +240,11 @@ fn serve(stream: TcpStream, state: &State, scripts: &HashMap<String, Vec<Step>>)
                     writer.write_all(b"0\r\n\r\n")?;
                     writer.flush()?;
                 }
+                // STOP-GAP until the HTTP/2 server lands.
+                other => {
+                    let body = format!("{other:?} is not served over HTTP/1.1 by this server");
+                    respond(&mut writer, 500, &[], body.as_bytes())?;
+                }
             },
         }
         if close_requested {
