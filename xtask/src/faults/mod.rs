@@ -5,6 +5,7 @@
 //! `cargo xtask fault-server` runs the server alone for a runner under development.
 
 mod server;
+mod soak;
 
 use crate::toolchains::{self, FaultRun, Module};
 use anyhow::{anyhow, bail, Context, Result};
@@ -318,6 +319,10 @@ pub fn server_main(_args: &[String]) -> Result<()> {
 struct Args {
     languages: Vec<String>,
     only: Vec<String>,
+    /// `--soak N`: the soak with N requests per run instead of the matrix.
+    soak: Option<usize>,
+    /// `--seed S` (repeatable): the soak's seeds.
+    seeds: Vec<u64>,
 }
 
 fn parse_args(args: &[String]) -> Result<Args> {
@@ -327,6 +332,8 @@ fn parse_args(args: &[String]) -> Result<Args> {
             .map(String::from)
             .collect(),
         only: Vec::new(),
+        soak: None,
+        seeds: Vec::new(),
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -340,6 +347,22 @@ fn parse_args(args: &[String]) -> Result<Args> {
                     .ok_or_else(|| anyhow!("--only needs a value"))?
                     .clone(),
             ),
+            "--soak" => {
+                let value = it.next().ok_or_else(|| anyhow!("--soak needs a count"))?;
+                parsed.soak = Some(
+                    value
+                        .parse()
+                        .map_err(|_| anyhow!("--soak {value:?}: not a count"))?,
+                );
+            }
+            "--seed" => {
+                let value = it.next().ok_or_else(|| anyhow!("--seed needs a value"))?;
+                parsed.seeds.push(
+                    value
+                        .parse()
+                        .map_err(|_| anyhow!("--seed {value:?}: not an integer"))?,
+                );
+            }
             other => bail!("faults: unknown argument {other:?}"),
         }
     }
@@ -347,6 +370,15 @@ fn parse_args(args: &[String]) -> Result<Args> {
         if emit::backend(language).is_none() {
             bail!("unknown language {language:?}");
         }
+    }
+    if parsed.soak.is_some() && parsed.seeds.is_empty() {
+        parsed.seeds.push(1);
+    }
+    if parsed.soak.is_none() && !parsed.seeds.is_empty() {
+        bail!("--seed goes with --soak");
+    }
+    if parsed.soak.is_some() && !parsed.only.is_empty() {
+        bail!("--only selects matrix scenarios; the soak draws its own requests");
     }
     Ok(parsed)
 }
@@ -769,6 +801,9 @@ fn write_protocol_file(selected: &[&Scenario], protocol: &str) -> Result<Option<
 
 pub fn main(args: &[String]) -> Result<()> {
     let args = parse_args(args)?;
+    if let Some(requests) = args.soak {
+        return soak_main(&args, requests);
+    }
     let file = load()?;
     let selected: Vec<&Scenario> = file
         .scenarios
@@ -865,6 +900,47 @@ pub fn main(args: &[String]) -> Result<()> {
         reports.len()
     );
     Ok(())
+}
+
+/// The soak: every run of every language over every protocol it speaks, once per seed.
+fn soak_main(args: &Args, requests: usize) -> Result<()> {
+    let server = start_server()?;
+    let mut reports = Vec::new();
+    let mut errors = Vec::new();
+    for language in &args.languages {
+        let runs = match build_runs(language, "") {
+            Ok(runs) => runs,
+            Err(e) => {
+                errors.push(format!("{language}: build failed: {e:#}"));
+                continue;
+            }
+        };
+        for run in &runs {
+            for protocol in run.protocols {
+                for seed in &args.seeds {
+                    server.enable_soak(*seed);
+                    match soak::soak_run(run, protocol, &server, requests, *seed) {
+                        Ok(report) => {
+                            eprintln!(
+                                "soak: {} seed {seed}: {} requests, {} arrivals, {} violations",
+                                report.run,
+                                report.requests,
+                                report.arrivals,
+                                report.violations.len()
+                            );
+                            reports.push(report);
+                        }
+                        Err(e) => errors.push(format!("{} over {protocol}: {e:#}", run.name)),
+                    }
+                }
+            }
+        }
+    }
+    println!("{}", soak::table(&reports, requests, &args.seeds));
+    if !errors.is_empty() {
+        bail!("soak failed: {}", errors.join("; "));
+    }
+    soak::verdict(&reports)
 }
 
 /// Compares what one run printed, and what the server counted for it, with every scenario.
@@ -1019,6 +1095,13 @@ fn short(name: &str) -> String {
 
 // STOP-GAP until the HTTP/2 server lands: HTTP/1.1 only.
 impl Server {
+    /// Soak faults: none in the stop-gap (every soak arrival is answered by its script).
+    pub fn enable_soak(&self, _seed: u64) {}
+
+    pub fn refused_faults(&self, _run: &str, _scenario: &str) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The variables a runner needs to run over `protocol`.
     pub fn env(&self, protocol: &str) -> Vec<(&'static str, String)> {
         assert_eq!(

@@ -27,6 +27,8 @@ pub struct Arrival {
     pub body: Vec<u8>,
     /// The values of every `Idempotency-Key` field (name compared case-insensitively).
     pub keys: Vec<String>,
+    /// STOP-GAP: the soak fault this arrival got.
+    pub fault: Option<String>,
 }
 
 #[derive(Default)]
@@ -181,6 +183,7 @@ fn serve(stream: TcpStream, state: &State, scripts: &HashMap<String, Vec<Step>>)
                 .filter(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
                 .map(|(_, v)| v.clone())
                 .collect(),
+            fault: None,
         };
         let n = {
             let mut arrivals = state.arrivals.lock().unwrap();
