@@ -55,9 +55,12 @@ injection: toolchains
 	$(CARGO) xtask injection --lint all
 
 # The fault matrix: every language's HTTP client adapter against a real fault-injecting server on
-# 127.0.0.1, the same scenarios for all (conformance/faults/); the server's arrival counts decide.
+# 127.0.0.1, the same scenarios for all over HTTP/1.1, HTTP/2 and TLS (conformance/faults/); the
+# server's arrival counts decide. Then the seeded soak (a few requests per run and seed).
+SOAK_REQUESTS ?= 40
+SOAK_SEEDS ?= --seed 1 --seed 2
 faults: toolchains
-	$(CARGO) xtask faults
+	$(CARGO) xtask faults --with-soak $(SOAK_REQUESTS) $(SOAK_SEEDS)
 
 # Every public document of the corpus read, classified and rendered, then compiled and run in all
 # six languages (skipped only when the corpus folder is absent, outside this workspace).

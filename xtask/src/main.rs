@@ -23,10 +23,16 @@ cargo xtask <command>
         (classify vs the linear regex scan in all six languages); write docs/benchmarks.md, or with
         --quick (CI: small specs, few iterations, all cross-checks) target/xtask/bench/quick.md
 
-  faults [--lang L[,L...]] [--only ID]...
-        the fault matrix (conformance/faults/): a real fault-injecting server on 127.0.0.1 and every
-        language's HTTP client adapter run through the same scenarios; the server's arrival counts
-        and each runner's report must equal each scenario's expectations
+  faults [--lang L[,L...]] [--only ID]... [--with-soak N [--seed S]...]
+        the fault matrix (conformance/faults/): a real fault-injecting server on 127.0.0.1 (HTTP/1.1,
+        h2c, HTTP/1.1 and h2 over TLS) and every language's HTTP client adapter run through the same
+        scenarios over every protocol its client speaks; the server's arrival counts and each
+        runner's report must equal each scenario's expectations and keep the invariants; with
+        --with-soak, the soak follows over the same builds
+  faults --soak N [--seed S]... [--lang L[,L...]]
+        the randomized fault soak alone: N seeded requests per run, protocol and seed through one
+        client, each arrival given a fault drawn by the seed; 0 violations and bounded descriptor
+        and memory growth required; prints the table docs/adapters.md shows
 
   fault-server
         the matrix's server alone (prints its URL; stops after 120 s without a connection)

@@ -321,6 +321,8 @@ struct Args {
     only: Vec<String>,
     /// `--soak N`: the soak with N requests per run instead of the matrix.
     soak: Option<usize>,
+    /// `--with-soak N`: the matrix, then the soak with N requests per run over the same builds.
+    with_soak: Option<usize>,
     /// `--seed S` (repeatable): the soak's seeds.
     seeds: Vec<u64>,
 }
@@ -333,6 +335,7 @@ fn parse_args(args: &[String]) -> Result<Args> {
             .collect(),
         only: Vec::new(),
         soak: None,
+        with_soak: None,
         seeds: Vec::new(),
     };
     let mut it = args.iter();
@@ -355,6 +358,16 @@ fn parse_args(args: &[String]) -> Result<Args> {
                         .map_err(|_| anyhow!("--soak {value:?}: not a count"))?,
                 );
             }
+            "--with-soak" => {
+                let value = it
+                    .next()
+                    .ok_or_else(|| anyhow!("--with-soak needs a count"))?;
+                parsed.with_soak = Some(
+                    value
+                        .parse()
+                        .map_err(|_| anyhow!("--with-soak {value:?}: not a count"))?,
+                );
+            }
             "--seed" => {
                 let value = it.next().ok_or_else(|| anyhow!("--seed needs a value"))?;
                 parsed.seeds.push(
@@ -371,11 +384,15 @@ fn parse_args(args: &[String]) -> Result<Args> {
             bail!("unknown language {language:?}");
         }
     }
-    if parsed.soak.is_some() && parsed.seeds.is_empty() {
+    let soaking = parsed.soak.is_some() || parsed.with_soak.is_some();
+    if parsed.soak.is_some() && parsed.with_soak.is_some() {
+        bail!("--soak (the soak alone) and --with-soak (the matrix, then the soak) exclude each other");
+    }
+    if soaking && parsed.seeds.is_empty() {
         parsed.seeds.push(1);
     }
-    if parsed.soak.is_none() && !parsed.seeds.is_empty() {
-        bail!("--seed goes with --soak");
+    if !soaking && !parsed.seeds.is_empty() {
+        bail!("--seed goes with --soak or --with-soak");
     }
     if parsed.soak.is_some() && !parsed.only.is_empty() {
         bail!("--only selects matrix scenarios; the soak draws its own requests");
@@ -831,6 +848,7 @@ pub fn main(args: &[String]) -> Result<()> {
     let uuid = regex::Regex::new(UUID_V4).expect("valid regex");
     let mut reports = Vec::new();
     let mut build_errors = Vec::new();
+    let mut built = Vec::new();
     for language in &args.languages {
         let t0 = Instant::now();
         let runs = build_runs(language, "");
@@ -881,6 +899,7 @@ pub fn main(args: &[String]) -> Result<()> {
                 reports.push(report);
             }
         }
+        built.extend(runs);
     }
     print_table(&selected, &reports);
     let failed: usize = reports.iter().map(|r| r.failures.len()).sum();
@@ -899,39 +918,42 @@ pub fn main(args: &[String]) -> Result<()> {
         selected.len(),
         reports.len()
     );
-    Ok(())
+    match args.with_soak {
+        Some(requests) => soak_over(&args, &server, &built, requests),
+        None => Ok(()),
+    }
 }
 
 /// The soak: every run of every language over every protocol it speaks, once per seed.
 fn soak_main(args: &Args, requests: usize) -> Result<()> {
     let server = start_server()?;
+    let mut runs = Vec::new();
+    for language in &args.languages {
+        runs.extend(build_runs(language, "").with_context(|| format!("building {language}"))?);
+    }
+    soak_over(args, &server, &runs, requests)
+}
+
+/// The soak over runs already built.
+fn soak_over(args: &Args, server: &Server, runs: &[FaultRun], requests: usize) -> Result<()> {
     let mut reports = Vec::new();
     let mut errors = Vec::new();
-    for language in &args.languages {
-        let runs = match build_runs(language, "") {
-            Ok(runs) => runs,
-            Err(e) => {
-                errors.push(format!("{language}: build failed: {e:#}"));
-                continue;
-            }
-        };
-        for run in &runs {
-            for protocol in run.protocols {
-                for seed in &args.seeds {
-                    server.enable_soak(*seed);
-                    match soak::soak_run(run, protocol, &server, requests, *seed) {
-                        Ok(report) => {
-                            eprintln!(
-                                "soak: {} seed {seed}: {} requests, {} arrivals, {} violations",
-                                report.run,
-                                report.requests,
-                                report.arrivals,
-                                report.violations.len()
-                            );
-                            reports.push(report);
-                        }
-                        Err(e) => errors.push(format!("{} over {protocol}: {e:#}", run.name)),
+    for run in runs {
+        for protocol in run.protocols {
+            for seed in &args.seeds {
+                server.enable_soak(*seed);
+                match soak::soak_run(run, protocol, server, requests, *seed) {
+                    Ok(report) => {
+                        eprintln!(
+                            "soak: {} seed {seed}: {} requests, {} arrivals, {} violations",
+                            report.run,
+                            report.requests,
+                            report.arrivals,
+                            report.violations.len()
+                        );
+                        reports.push(report);
                     }
+                    Err(e) => errors.push(format!("{} over {protocol}: {e:#}", run.name)),
                 }
             }
         }
