@@ -6,6 +6,7 @@ use crate::config::{Config, Job};
 use crate::diag::{Diagnostic, Diagnostics, Location};
 use crate::emit::{self, EmitError, TemplateSource};
 use crate::model::{self, Api, ModelOptions};
+pub use crate::read::source::display_path;
 use crate::read::{self, Limits};
 use crate::write::{self, Orphan, Planned, Status, WriteError};
 use std::path::Path;
@@ -139,12 +140,6 @@ pub fn model_options(job: &Job, config: &Config) -> ModelOptions {
         pointer: "/job/policy".into(),
     });
     options
-}
-
-/// A path as the user gave it, with `/` separators and without a leading `./`.
-pub fn display_path(path: &Path) -> String {
-    let s = path.to_string_lossy().replace('\\', "/");
-    s.strip_prefix("./").map(str::to_string).unwrap_or(s)
 }
 
 /// Where a target of the config is, for its diagnostics.

@@ -223,7 +223,7 @@ fn read_with(
         );
         for path in overlays {
             reader.apply_overlay(&mut tree, path, strict);
-            overlay_names.push(crate::facade::display_path(path));
+            overlay_names.push(source::display_path(path));
         }
         Rc::get_mut(&mut reader.files[root_id as usize])
             .expect("only the reader holds the root yet")

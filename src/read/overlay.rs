@@ -164,7 +164,7 @@ impl Reader {
     /// then applies its actions to `tree`. A target that matches nothing is a warning, an error
     /// when `strict`.
     pub(super) fn apply_overlay(&mut self, tree: &mut Node, path: &Path, strict: bool) {
-        let display = crate::facade::display_path(path);
+        let display = super::source::display_path(path);
         let canonical = match path.canonicalize() {
             Ok(c) => c,
             Err(e) => {

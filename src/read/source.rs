@@ -24,6 +24,13 @@ pub struct SpecRef {
     pub display: String,
 }
 
+/// A path as the user gave it, with `/` separators and without a leading `./`: how diagnostics
+/// and generated headers name a file. It lives with the reader, the first stage that names files.
+pub fn display_path(path: &Path) -> String {
+    let s = path.to_string_lossy().replace('\\', "/");
+    s.strip_prefix("./").map(str::to_string).unwrap_or(s)
+}
+
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
     let out = Command::new("git")
         .arg("-C")
