@@ -67,6 +67,21 @@ pub enum Kind {
     Policy,
     /// The base path the matcher strips.
     BasePath,
+    /// Several facets of one operation (class, key header, where its requests go, ...) rated
+    /// together by their net effect; the facets are listed under it.
+    Operation,
+}
+
+/// One facet of an operation's entry: what [`Change`] says, for one aspect.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Facet {
+    /// The facet's own rating; the entry is rated by the net effect of its facets.
+    pub risk: Risk,
+    pub kind: Kind,
+    pub old: Option<String>,
+    pub new: Option<String>,
+    pub message: String,
+    pub location: Option<Location>,
 }
 
 /// One difference. `location` is in the new spec, except for removed operations (old spec).
@@ -86,6 +101,23 @@ pub struct Change {
     /// One sentence saying what changed and what it does.
     pub message: String,
     pub location: Option<Location>,
+    /// For an entry about one operation of both specs: each aspect that changed (at least one);
+    /// the entry's `risk` is their net effect. Empty for the other entries (added, removed,
+    /// reach from elsewhere, policy, base path).
+    pub facets: Vec<Facet>,
+}
+
+impl Change {
+    fn facet(&self) -> Facet {
+        Facet {
+            risk: self.risk,
+            kind: self.kind,
+            old: self.old.clone(),
+            new: self.new.clone(),
+            message: self.message.clone(),
+            location: self.location.clone(),
+        }
+    }
 }
 
 /// The comparison of two classified APIs.
@@ -228,10 +260,12 @@ fn describe(api: &Api, c: Classification, method: &str) -> String {
 pub fn diff(old: &Api, new: &Api, old_name: &str, new_name: &str) -> Report {
     let pairing = pair(old, new);
     let mut changes = Vec::new();
+    // The facets of each paired operation: its own changes, then where its own requests go.
+    let mut facets: Vec<Vec<Change>> = vec![Vec::new(); old.operations.len()];
     for (o, n) in pairing.old_to_new.iter().enumerate() {
         let old_op = &old.operations[o];
         match n {
-            Some(n) => compare_operation(old_op, &new.operations[*n], &mut changes),
+            Some(n) => compare_operation(old_op, &new.operations[*n], &mut facets[o]),
             None => {
                 let probe = probe_path(old_op);
                 let now = new.classify(&old_op.method, &probe);
@@ -249,6 +283,7 @@ pub fn diff(old: &Api, new: &Api, old_name: &str, new_name: &str) -> Report {
                         describe(new, now, &old_op.method)
                     ),
                     location: Some(old_op.location.clone()),
+                    facets: Vec::new(),
                 });
             }
         }
@@ -266,10 +301,23 @@ pub fn diff(old: &Api, new: &Api, old_name: &str, new_name: &str) -> Report {
                 new: Some(op.class.name().into()),
                 message: format!("added, {} ({})", op.class.name(), op.reason),
                 location: Some(op.location.clone()),
+                facets: Vec::new(),
             });
         }
     }
-    reach(old, new, &pairing, &mut changes);
+    for (change, own) in reach(old, new, &pairing) {
+        match own {
+            Some(o) => facets[o].push(change),
+            None => changes.push(change),
+        }
+    }
+    for (o, list) in facets.into_iter().enumerate() {
+        if let Some(n) = pairing.old_to_new[o] {
+            if !list.is_empty() {
+                changes.push(entry(&old.operations[o], &new.operations[n], list));
+            }
+        }
+    }
     if old.base_path != new.base_path {
         changes.push(Change {
             risk: Risk::Neutral,
@@ -284,6 +332,7 @@ pub fn diff(old: &Api, new: &Api, old_name: &str, new_name: &str) -> Report {
                 old.base_path, new.base_path
             ),
             location: None,
+            facets: Vec::new(),
         });
     }
     compare_policy(&old.policy, &new.policy, &mut changes);
@@ -308,6 +357,7 @@ fn compare_operation(o: &Operation, n: &Operation, changes: &mut Vec<Change>) {
         new,
         message,
         location: Some(n.location.clone()),
+        facets: Vec::new(),
     };
     if o.path != n.path || o.method != n.method {
         let how = if o.operation_id.is_some() && o.operation_id == n.operation_id {
@@ -320,10 +370,7 @@ fn compare_operation(o: &Operation, n: &Operation, changes: &mut Vec<Change>) {
             Kind::Renamed,
             Some(format!("{} {}", o.method, o.path)),
             Some(format!("{} {}", n.method, n.path)),
-            format!(
-                "renamed from {} {} ({how}); a reach entry says where requests to the old path go",
-                o.method, o.path
-            ),
+            format!("renamed from {} {} ({how})", o.method, o.path),
         ));
     } else if o.operation_id != n.operation_id {
         changes.push(change(
@@ -423,9 +470,77 @@ fn compare_operation(o: &Operation, n: &Operation, changes: &mut Vec<Change>) {
     }
 }
 
+/// One entry for a paired operation: its only facet as it is, or several facets rated together.
+fn entry(o: &Operation, n: &Operation, facets: Vec<Change>) -> Change {
+    let risk = net_risk(n, &facets);
+    if let [only] = facets.as_slice() {
+        let mut c = only.clone();
+        c.risk = risk;
+        c.facets = vec![only.facet()];
+        return c;
+    }
+    let mut what = if o.class == n.class {
+        format!("class {} unchanged", n.class.name())
+    } else {
+        format!("class {} -> {}", o.class.name(), n.class.name())
+    };
+    let kinds: Vec<String> = facets
+        .iter()
+        .filter(|f| f.kind != Kind::Class)
+        .map(|f| kind_name(f.kind))
+        .collect();
+    if !kinds.is_empty() {
+        what.push_str(&format!("; also {}", kinds.join(", ")));
+    }
+    let location = facets
+        .iter()
+        .find(|f| f.kind == Kind::Class)
+        .and_then(|f| f.location.clone())
+        .or_else(|| Some(n.location.clone()));
+    Change {
+        risk,
+        kind: Kind::Operation,
+        method: Some(n.method.clone()),
+        path: Some(n.path.clone()),
+        operation_id: n.operation_id.clone(),
+        old: Some(o.class.name().into()),
+        new: Some(n.class.name().into()),
+        message: format!("net {}: {what}", risk.name()),
+        location,
+        facets: facets.iter().map(Change::facet).collect(),
+    }
+}
+
+/// What an SDK does differently, from the facets that change it: the class, the key header
+/// when the operation is keyed now (SDKs send their key under it), and where the operation's own requests go. What decides the
+/// class (`reason_source`) and names (`renamed`, `operation_id`) change nothing by themselves.
+/// Facets pulling both ways rate riskier: when in doubt, the worst.
+fn net_risk(n: &Operation, facets: &[Change]) -> Risk {
+    // The header matters while SDKs send a key under it: when the operation is keyed now.
+    let sends_key = n.class == ReplayClass::Keyed;
+    let counted = facets.iter().filter(|f| match f.kind {
+        Kind::Class | Kind::Reach => true,
+        Kind::IdempotencyHeader => sends_key,
+        _ => false,
+    });
+    let (mut riskier, mut safer) = (false, false);
+    for f in counted {
+        riskier |= f.risk == Risk::Riskier;
+        safer |= f.risk == Risk::Safer;
+    }
+    match (riskier, safer) {
+        (true, _) => Risk::Riskier,
+        (false, true) => Risk::Safer,
+        (false, false) => Risk::Neutral,
+    }
+}
+
 /// Probes every operation's concrete path (old and new) in both APIs and reports requests the
 /// old spec routed to an operation that the new one routes elsewhere or to the method default.
-fn reach(old: &Api, new: &Api, pairing: &Pairing, changes: &mut Vec<Change>) {
+/// Each change comes with the old operation whose own request it is (its method and its own
+/// probe path), when it is one: that reach is a facet of the operation's entry.
+fn reach(old: &Api, new: &Api, pairing: &Pairing) -> Vec<(Change, Option<usize>)> {
+    let mut changes = Vec::new();
     // Every concrete path, with every method either API knows: a literal sibling added for one
     // method also takes the other methods' requests away from the parameter route beside it.
     let mut methods: Vec<&str> = old
@@ -462,25 +577,33 @@ fn reach(old: &Api, new: &Api, pairing: &Pairing, changes: &mut Vec<Change>) {
             let location = new.operations[after.operation.unwrap_or(expected)]
                 .location
                 .clone();
-            changes.push(Change {
-                risk: class_risk(before.class, after.class),
-                kind: Kind::Reach,
-                method: Some(method.to_string()),
-                path: Some(path.clone()),
-                operation_id: after
-                    .operation
-                    .and_then(|i| new.operations[i].operation_id.clone()),
-                old: Some(before.class.name().into()),
-                new: Some(after.class.name().into()),
-                message: format!(
-                    "went to {}, now goes to {}",
-                    describe(old, before, method),
-                    describe(new, after, method)
-                ),
-                location: Some(location),
-            });
+            let own = (old.operations[was].method == *method
+                && probe_path(&old.operations[was]) == *path)
+                .then_some(was);
+            changes.push((
+                Change {
+                    risk: class_risk(before.class, after.class),
+                    kind: Kind::Reach,
+                    method: Some(method.to_string()),
+                    path: Some(path.clone()),
+                    operation_id: after
+                        .operation
+                        .and_then(|i| new.operations[i].operation_id.clone()),
+                    old: Some(before.class.name().into()),
+                    new: Some(after.class.name().into()),
+                    message: format!(
+                        "went to {}, now goes to {}",
+                        describe(old, before, method),
+                        describe(new, after, method)
+                    ),
+                    location: Some(location),
+                    facets: Vec::new(),
+                },
+                own,
+            ));
         }
     }
+    changes
 }
 
 fn statuses(list: &[u16]) -> String {
@@ -502,6 +625,7 @@ fn compare_policy(o: &Policy, n: &Policy, changes: &mut Vec<Change>) {
             old: Some(old),
             new: Some(new),
             location: None,
+            facets: Vec::new(),
         })
     };
     if o.max_retries != n.max_retries {
@@ -608,6 +732,13 @@ fn safe(s: &str) -> String {
     crate::emit::comment_safe(s)
 }
 
+fn kind_name(kind: Kind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
 fn subject(c: &Change) -> String {
     let mut out = String::new();
     if let (Some(m), Some(p)) = (&c.method, &c.path) {
@@ -654,6 +785,23 @@ impl Report {
                 }
                 if let Some(at) = &c.location {
                     out.push_str(&format!("      at {}\n", place(at)));
+                }
+                if c.kind == Kind::Operation {
+                    for f in &c.facets {
+                        out.push_str(&format!(
+                            "      - {} ({}): {}\n",
+                            kind_name(f.kind),
+                            f.risk.name(),
+                            safe(&f.message)
+                        ));
+                    }
+                } else if let [only] = c.facets.as_slice() {
+                    if only.risk != c.risk {
+                        out.push_str(&format!(
+                            "      (this facet alone is {}; an SDK does the same as before)\n",
+                            only.risk.name()
+                        ));
+                    }
                 }
             }
         }
@@ -705,10 +853,20 @@ impl Report {
                 .location
                 .as_ref()
                 .map_or("-".to_string(), |at| format!("`{}`", md(&place(at))));
+            let mut what = md(&c.message);
+            if c.kind == Kind::Operation {
+                for f in &c.facets {
+                    what.push_str(&format!(
+                        "<br>- {} ({}): {}",
+                        kind_name(f.kind),
+                        f.risk.name(),
+                        md(&f.message)
+                    ));
+                }
+            }
             out.push_str(&format!(
-                "| {risk} | {} | {subject} | {} | {place} |\n",
+                "| {risk} | {} | {subject} | {what} | {place} |\n",
                 kind.as_str().unwrap_or_default(),
-                md(&c.message)
             ));
         }
         out
@@ -769,6 +927,23 @@ mod tests {
             .collect()
     }
 
+    /// An entry's rating and kind, with its facets' ratings and kinds.
+    type Entry = (Risk, Kind, Vec<(Risk, Kind)>);
+
+    fn entries(old: &str, new: &str) -> Vec<Entry> {
+        diff(&api(old), &api(new), "old", "new")
+            .changes
+            .into_iter()
+            .map(|c| {
+                (
+                    c.risk,
+                    c.kind,
+                    c.facets.iter().map(|f| (f.risk, f.kind)).collect(),
+                )
+            })
+            .collect()
+    }
+
     const BASE: &str = r#"
 openapi: 3.1.0
 paths:
@@ -805,13 +980,16 @@ paths:
     #[test]
     fn dropped_annotation_lets_the_default_decide() {
         let new = BASE.replace("putThing, x-idempotent: false", "putThing");
-        let kinds: Vec<_> = run(BASE, &new).into_iter().map(|c| (c.0, c.1)).collect();
         assert_eq!(
-            kinds,
-            vec![
-                (Risk::Riskier, Kind::Class),
-                (Risk::Riskier, Kind::ReasonSource)
-            ]
+            entries(BASE, &new),
+            vec![(
+                Risk::Riskier,
+                Kind::Operation,
+                vec![
+                    (Risk::Riskier, Kind::Class),
+                    (Risk::Riskier, Kind::ReasonSource)
+                ]
+            )]
         );
     }
 
@@ -821,34 +999,91 @@ paths:
             "      parameters:\n        - {name: Idempotency-Key, in: header}\n",
             "",
         );
-        let kinds: Vec<_> = run(BASE, &new).into_iter().map(|c| (c.0, c.1)).collect();
+        // No key and no retry any more: safer, though the header facet alone is riskier.
         assert_eq!(
-            kinds,
-            vec![
-                (Risk::Riskier, Kind::IdempotencyHeader),
-                (Risk::Safer, Kind::Class)
-            ]
+            entries(BASE, &new),
+            vec![(
+                Risk::Safer,
+                Kind::Operation,
+                vec![
+                    (Risk::Safer, Kind::Class),
+                    (Risk::Riskier, Kind::IdempotencyHeader)
+                ]
+            )]
         );
     }
 
     #[test]
     fn no_retry_lifted_is_riskier() {
         let new = BASE.replace("feed, x-retry: false", "feed");
-        let changes = run(BASE, &new);
-        assert_eq!(changes[0].0, Risk::Riskier);
-        assert!(changes
+        let report = diff(&api(BASE), &api(&new), "old", "new");
+        assert_eq!(report.changes[0].risk, Risk::Riskier);
+        assert!(report.changes[0]
+            .facets
             .iter()
-            .any(|c| c.1 == Kind::Class && c.2.contains("no_retry -> idempotent")));
+            .any(|f| f.kind == Kind::Class && f.message.contains("no_retry -> idempotent")));
     }
 
     #[test]
     fn renamed_path_matched_by_operation_id_reports_where_old_requests_go() {
         let new = BASE.replace("/things:", "/v2/things:");
-        let changes = run(BASE, &new);
-        assert!(changes.iter().any(|c| c.1 == Kind::Renamed));
-        let reach = changes.iter().find(|c| c.1 == Kind::Reach).unwrap();
-        assert_eq!(reach.0, Risk::Safer, "keyed -> POST default non_replayable");
-        assert!(reach.2.contains("POST method default"), "{}", reach.2);
+        let report = diff(&api(BASE), &api(&new), "old", "new");
+        // One entry: the rename and where the old path's requests go now, rated by the latter.
+        assert_eq!(report.changes.len(), 1, "{:?}", report.changes);
+        let entry = &report.changes[0];
+        assert_eq!(entry.kind, Kind::Operation);
+        assert_eq!(
+            entry.risk,
+            Risk::Safer,
+            "keyed -> POST default non_replayable"
+        );
+        assert!(entry.facets.iter().any(|f| f.kind == Kind::Renamed));
+        let reach = entry.facets.iter().find(|f| f.kind == Kind::Reach).unwrap();
+        assert!(
+            reach.message.contains("POST method default"),
+            "{}",
+            reach.message
+        );
+    }
+
+    /// The issue's case: `x-idempotent: true` removed from a POST makes it non_replayable. The
+    /// annotation is gone (a riskier facet), but SDKs replay less: one safer entry.
+    #[test]
+    fn removing_a_true_annotation_is_one_safer_entry() {
+        let old = BASE.replace("createThing, x-idempotent: false", "createThing");
+        let old = old.replace(
+            "      x-idempotent: false\n      parameters:\n        - {name: Idempotency-Key, in: header}\n",
+            "      x-idempotent: true\n",
+        );
+        let new = old.replace("      x-idempotent: true\n", "");
+        let got = entries(&old, &new);
+        assert_eq!(
+            got,
+            vec![(
+                Risk::Safer,
+                Kind::Operation,
+                vec![
+                    (Risk::Safer, Kind::Class),
+                    (Risk::Riskier, Kind::ReasonSource)
+                ]
+            )]
+        );
+    }
+
+    /// An annotation removed where the method default gives the same class changes nothing an
+    /// SDK does: neutral, the facet still says the annotation is gone.
+    #[test]
+    fn an_annotation_the_default_agrees_with_is_neutral() {
+        let new = BASE.replace("getThing}", "getThing, x-idempotent: true}");
+        let got = entries(&new, BASE);
+        assert_eq!(
+            got,
+            vec![(
+                Risk::Neutral,
+                Kind::ReasonSource,
+                vec![(Risk::Riskier, Kind::ReasonSource)]
+            )]
+        );
     }
 
     #[test]

@@ -81,17 +81,28 @@ fn corpus_documents_diff_to_exactly_their_mutations() {
             panic!("{name}: the mutated copy does not load")
         };
         let report = diff(&api, &new, &name, "mutated");
-        let got: Vec<(Risk, Kind, String)> = report
+        type Entry = (Risk, Kind, String, Vec<(Risk, Kind)>);
+        let got: Vec<Entry> = report
             .changes
             .iter()
-            .map(|c| (c.risk, c.kind, c.path.clone().unwrap_or_default()))
+            .map(|c| {
+                let facets = c.facets.iter().map(|f| (f.risk, f.kind)).collect();
+                (c.risk, c.kind, c.path.clone().unwrap_or_default(), facets)
+            })
             .collect();
-        let mut want = vec![
-            (Risk::Safer, Kind::Class, flip.path.clone()),
-            (Risk::Safer, Kind::ReasonSource, flip.path.clone()),
-        ];
+        // The flipped GET: one safer entry, its class and its deciding source as facets (the
+        // annotation now decides, which is safer on its own too).
+        let mut want: Vec<Entry> = vec![(
+            Risk::Safer,
+            Kind::Operation,
+            flip.path.clone(),
+            vec![
+                (Risk::Safer, Kind::Class),
+                (Risk::Safer, Kind::ReasonSource),
+            ],
+        )];
         // The removed GET's requests fall to the GET default: the same class, so neutral.
-        want.push((Risk::Neutral, Kind::Removed, gone.path.clone()));
+        want.push((Risk::Neutral, Kind::Removed, gone.path.clone(), Vec::new()));
         assert_eq!(got, want, "{name}");
         mutated += 1;
     }
