@@ -37,7 +37,9 @@ pub enum Command {
     Check(GenerateArgs),
     /// List every operation with its class and the reason for it.
     List(ListArgs),
-    /// Report diagnostics only; exit 1 when there are errors.
+    /// Write a commented retrygen.toml for a spec and the languages given.
+    Init(InitArgs),
+    /// Report diagnostics only; exit 1 when there are errors. --suggest-overlay writes a starting overlay.
     Lint(LintArgs),
     /// Compare two specs' retry behaviour (each a file or git:REV:path); rate every change riskier, safer or neutral.
     Diff(DiffArgs),
@@ -101,12 +103,52 @@ pub struct ListArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct InitArgs {
+    /// The OpenAPI document the config generates from.
+    #[arg(long)]
+    pub spec: PathBuf,
+    /// A target language (repeatable or comma-separated): rust, typescript, python, go, kotlin, csharp.
+    #[arg(
+        long = "lang",
+        value_name = "LANGUAGE",
+        required = true,
+        value_delimiter = ','
+    )]
+    pub languages: Vec<String>,
+    /// The folder the targets go into, one subfolder per language.
+    #[arg(long, value_name = "DIR", default_value = "retry")]
+    pub out_dir: PathBuf,
+    /// The config file to write.
+    #[arg(long, default_value = config::FILE_NAME)]
+    pub config: PathBuf,
+    /// Replace an existing config file.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LintFormat {
+    /// Diagnostics on stderr, a summary line on stdout.
+    Text,
+    /// SARIF 2.1.0 on stdout, for code-scanning upload.
+    Sarif,
+    /// GitHub Actions workflow commands on stdout: annotations on the pull request.
+    Github,
+}
+
+#[derive(Args, Debug)]
 pub struct LintArgs {
     #[arg(long)]
     pub spec: PathBuf,
     /// Require an explicit x-idempotent on every POST and PATCH, and at least one annotation.
     #[arg(long)]
     pub strict: bool,
+    #[arg(long, value_enum, default_value_t = LintFormat::Text)]
+    pub format: LintFormat,
+    /// Write an OpenAPI Overlay 1.0 file with `x-idempotent: false` for every POST and PATCH
+    /// that lacks the annotation, to review and commit (replaces FILE).
+    #[arg(long, value_name = "FILE")]
+    pub suggest_overlay: Option<PathBuf>,
     /// An OpenAPI Overlay 1.0 file applied to the spec before it is read (repeatable, applied in order).
     #[arg(long = "overlay", value_name = "FILE")]
     pub overlays: Vec<PathBuf>,
@@ -448,22 +490,126 @@ pub fn lint(args: &LintArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io
     // A spec path that names no file is a usage problem (exit 2); every problem inside a
     // document is what lint reports (exit 1).
     let unreadable = !args.spec.is_file();
+    if let Some(file) = &args.suggest_overlay {
+        return suggest_overlay(args, file, out, err);
+    }
     let diagnostics = match load_api(&args.spec, &options) {
         Ok((_, d)) | Err(d) => d,
     };
-    print_diagnostics(err, &diagnostics);
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
     let warnings = diagnostics.len() - errors;
-    let _ = writeln!(
-        out,
-        "{}: {errors} error(s), {warnings} warning(s)",
-        display_path(&args.spec)
-    );
+    match args.format {
+        LintFormat::Text => {
+            print_diagnostics(err, &diagnostics);
+            let _ = writeln!(
+                out,
+                "{}: {errors} error(s), {warnings} warning(s)",
+                display_path(&args.spec)
+            );
+        }
+        LintFormat::Sarif => {
+            let sorted = diagnostics.into_sorted();
+            let _ = out.write_all(crate::diag::render_sarif(&sorted).as_bytes());
+        }
+        LintFormat::Github => {
+            let sorted = diagnostics.into_sorted();
+            let _ = out.write_all(crate::diag::render_github(&sorted).as_bytes());
+        }
+    }
     match (unreadable, errors) {
         (true, _) => EXIT_ERROR,
         (false, 0) => EXIT_OK,
         (false, _) => EXIT_DRIFT,
     }
+}
+
+fn suggest_overlay(
+    args: &LintArgs,
+    file: &Path,
+    out: &mut dyn std::io::Write,
+    err: &mut dyn std::io::Write,
+) -> i32 {
+    match facade::suggest_overlay(&args.spec, &args.overlays) {
+        Ok((text, actions)) => {
+            if let Err(e) = facade::write_file_atomically(file, &text) {
+                let _ = writeln!(err, "error: cannot write {}: {e}", display_path(file));
+                return EXIT_ERROR;
+            }
+            let _ = writeln!(
+                out,
+                "{}: {actions} POST/PATCH operation(s) without x-idempotent; wrote {} (review each action, then add it to the job's overlays)",
+                display_path(&args.spec),
+                display_path(file)
+            );
+            EXIT_OK
+        }
+        Err(diagnostics) => {
+            print_diagnostics(err, &diagnostics);
+            EXIT_ERROR
+        }
+    }
+}
+
+pub fn init(args: &InitArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    let mut languages: Vec<&str> = Vec::new();
+    for language in &args.languages {
+        match emit::backend(language.trim()) {
+            Some(backend) if !languages.contains(&backend.name()) => languages.push(backend.name()),
+            Some(_) => {}
+            None => {
+                let _ = writeln!(
+                    err,
+                    "error: unknown language {language:?}\n  help: one of {}",
+                    emit::language_names().join(", ")
+                );
+                return EXIT_ERROR;
+            }
+        }
+    }
+    if args.config.exists() && !args.force {
+        let _ = writeln!(
+            err,
+            "error: {} exists\n  help: edit it, or pass --force to replace it",
+            display_path(&args.config)
+        );
+        return EXIT_ERROR;
+    }
+    // The spec must load: a config for a document retrygen cannot read would fail at once.
+    let unannotated = match facade::suggest_overlay(&args.spec, &[]) {
+        Ok((_, n)) => n,
+        Err(diagnostics) => {
+            print_diagnostics(err, &diagnostics);
+            return EXIT_ERROR;
+        }
+    };
+    // The config names paths relative to its own folder.
+    let absolute = |p: &Path| std::env::current_dir().map_or(p.to_path_buf(), |cwd| cwd.join(p));
+    let folder = absolute(args.config.parent().unwrap_or(Path::new("")));
+    let spec = display_path(&crate::init::relative_to(&absolute(&args.spec), &folder));
+    let out_dir = display_path(&crate::init::relative_to(&absolute(&args.out_dir), &folder));
+    let text = crate::init::config_text(&spec, &languages, &out_dir);
+    if let Err(e) = facade::write_file_atomically(&args.config, &text) {
+        let _ = writeln!(
+            err,
+            "error: cannot write {}: {e}",
+            display_path(&args.config)
+        );
+        return EXIT_ERROR;
+    }
+    let _ = writeln!(
+        out,
+        "wrote {} ({} target(s)); next: `retrygen generate`",
+        display_path(&args.config),
+        languages.len()
+    );
+    if unannotated > 0 {
+        let _ = writeln!(
+            out,
+            "{unannotated} POST/PATCH operation(s) have no x-idempotent: `retrygen lint --spec {} --suggest-overlay retry-overlay.yaml` writes an overlay to review",
+            display_path(&args.spec)
+        );
+    }
+    EXIT_OK
 }
 
 pub fn diff(args: &DiffArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
@@ -549,6 +695,7 @@ pub fn run(cli: Cli, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write)
         Command::Generate(args) => generate(args, out, err),
         Command::Check(args) => check(args, out, err),
         Command::List(args) => list(args, out, err),
+        Command::Init(args) => init(args, out, err),
         Command::Lint(args) => lint(args, out, err),
         Command::Diff(args) => diff(args, out, err),
         Command::Explain(args) => explain(args, out, err),

@@ -79,6 +79,32 @@ pub fn load_spec(
     }
 }
 
+/// `retrygen lint --suggest-overlay`: the starting overlay for `spec` (after `overlays`), and how
+/// many operations it annotates.
+pub fn suggest_overlay(
+    spec: &Path,
+    overlays: &[std::path::PathBuf],
+) -> Result<(String, usize), Diagnostics> {
+    let spec = read::SpecRef::file(spec);
+    let (raw, _) = read::read_spec_with_overlays(&spec, &Limits::default(), overlays, false)?;
+    Ok(crate::suggest::overlay(&raw, &spec.display))
+}
+
+/// Writes `text` to `path` through a temporary file in the same folder and a rename: a reader
+/// never sees half a file, and a failed write leaves the old one.
+pub fn write_file_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
 /// Reads two specs (each a file or `git:REV:path`) and compares them: `retrygen diff`.
 /// Problems of both come back together; warnings beside the report.
 pub fn diff(

@@ -13,9 +13,11 @@ pub mod diff;
 pub mod emit;
 pub mod explain;
 mod facade;
+pub mod init;
 pub mod model;
 pub mod percent;
 pub mod read;
+pub mod suggest;
 pub mod write;
 
 pub use config::Config;

@@ -658,3 +658,94 @@ fn overlays_cannot_nest_the_document_past_the_limit() {
         "{err}"
     );
 }
+
+/// `lint --format sarif`: one SARIF 2.1.0 result per diagnostic, nothing else on stdout.
+#[test]
+fn lint_sarif() {
+    let (code, out, err) = retrygen(&[
+        "lint",
+        "--spec",
+        "tests/fixtures/many-errors.yaml",
+        "--format",
+        "sarif",
+    ]);
+    assert_eq!((code, err.as_str()), (1, ""));
+    let sarif: serde_json::Value = serde_json::from_str(&out).expect("stdout is SARIF");
+    assert_eq!(sarif["version"], "2.1.0");
+    insta::assert_snapshot!(out);
+}
+
+/// `lint --format github`: workflow commands that annotate the spec's lines in a pull request.
+#[test]
+fn lint_github_annotations() {
+    let (code, out, err) = retrygen(&[
+        "lint",
+        "--spec",
+        "tests/fixtures/unannotated.yaml",
+        "--strict",
+        "--format",
+        "github",
+    ]);
+    assert_eq!((code, err.as_str()), (1, ""));
+    assert!(out.lines().all(|l| l.starts_with("::error ")), "{out}");
+    insta::assert_snapshot!(out);
+}
+
+/// From nothing to a gated SDK: `init` writes a config that generates and checks clean, the
+/// suggested overlay makes `lint --strict` pass and changes no class.
+#[test]
+fn init_then_suggest_overlay_then_generate() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::copy("tests/fixtures/unannotated.yaml", root.join("api.yaml")).unwrap();
+    let p = |name: &str| root.join(name).display().to_string();
+    let (config, spec, overlay) = (p("retrygen.toml"), p("api.yaml"), p("retry-overlay.yaml"));
+    let (code, out, err) = retrygen(&[
+        "init",
+        "--spec",
+        &spec,
+        "--lang",
+        "python,go",
+        "--lang",
+        "typescript",
+        "--config",
+        &config,
+        "--out-dir",
+        &p("retry"),
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    assert!(
+        out.contains("3 target(s)") && out.contains("2 POST/PATCH"),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    insta::assert_snapshot!("init_config", text);
+    // A second init refuses to replace it.
+    let again = retrygen(&["init", "--spec", &spec, "--lang", "go", "--config", &config]);
+    assert_eq!(again.0, 2);
+    assert!(again.2.contains("--force"), "{}", again.2);
+
+    let (code, out, _) = retrygen(&["lint", "--spec", &spec, "--suggest-overlay", &overlay]);
+    assert_eq!(code, 0, "{out}");
+    let suggested = std::fs::read_to_string(&overlay).unwrap();
+    insta::assert_snapshot!("suggested_overlay", suggested.replace(&spec, "api.yaml"));
+    assert_eq!(retrygen(&["lint", "--spec", &spec, "--strict"]).0, 1);
+    let (code, _, err) = retrygen(&["lint", "--spec", &spec, "--strict", "--overlay", &overlay]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let classes = |extra: &[&str]| {
+        let mut args = vec!["list", "--spec", spec.as_str(), "--format", "json"];
+        args.extend_from_slice(extra);
+        let rows: serde_json::Value = serde_json::from_str(&retrygen(&args).1).unwrap();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["class"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(classes(&[]), classes(&["--overlay", &overlay]));
+
+    assert_eq!(retrygen(&["generate", "--config", &config]).0, 0);
+    let (code, out, _) = retrygen(&["check", "--config", &config]);
+    assert_eq!(code, 0, "{out}");
+    assert!(root.join("retry/python").is_dir() && root.join("retry/typescript").is_dir());
+}
