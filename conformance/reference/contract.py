@@ -893,6 +893,47 @@ def ascii_lower(text):
     return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
 
 
+# --- origin scope (C5) ---
+
+_DEFAULT_PORTS = {"http": "80", "ws": "80", "https": "443", "wss": "443"}
+
+
+def origin_of(text):
+    """C5: (scheme, host, port) of a full URL, or None for a string without `scheme://`."""
+    m = _SCHEME.match(text)
+    if m is None:
+        return None
+    scheme = ascii_lower(text[: m.end() - 3])
+    authority = text[m.end():]
+    for i, c in enumerate(authority):
+        if c in "/?#":
+            authority = authority[:i]
+            break
+    at = authority.rfind("@")
+    if at >= 0:
+        authority = authority[at + 1:]
+    if authority.startswith("["):
+        end = authority.find("]")
+        host = authority if end < 0 else authority[: end + 1]
+    else:
+        end = authority.find(":")
+        host = authority if end < 0 else authority[:end]
+    rest = authority[len(host):]
+    port = rest[1:] if rest.startswith(":") else ""
+    if port != "" and all("0" <= c <= "9" for c in port):
+        port = port.lstrip("0") or "0"
+    if port == "":
+        port = _DEFAULT_PORTS.get(scheme, "")
+    return (scheme, ascii_lower(host), port)
+
+
+def in_scope(base, target):
+    """C5: a request belongs to the API's origin: the base or the target has no origin, or both
+    origins are equal."""
+    b, t = origin_of(base), origin_of(target)
+    return b is None or t is None or b == t
+
+
 def has_idempotency_key(header, headers):
     """H1: the operation declares `header` and the request carries it (name compared ASCII
     case-insensitively) with a value that is not empty after trimming spaces and tabs."""

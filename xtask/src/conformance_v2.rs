@@ -1,5 +1,5 @@
 //! Contract v2 case lines (conformance/README.md, "Contract v2 lines"): the vector kinds
-//! `decide2`, `invalid`, `budget`, `classify2`, `safe_list`, `has_key` and `event`, the derived
+//! `decide2`, `invalid`, `budget`, `classify2`, `safe_list`, `has_key`, `event` and `origin`, the derived
 //! `C2`/`L`/`H` probes and the `T2` table dump. Only used with `--contract 2`
 //! (`RETRYGEN_CONTRACT=2`), once the runtimes implement v2.
 
@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use std::fmt::Write as _;
 
 /// The v2 vector kinds.
-pub const KINDS: [&str; 7] = [
+pub const KINDS: [&str; 8] = [
     "decide2",
     "invalid",
     "budget",
@@ -19,10 +19,11 @@ pub const KINDS: [&str; 7] = [
     "safe_list",
     "has_key",
     "event",
+    "origin",
 ];
 
 /// Kinds that name no spec and run once per spec suite, like `decide`.
-pub const SPEC_FREE: [&str; 3] = ["decide2", "budget", "invalid"];
+pub const SPEC_FREE: [&str; 4] = ["decide2", "budget", "invalid", "origin"];
 
 /// The v2 policy keys in the order of the `P2` fields.
 const KEYS: [&str; 19] = retrygen::model::policy::KEYS;
@@ -334,6 +335,14 @@ pub fn vector_probe(case: &Value, kind: &str, origin: String) -> Result<Probe> {
                 opt_str_hex(&e["operation_id"])
             ),
         ),
+        "origin" => (
+            format!(
+                "O\t{n}\t{}\t{}",
+                hex(case["base"].as_str().unwrap_or_default()),
+                hex(case["target"].as_str().unwrap_or_default())
+            ),
+            format!("O\t{n}\t{}", b(&e["in_scope"])),
+        ),
         other => bail!("{origin}: unknown v2 kind {other:?}"),
     };
     Ok(Probe {
@@ -567,6 +576,7 @@ mod tests {
                 "C2" => 6,
                 "L" => 4,
                 "E" => 8,
+                "O" => 4,
                 "H" => fields - (fields - 3) % 2,
                 other => panic!("{other}"),
             };
