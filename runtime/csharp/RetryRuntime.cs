@@ -102,6 +102,9 @@ namespace Retrygen.Generated
 
         /// <summary>Stop: the retry budget cannot pay for the retry.</summary>
         BudgetExhausted,
+
+        /// <summary>Stop: the server's TLS certificate was refused; a retry meets the same certificate.</summary>
+        CertificateFailure,
     }
 
     /// <summary>What <see cref="RetryRuntime.Decide"/> does when the server asks to wait longer than the cap.</summary>
@@ -171,6 +174,12 @@ namespace Retrygen.Generated
 
         /// <summary>The caller cancelled.</summary>
         Aborted,
+
+        /// <summary>
+        /// The server's TLS certificate was refused (untrusted issuer, expired, name or pin mismatch): provably
+        /// unsent, but never retried, since a retry meets the same certificate.
+        /// </summary>
+        Certificate,
     }
 
     /// <summary>The retry contract's names of the enum values, as logs and conformance vectors spell them.</summary>
@@ -230,6 +239,7 @@ namespace Retrygen.Generated
                 case DecisionReason.KeyReused: return "key_reused";
                 case DecisionReason.NoServerDelay: return "no_server_delay";
                 case DecisionReason.BudgetExhausted: return "budget_exhausted";
+                case DecisionReason.CertificateFailure: return "certificate_failure";
                 default: throw new ArgumentOutOfRangeException(nameof(value));
             }
         }
@@ -297,7 +307,7 @@ namespace Retrygen.Generated
         /// <returns>Whether <paramref name="name"/> is a failure name.</returns>
         public static bool TryParse(string name, out FailureKind value)
         {
-            for (value = FailureKind.Connect; value <= FailureKind.Aborted; value++)
+            for (value = FailureKind.Connect; value <= FailureKind.Certificate; value++)
             {
                 if (string.Equals(name, value.ToWireName(), StringComparison.Ordinal))
                 {
@@ -446,6 +456,7 @@ namespace Retrygen.Generated
                 case FailureKind.Connect: return "connect";
                 case FailureKind.Transport: return "transport";
                 case FailureKind.Aborted: return "aborted";
+                case FailureKind.Certificate: return "certificate";
                 default: throw new ArgumentOutOfRangeException(nameof(value));
             }
         }
@@ -2456,6 +2467,118 @@ namespace Retrygen.Generated
         /// <summary>The largest <c>retries_used</c>, <c>elapsed_ms</c> and <c>previous_delay_ms</c>: 2^53 - 1, every language's exact integers.</summary>
         public const long MaxCounter = 9007199254740991L;
 
+        /// <summary>
+        /// Whether <paramref name="target"/> is in the scope of <paramref name="baseUrl"/> (contract C5): true when
+        /// either has no origin (no <c>scheme://</c> prefix) or both origins (scheme, host, port) are equal. Plain
+        /// string operations, the same in every language: no URL parser, no IDNA, no percent-decoding; it never
+        /// fails and never validates.
+        /// </summary>
+        /// <param name="baseUrl">The configured base URL, or <c>null</c>.</param>
+        /// <param name="target">The request URL, or <c>null</c>.</param>
+        /// <returns>Whether the adapter's retry rules apply to the request.</returns>
+        public static bool InScope(string baseUrl, string target)
+        {
+            string[] left = OriginOf(baseUrl);
+            string[] right = OriginOf(target);
+            if (left == null || right == null)
+            {
+                return true;
+            }
+
+            return string.Equals(left[0], right[0], StringComparison.Ordinal)
+                && string.Equals(left[1], right[1], StringComparison.Ordinal)
+                && string.Equals(left[2], right[2], StringComparison.Ordinal);
+        }
+
+        // (scheme, host, port) of contract C5, or null when the string does not start with scheme "://".
+        private static string[] OriginOf(string value)
+        {
+            if (value == null || value.Length == 0 || !IsAsciiLetter(value[0]))
+            {
+                return null;
+            }
+
+            int i = 1;
+            while (i < value.Length && (IsAsciiLetter(value[i]) || (value[i] >= '0' && value[i] <= '9') || value[i] == '+' || value[i] == '-' || value[i] == '.'))
+            {
+                i++;
+            }
+
+            if (string.CompareOrdinal(value, i, "://", 0, 3) != 0 || i + 3 > value.Length)
+            {
+                return null;
+            }
+
+            string scheme = AsciiLower(value.Substring(0, i));
+            int start = i + 3;
+            int end = start;
+            while (end < value.Length && value[end] != '/' && value[end] != '?' && value[end] != '#')
+            {
+                end++;
+            }
+
+            string authority = value.Substring(start, end - start);
+            int at = authority.LastIndexOf('@');
+            if (at >= 0)
+            {
+                authority = authority.Substring(at + 1);
+            }
+
+            int hostEnd;
+            if (authority.Length > 0 && authority[0] == '[')
+            {
+                int close = authority.IndexOf(']');
+                hostEnd = close < 0 ? authority.Length : close + 1;
+            }
+            else
+            {
+                int colon = authority.IndexOf(':');
+                hostEnd = colon < 0 ? authority.Length : colon;
+            }
+
+            string host = AsciiLower(authority.Substring(0, hostEnd));
+            string port = hostEnd < authority.Length && authority[hostEnd] == ':' ? authority.Substring(hostEnd + 1) : string.Empty;
+            bool digits = port.Length > 0;
+            foreach (char c in port)
+            {
+                digits &= c >= '0' && c <= '9';
+            }
+
+            if (digits)
+            {
+                port = port.TrimStart('0');
+                if (port.Length == 0)
+                {
+                    port = "0";
+                }
+            }
+            else if (port.Length == 0)
+            {
+                port = scheme == "http" || scheme == "ws" ? "80" : scheme == "https" || scheme == "wss" ? "443" : string.Empty;
+            }
+
+            return new[] { scheme, host, port };
+        }
+
+        private static bool IsAsciiLetter(char c)
+        {
+            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        }
+
+        private static string AsciiLower(string value)
+        {
+            char[] chars = value.ToCharArray();
+            for (int i = 0; i < chars.Length; i++)
+            {
+                if (chars[i] >= 'A' && chars[i] <= 'Z')
+                {
+                    chars[i] = (char)(chars[i] + 32);
+                }
+            }
+
+            return new string(chars);
+        }
+
         /// <summary>Decides whether to retry a failed attempt, and after how long (docs/contract.md section 3).</summary>
         /// <param name="policy">The policy values, usually <see cref="RetryPolicy.Default"/>.</param>
         /// <param name="input">The request's class, what the attempt ended with, the clock, a random draw and the budget state.</param>
@@ -2522,7 +2645,7 @@ namespace Retrygen.Generated
                 throw new InvalidInputException("input.class");
             }
 
-            if (outcome.Failure.HasValue && (outcome.Failure.Value < FailureKind.Connect || outcome.Failure.Value > FailureKind.Aborted))
+            if (outcome.Failure.HasValue && (outcome.Failure.Value < FailureKind.Connect || outcome.Failure.Value > FailureKind.Certificate))
             {
                 throw new InvalidInputException("input.outcome");
             }
@@ -2563,6 +2686,12 @@ namespace Retrygen.Generated
             if (outcome.Failure == FailureKind.Aborted)
             {
                 return Stop(DecisionReason.Aborted, budgetTokens);
+            }
+
+            // [contract R1] A refused certificate: a retry meets the same certificate.
+            if (outcome.Failure == FailureKind.Certificate)
+            {
+                return Stop(DecisionReason.CertificateFailure, budgetTokens);
             }
 
             // [contract R2] The operation is never retried.

@@ -114,6 +114,13 @@ namespace Retrygen.Conformance
                         break;
                     }
 
+                case "O":
+                    {
+                        ExpectFields(f, 4);
+                        Line(output, "O", f[1], RetryRuntime.InScope(Wtf8(f[2]), Wtf8(f[3])) ? "1" : "0");
+                        break;
+                    }
+
                 case "I":
                     {
                         ExpectFields(f, 3);

@@ -66,6 +66,8 @@ namespace Retrygen.Generated.Tests
                 Test("v2: has_idempotency_key", HasKey),
                 Test("v2: retry event", RetryEvents),
                 Test("v2: classifier with a base allocates nothing", ClassifierAllocatesNothing),
+                Test("v2: a refused certificate stops before every other rule", CertificateStops),
+                Test("C5: InScope compares scheme, host and port by hand", OriginScope),
             };
             int failed = 0;
             foreach (KeyValuePair<string, Action> test in tests)
@@ -443,6 +445,30 @@ namespace Retrygen.Generated.Tests
             Expect(p, ReplayClass.Idempotent, false, Outcome.Connect, 0, "retry 250 ms (connect_failure)");
             var deadline = new RetryPolicy(deadlineMs: 1000);
             Equal("stop (deadline)", RetryRuntime.Decide(deadline, new DecisionInput(ReplayClass.Idempotent, false, Outcome.FromStatus(503), 0, 900, 0, Nov6, 0.5)).ToString(), "deadline");
+        }
+
+        private static void CertificateStops()
+        {
+            // R1: no class, retry count or budget makes a refused certificate retryable.
+            Expect(RetryPolicy.Default, ReplayClass.Idempotent, false, Outcome.FromFailure(FailureKind.Certificate), 0, "stop (certificate_failure)");
+            Expect(RetryPolicy.Default, ReplayClass.NoRetry, false, Outcome.FromFailure(FailureKind.Certificate), 0, "stop (certificate_failure)");
+            Expect(RetryPolicy.Default, ReplayClass.Idempotent, false, Outcome.FromFailure(FailureKind.Certificate), 3, "stop (certificate_failure)");
+            Equal("certificate", FailureKind.Certificate.ToWireName(), "wire name");
+            Equal(FailureKind.Certificate, WireNames.ParseFailureKind("certificate"), "parse");
+        }
+
+        private static void OriginScope()
+        {
+            True(RetryRuntime.InScope("https://API.example.com", "https://api.example.com:443/v1/x"), "default port, case");
+            True(RetryRuntime.InScope("http://a:0080/", "HTTP://user:pw@a:80?q"), "leading zeros, user info");
+            True(RetryRuntime.InScope("/v1", "https://other.example/"), "base without origin");
+            True(RetryRuntime.InScope("https://a/", "/v1/sandboxes"), "relative target");
+            True(RetryRuntime.InScope("https://[::1]:8443/", "https://[::1]:8443/x"), "IPv6 literal");
+            True(!RetryRuntime.InScope("https://a/", "https://other.example/sandboxes"), "other host");
+            True(!RetryRuntime.InScope("https://a/", "http://a/"), "other scheme");
+            True(!RetryRuntime.InScope("http://a:8080/", "http://a/"), "other port");
+            True(!RetryRuntime.InScope("https://a./", "https://a/"), "trailing dot kept");
+            True(!RetryRuntime.InScope("foo://a/", "foo://a:1/"), "no default port for other schemes");
         }
 
         private static void Expect(RetryPolicy p, ReplayClass c, bool key, Outcome outcome, int retries, string expected)
