@@ -1,6 +1,6 @@
 // Conformance harness for the TypeScript module: reads a case file (conformance/README.md) and
 // prints one result line per case. Compiled by `cargo xtask` next to the generated index.ts and
-// runtime.ts. It reads the contract v2 lines (D, C, I, D2, K, C2, L, H, E, T2) and N, answered
+// runtime.ts. It reads the contract v2 lines (D, C, I, D2, K, C2, L, H, E, T2, O) and N, answered
 // from the safe list's entries without an idempotency header (v1's non_replayable list); the v1
 // table dump T is retired (its v2 form is T2). A RetryInputError prints `X name key`.
 
@@ -21,6 +21,8 @@ import {
   parseBudgetKind,
   retryEvent,
 } from "./index.js";
+// C5 is the runtime's (templates/typescript/tables.j2 does not re-export it yet).
+import { inScope } from "./runtime.js";
 import type {
   BudgetKind,
   Classification,
@@ -479,6 +481,11 @@ function runCase(f: readonly string[]): string[] {
       const c = classifierOf(field(f, 2), field(f, 3));
       const result = c.classify(wtf8(field(f, 4)), wtf8(field(f, 5)));
       return [["C2", field(f, 1), ...classification(result)].join("\t")];
+    }
+    case "O": {
+      expectFields(f, 4);
+      const hit = inScope(wtf8(field(f, 2)), wtf8(field(f, 3)));
+      return [["O", field(f, 1), hit ? "1" : "0"].join("\t")];
     }
     case "I": {
       expectFields(f, 3);

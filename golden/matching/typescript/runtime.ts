@@ -82,7 +82,7 @@ export type UnknownOperationClass =
 export type BudgetKind = "retry" | "timeout";
 
 /** How an attempt failed without a response. */
-export type Failure = "connect" | "transport" | "aborted";
+export type Failure = "connect" | "transport" | "aborted" | "certificate";
 
 /**
  * The retry policy (contract section 3, "Policy"). `decide` checks every field
@@ -161,6 +161,7 @@ const FAILURES: readonly Failure[] = Object.freeze([
   "connect",
   "transport",
   "aborted",
+  "certificate",
 ] as const);
 
 const BUDGET_KINDS: readonly BudgetKind[] = Object.freeze([
@@ -1226,6 +1227,66 @@ function originEnd(target: string): number {
 }
 
 /**
+ * Contract C5: whether a request to `target` belongs to the API `base` names.
+ * True when either has no origin (no `scheme://`) or both origins (scheme,
+ * host, port) are equal. Plain string work, identical in every language: no
+ * URL parser (their normalisations differ), no IDNA, no percent-decoding. It
+ * never throws and validates nothing (a lone surrogate is compared as is).
+ */
+export function inScope(base: string, target: string): boolean {
+  const a = originOf(base);
+  if (a === null) {
+    return true;
+  }
+  const b = originOf(target);
+  return b === null || (a[0] === b[0] && a[1] === b[1] && a[2] === b[2]);
+}
+
+/** The (scheme, host, port) of `text` (C5), or `null` without `scheme://`. */
+function originOf(text: string): [string, string, string] | null {
+  const end = originEnd(text);
+  if (end === 0) {
+    return null;
+  }
+  const colon = text.indexOf("://");
+  const scheme = asciiLowerCase(text.slice(0, colon));
+  let authority = text.slice(colon + 3, end);
+  authority = authority.slice(authority.lastIndexOf("@") + 1);
+  let hostEnd: number;
+  if (authority.startsWith("[")) {
+    const close = authority.indexOf("]");
+    hostEnd = close < 0 ? authority.length : close + 1;
+  } else {
+    const c = authority.indexOf(":");
+    hostEnd = c < 0 ? authority.length : c;
+  }
+  const host = asciiLowerCase(authority.slice(0, hostEnd));
+  let port =
+    authority.charAt(hostEnd) === ":" ? authority.slice(hostEnd + 1) : "";
+  if (port !== "" && /^[0-9]+$/.test(port)) {
+    port = port.replace(/^0+(?=.)/, "");
+  }
+  if (port === "") {
+    port = defaultPort(scheme);
+  }
+  return [scheme, host, port];
+}
+
+/** The port a scheme defaults to (C5): `http`/`ws` 80, `https`/`wss` 443. */
+function defaultPort(scheme: string): string {
+  switch (scheme) {
+    case "http":
+    case "ws":
+      return "80";
+    case "https":
+    case "wss":
+      return "443";
+    default:
+      return "";
+  }
+}
+
+/**
  * Contract C2: the base path of a configured base: C1, cut at the first `?`
  * or `#`, every trailing `/` removed.
  */
@@ -1575,10 +1636,13 @@ function mixedMatches(
  * first of `serverDirectiveHeaders` the response carries), or a failure:
  *
  * - `connect`: the request provably never left (DNS failure, connection
- *   refused, connect timeout, TLS handshake failure);
+ *   refused, connect timeout, a TLS handshake failure other than the
+ *   certificate, an HTTP/2 stream refused unprocessed);
  * - `transport`: the request may have been sent (reset, EOF, read or write
  *   timeout, protocol error, anything unclassified);
- * - `aborted`: the caller cancelled.
+ * - `aborted`: the caller cancelled;
+ * - `certificate`: the TLS peer's certificate was refused (never retried:
+ *   the next attempt meets the same certificate).
  */
 export type Outcome =
   | {
@@ -1590,7 +1654,8 @@ export type Outcome =
     }
   | { readonly kind: "connect" }
   | { readonly kind: "transport" }
-  | { readonly kind: "aborted" };
+  | { readonly kind: "aborted" }
+  | { readonly kind: "certificate" };
 
 /** Everything `decide` looks at. */
 export interface DecisionInput {
@@ -1621,6 +1686,7 @@ export interface DecisionInput {
 /** Why `decide` decided as it did. */
 export type DecisionReason =
   | "aborted"
+  | "certificate_failure"
   | "no_retry_operation"
   | "exhausted"
   | "connect_failure"
@@ -1696,9 +1762,13 @@ export function decide(policy: RetryPolicy, input: DecisionInput): Decision {
   checkInput(policy, input);
   const tokens = input.budgetTokens ?? null;
   const { outcome } = input;
-  // [contract R1] the caller cancelled.
+  // [contract R1] the caller cancelled, or the server's certificate was
+  // refused: no class, count or budget makes either worth another attempt.
   if (outcome.kind === "aborted") {
     return stop("aborted", tokens);
+  }
+  if (outcome.kind === "certificate") {
+    return stop("certificate_failure", tokens);
   }
   // [contract R2]
   if (input.replayClass === "no_retry") {
