@@ -13,6 +13,10 @@ from typing import TypeVar, cast
 
 import retry_policy as rp
 
+# The runtime module itself: the package's __init__.py (templates/python/tables.j2) does not
+# re-export in_scope yet.
+from retry_policy._runtime import in_scope
+
 _HEX = re.compile(r"(?:[0-9a-f]{2})*")
 _INTEGER = re.compile(r"-?[0-9]+")
 _BITS = re.compile(r"[0-9a-f]{16}")
@@ -321,6 +325,10 @@ def case(f: Sequence[str]) -> list[str]:
         clf = classifier(f[2], f[3])
         c = clf.classify(wtf8(f[4]), wtf8(f[5]))
         return ["\t".join(["C2", f[1], *classification(c)])]
+    if kind == "O":
+        expect_fields(f, 4)
+        hit = in_scope(wtf8(f[2]), wtf8(f[3]))
+        return ["\t".join(["O", f[1], "1" if hit else "0"])]
     if kind == "I":
         expect_fields(f, 3)
         op = rp.operation_by_id(unhex(f[2]))

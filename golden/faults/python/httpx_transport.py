@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import math
 import random
+import ssl
 import threading
 import time
 import uuid
@@ -52,11 +53,13 @@ from ._runtime import (
     budget_record_success,
     decide,
     has_idempotency_key,
+    in_scope,
     retry_event,
 )
 
 __all__ = [
     "BODY_NOT_REPLAYABLE",
+    "FOREIGN_ORIGIN",
     "AsyncRetryTransport",
     "AttemptTimeout",
     "FinishEvent",
@@ -70,10 +73,19 @@ BODY_NOT_REPLAYABLE: Final = "body_not_replayable"
 """The finish reason of a request whose retry was granted but whose body is a
 stream the adapter cannot send twice."""
 
-FinishReason: TypeAlias = DecisionReason | Literal["body_not_replayable"]
-"""Why a request ended: its last decision's reason, or ``BODY_NOT_REPLAYABLE``."""
+FOREIGN_ORIGIN: Final = "foreign_origin"
+"""The finish reason of a request to another origin than the base URL's: sent
+once as it was, no key, no budget (docs/adapters.md, rule 0)."""
 
-FinishOutcome: TypeAlias = Literal["status", "connect", "transport", "aborted"]
+FinishReason: TypeAlias = (
+    DecisionReason | Literal["body_not_replayable", "foreign_origin"]
+)
+"""Why a request ended: its last decision's reason, ``BODY_NOT_REPLAYABLE`` or
+``FOREIGN_ORIGIN``."""
+
+FinishOutcome: TypeAlias = Literal[
+    "status", "connect", "transport", "certificate", "aborted"
+]
 """What the last attempt ended with: a response, or one of the failures."""
 
 
@@ -113,6 +125,10 @@ class FinishEvent:
     """The last response's status; None when the last attempt failed."""
     timed_out: bool
     """The last attempt ended by a timeout after connecting."""
+    redirects: int
+    """Follow-ups the transport sent by itself: always 0, since httpx's
+    ``Client`` follows redirects above the transport (each hop is a request of
+    its own, with its own finish event)."""
     method: str
     path_template: str | None
     operation_id: str | None
@@ -133,12 +149,32 @@ _OUTCOMES: Final[dict[Failure, FinishOutcome]] = {
     Failure.CONNECT: "connect",
     Failure.TRANSPORT: "transport",
     Failure.ABORTED: "aborted",
+    Failure.CERTIFICATE: "certificate",
 }
+
+# The classification of a request to another origin: no operation, never retried.
+_FOREIGN: Final = Classification(operation=None, replay_class=ReplayClass.NO_RETRY)
 
 # httpx raises these when the request provably never left: no connection was made (DNS,
 # refused, unreachable, TLS handshake: ConnectError; the connect phase's timeout) or none was
 # free in the pool before its timeout.
 _CONNECT_ERRORS: Final = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def _refused_certificate(error: BaseException) -> bool:
+    """Tell whether a TLS certificate verification failure is in ``error``'s chain.
+
+    httpx's ConnectError carries the ssl module's error as its cause (httpcore
+    maps it); walking the chain only makes a failure less retryable.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _failure(error: BaseException) -> tuple[Failure, bool]:
@@ -147,6 +183,9 @@ def _failure(error: BaseException) -> tuple[Failure, bool]:
         # asyncio.CancelledError, KeyboardInterrupt, SystemExit: the caller stopped the request.
         return Failure.ABORTED, False
     if isinstance(error, _CONNECT_ERRORS):
+        if isinstance(error, httpx.ConnectError) and _refused_certificate(error):
+            # The next attempt meets the same certificate (contract R1).
+            return Failure.CERTIFICATE, False
         return Failure.CONNECT, False
     # Anything else, whether httpx's or unknown, may have come after the request was sent.
     return Failure.TRANSPORT, isinstance(error, (httpx.TimeoutException, TimeoutError))
@@ -186,6 +225,8 @@ class _Call:
     __slots__ = (
         "attempts",
         "classification",
+        "finished",
+        "foreign",
         "has_key",
         "method",
         "previous_delay_ms",
@@ -202,9 +243,13 @@ class _Call:
         *,
         has_key: bool,
         replayable: bool,
+        foreign: bool = False,
     ) -> None:
         self.method = method
         self.classification = classification
+        self.foreign = foreign
+        # The finish event was emitted (or is being): never twice, whatever a callback does.
+        self.finished = False
         self.has_key = has_key
         self.replayable = replayable
         self.attempts = 0
@@ -219,6 +264,7 @@ class _Retrying:
 
     __slots__ = (
         "_bare_outcomes",
+        "_base",
         "_budget",
         "_classifier",
         "_directive_headers",
@@ -253,6 +299,7 @@ class _Retrying:
             msg = f"attempt_timeout must be a positive number of seconds, not {attempt_timeout!r}"
             raise ValueError(msg)
         self._policy = policy
+        self._base = None if base_url is None else str(base_url)
         self._classifier = tables.classifier(
             None if base_url is None else str(base_url),
             policy.unknown_operation_class,
@@ -276,8 +323,17 @@ class _Retrying:
         return self._budget.tokens
 
     def begin(self, request: httpx.Request) -> _Call:
-        """Classify the request and give it its idempotency key (steps 1-3)."""
+        """Classify the request and give it its idempotency key (steps 0-3)."""
         method = request.method
+        if self._base is not None and not in_scope(self._base, str(request.url)):
+            # Rule 0: another origin than the base URL's is not the API the tables describe.
+            return _Call(
+                method.upper(),
+                _FOREIGN,
+                has_key=False,
+                replayable=False,
+                foreign=True,
+            )
         # The path and query as sent, still percent-encoded: the classifier decodes segments
         # itself, and the origin plays no part in classifying.
         classification = self._classifier.classify(
@@ -308,6 +364,9 @@ class _Retrying:
     def answered(self, call: _Call, response: httpx.Response) -> int | None:
         """Decide after a response: the delay before the next attempt, or None to return it."""
         status = response.status_code
+        if call.foreign:
+            self._finish(call, FOREIGN_ORIGIN, "status", status)
+            return None
         if not 100 <= status <= 599:
             # Outside what the contract classifies: nothing to retry, returned as it is.
             self._finish(call, DecisionReason.STATUS_NOT_RETRYABLE, "status", status)
@@ -336,11 +395,23 @@ class _Retrying:
     def failed(self, call: _Call, error: BaseException) -> int | None:
         """Decide after an exception: the delay before the next attempt, or None to raise it."""
         failure, timed_out = _failure(error)
+        if call.foreign:
+            self._finish(
+                call, FOREIGN_ORIGIN, _OUTCOMES[failure], None, timed_out=timed_out
+            )
+            return None
         return self._decide(call, failure, timed_out=timed_out)
 
     def aborted(self, call: _Call) -> None:
         """End a request cancelled between attempts."""
         self._finish(call, DecisionReason.ABORTED, "aborted", None)
+
+    def abandoned(self, call: _Call, reason: FinishReason, outcome: Outcome) -> None:
+        """End a request whose on_retry raised: no further attempt, one finish event."""
+        if isinstance(outcome, StatusOutcome):
+            self._finish(call, reason, "status", outcome.status)
+        else:
+            self._finish(call, reason, _OUTCOMES[outcome], None)
 
     def _decide(self, call: _Call, outcome: Outcome, *, timed_out: bool) -> int | None:
         """Apply steps 5-8 to one completed attempt."""
@@ -394,14 +465,19 @@ class _Retrying:
         else:
             call.released = policy.budget_retry_cost
         if self._on_retry is not None:
-            self._on_retry(
-                retry_event(
-                    method=call.method,
-                    operation=classification.operation,
-                    retries_used=call.retries_used,
-                    decision=decision,
-                )
+            event = retry_event(
+                method=call.method,
+                operation=classification.operation,
+                retries_used=call.retries_used,
+                decision=decision,
             )
+            try:
+                self._on_retry(event)
+            except BaseException:
+                # The callback ends the request: the budget stays as decided, the finish
+                # event says how many attempts were sent, the callback's error propagates.
+                self.abandoned(call, decision.reason, outcome)
+                raise
         call.retries_used += 1
         call.previous_delay_ms = decision.delay_ms
         return decision.delay_ms
@@ -434,6 +510,9 @@ class _Retrying:
         *,
         timed_out: bool = False,
     ) -> None:
+        if call.finished:
+            return
+        call.finished = True
         if self._on_finish is None:
             return
         operation = call.classification.operation
@@ -444,6 +523,7 @@ class _Retrying:
                 outcome=outcome,
                 status=status,
                 timed_out=timed_out,
+                redirects=0,
                 method=call.method if operation is None else operation.method,
                 path_template=None if operation is None else operation.path,
                 operation_id=None if operation is None else operation.operation_id,
@@ -498,7 +578,11 @@ class RetryTransport(httpx.BaseTransport):
       write, each read up to the response's head) rather than their sum; the
       response's body is then read with the client's own timeouts.
 
-    Exceptions raised by the callbacks propagate to the caller.
+    A request to another origin than ``base_url``'s (when it has one) is sent
+    once as it is: no key, no budget, a finish event with reason
+    ``FOREIGN_ORIGIN``. An exception raised by a callback propagates to the
+    caller after the response is closed and the finish event emitted once; an
+    ``on_retry`` that raises ends the request, no further attempt is sent.
     """
 
     def __init__(
@@ -538,7 +622,11 @@ class RetryTransport(httpx.BaseTransport):
             call.attempts += 1
             response = None
             try:
-                response = self._attempt(request)
+                response = (
+                    self._transport.handle_request(request)
+                    if call.foreign
+                    else self._attempt(request)
+                )
             except BaseException as error:
                 delay = retrying.failed(call, error)
                 if delay is None:
@@ -631,7 +719,11 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
             call.attempts += 1
             response = None
             try:
-                response = await self._attempt(request)
+                response = await (
+                    self._transport.handle_async_request(request)
+                    if call.foreign
+                    else self._attempt(request)
+                )
             except BaseException as error:
                 delay = retrying.failed(call, error)
                 if delay is None:

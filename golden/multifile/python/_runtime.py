@@ -56,6 +56,7 @@ __all__ = [
     "budget_try_acquire",
     "decide",
     "has_idempotency_key",
+    "in_scope",
     "retry_event",
     "server_delay_ms",
 ]
@@ -927,6 +928,61 @@ def _without_origin(target: str) -> str:
     return target
 
 
+_DEFAULT_PORTS: dict[str, str] = {
+    "http": "80",
+    "ws": "80",
+    "https": "443",
+    "wss": "443",
+}
+
+
+def _origin(text: str) -> tuple[str, str, str] | None:
+    """Return the C5 origin (scheme, host, port) of ``text``, None without ``scheme://``.
+
+    Plain string work, as in every language: no URL parser, no IDNA, no decoding.
+    """
+    sep = text.find("://")
+    if sep <= 0 or not (text[0].isascii() and text[0].isalpha()):
+        return None
+    scheme = text[:sep]
+    if not all(c in _SCHEME_CHARACTERS for c in scheme):
+        return None
+    scheme = scheme.translate(_ASCII_LOWER)
+    authority = text[sep + 3 :]
+    for i, c in enumerate(authority):
+        if c in "/?#":
+            authority = authority[:i]
+            break
+    authority = authority[authority.rfind("@") + 1 :]
+    if authority.startswith("["):
+        end = authority.find("]")
+        host = authority if end < 0 else authority[: end + 1]
+    else:
+        end = authority.find(":")
+        host = authority if end < 0 else authority[:end]
+    rest = authority[len(host) :]
+    port = rest[1:] if rest.startswith(":") else ""
+    if port and all("0" <= c <= "9" for c in port):
+        port = port.lstrip("0") or "0"
+    if not port:
+        port = _DEFAULT_PORTS.get(scheme, "")
+    return scheme, host.translate(_ASCII_LOWER), port
+
+
+def in_scope(base: str, target: str) -> bool:
+    """Tell whether ``target`` belongs to the API ``base`` names (contract C5).
+
+    True when the base or the target has no origin (no ``scheme://``), or
+    both origins (scheme, host, port; ASCII case-insensitive, default ports
+    filled in) are equal. Never fails, validates nothing.
+    """
+    mine = _origin(base)
+    if mine is None:
+        return True
+    theirs = _origin(target)
+    return theirs is None or theirs == mine
+
+
 def _base_path_of(base: str) -> str:
     """Apply C2: the base path of a configured base path or URL."""
     path = _without_origin(base)
@@ -1144,12 +1200,16 @@ class Failure(str, enum.Enum):
 
     CONNECT = "connect"
     """The request provably never left: DNS failure, connection refused, connect
-    timeout, TLS handshake failure."""
+    timeout, a TLS handshake failure other than the certificate, an HTTP/2
+    stream refused unprocessed."""
     TRANSPORT = "transport"
     """The request may have been sent: reset, EOF, read or write timeout,
     protocol error, anything unclassified."""
     ABORTED = "aborted"
     """The caller cancelled."""
+    CERTIFICATE = "certificate"
+    """The TLS peer's certificate was refused (untrusted, expired, wrong name,
+    pin mismatch): the request never left, and no retry can succeed."""
 
     @classmethod
     def parse(cls, name: str) -> "Failure":
@@ -1220,6 +1280,7 @@ class DecisionReason(str, enum.Enum):
     """Why ``decide`` decided as it did."""
 
     ABORTED = "aborted"
+    CERTIFICATE_FAILURE = "certificate_failure"
     NO_RETRY_OPERATION = "no_retry_operation"
     EXHAUSTED = "exhausted"
     CONNECT_FAILURE = "connect_failure"
@@ -1294,9 +1355,11 @@ def decide(policy: RetryPolicy, inputs: DecisionInput) -> Decision:
         _check_tokens(policy, tokens)
     outcome = inputs.outcome
     replay_class = inputs.replay_class
-    # [contract R1] the caller cancelled
+    # [contract R1] the caller cancelled; a refused certificate meets the next attempt too
     if outcome == Failure.ABORTED:
         return _stop(DecisionReason.ABORTED, tokens)
+    if outcome == Failure.CERTIFICATE:
+        return _stop(DecisionReason.CERTIFICATE_FAILURE, tokens)
     # [contract R2] a no_retry operation is never retried
     if replay_class == ReplayClass.NO_RETRY:
         return _stop(DecisionReason.NO_RETRY_OPERATION, tokens)

@@ -39,6 +39,7 @@ from .._runtime import (
 )
 from ..httpx_transport import (
     BODY_NOT_REPLAYABLE,
+    FOREIGN_ORIGIN,
     AsyncRetryTransport,
     AttemptTimeout,
     FinishEvent,
@@ -377,6 +378,7 @@ class RetryTransportTest(unittest.TestCase):
                 outcome="status",
                 status=200,
                 timed_out=False,
+                redirects=0,
                 method="GET",
                 path_template="/items/{id}",
                 operation_id="getItem",
@@ -660,6 +662,71 @@ class RetryTransportTest(unittest.TestCase):
         ):
             client.get("/items/7")
         self.assertTrue(recording.responses[0].is_closed)
+
+    def test_a_raising_on_retry_ends_the_request_with_one_finish_event(self) -> None:
+        server = self.serve(Reply(503))
+        events = Events()
+        recording = Recording()
+
+        def fail(event: RetryEvent) -> None:
+            events.retries.append(event)
+            raise RuntimeError("on_retry")
+
+        adapter = RetryTransport(
+            recording,
+            tables=Tables(),
+            policy=RetryPolicy(budget_capacity=10, budget_retry_cost=1),
+            on_retry=fail,
+            on_finish=events.finishes.append,
+        )
+        with (
+            httpx.Client(transport=adapter, base_url=server.url + "/v1") as client,
+            self.assertRaisesRegex(RuntimeError, "on_retry"),
+        ):
+            client.get("/items/7")
+        # One attempt sent, no second one; the finish event says so, once.
+        self.assertEqual(len(server.arrivals), 1)
+        self.assertEqual(len(events.finishes), 1)
+        finish = events.finishes[0]
+        self.assertEqual(
+            (finish.attempts, finish.reason, finish.outcome, finish.status),
+            (1, DecisionReason.RETRYABLE_STATUS, "status", 503),
+        )
+        self.assertTrue(recording.responses[0].is_closed)
+
+    def test_a_request_to_another_origin_passes_through(self) -> None:
+        server = self.serve(Reply(503))
+        other = self.serve(Reply(503))
+        events = Events()
+        client, adapter = self.client(server.url, events)
+        tokens = adapter.budget_tokens
+        # A keyed copy on the server's origin would get a key and retries here; another
+        # origin is not the API the tables describe.
+        response = client.post(other.url + "/v1/items/7/copies", content=b"{}")
+        self.assertEqual(response.status_code, 503)
+        self.assertEqual(len(other.arrivals), 1)
+        self.assertEqual(server.arrivals, [])
+        self.assertEqual(events.retries, [])
+        self.assertEqual(adapter.budget_tokens, tokens)
+        self.assertEqual(
+            events.finishes,
+            [
+                FinishEvent(
+                    attempts=1,
+                    reason=FOREIGN_ORIGIN,
+                    outcome="status",
+                    status=503,
+                    timed_out=False,
+                    redirects=0,
+                    method="POST",
+                    path_template=None,
+                    operation_id=None,
+                )
+            ],
+        )
+        self.assertFalse(
+            any(name.lower() == "idempotency-key" for name in other.arrivals[0].headers)
+        )
 
     def test_options_are_checked(self) -> None:
         with self.assertRaises(TypeError):

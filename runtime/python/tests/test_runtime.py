@@ -36,6 +36,7 @@ from _runtime import (
     budget_try_acquire,
     decide,
     has_idempotency_key,
+    in_scope,
     retry_event,
     server_delay_ms,
 )
@@ -1061,6 +1062,54 @@ class DecideV2Test(unittest.TestCase):
                 clamp, inputs(outcome=StatusOutcome(status=503, retry_after=header))
             )
             self.assertEqual((d.retry, d.delay_ms), (True, 60000), header)
+
+
+class CertificateTest(unittest.TestCase):
+    def test_certificate_stops_before_every_rule(self) -> None:
+        # R1: no class, retry count or budget makes a refused certificate worth retrying, and
+        # the budget is left as it was.
+        policy = RetryPolicy(budget_capacity=10)
+        for replay_class in ReplayClass:
+            d = decide(
+                policy,
+                inputs(
+                    replay_class=replay_class,
+                    outcome=Failure.CERTIFICATE,
+                    budget_tokens=10,
+                ),
+            )
+            self.assertEqual(
+                d,
+                Decision(
+                    retry=False,
+                    delay_ms=0,
+                    reason=DecisionReason.CERTIFICATE_FAILURE,
+                    budget_tokens=10,
+                ),
+            )
+        self.assertIs(Failure.parse("certificate"), Failure.CERTIFICATE)
+
+
+class InScopeTest(unittest.TestCase):
+    def test_origins(self) -> None:
+        cases = [
+            ("/v1", "https://other.example/v1/x", True),
+            ("https://api.example/v1", "/v1/sandboxes", True),
+            ("https://api.example/v1", "https://API.example:443/v1", True),
+            ("https://api.example/v1", "https://u:p@api.example:0443/", True),
+            ("https://api.example/v1", "http://api.example/v1", False),
+            ("https://api.example/v1", "https://api.example:8443/v1", False),
+            ("https://api.e2b.app", "https://49983-sbx.e2b.app/envd/files", False),
+            ("http://[::1]:80/", "http://[::1]/x", True),
+            ("foo://h/", "foo://h:1/", False),
+            ("https://api.example.", "https://api.example/", False),
+            # Never fails: a lone surrogate is compared as it is.
+            ("https://a\ud800/", "https://a\ud800/x", True),
+            ("1http://a/", "http://b/", True),
+        ]
+        for base, target, expected in cases:
+            with self.subTest(base=base, target=target):
+                self.assertIs(in_scope(base, target), expected)
 
 
 class BudgetTest(unittest.TestCase):
