@@ -494,7 +494,7 @@ namespace Retrygen.Generated
 
                     response = await base.SendAsync(attempt, limit == null ? cancellationToken : limit.Token).ConfigureAwait(false);
                 }
-                catch (Exception e)
+                catch (Exception e) when (IsExchangeFailure(e) || cancellationToken.IsCancellationRequested || (limit != null && limit.IsCancellationRequested))
                 {
                     error = e;
                     if (cancellationToken.IsCancellationRequested)
@@ -618,6 +618,18 @@ namespace Retrygen.Generated
                 retriesUsed++;
                 attempt = template.Create(request);
             }
+        }
+
+        /// <summary>
+        /// Whether <paramref name="error"/> is the exchange failing (what Microsoft.Extensions.Http.Resilience treats as
+        /// transient: <see cref="HttpRequestException"/> and timeouts, plus the I/O errors an HttpWebRequest-based handler
+        /// may raise bare). Anything else (<see cref="ObjectDisposedException"/>, <see cref="InvalidOperationException"/>
+        /// for a request sent twice, a programming error) is no failure: it propagates after one attempt.
+        /// </summary>
+        internal static bool IsExchangeFailure(Exception error)
+        {
+            return error is HttpRequestException || error is OperationCanceledException || error is IOException
+                || error is WebException || error is SocketException;
         }
 
         private static bool IsConnectFailure(Exception error, bool afterConnect, int depth)

@@ -59,6 +59,7 @@ namespace Retrygen.Generated.Tests
                 Test("a discarded response is released without waiting for its body", DiscardedResponseReleased),
                 Test("the budget is shared by the requests of one handler", BudgetShared),
                 Test("unknown operations and the base address", UnknownAndBase),
+                Test("a disposed inner handler: one attempt, its ObjectDisposedException", DisposedInnerNotRetried),
             };
             int failed = 0;
             foreach (KeyValuePair<string, Action> test in tests)
@@ -314,6 +315,33 @@ namespace Retrygen.Generated.Tests
             True(RetryHandler.IsConnectFailure(result.Error), "its chain holds the refusal");
             Equal("connect_failure:1:1,connect_failure:2:2,connect_failure:3:4", client.EventList, "a non-replayable request is retried when it never left");
             Equal("exhausted 4 connect - False POST /users createUser", client.FinishText, "finish");
+        }
+
+        private static void DisposedInnerNotRetried()
+        {
+            // A disposed handler is a programming error, not the exchange failing: retrying it cannot help, and it
+            // propagates after one attempt with no retry and no finish event (docs/adapters.md step 4).
+            var inner = new HttpClientHandler();
+            inner.Dispose();
+            int retries = 0;
+            int finishes = 0;
+            var options = new RetryHandlerOptions { Policy = FastPolicy(), OnRetry = e => retries++, OnFinish = f => finishes++ };
+            using (var client = new HttpClient(new RetryHandler(TestTables.Table, options, inner)))
+            {
+                Exception error = null;
+                try
+                {
+                    client.GetAsync("http://127.0.0.1:9/api/users/7").GetAwaiter().GetResult().Dispose();
+                }
+                catch (Exception e)
+                {
+                    error = e;
+                }
+
+                True(error is ObjectDisposedException, "the handler's own exception: " + error);
+                Equal(0, retries, "no retry");
+                Equal(0, finishes, "no finish event for what is not a failure");
+            }
         }
 
         private static void ResetReplayed()
