@@ -77,6 +77,7 @@ fn run_case(out: &mut String, f: &[&str]) -> Result<(), Failure> {
         "K" => Some(7),
         "E" => Some(8),
         "H" => None,
+        "O" => Some(4),
         other => return Err(format!("unknown case kind {other:?}")),
     };
     match want {
@@ -109,6 +110,9 @@ fn run_case(out: &mut String, f: &[&str]) -> Result<(), Failure> {
             let c = retry_policy::classify(&text(f[2])?, &text(f[3])?);
             Case::Line(format!("{}\t{}", c.class.as_str(), optional_hex(op_id(c))))
         }
+        "O" => Case::Line(
+            u8::from(retry_policy::in_scope(&text(f[2])?, &text(f[3])?)).to_string(),
+        ),
         "I" => Case::Line(match retry_policy::operation_by_id(&text(f[2])?) {
             Some(op) => format!("{}\t{}", hex_of(op.method), hex_of(op.path)),
             None => "-\t-".to_string(),
@@ -454,7 +458,7 @@ fn has_key(f: &[&str]) -> Result<Case, Failure> {
     ))
 }
 
-const REASONS: [Reason; 17] = [
+const REASONS: [Reason; 18] = [
     Reason::Aborted,
     Reason::NoRetryOperation,
     Reason::Exhausted,
@@ -472,6 +476,7 @@ const REASONS: [Reason; 17] = [
     Reason::KeyReused,
     Reason::NoServerDelay,
     Reason::BudgetExhausted,
+    Reason::CertificateFailure,
 ];
 
 /// `E`: the retry event of a granted retry.

@@ -154,7 +154,8 @@ impl RetryMiddleware {
             .classify(request.method().as_str(), request.url().as_str());
         let has_idempotency_key = self.idempotency_key(&classification, request.headers_mut());
         // A reusable body (bytes, a string, a form) is cloned for each retry; a stream is not.
-        let replayable_body = request.body().is_none_or(|body| body.as_bytes().is_some());
+        // (Not `Option::is_none_or`: Rust 1.82, newer than the module's 1.80.)
+        let replayable_body = !matches!(request.body(), Some(body) if body.as_bytes().is_none());
         let may_retry = replayable_body && classification.class != ReplayClass::NoRetry;
         async move {
             let mut run = Run {
@@ -683,13 +684,10 @@ fn failure_of(error: &reqwest_middleware::Error) -> (FinishOutcome, bool) {
             }
             timed_out |= error.is_timeout();
         } else if let Some(error) = error.downcast_ref::<io::Error>() {
-            match error.kind() {
-                io::ErrorKind::ConnectionRefused
-                | io::ErrorKind::HostUnreachable
-                | io::ErrorKind::NetworkUnreachable => return (FinishOutcome::Connect, false),
-                io::ErrorKind::TimedOut => timed_out = true,
-                _ => {}
-            }
+            // Only reqwest's own verdict makes a failure `connect`: an unreachable or refused
+            // error deeper in the chain may come from an established connection after the
+            // request was written (Linux reports EHOSTUNREACH once retransmissions fail).
+            timed_out |= error.kind() == io::ErrorKind::TimedOut;
         } else if error.is::<AttemptTimeout>() || error.is::<tokio::time::error::Elapsed>() {
             timed_out = true;
         }

@@ -187,6 +187,60 @@ impl Operation {
     }
 }
 
+/// Whether a request to `target` belongs to the API whose base URL is `base` (contract C5).
+///
+/// True when either string has no origin (no `scheme://`), or both origins, (scheme, host,
+/// port) with the scheme and host ASCII lower-cased and the port normalised, are equal. Plain
+/// string operations on purpose: URL libraries normalise differently from one language to the
+/// next. It never fails and never validates.
+#[must_use]
+pub fn in_scope(base: &str, target: &str) -> bool {
+    match (origin_of(base), origin_of(target)) {
+        (Some(base), Some(target)) => base == target,
+        _ => true,
+    }
+}
+
+/// The (scheme, host, port) of `url` as contract C5 defines it, or `None` without `scheme://`.
+fn origin_of(url: &str) -> Option<(String, String, String)> {
+    let bytes = url.as_bytes();
+    if !bytes.first().is_some_and(u8::is_ascii_alphabetic) {
+        return None;
+    }
+    let end = bytes
+        .iter()
+        .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')))?;
+    let rest = url[end..].strip_prefix("://")?;
+    let scheme = url[..end].to_ascii_lowercase();
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let authority = authority
+        .rfind('@')
+        .map_or(authority, |at| &authority[at + 1..]);
+    let host_end = if authority.starts_with('[') {
+        authority.find(']').map_or(authority.len(), |i| i + 1)
+    } else {
+        authority.find(':').unwrap_or(authority.len())
+    };
+    let host = authority[..host_end].to_ascii_lowercase();
+    let mut port = authority[host_end..].strip_prefix(':').unwrap_or("");
+    if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) {
+        port = port.trim_start_matches('0');
+        if port.is_empty() {
+            port = "0";
+        }
+    }
+    let port = if port.is_empty() {
+        match scheme.as_str() {
+            "http" | "ws" => "80",
+            "https" | "wss" => "443",
+            _ => "",
+        }
+    } else {
+        port
+    };
+    Some((scheme, host, port.to_string()))
+}
+
 /// `has_idempotency_key(operation, headers)` of contract H1: false when there is no operation
 /// (see [`Operation::has_idempotency_key`]).
 pub fn has_idempotency_key<N, V>(
@@ -1581,6 +1635,9 @@ pub enum Outcome<'a> {
     Transport,
     /// The caller cancelled the request.
     Aborted,
+    /// The TLS peer's certificate was refused (untrusted issuer, expired, wrong name, pin): the
+    /// request never left, and a retry would meet the same certificate.
+    Certificate,
 }
 
 impl Outcome<'static> {
@@ -1595,7 +1652,7 @@ impl Outcome<'static> {
         }
     }
 
-    /// The failure named `connect`, `transport` or `aborted`.
+    /// The failure named `connect`, `transport`, `aborted` or `certificate`.
     ///
     /// # Errors
     ///
@@ -1608,6 +1665,7 @@ impl Outcome<'static> {
                 ("connect", Outcome::Connect),
                 ("transport", Outcome::Transport),
                 ("aborted", Outcome::Aborted),
+                ("certificate", Outcome::Certificate),
             ],
         )
     }
@@ -1768,6 +1826,8 @@ pub enum Reason {
     NoServerDelay,
     /// Stop: the retry budget cannot pay for the retry.
     BudgetExhausted,
+    /// Stop: the server's TLS certificate was refused; a retry would meet the same one.
+    CertificateFailure,
 }
 
 impl Reason {
@@ -1792,6 +1852,7 @@ impl Reason {
             Reason::KeyReused => "key_reused",
             Reason::NoServerDelay => "no_server_delay",
             Reason::BudgetExhausted => "budget_exhausted",
+            Reason::CertificateFailure => "certificate_failure",
         }
     }
 }
@@ -1855,6 +1916,15 @@ pub fn decide(policy: &RetryPolicy, input: &DecisionInput<'_>) -> Result<Decisio
     Ok(decide_valid(policy, input))
 }
 
+/// Rule R1: a cancelled request or a refused certificate stops before every other rule.
+fn stop_reason_r1(outcome: Outcome<'_>) -> Option<Reason> {
+    match outcome {
+        Outcome::Aborted => Some(Reason::Aborted),
+        Outcome::Certificate => Some(Reason::CertificateFailure),
+        _ => None,
+    }
+}
+
 /// [`decide`] once the policy and the input are checked.
 fn decide_valid(policy: &RetryPolicy, input: &DecisionInput<'_>) -> Decision {
     let tokens = input.budget_tokens;
@@ -1865,8 +1935,8 @@ fn decide_valid(policy: &RetryPolicy, input: &DecisionInput<'_>) -> Decision {
         budget_tokens: tokens,
     };
     // [contract R1]
-    if matches!(input.outcome, Outcome::Aborted) {
-        return stop(Reason::Aborted);
+    if let Some(reason) = stop_reason_r1(input.outcome) {
+        return stop(reason);
     }
     // [contract R2]
     if input.class == ReplayClass::NoRetry {
@@ -1880,6 +1950,7 @@ fn decide_valid(policy: &RetryPolicy, input: &DecisionInput<'_>) -> Decision {
     let replayable = input.class.is_replayable(key);
     let (reason, headers) = match input.outcome {
         Outcome::Aborted => return stop(Reason::Aborted),
+        Outcome::Certificate => return stop(Reason::CertificateFailure),
         // [contract R4]
         Outcome::Connect => (Reason::ConnectFailure, None),
         // [contract R5]

@@ -6,4 +6,5 @@
 mod allocations;
 mod decide;
 mod matcher;
+mod origin;
 mod v2;

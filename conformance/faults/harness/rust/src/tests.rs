@@ -833,3 +833,65 @@ fn an_invalid_policy_is_refused_when_the_middleware_is_built() {
         .unwrap_err();
     assert_eq!(error.key(), "policy.max_retries");
 }
+
+/// Below the adapter: sends the request to the server, then fails it the way an established
+/// socket does on Linux once retransmissions fail (EHOSTUNREACH, after the request was written).
+struct UnreachableAfterSend;
+
+impl reqwest_middleware::Middleware for UnreachableAfterSend {
+    fn handle<'a, 'b, 'c, 'd>(
+        &'a self,
+        request: reqwest::Request,
+        extensions: &'b mut http::Extensions,
+        next: reqwest_middleware::Next<'c>,
+    ) -> Pin<
+        Box<
+            dyn std::future::Future<Output = reqwest_middleware::Result<reqwest::Response>>
+                + Send
+                + 'd,
+        >,
+    >
+    where
+        'a: 'd,
+        'b: 'd,
+        'c: 'd,
+        Self: 'd,
+    {
+        Box::pin(async move {
+            next.run(request, extensions).await?;
+            Err(reqwest_middleware::Error::middleware(std::io::Error::from(
+                std::io::ErrorKind::HostUnreachable,
+            )))
+        })
+    }
+}
+
+#[test]
+fn an_unreachable_error_after_the_request_was_written_is_not_connect() {
+    let server = Server::start(&[Step::Status(201, &[])]);
+    let (_, seen, middleware) = new_client(&server.base(), |b| b.mint_idempotency_keys(false));
+    let client = ClientBuilder::new(reqwest::Client::builder().no_proxy().build().unwrap())
+        .with_arc(middleware as Arc<dyn reqwest_middleware::Middleware>)
+        .with(UnreachableAfterSend)
+        .build();
+    block_on(async {
+        client
+            .post(format!("{}/sandboxes/sb-1/snapshots", server.base()))
+            .body("{}")
+            .send()
+            .await
+            .unwrap_err()
+    });
+    // The server had it: a `connect` verdict would have sent it again.
+    assert_eq!(server.arrivals().len(), 1);
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            1,
+            decided(Reason::NotReplayable),
+            FinishOutcome::Transport,
+            None,
+            false
+        )
+    );
+}
