@@ -389,6 +389,14 @@ func (t *RoundTripper) send(r *request, body io.ReadCloser) attempt {
 		handshake = new(handshakeWatch)
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{TLSHandshakeDone: handshake.done})
 	}
+	// GetConn without GotConn: the transport was still dialing (or waiting for a connection)
+	// when the attempt ended, so nothing was written. A RoundTripper that never calls GetConn
+	// gives no such proof, and its timeouts stay transport. Only an attempt timeout asks.
+	var conn *connWatch
+	if t.attemptTimeout > 0 {
+		conn = new(connWatch)
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GetConn: conn.get, GotConn: conn.got})
+	}
 	out := r.caller.WithContext(ctx)
 	out.Header = r.header
 	out.Body = body
@@ -430,6 +438,11 @@ func (t *RoundTripper) send(r *request, body io.ReadCloser) attempt {
 	case r.ctx.Err() != nil:
 		// The caller's context ended: the request is aborted, with the context's cause.
 		return attempt{err: withCause(err, context.Cause(r.ctx)), failure: FailureAborted}
+	case isCertificateError(err):
+		// Checked before the timeout: a refused certificate cannot be sent again with success.
+		return attempt{err: err, failure: FailureCertificate}
+	case expired && conn.dialing():
+		return attempt{err: withCause(err, limit), failure: FailureConnect, timedOut: true}
 	case expired:
 		return attempt{err: withCause(err, limit), failure: FailureTransport, timedOut: true}
 	case isConnectError(err, handshake):
@@ -565,17 +578,30 @@ func isConnectError(err error, handshake *handshakeWatch) bool {
 		}
 	}
 	var dns *net.DNSError
-	if errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
-		return true
-	}
-	// Certificate errors happen only in a handshake, for RoundTrippers that do not report it to
-	// httptrace.
+	return errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
+}
+
+// isCertificateError reports a refused TLS certificate (contract V3 certificate): it happens
+// only in a handshake, so nothing was sent, but a retry meets the same certificate.
+func isCertificateError(err error) bool {
 	var verification *tls.CertificateVerificationError
 	var authority x509.UnknownAuthorityError
 	var hostname x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	return errors.As(err, &verification) || errors.As(err, &authority) || errors.As(err, &hostname) || errors.As(err, &invalid)
 }
+
+// connWatch records httptrace's GetConn and GotConn of one attempt. A dial may outlive the
+// attempt that started it, hence the atomics.
+type connWatch struct {
+	asked, gotIt atomic.Bool
+}
+
+func (w *connWatch) get(string)                { w.asked.Store(true) }
+func (w *connWatch) got(httptrace.GotConnInfo) { w.gotIt.Store(true) }
+
+// dialing is true when the transport asked for a connection and never got one.
+func (w *connWatch) dialing() bool { return w != nil && w.asked.Load() && !w.gotIt.Load() }
 
 // handshakeWatch records the error of a failed TLS handshake, which net/http reports to the
 // request's httptrace.ClientTrace before it returns it. A dial may outlive the attempt that

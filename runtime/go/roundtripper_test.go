@@ -553,8 +553,6 @@ func TestIsConnectError(t *testing.T) {
 		{"unreachable on a read", &net.OpError{Op: "read", Net: "tcp", Err: syscall.EHOSTUNREACH}, nil, false},
 		{"reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, nil, false},
 		{"eof", io.EOF, nil, false},
-		{"certificate", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, nil, true},
-		{"host name", x509.HostnameError{Host: "x"}, nil, true},
 		{"handshake", fmt.Errorf("wrapped: %w", handshakeErr), watch, true},
 		{"other tls error", errors.New("tls: bad record MAC"), watch, false},
 		{"tls error without a handshake", errors.New("tls: handshake failure"), nil, false},
@@ -563,6 +561,76 @@ func TestIsConnectError(t *testing.T) {
 		if got := isConnectError(tc.err, tc.watch); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestIsCertificateError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"verification", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, true},
+		{"authority", fmt.Errorf("wrapped: %w", x509.UnknownAuthorityError{}), true},
+		{"host name", x509.HostnameError{Host: "x"}, true},
+		{"expired", x509.CertificateInvalidError{Reason: x509.Expired}, true},
+		{"handshake", errors.New("tls: handshake failure"), false},
+		{"dial", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, false},
+	} {
+		if got := isCertificateError(tc.err); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A refused certificate is never retried (contract R1): a retry meets the same certificate.
+func TestAnUntrustedCertificateIsNotRetried(t *testing.T) {
+	tlsServer := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	tlsServer.Config.ErrorLog = log.New(io.Discard, "", 0)
+	tlsServer.StartTLS()
+	defer tlsServer.Close()
+	var e events
+	c, rt := client(t, &e)
+	_, _, err := do(t, c, newRequest(t, context.Background(), "GET", tlsServer.URL+"/v1/sandboxes/sb-1", nil))
+	var verification *tls.CertificateVerificationError
+	if !errors.As(err, &verification) {
+		t.Fatalf("error %v", err)
+	}
+	if got := e.finish(t); got.Failure != FailureCertificate || got.Reason != ReasonCertificateFailure || got.Attempts != 1 || rt.Budget().Tokens() != 500 {
+		t.Errorf("finish %+v, budget %d", got, rt.Budget().Tokens())
+	}
+}
+
+// An attempt timeout that fires while net/http is still dialing ends an attempt that wrote
+// nothing: connect, retried even for a non-replayable create.
+func TestAnAttemptTimeoutWhileDialingIsAConnectFailure(t *testing.T) {
+	s := newServer(t, status(201))
+	var dials atomic.Int32
+	var dialer net.Dialer
+	next := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dials.Add(1) == 1 {
+			// The first dial outlasts the attempt timeout (net/http may detach the dial from
+			// the request's context, hence the timer).
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+			return nil, errors.New("dial abandoned")
+		}
+		return dialer.DialContext(ctx, network, addr)
+	}}
+	defer next.CloseIdleConnections()
+	var e events
+	c := &http.Client{Transport: NewRoundTripper(append(e.options(), WithPolicy(fastPolicy()), WithNext(next), WithAttemptTimeout(100*time.Millisecond))...)}
+	resp, _, err := do(t, c, newRequest(t, context.Background(), "POST", s.URL+"/v1/sandboxes", strings.NewReader("{}")))
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("got %v %v", resp, err)
+	}
+	if got := e.reasons(); got != "connect_failure/1" {
+		t.Errorf("events %s", got)
+	}
+	if n := len(s.arrivals()); n != 1 {
+		t.Errorf("%d arrivals", n)
 	}
 }
 
@@ -576,11 +644,6 @@ func TestTLSHandshakeFailuresAreConnectFailures(t *testing.T) {
 		name, url string
 		check     func(error) bool
 	}{
-		// The test server's certificate is not trusted.
-		{"untrusted certificate", tlsServer.URL, func(err error) bool {
-			var verification *tls.CertificateVerificationError
-			return errors.As(err, &verification)
-		}},
 		// A server that answers in plain HTTP: the handshake reads a record that is not TLS
 		// (a tls.RecordHeaderError, which http.Client reports as ErrSchemeMismatch).
 		{"not TLS", strings.Replace(plain.URL, "http:", "https:", 1), func(err error) bool {

@@ -365,6 +365,9 @@ func TestDecideExamples(t *testing.T) {
 		{ClassIdempotent, false, StatusOutcome(404, "", ""), 0, Decision{Reason: ReasonStatusNotRetryable}},
 		{ClassNoRetry, false, FailedOutcome(FailureConnect), 0, Decision{Reason: ReasonNoRetryOperation}},
 		{ClassIdempotent, false, FailedOutcome(FailureAborted), 0, Decision{Reason: ReasonAborted}},
+		// A refused certificate stops before every other rule, even for an idempotent call.
+		{ClassIdempotent, false, FailedOutcome(FailureCertificate), 0, Decision{Reason: ReasonCertificateFailure}},
+		{ClassNoRetry, false, FailedOutcome(FailureCertificate), 3, Decision{Reason: ReasonCertificateFailure}},
 		{ClassIdempotent, false, Outcome{Failure: FailureConnect, RetryAfter: "120"}, 0, Decision{Retry: true, DelayMs: 250, Reason: ReasonConnectFailure}},
 	} {
 		got := mustDecide(t, p, Input{Class: c.class, HasIdempotencyKey: c.key, Outcome: c.outcome, RetriesUsed: c.retries, NowMs: now, Random: 0.5})
@@ -935,5 +938,31 @@ func TestClassifyAllocatesNothing(t *testing.T) {
 	}
 	if got := classified(b, "GET", "/%62"+long[1:]+"/x"); got != "-" {
 		t.Errorf("a long escaped segment that differs: got %s", got)
+	}
+}
+
+func TestInScope(t *testing.T) {
+	for _, tc := range []struct {
+		base, target string
+		want         bool
+	}{
+		{"/v1", "https://other.example/v1", true},
+		{"https://api.example/v1", "/v1/sandboxes", true},
+		{"https://api.example/v1", "https://API.example:443/x", true},
+		{"HTTPS://api.example", "https://api.example:0443", true},
+		{"https://api.example", "http://api.example", false},
+		{"https://api.example", "https://other.example/v1", false},
+		{"https://u@api.example", "https://x@y@api.example?q", true},
+		{"http://[::1]:80/", "http://[::1]/", true},
+		{"http://[::1", "http://[::1", true},
+		{"http://a:000", "http://a:0", true},
+		{"foo://a", "foo://a:", true},
+		{"foo://a", "foo://a:1", false},
+		{"http://a.", "http://a", false},
+		{"1http://a", "http://b", true},
+	} {
+		if got := InScope(tc.base, tc.target); got != tc.want {
+			t.Errorf("InScope(%q, %q) = %v, want %v", tc.base, tc.target, got, tc.want)
+		}
 	}
 }

@@ -49,7 +49,7 @@ func main() {
 }
 
 // fieldCounts is the number of fields of each line kind; H lines have 3 plus two per header.
-var fieldCounts = map[string]int{"D": 22, "C": 4, "I": 3, "T2": 1, "D2": 35, "K": 7, "C2": 6, "L": 4, "E": 8, "H": 3}
+var fieldCounts = map[string]int{"D": 22, "C": 4, "I": 3, "T2": 1, "D2": 35, "K": 7, "C2": 6, "L": 4, "E": 8, "H": 3, "O": 4}
 
 func runCase(out *bufio.Writer, f []string) error {
 	want, known := fieldCounts[f[0]]
@@ -90,6 +90,8 @@ func runCase(out *bufio.Writer, f []string) error {
 		err = hasKey(out, name, f[2], f[3:])
 	case "E":
 		err = event(out, name, f)
+	case "O":
+		err = origin(out, name, f[2], f[3])
 	}
 	var invalid *retrypolicy.InvalidInput
 	if errors.As(err, &invalid) {
@@ -390,6 +392,21 @@ func classify(out *bufio.Writer, kind, name, base, unknown, method, target strin
 		id = hexOf(result.Operation.OperationID)
 	}
 	fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", kind, name, result.Class, id)
+	return nil
+}
+
+// origin answers an O probe: whether target is in the scope of base (contract C5).
+func origin(out *bufio.Writer, name, baseField, targetField string) error {
+	var r fields
+	base, target := r.raw(baseField), r.raw(targetField)
+	if r.err != nil {
+		return r.err
+	}
+	verdict := "0"
+	if retrypolicy.InScope(base, target) {
+		verdict = "1"
+	}
+	fmt.Fprintf(out, "O\t%s\t%s\n", name, verdict)
 	return nil
 }
 

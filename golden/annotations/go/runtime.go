@@ -238,6 +238,87 @@ func (c Classifier) Classify(method, target string) (Classification, error) {
 	return loadAPI().classify(c.basePath, c.unknown, method, target), nil
 }
 
+// InScope reports whether a request to target belongs to the configured base URL (contract
+// C5): true when either has no origin or both have the same (scheme, host, port). String
+// operations only, no URL parsing (parsers normalise differently between languages); it never
+// fails and never validates. The adapter passes a request to another origin through untouched.
+func InScope(base, target string) bool {
+	b, ok := originOf(base)
+	if !ok {
+		return true
+	}
+	t, ok := originOf(target)
+	return !ok || b == t
+}
+
+// origin is a URL's (scheme, host, port) after the steps of contract C5.
+type origin struct {
+	scheme, host, port string
+}
+
+// originOf finds the origin of s, or false when s does not start with a scheme and "://".
+func originOf(s string) (origin, bool) {
+	i := 0
+	for i < len(s) && (isASCIILetter(s[i]) || i > 0 && (s[i] >= '0' && s[i] <= '9' || s[i] == '+' || s[i] == '-' || s[i] == '.')) {
+		i++
+	}
+	if i == 0 || !strings.HasPrefix(s[i:], "://") {
+		return origin{}, false
+	}
+	scheme := lowerASCII(s[:i])
+	authority := s[i+3:]
+	if end := strings.IndexAny(authority, "/?#"); end >= 0 {
+		authority = authority[:end]
+	}
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		authority = authority[at+1:]
+	}
+	var host, rest string
+	if strings.HasPrefix(authority, "[") {
+		if end := strings.IndexByte(authority, ']'); end >= 0 {
+			host, rest = authority[:end+1], authority[end+1:]
+		} else {
+			host = authority
+		}
+	} else if colon := strings.IndexByte(authority, ':'); colon >= 0 {
+		host, rest = authority[:colon], authority[colon:]
+	} else {
+		host = authority
+	}
+	port := ""
+	if strings.HasPrefix(rest, ":") {
+		port = rest[1:]
+	}
+	if port != "" && strings.Trim(port, "0123456789") == "" {
+		port = strings.TrimLeft(port, "0")
+		if port == "" {
+			port = "0"
+		}
+	}
+	if port == "" {
+		switch scheme {
+		case "http", "ws":
+			port = "80"
+		case "https", "wss":
+			port = "443"
+		}
+	}
+	return origin{scheme, lowerASCII(host), port}, true
+}
+
+func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+
+// lowerASCII lower-cases ASCII letters only (no Unicode folding: contract C5).
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 0x20
+		}
+	}
+	return string(b)
+}
+
 // Classify is the classification of DefaultClassifier(UnknownMethodDefault): the API
 // document's base path, and the method's default class for unknown requests.
 func Classify(method, target string) (Classification, error) {
@@ -1012,10 +1093,14 @@ const (
 	FailureTransport FailureKind = "transport"
 	// FailureAborted means the caller cancelled the request.
 	FailureAborted FailureKind = "aborted"
+	// FailureCertificate means the TLS peer's certificate was refused (untrusted issuer,
+	// expired, wrong name, pin mismatch): the request never left, but a retry meets the same
+	// certificate, so it is never retried.
+	FailureCertificate FailureKind = "certificate"
 )
 
 func (k FailureKind) valid() bool {
-	return k == FailureConnect || k == FailureTransport || k == FailureAborted
+	return k == FailureConnect || k == FailureTransport || k == FailureAborted || k == FailureCertificate
 }
 
 // ParseFailureKind reads a failure name; any other name is an *InvalidInput "input.outcome".
@@ -1095,6 +1180,8 @@ type Reason string
 const (
 	// ReasonAborted stops: the caller cancelled.
 	ReasonAborted Reason = "aborted"
+	// ReasonCertificateFailure stops: the server's certificate was refused.
+	ReasonCertificateFailure Reason = "certificate_failure"
 	// ReasonNoRetryOperation stops: the operation is never retried.
 	ReasonNoRetryOperation Reason = "no_retry_operation"
 	// ReasonExhausted stops: every retry of the policy is used.
@@ -1351,6 +1438,11 @@ func decide(p Policy, in Input) Decision {
 	// [contract R1] The caller cancelled.
 	if failure == FailureAborted {
 		stop.Reason = ReasonAborted
+		return stop
+	}
+	// [contract R1] A refused certificate: a retry meets the same certificate.
+	if failure == FailureCertificate {
+		stop.Reason = ReasonCertificateFailure
 		return stop
 	}
 	// [contract R2] The operation is never retried.
