@@ -39,6 +39,7 @@ from ._runtime import (
     budget_try_acquire,
     decide,
     has_idempotency_key,
+    in_scope,
     retry_event,
     server_delay_ms,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "classify",
     "decide",
     "has_idempotency_key",
+    "in_scope",
     "operation_by_id",
     "retry_event",
     "server_delay_ms",

@@ -24,6 +24,7 @@ export {
   decide,
   frozenPolicy,
   hasIdempotencyKey,
+  inScope,
   parseBudgetKind,
   parseFailure,
   parseJitter,
