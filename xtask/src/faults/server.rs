@@ -27,7 +27,10 @@ pub struct Arrival {
     pub body: Vec<u8>,
     /// The values of every `Idempotency-Key` field (name compared case-insensitively).
     pub keys: Vec<String>,
-    /// STOP-GAP: the soak fault this arrival got.
+    /// False when the server closed the connection after the head, before reading the body
+    /// (`close_after_head`): `body` is then empty and says nothing about what the client sent.
+    pub body_read: bool,
+    /// The soak fault this arrival got (None outside the soak).
     pub fault: Option<String>,
 }
 
@@ -39,9 +42,54 @@ struct State {
 
 pub struct Server {
     pub addr: SocketAddr,
+    /// The same server (same state and scripts) on another port: another origin.
+    pub other_addr: SocketAddr,
+    /// A port that fails every TLS handshake with a fatal `handshake_failure` alert.
+    pub mismatch_addr: SocketAddr,
     state: Arc<State>,
     stop: Arc<AtomicBool>,
-    accept: Option<thread::JoinHandle<()>>,
+    accept: Vec<thread::JoinHandle<()>>,
+}
+
+/// What a listener does with each connection it accepts.
+#[derive(Clone, Copy)]
+enum Kind {
+    Http1,
+    TlsMismatch,
+}
+
+fn spawn_acceptor(
+    listener: TcpListener,
+    kind: Kind,
+    state: Arc<State>,
+    scripts: Arc<HashMap<String, Vec<Step>>>,
+    stop: Arc<AtomicBool>,
+    started: Instant,
+    lifetime: Duration,
+) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        let active = Arc::new(AtomicUsize::new(0));
+        for stream in listener.incoming() {
+            if stop.load(Ordering::SeqCst) || started.elapsed() > lifetime {
+                break;
+            }
+            let Ok(stream) = stream else { continue };
+            *state.last_activity.lock().unwrap() = Some(Instant::now());
+            if active.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+                drop(stream);
+                continue;
+            }
+            active.fetch_add(1, Ordering::SeqCst);
+            let (state, scripts, active) = (state.clone(), scripts.clone(), active.clone());
+            thread::spawn(move || {
+                let _ = match kind {
+                    Kind::Http1 => serve(stream, &state, &scripts),
+                    Kind::TlsMismatch => refuse_handshake(stream),
+                };
+                active.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    })
 }
 
 impl Server {
@@ -49,6 +97,10 @@ impl Server {
     pub fn start(scenarios: Vec<Scenario>, lifetime: Duration) -> io::Result<Server> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
+        let other = TcpListener::bind("127.0.0.1:0")?;
+        let other_addr = other.local_addr()?;
+        let mismatch = TcpListener::bind("127.0.0.1:0")?;
+        let mismatch_addr = mismatch.local_addr()?;
         let state = Arc::new(State::default());
         let stop = Arc::new(AtomicBool::new(false));
         let scripts: Arc<HashMap<String, Vec<Step>>> = Arc::new(
@@ -58,34 +110,31 @@ impl Server {
                 .collect(),
         );
         let started = Instant::now();
-        let accept = {
-            let (state, stop) = (state.clone(), stop.clone());
-            thread::spawn(move || {
-                let active = Arc::new(AtomicUsize::new(0));
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) || started.elapsed() > lifetime {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    *state.last_activity.lock().unwrap() = Some(Instant::now());
-                    if active.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
-                        drop(stream);
-                        continue;
-                    }
-                    active.fetch_add(1, Ordering::SeqCst);
-                    let (state, scripts, active) = (state.clone(), scripts.clone(), active.clone());
-                    thread::spawn(move || {
-                        let _ = serve(stream, &state, &scripts);
-                        active.fetch_sub(1, Ordering::SeqCst);
-                    });
-                }
-            })
-        };
+        let accept = [
+            (listener, Kind::Http1),
+            (other, Kind::Http1),
+            (mismatch, Kind::TlsMismatch),
+        ]
+        .into_iter()
+        .map(|(listener, kind)| {
+            spawn_acceptor(
+                listener,
+                kind,
+                state.clone(),
+                scripts.clone(),
+                stop.clone(),
+                started,
+                lifetime,
+            )
+        })
+        .collect();
         Ok(Server {
             addr,
+            other_addr,
+            mismatch_addr,
             state,
             stop,
-            accept: Some(accept),
+            accept,
         })
     }
 
@@ -113,9 +162,11 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        // Wakes the accept loop so it sees the flag.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(accept) = self.accept.take() {
+        // Wakes each accept loop so it sees the flag.
+        for addr in [self.addr, self.other_addr, self.mismatch_addr] {
+            let _ = TcpStream::connect_timeout(&addr, Duration::from_secs(1));
+        }
+        for accept in self.accept.drain(..) {
             let _ = accept.join();
         }
     }
@@ -144,15 +195,20 @@ fn serve(stream: TcpStream, state: &State, scripts: &HashMap<String, Vec<Step>>)
     let mut writer = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
     loop {
-        let Some(request) = read_request(&mut reader, &mut writer)? else {
+        let Some(mut request) = read_head(&mut reader)? else {
             return Ok(());
         };
         let close_requested = request
             .header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-        if request.header("x-fault-warmup").is_some() {
+        if let Some(warmup) = request.header("x-fault-warmup") {
+            let close = warmup.eq_ignore_ascii_case("close");
+            read_body(&mut request, &mut reader, &mut writer)?;
+            // No `Connection: close` even for `close`: the client pools the connection and
+            // finds it closed only when it reuses it (a stale pooled connection).
             respond(&mut writer, 200, &[], b"ok")?;
-            if close_requested {
+            if close || close_requested {
+                let _ = reader.get_ref().shutdown(Shutdown::Both);
                 return Ok(());
             }
             continue;
@@ -173,6 +229,20 @@ fn serve(stream: TcpStream, state: &State, scripts: &HashMap<String, Vec<Step>>)
             respond(&mut writer, 404, &[], b"unknown scenario")?;
             return Ok(());
         };
+        let (run, id) = (run.to_string(), id.to_string());
+        let next = state
+            .arrivals
+            .lock()
+            .unwrap()
+            .get(&(run.clone(), id.clone()))
+            .map_or(0, Vec::len);
+        let body_read = !matches!(
+            script[next.min(script.len() - 1)],
+            Step::Action(super::Action::CloseAfterHead)
+        );
+        if body_read {
+            read_body(&mut request, &mut reader, &mut writer)?;
+        }
         let arrival = Arrival {
             method: request.method.clone(),
             target: request.target.clone(),
@@ -183,13 +253,12 @@ fn serve(stream: TcpStream, state: &State, scripts: &HashMap<String, Vec<Step>>)
                 .filter(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
                 .map(|(_, v)| v.clone())
                 .collect(),
+            body_read,
             fault: None,
         };
         let n = {
             let mut arrivals = state.arrivals.lock().unwrap();
-            let list = arrivals
-                .entry((run.to_string(), id.to_string()))
-                .or_default();
+            let list = arrivals.entry((run, id)).or_default();
             list.push(arrival);
             list.len() - 1
         };
@@ -243,9 +312,17 @@ fn serve(stream: TcpStream, state: &State, scripts: &HashMap<String, Vec<Step>>)
                     writer.write_all(b"0\r\n\r\n")?;
                     writer.flush()?;
                 }
-                // STOP-GAP until the HTTP/2 server lands.
-                other => {
-                    let body = format!("{other:?} is not served over HTTP/1.1 by this server");
+                super::Action::CloseAfterHead => {
+                    // The head was read and counted; no `100 Continue`, no body read.
+                    let _ = stream.shutdown(Shutdown::Both);
+                    return Ok(());
+                }
+                // HTTP/2 frames have no HTTP/1.1 form: a scenario using them lists only the
+                // HTTP/2 protocols, so this answer means a scenario file error.
+                other @ (super::Action::RstStream { .. }
+                | super::Action::RefusedStream
+                | super::Action::GoawayUnprocessed) => {
+                    let body = format!("{other:?} has no HTTP/1.1 form");
                     respond(&mut writer, 500, &[], body.as_bytes())?;
                 }
             },
@@ -352,12 +429,8 @@ fn bad(message: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, message.to_string())
 }
 
-/// Reads one request (head, then a Content-Length or chunked body); None at a clean EOF before
-/// any byte of a request.
-fn read_request(
-    reader: &mut BufReader<TcpStream>,
-    writer: &mut TcpStream,
-) -> io::Result<Option<Request>> {
+/// Reads one request head; None at a clean EOF before any byte of a request.
+fn read_head(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Request>> {
     let mut head = Vec::new();
     loop {
         let before = head.len();
@@ -397,12 +470,21 @@ fn read_request(
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
         .collect();
-    let mut request = Request {
+    Ok(Some(Request {
         method: method.to_string(),
         target: target.to_string(),
         headers,
         body: Vec::new(),
-    };
+    }))
+}
+
+/// Reads the body the head announces (Content-Length or chunked), after a `100 Continue` when
+/// the client asked for one.
+fn read_body(
+    request: &mut Request,
+    reader: &mut BufReader<TcpStream>,
+    writer: &mut TcpStream,
+) -> io::Result<()> {
     if request
         .header("expect")
         .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
@@ -424,7 +506,27 @@ fn read_request(
         reader.read_exact(&mut body)?;
         request.body = body;
     }
-    Ok(Some(request))
+    Ok(())
+}
+
+/// The TLS-mismatch port: reads the ClientHello record, answers a fatal `handshake_failure`
+/// alert record (TLS 1.2 record version, as every TLS 1.3 stack accepts), then closes.
+fn refuse_handshake(mut stream: TcpStream) -> io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut header = [0u8; 5];
+    stream.read_exact(&mut header)?;
+    let length = u16::from_be_bytes([header[3], header[4]]) as usize;
+    // A record is at most 2^14 bytes plus expansion; read what fits and ignore the rest.
+    let mut record = vec![0u8; length.min(18 * 1024)];
+    let _ = stream.read_exact(&mut record);
+    stream.write_all(&[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28])?;
+    stream.flush()?;
+    let _ = stream.shutdown(Shutdown::Write);
+    // Drains what the client still sends so the close is a FIN, not a reset.
+    let mut sink = [0u8; 1024];
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+    Ok(())
 }
 
 fn read_chunked(reader: &mut BufReader<TcpStream>) -> io::Result<Vec<u8>> {
@@ -520,5 +622,83 @@ mod tests {
             "{reset:?}"
         );
         assert_eq!(server.arrivals("a", "rst").len(), 1);
+    }
+
+    /// A `close` warm-up is answered 200 `ok` without `Connection: close`, then the connection
+    /// closes; `close_after_head` counts the arrival unread and closes before any `100 Continue`;
+    /// the other-origin port shares the counts.
+    #[test]
+    fn warm_close_close_after_head_and_other_origin() {
+        let server = Server::start(
+            vec![scenario(
+                "cah",
+                r#"[{"action": "close_after_head"}, {"status": 201}]"#,
+            )],
+            Duration::from_secs(60),
+        )
+        .expect("binds");
+        let mut stream = TcpStream::connect(server.addr).expect("connects");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        stream
+            .write_all(b"GET /v1/health HTTP/1.1\r\nHost: h\r\nx-fault-warmup: close\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        stream
+            .read_to_string(&mut answer)
+            .expect("closed after the answer");
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+        assert!(answer.ends_with("\r\n\r\nok"), "{answer}");
+        assert!(
+            !answer.to_ascii_lowercase().contains("connection: close"),
+            "{answer}"
+        );
+
+        let post = "POST /v1/x HTTP/1.1\r\nHost: h\r\nx-fault-run: a\r\nx-fault-scenario: cah\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n";
+        let first = send(&server, post);
+        assert!(
+            matches!(&first, Ok(text) if text.is_empty()) || first.is_err(),
+            "no byte before the close, not even 100 Continue: {first:?}"
+        );
+        let arrivals = server.arrivals("a", "cah");
+        assert_eq!(arrivals.len(), 1);
+        assert!(!arrivals[0].body_read);
+
+        let mut other = TcpStream::connect(server.other_addr).expect("connects");
+        other
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        other
+            .write_all(
+                format!("{post}abc")
+                    .replace("Expect: 100-continue\r\n", "Connection: close\r\n")
+                    .as_bytes(),
+            )
+            .unwrap();
+        let mut second = String::new();
+        other.read_to_string(&mut second).expect("answers");
+        assert!(second.starts_with("HTTP/1.1 201 "), "{second}");
+        let arrivals = server.arrivals("a", "cah");
+        assert_eq!(arrivals.len(), 2);
+        assert!(arrivals[1].body_read);
+        assert_eq!(arrivals[1].body, b"abc");
+    }
+
+    /// The mismatch port answers a ClientHello with the fatal handshake_failure alert record.
+    #[test]
+    fn the_mismatch_port_sends_the_alert() {
+        let server = Server::start(Vec::new(), Duration::from_secs(60)).expect("binds");
+        let mut stream = TcpStream::connect(server.mismatch_addr).expect("connects");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        // A record header announcing a 4-byte handshake message, then the 4 bytes.
+        stream
+            .write_all(&[0x16, 0x03, 0x01, 0x00, 0x04, 0x01, 0, 0, 0])
+            .unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).expect("closes");
+        assert_eq!(answer, [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28]);
     }
 }

@@ -203,7 +203,8 @@ pub fn soak_run(
             if a.method != p.method || a.target != format!("/v1{}", p.path) {
                 problems.push(format!("arrival {i}: {} {}", a.method, a.target));
             }
-            if a.body != p.body.unwrap_or("").as_bytes() {
+            // A `close_after_head` arrival's body was never read: nothing to compare.
+            if a.body_read && a.body != p.body.unwrap_or("").as_bytes() {
                 problems.push(format!("arrival {i}: another body"));
             }
         }
