@@ -13,6 +13,7 @@ import retrygen.generated.ReplayClass
 import retrygen.generated.RetryBudgetCell
 import retrygen.generated.RetryEvent
 import retrygen.generated.RetryInputException
+import retrygen.generated.RetryRuntime
 import retrygen.generated.RetryPolicies
 import retrygen.generated.RetryPolicy
 import java.io.File
@@ -103,6 +104,10 @@ private fun runCase(fields: List<String>, out: StringBuilder) {
                 out, "E", fields[1], event.attempt.toString(), event.reason.wireName, event.delayMs.toString(), hex(event.method),
                 hexOrAbsent(event.pathTemplate), hexOrAbsent(event.operationId),
             )
+        }
+        "O" -> {
+            expectFields(fields, 4)
+            line(out, "O", fields[1], if (RetryRuntime.inScope(wtf8(fields[2]), wtf8(fields[3]))) "1" else "0")
         }
         "T2" -> {
             expectFields(fields, 1)

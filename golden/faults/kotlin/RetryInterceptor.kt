@@ -17,11 +17,14 @@ import java.io.InterruptedIOException
 import java.net.ConnectException
 import java.net.NoRouteToHostException
 import java.net.UnknownHostException
+import java.security.cert.CertPathValidatorException
+import java.security.cert.CertificateException
 import java.time.Duration
 import java.util.UUID
 import java.util.concurrent.ThreadLocalRandom
 import java.util.concurrent.TimeUnit
 import javax.net.ssl.SSLHandshakeException
+import javax.net.ssl.SSLPeerUnverifiedException
 
 /**
  * Receives the retry event (contract E1) of every retry a [RetryInterceptor] grants, on the
@@ -276,9 +279,15 @@ public class RetryInterceptor
             classification: Classification,
             method: String,
         ): Response {
-            onFinish?.onFinish(
-                finishEvent(retriesUsed + 1, reason, outcome, response?.code, timedOut, classification, method),
-            )
+            try {
+                onFinish?.onFinish(
+                    finishEvent(retriesUsed + 1, reason, outcome, response?.code, timedOut, classification, method),
+                )
+            } catch (e: Throwable) {
+                // The caller never sees the response: close it, else its connection leaks.
+                response?.close()
+                throw e
+            }
             // The original exception of the last attempt, its cause chain kept.
             return response ?: throw checkNotNull(failure)
         }
@@ -366,6 +375,7 @@ public class RetryInterceptor
             const val STATUS: String = "status"
             const val ABORTED: String = "aborted"
             const val STATUS_NOT_RETRYABLE: String = "status_not_retryable"
+            const val MAX_CAUSE_DEPTH: Int = 16
 
             /** Where OkHttp 4 finds or opens a connection: nothing of the request is written there. */
             const val EXCHANGE_FINDER: String = "okhttp3.internal.connection.ExchangeFinder"
@@ -385,6 +395,8 @@ public class RetryInterceptor
                 when {
                     call.isCanceled() || Thread.currentThread().isInterrupted -> Outcome.Aborted
 
+                    isCertificateFailure(failure) -> Outcome.Certificate
+
                     failure is ConnectException ||
                         failure is UnknownHostException ||
                         failure is NoRouteToHostException ||
@@ -401,7 +413,32 @@ public class RetryInterceptor
                     Outcome.Connect -> "connect"
                     Outcome.Transport -> "transport"
                     Outcome.Aborted -> ABORTED
+                    Outcome.Certificate -> "certificate"
                 }
+
+            /**
+             * Whether [failure] is a refused server certificate (OkHttp's own `isRecoverable` never
+             * retries these): a hostname or pin mismatch ([SSLPeerUnverifiedException]) or a
+             * handshake that failed on a [CertificateException] or [CertPathValidatorException].
+             */
+            fun isCertificateFailure(failure: IOException): Boolean {
+                if (failure is SSLPeerUnverifiedException) {
+                    return true
+                }
+                if (failure !is SSLHandshakeException) {
+                    return false
+                }
+                var cause: Throwable? = failure.cause
+                var depth = 0
+                while (cause != null && depth < MAX_CAUSE_DEPTH) {
+                    if (cause is CertificateException || cause is CertPathValidatorException) {
+                        return true
+                    }
+                    cause = cause.cause
+                    depth++
+                }
+                return false
+            }
 
             /**
              * Whether OkHttp raised [failure] while finding or opening a connection (DNS, TCP

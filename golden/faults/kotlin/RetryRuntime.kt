@@ -167,6 +167,9 @@ public enum class DecisionReason(
     /** Stop: the caller cancelled. */
     ABORTED("aborted"),
 
+    /** Stop: the server's TLS certificate was refused; a retry would meet the same certificate. */
+    CERTIFICATE_FAILURE("certificate_failure"),
+
     /** Stop: the operation is never retried. */
     NO_RETRY_OPERATION("no_retry_operation"),
 
@@ -435,6 +438,12 @@ public sealed class Outcome {
 
     /** The request provably never left: DNS failure, connection refused, connect timeout, TLS handshake failure. */
     public data object Connect : Outcome()
+
+    /**
+     * The server's TLS certificate was refused (untrusted issuer, expired, wrong name, pin
+     * mismatch): the request never left, but it is never retried (contract R1).
+     */
+    public data object Certificate : Outcome()
 
     /**
      * The request may have been sent: reset, EOF, read or write timeout, protocol error, and any
@@ -1207,6 +1216,69 @@ public class OperationTable(
  * Nothing here depends on a spec.
  */
 public object RetryRuntime {
+    /**
+     * Whether [target] is in the scope of [base] (contract C5): true when either has no origin
+     * (scheme `://` authority) or both origins (scheme, host, port; ASCII lower-cased, default
+     * ports filled in) are equal. Plain string operations, no URL parser: parsers normalise
+     * differently between languages. Never fails, never validates.
+     */
+    @JvmStatic
+    public fun inScope(
+        base: String,
+        target: String,
+    ): Boolean {
+        val b = origin(base) ?: return true
+        val t = origin(target) ?: return true
+        return b == t
+    }
+
+    /** The (scheme, host, port) of [url] as contract C5 defines it, or null when it has none. */
+    private fun origin(url: String): Triple<String, String, String>? {
+        if (url.isEmpty() || !isAsciiLetter(url[0])) {
+            return null
+        }
+        var i = 1
+        while (i < url.length && (isAsciiLetter(url[i]) || url[i] in '0'..'9' || url[i] == '+' || url[i] == '-' || url[i] == '.')) {
+            i++
+        }
+        if (!url.startsWith("://", i)) {
+            return null
+        }
+        val scheme = asciiLowerCase(url.substring(0, i))
+        val start = i + 3
+        var end = start
+        while (end < url.length && url[end] != '/' && url[end] != '?' && url[end] != '#') {
+            end++
+        }
+        var authority = url.substring(start, end)
+        val at = authority.lastIndexOf('@')
+        if (at >= 0) {
+            authority = authority.substring(at + 1)
+        }
+        val hostEnd =
+            if (authority.startsWith("[")) {
+                val close = authority.indexOf(']')
+                if (close < 0) authority.length else close + 1
+            } else {
+                val colon = authority.indexOf(':')
+                if (colon < 0) authority.length else colon
+            }
+        val host = asciiLowerCase(authority.substring(0, hostEnd))
+        var port = if (hostEnd < authority.length && authority[hostEnd] == ':') authority.substring(hostEnd + 1) else ""
+        if (port.isNotEmpty() && port.all { it in '0'..'9' }) {
+            port = port.trimStart('0').ifEmpty { "0" }
+        }
+        if (port.isEmpty()) {
+            port =
+                when (scheme) {
+                    "http", "ws" -> "80"
+                    "https", "wss" -> "443"
+                    else -> ""
+                }
+        }
+        return Triple(scheme, host, port)
+    }
+
     /** The methods whose requests are idempotent when no operation matches (RFC 9110, plus QUERY). */
     @JvmField
     public val IDEMPOTENT_METHODS: Set<String> =
@@ -1352,6 +1424,7 @@ public object RetryRuntime {
             "connect" -> Outcome.Connect
             "transport" -> Outcome.Transport
             "aborted" -> Outcome.Aborted
+            "certificate" -> Outcome.Certificate
             else -> throw RetryInputException("input.outcome")
         }
 
@@ -1449,6 +1522,10 @@ public object RetryRuntime {
         if (outcome == Outcome.Aborted) {
             return stop(DecisionReason.ABORTED, tokens)
         }
+        // [contract R1] a refused certificate: before every other rule.
+        if (outcome == Outcome.Certificate) {
+            return stop(DecisionReason.CERTIFICATE_FAILURE, tokens)
+        }
         // [contract R2]
         if (input.replayClass == ReplayClass.NO_RETRY) {
             return stop(DecisionReason.NO_RETRY_OPERATION, tokens)
@@ -1513,6 +1590,10 @@ public object RetryRuntime {
                 // Handled first (R1); listed for an exhaustive `when`.
                 Outcome.Aborted -> {
                     return stop(DecisionReason.ABORTED, tokens)
+                }
+
+                Outcome.Certificate -> {
+                    return stop(DecisionReason.CERTIFICATE_FAILURE, tokens)
                 }
             }
         var delay = -1L

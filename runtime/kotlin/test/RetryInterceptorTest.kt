@@ -640,6 +640,21 @@ private fun callTests() {
     }
 }
 
+/** A throwing onFinish must not leak the connection of the response the caller never gets. */
+private fun throwingFinishTest() {
+    TestServer(listOf(Step(200))).use { server ->
+        val retries = RetryInterceptor(table, policy, "${server.url}/v1", onFinish = { throw IllegalStateException("listener") })
+        val client = retries.install(OkHttpClient.Builder()).build()
+        val run = Run()
+        send(client, Request.Builder().url("${server.url}/v1/items/7").build(), run)
+        expectTrue("throwing onFinish: thrown to the caller, got ${run.error}", run.error?.message == "listener")
+        // A leaked response keeps its connection allocated: counted, but never idle.
+        val pool = client.connectionPool
+        expect("throwing onFinish: no connection left allocated", pool.connectionCount() - pool.idleConnectionCount(), 0)
+        pool.evictAll()
+    }
+}
+
 private fun setupTests() {
     TestServer(listOf(Step(200))).use { server ->
         val request = Request.Builder().url("${server.url}/v1/items/7").build()
@@ -678,6 +693,7 @@ public fun main() {
     timeoutTests()
     cancelTests()
     callTests()
+    throwingFinishTest()
     setupTests()
     if (failures.isNotEmpty()) {
         failures.forEach { System.err.println("FAIL $it") }

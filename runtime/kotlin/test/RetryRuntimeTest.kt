@@ -258,6 +258,22 @@ private fun decideTests() {
     expect("404", decide(i, Outcome.Status(404)).reason, DecisionReason.STATUS_NOT_RETRYABLE)
     expect("no_retry", decide(ReplayClass.NO_RETRY, Outcome.Connect).reason, DecisionReason.NO_RETRY_OPERATION)
     expect("aborted first", decide(ReplayClass.NO_RETRY, Outcome.Aborted, retriesUsed = 9).reason, DecisionReason.ABORTED)
+    // A refused certificate stops before every other rule (R1): no class or budget makes it retryable.
+    expect(
+        "certificate first",
+        decide(ReplayClass.NO_RETRY, Outcome.Certificate, retriesUsed = 9).reason,
+        DecisionReason.CERTIFICATE_FAILURE,
+    )
+    expect("certificate, idempotent", decide(i, Outcome.Certificate).retry, false)
+    // Origin scope (C5): by hand, so that every language compares the same three parts.
+    expect("same origin", RetryRuntime.inScope("https://api.example.com/v1", "HTTPS://API.example.com:0443/v1/x"), true)
+    expect("other host", RetryRuntime.inScope("https://api.example.com/v1", "https://other.example/v1/x"), false)
+    expect("other port", RetryRuntime.inScope("http://a:80/v1", "http://a:8080/v1"), false)
+    expect("user info dropped", RetryRuntime.inScope("http://u@p@a/v1", "http://a:80"), true)
+    expect("ipv6 host", RetryRuntime.inScope("http://[::1]:8080/", "http://[::1]/"), false)
+    expect("no base origin", RetryRuntime.inScope("/v1", "https://other.example/"), true)
+    expect("no target origin", RetryRuntime.inScope("https://a/v1", "/v1/items"), true)
+    expect("other scheme", RetryRuntime.inScope("http://a/", "https://a/"), false)
     expect(
         "deadline",
         decide(i, Outcome.Status(503), policy = policy.copy(deadlineMs = 1000), elapsedMs = 900).reason,
