@@ -24,9 +24,12 @@ import {
   decide,
   frozenPolicy,
   hasIdempotencyKey,
+  inScope,
   retryEvent,
+  RetryInputError,
 } from "./runtime.js";
 import type {
+  Classification,
   DecisionReason,
   Failure,
   Outcome,
@@ -35,8 +38,13 @@ import type {
   RetryTables,
 } from "./runtime.js";
 
-/** Why a request ended: its last decision's reason, or `body_not_replayable`. */
-export type FinishReason = DecisionReason | "body_not_replayable";
+/**
+ * Why a request ended: its last decision's reason, `body_not_replayable`, or
+ * `foreign_origin` (a request to another origin than the base URL's, passed
+ * through untouched).
+ */
+export type FinishReason =
+  DecisionReason | "body_not_replayable" | "foreign_origin";
 
 /** What the last attempt of a request ended with. */
 export type FinishOutcome = "status" | Failure;
@@ -59,6 +67,12 @@ export interface FinishEvent {
   readonly status: number | null;
   /** The last attempt ended by a timeout (the attempt timeout or undici's). */
   readonly timedOut: boolean;
+  /**
+   * Redirects `fetch` followed by itself below the adapter (each a request
+   * the server saw): 1 for each attempt whose response says `redirected`
+   * (fetch does not tell how many hops it took).
+   */
+  readonly redirects: number;
   /** As in the retry event (contract E1): the operation's method, or the request's. */
   readonly method: string;
   /** The operation's path as the spec writes it, or `null`. */
@@ -98,6 +112,7 @@ export interface RetryingFetchOptions {
 /** What the adapter reads of a response; every platform's `Response` has it. */
 export interface ResponseLike {
   readonly status: number;
+  readonly redirected?: boolean;
   readonly headers: { get(name: string): string | null };
   readonly body: { cancel(reason?: unknown): Promise<void> } | null;
 }
@@ -159,8 +174,11 @@ interface Host {
     set(name: string, value: string): void;
   };
   readonly AbortController: new () => AbortControllerLike;
-  readonly AbortSignal?: {
-    readonly any?: (signals: AbortSignalLike[]) => AbortSignalLike;
+  readonly WeakRef?: new <T extends object>(
+    target: T,
+  ) => { deref(): T | undefined };
+  readonly FinalizationRegistry?: new <T>(cleanup: (held: T) => void) => {
+    register(target: object, held: T): void;
   };
   readonly DOMException: new (message: string, name: string) => unknown;
   readonly crypto: {
@@ -204,8 +222,9 @@ export function retryingFetch<F extends FetchLike>(
   // Checked now, and frozen so that `decide` checks it only once.
   checkPolicy(options.policy ?? options.tables.defaultPolicy);
   const policy = frozenPolicy(options.policy ?? options.tables.defaultPolicy);
+  const baseUrl = options.baseUrl ?? null;
   const classifier = options.tables.classifier(
-    options.baseUrl ?? null,
+    baseUrl,
     policy.unknownOperationClass,
   );
   const mintKeys = options.mintIdempotencyKeys ?? true;
@@ -228,10 +247,23 @@ export function retryingFetch<F extends FetchLike>(
   ): Promise<ResponseLike> => {
     const request = asRequest(input);
     const method = init?.method ?? request?.method ?? "GET";
-    const { operation, replayClass } = classifier.classify(
-      method,
-      request !== null ? request.url : String(input),
-    );
+    const url = request !== null ? request.url : String(input);
+    if (baseUrl !== null && !inScope(baseUrl, url)) {
+      return foreign(send, input, init, method, onFinish);
+    }
+    let classified: Classification;
+    try {
+      classified = classifier.classify(method, url);
+    } catch (error) {
+      if (!(error instanceof RetryInputError)) {
+        throw error;
+      }
+      // A method or URL that is not Unicode (a lone surrogate: contract C4) cannot be classified,
+      // yet fetch sends it (its URL parser writes U+FFFD). It goes as an unknown request that
+      // may not be replayed: no key, no retry unless it provably never left.
+      classified = { operation: null, replayClass: "non_replayable" };
+    }
+    const { operation, replayClass } = classified;
 
     // The idempotency key, once for every attempt. `init.headers` replaces a request's headers.
     let hasKey = false;
@@ -266,6 +298,7 @@ export function retryingFetch<F extends FetchLike>(
     let retriesUsed = 0;
     let previousDelayMs = 0;
     let released = 0;
+    let redirects = 0;
     const finish = (
       reason: FinishReason,
       outcome: FinishOutcome,
@@ -279,6 +312,7 @@ export function retryingFetch<F extends FetchLike>(
           outcome,
           status,
           timedOut,
+          redirects,
           method: operation?.method ?? asciiUpperCase(method),
           pathTemplate: operation?.path ?? null,
           operationId: operation?.operationId ?? null,
@@ -315,6 +349,15 @@ export function retryingFetch<F extends FetchLike>(
       const { response } = sent;
       let timedOut = sent.timedOut;
       let outcome: Outcome;
+      if (response?.redirected === true) {
+        redirects += 1;
+      }
+      if (response === null && !isExchangeFailure(sent.error)) {
+        // Not the exchange failing (a URL fetch cannot parse, a bad option): propagated at once,
+        // as fetch alone throws it.
+        finish("not_replayable", "transport", null, false);
+        throw sent.error;
+      }
       if (response !== null) {
         if (!isStatus(response.status)) {
           // An opaque response (status 0: `no-cors`, a manual redirect in a browser) cannot be
@@ -349,9 +392,19 @@ export function retryingFetch<F extends FetchLike>(
         tokens = after;
         try {
           onRetry?.(retryEvent(method, operation, retriesUsed, decision));
-        } finally {
+        } catch (error) {
+          // A throwing callback ends the request: the budget stays as decided, the attempt's
+          // response is released, the finish event still comes (once), no attempt follows.
           release(sent);
+          finish(
+            decision.reason,
+            outcome.kind,
+            response === null ? null : response.status,
+            timedOut,
+          );
+          throw error;
         }
+        release(sent);
         try {
           await sleep(decision.delayMs, signal);
         } catch (reason) {
@@ -417,8 +470,8 @@ async function sendWithTimeout(
   timeoutMs: number,
 ): Promise<Attempt> {
   const own = new host.AbortController();
-  const [signal, unfollow] =
-    caller === null ? [own.signal, null] : follow(caller, own);
+  const [signal, unfollow, weak] =
+    caller === null ? [own.signal, null, false] : follow(caller, own);
   let timedOut = false;
   const timer = host.setTimeout(() => {
     timedOut = true;
@@ -431,6 +484,9 @@ async function sendWithTimeout(
   }, timeoutMs);
   try {
     const response = await send(input, { ...init, signal });
+    if (!weak) {
+      unfollow?.();
+    }
     return { response, error: undefined, timedOut: false, unfollow };
   } catch (error) {
     unfollow?.();
@@ -442,31 +498,132 @@ async function sendWithTimeout(
 
 /**
  * A signal aborted by either `caller` or `own`, and what stops it following
- * `caller` (`null`: nothing to do). `AbortSignal.any` lets the platform drop
- * the link when the attempt is collected, so a long-lived caller's signal
- * does not collect a listener per request; a listener is the fallback where
- * it is missing (older engines) or refuses the caller's signal (another
- * implementation of it).
+ * `caller`. Not `AbortSignal.any`: Node 20 keeps every signal it made in the
+ * source's list of dependants (nodejs/node#55351), so a long-lived caller's
+ * signal grows by one per request. The listener added here holds the
+ * attempt's signal weakly: it is removed when the attempt is discarded, or
+ * once the response returned (whose body still follows the caller) is
+ * collected. Without `WeakRef` (older engines) it is removed when the
+ * response's headers arrive, so that body no longer follows the caller.
  */
 function follow(
   caller: AbortSignalLike,
   own: AbortControllerLike,
-): [AbortSignalLike, (() => void) | null] {
-  const any = host.AbortSignal?.any;
-  if (any !== undefined) {
-    try {
-      return [any.call(host.AbortSignal, [caller, own.signal]), null];
-    } catch {
-      // A signal `AbortSignal.any` does not take: followed by hand below.
-    }
-  }
-  const abort = (): void => own.abort(caller.reason);
+): [AbortSignalLike, () => void, boolean] {
   if (caller.aborted) {
-    abort();
-    return [own.signal, null];
+    own.abort(caller.reason);
+    return [own.signal, ignore, false];
   }
+  const { WeakRef } = host;
+  if (WeakRef === undefined || links === null) {
+    const abort = (): void => own.abort(caller.reason);
+    caller.addEventListener("abort", abort, { once: true });
+    return [
+      own.signal,
+      () => caller.removeEventListener("abort", abort),
+      false,
+    ];
+  }
+  controllers.set(own.signal, own);
+  return followWeakly(caller, own.signal, WeakRef, links);
+}
+
+/**
+ * `follow` through a weak reference to the attempt's signal. A function of its
+ * own so that its closures cannot keep the attempt's controller alive.
+ */
+function followWeakly(
+  caller: AbortSignalLike,
+  signal: AbortSignalLike,
+  WeakRef: NonNullable<Host["WeakRef"]>,
+  registry: NonNullable<typeof links>,
+): [AbortSignalLike, () => void, boolean] {
+  const ref = new WeakRef(signal);
+  const abort = (): void => {
+    const attempt = ref.deref();
+    if (attempt !== undefined) {
+      controllers.get(attempt)?.abort(caller.reason);
+    }
+  };
   caller.addEventListener("abort", abort, { once: true });
-  return [own.signal, () => caller.removeEventListener("abort", abort)];
+  registry.register(signal, { caller, abort });
+  return [signal, () => caller.removeEventListener("abort", abort), true];
+}
+
+/** The attempt controller of each attempt signal, kept as long as the signal lives. */
+const controllers = new WeakMap<AbortSignalLike, AbortControllerLike>();
+
+/** Removes a caller's listener once the attempt signal it served is collected. */
+const links =
+  host.FinalizationRegistry === undefined
+    ? null
+    : new host.FinalizationRegistry<{
+        readonly caller: AbortSignalLike;
+        readonly abort: () => void;
+      }>(({ caller, abort }) => caller.removeEventListener("abort", abort));
+
+/**
+ * A request to another origin than the base URL's (docs/adapters.md, rule 0):
+ * sent once as the caller wrote it, no key, no budget, no retry event; one
+ * finish event with reason `foreign_origin`.
+ */
+async function foreign(
+  send: Send,
+  input: unknown,
+  init: RequestInitLike | undefined,
+  method: string,
+  onFinish: ((event: FinishEvent) => void) | undefined,
+): Promise<ResponseLike> {
+  const event = (
+    outcome: FinishOutcome,
+    status: number | null,
+    redirects: number,
+    timedOut: boolean,
+  ): FinishEvent =>
+    Object.freeze({
+      attempts: 1,
+      reason: "foreign_origin",
+      outcome,
+      status,
+      timedOut,
+      redirects,
+      method: asciiUpperCase(method),
+      pathTemplate: null,
+      operationId: null,
+    });
+  let response: ResponseLike;
+  try {
+    response = await send(input, init);
+  } catch (error) {
+    const signal =
+      init?.signal !== undefined
+        ? init.signal
+        : (asRequest(input)?.signal ?? null);
+    const failure = failureOf(error, signal, false);
+    onFinish?.(
+      event(
+        failure,
+        null,
+        0,
+        failure === "transport" && isClientTimeout(error),
+      ),
+    );
+    throw error;
+  }
+  try {
+    onFinish?.(
+      event(
+        "status",
+        response.status,
+        response.redirected === true ? 1 : 0,
+        false,
+      ),
+    );
+  } catch (error) {
+    discard(response);
+    throw error;
+  }
+  return response;
 }
 
 /**
@@ -508,36 +665,52 @@ const FAILURE_OUTCOMES: Readonly<Record<Failure, Outcome>> = Object.freeze({
   connect: Object.freeze({ kind: "connect" }),
   transport: Object.freeze({ kind: "transport" }),
   aborted: Object.freeze({ kind: "aborted" }),
+  certificate: Object.freeze({ kind: "certificate" }),
 });
 
 /**
- * Codes of a connect phase that failed (the request never left), as Node,
- * undici and Bun set them on an error or its causes: DNS, refused,
- * unreachable, connect timeout, and the certificate checks of the TLS
- * handshake.
+ * Error codes that mean a connect phase failed whatever system call reports
+ * them: DNS (only `getaddrinfo` raises them), undici's connect timeout and
+ * Bun's refused connection (Bun sets no `syscall`).
  */
 const CONNECT_CODES: ReadonlySet<string> = new Set([
-  "ECONNREFUSED",
   "ENOTFOUND",
   "EAI_AGAIN",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "ENETDOWN",
-  "EHOSTDOWN",
   "UND_ERR_CONNECT_TIMEOUT",
   "ConnectionRefused",
+]);
+
+/**
+ * The TLS peer's certificate was refused (Node's and undici's codes from
+ * OpenSSL's verification and the host name check): a `certificate` failure.
+ */
+const CERTIFICATE_CODES: ReadonlySet<string> = new Set([
   "ERR_TLS_CERT_ALTNAME_INVALID",
   "CERT_HAS_EXPIRED",
   "CERT_NOT_YET_VALID",
   "CERT_REVOKED",
   "CERT_UNTRUSTED",
   "CERT_REJECTED",
+  "CERT_SIGNATURE_FAILURE",
   "DEPTH_ZERO_SELF_SIGNED_CERT",
   "SELF_SIGNED_CERT_IN_CHAIN",
   "UNABLE_TO_GET_ISSUER_CERT",
   "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
   "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
   "HOSTNAME_MISMATCH",
+  "ERR_TLS_CERT_SIGNATURE_ALGORITHM_UNSUPPORTED",
+]);
+
+/**
+ * Node's codes for an argument `fetch` refuses before any exchange (a URL it
+ * cannot parse, a bad option): not a failure of the exchange.
+ */
+const NOT_EXCHANGE_CODES: ReadonlySet<string> = new Set([
+  "ERR_INVALID_URL",
+  "ERR_INVALID_URL_SCHEME",
+  "ERR_INVALID_ARG_TYPE",
+  "ERR_INVALID_ARG_VALUE",
+  "ERR_INVALID_THIS",
 ]);
 
 /** undici's own timeouts after connecting: waiting for the headers, then the body. */
@@ -561,20 +734,25 @@ function failureOf(
   if (signal?.aborted === true) {
     return "aborted";
   }
+  if (isCertificateError(error)) {
+    return "certificate";
+  }
   return !timedOut && isConnectError(error) ? "connect" : "transport";
 }
 
 /**
  * Whether an error `fetch` threw says the request never left: the error, its
- * `cause` chain or an `AggregateError` member carries a connect failure's
- * code (Node, undici, Bun: `ECONNREFUSED`, `ENOTFOUND`, `EAI_AGAIN`,
- * `EHOSTUNREACH`, `ENETUNREACH`, `ENETDOWN`, `EHOSTDOWN`,
- * `UND_ERR_CONNECT_TIMEOUT`, `ConnectionRefused`, a TLS certificate check),
- * or the system call `connect` or `getaddrinfo`, or Deno's
- * `client error (Connect)` message. Anything else may have been sent: a
- * reset, `terminated`, and the opaque `TypeError: Failed to fetch` of browsers
- * and `Network connection lost.` of workers, which they throw for every
- * network failure.
+ * `cause` chain or an `AggregateError` member failed in the system call
+ * `connect` or `getaddrinfo` (Node's `syscall`, whatever the errno), carries
+ * a code only a connect phase raises (`ENOTFOUND`, `EAI_AGAIN`,
+ * `UND_ERR_CONNECT_TIMEOUT`, Bun's `ConnectionRefused`), is a TLS handshake
+ * failure from OpenSSL (`ERR_SSL_*`: undici writes nothing before the
+ * handshake ends), or Deno's `client error (Connect)` message. An errno such
+ * as `EHOSTUNREACH` from `read` or `write` is not: the socket was already
+ * sending. Anything else may have been sent: a reset, `terminated`, and the
+ * opaque `TypeError: Failed to fetch` of browsers and
+ * `Network connection lost.` of workers, which they throw for every network
+ * failure.
  */
 export function isConnectError(error: unknown): boolean {
   return someCause(error, (e) => {
@@ -584,11 +762,34 @@ export function isConnectError(error: unknown): boolean {
       readonly message?: unknown;
     };
     return (
-      (typeof code === "string" && CONNECT_CODES.has(code)) ||
       syscall === "connect" ||
       syscall === "getaddrinfo" ||
+      (typeof code === "string" &&
+        (CONNECT_CODES.has(code) || code.startsWith("ERR_SSL_"))) ||
       (typeof message === "string" && message.includes(DENO_CONNECT))
     );
+  });
+}
+
+/**
+ * Whether an error `fetch` threw says the TLS peer's certificate was refused
+ * (a code of `CERTIFICATE_CODES` on the error or a cause).
+ */
+export function isCertificateError(error: unknown): boolean {
+  return someCause(error, (e) => {
+    const { code } = e as { readonly code?: unknown };
+    return typeof code === "string" && CERTIFICATE_CODES.has(code);
+  });
+}
+
+/**
+ * Whether what `fetch` threw is the exchange failing; `false` for an argument
+ * it refused before sending anything (Node's `ERR_INVALID_URL` and the like).
+ */
+function isExchangeFailure(error: unknown): boolean {
+  return !someCause(error, (e) => {
+    const { code } = e as { readonly code?: unknown };
+    return typeof code === "string" && NOT_EXCHANGE_CODES.has(code);
   });
 }
 

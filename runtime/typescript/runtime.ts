@@ -1263,13 +1263,28 @@ function originOf(text: string): [string, string, string] | null {
   const host = asciiLowerCase(authority.slice(0, hostEnd));
   let port =
     authority.charAt(hostEnd) === ":" ? authority.slice(hostEnd + 1) : "";
-  if (port !== "" && /^[0-9]+$/.test(port)) {
-    port = port.replace(/^0+(?=.)/, "");
+  if (isDigits(port)) {
+    let zeros = 0;
+    while (zeros < port.length - 1 && port.charCodeAt(zeros) === 0x30) {
+      zeros++;
+    }
+    port = port.slice(zeros);
   }
   if (port === "") {
     port = defaultPort(scheme);
   }
   return [scheme, host, port];
+}
+
+/** Whether `text` is not empty and all ASCII digits. */
+function isDigits(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) {
+      return false;
+    }
+  }
+  return text.length > 0;
 }
 
 /** The port a scheme defaults to (C5): `http`/`ws` 80, `https`/`wss` 443. */
