@@ -16,7 +16,10 @@ import io
 import re
 import select
 import socket
+import ssl
 import struct
+import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -324,6 +327,56 @@ class AsyncRecording(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+class TlsServer:
+    """A TLS listener on 127.0.0.1 with a self-signed certificate no CA vouches for.
+
+    It counts the handshakes clients begin; none completes for a client that
+    verifies, or that insists on TLS 1.3 when the server offers at most 1.2.
+    """
+
+    def __init__(self, *, maximum: ssl.TLSVersion | None = None) -> None:
+        """Make a key and certificate with the openssl command, then listen."""
+        self._folder = tempfile.TemporaryDirectory()
+        key = f"{self._folder.name}/key.pem"
+        cert = f"{self._folder.name}/cert.pem"
+        subprocess.run(
+            [
+                *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes"),
+                *("-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1"),
+                *("-addext", "subjectAltName=IP:127.0.0.1"),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self._context.load_cert_chain(cert, key)
+        if maximum is not None:
+            self._context.maximum_version = maximum
+        self.handshakes = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"https://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            self.handshakes += 1
+            connection.settimeout(5)
+            with contextlib.suppress(OSError):
+                self._context.wrap_socket(connection, server_side=True).close()
+            connection.close()
+
+    def close(self) -> None:
+        """Stop listening and remove the key."""
+        self._listener.close()
+        self._thread.join(timeout=5)
+        self._folder.cleanup()
 
 
 def _closed_port() -> int:
@@ -727,6 +780,36 @@ class RetryTransportTest(unittest.TestCase):
         self.assertFalse(
             any(name.lower() == "idempotency-key" for name in other.arrivals[0].headers)
         )
+
+    def test_an_untrusted_certificate_is_not_retried(self) -> None:
+        server = TlsServer()
+        self.addCleanup(server.close)
+        events = Events()
+        client, _ = self.client(server.url, events)
+        # A GET on a failed connect is retried; a refused certificate would be refused again.
+        with self.assertRaises(httpx.ConnectError) as raised:
+            client.get("/items/7")
+        # The client's own error, its cause chain kept.
+        self.assertIn("CERTIFICATE_VERIFY_FAILED", str(raised.exception))
+        self.assertEqual(server.handshakes, 1)
+        self.assertEqual(
+            (events.finish.attempts, events.finish.reason, events.finish.outcome),
+            (1, DecisionReason.CERTIFICATE_FAILURE, "certificate"),
+        )
+
+    def test_another_handshake_failure_stays_connect(self) -> None:
+        server = TlsServer(maximum=ssl.TLSVersion.TLSv1_2)
+        self.addCleanup(server.close)
+        context = ssl.create_default_context()
+        context.minimum_version = ssl.TLSVersion.TLSv1_3
+        events = Events()
+        client, _ = self.client(server.url, events, httpx.HTTPTransport(verify=context))
+        # No common protocol version: nothing was sent, the policy retries the connect.
+        with self.assertRaises(httpx.ConnectError):
+            client.get("/items/7")
+        self.assertEqual(events.finish.outcome, "connect")
+        self.assertEqual(events.finish.attempts, server.handshakes)
+        self.assertGreater(server.handshakes, 1)
 
     def test_options_are_checked(self) -> None:
         with self.assertRaises(TypeError):
