@@ -1,9 +1,15 @@
 // The fault-matrix runner of the fetch adapter (conformance/faults/README.md): Node's own fetch
 // (undici) with `retryingFetch` from the module generated from conformance/faults/spec.yaml,
-// against the fault server. One JSON line per scenario; with RETRYGEN_FAULT_BENCH=N, the
-// overhead mode instead.
+// against the fault server. One JSON line per scenario; with RETRYGEN_FAULT_SOAK set, the soak
+// (one client, the plan's requests); with RETRYGEN_FAULT_BENCH=N, the overhead mode instead.
+//
+// Protocols: HTTP/1.1 only. Node's fetch cannot speak h2c (undici has no HTTP/2 with prior
+// knowledge over plain TCP), and trusting exactly the test CA over TLS needs an undici `Agent`
+// with `connect: {ca}` (the npm undici package, not installed yet): http1-tls and h2 are not run.
 
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { RETRY_TABLES, retryingFetch } from "./index.js";
 import type { FinishEvent, RetryEvent } from "./index.js";
 
@@ -11,13 +17,29 @@ interface Scenario {
   readonly id: string;
   readonly method: string;
   readonly path: string;
-  readonly target?: "server" | "closed_port" | "unresolvable";
+  readonly target?:
+    | "server"
+    | "closed_port"
+    | "unresolvable"
+    | "other_origin"
+    | "untrusted_tls"
+    | "tls_mismatch";
   readonly headers?: Record<string, string>;
-  readonly body?: { readonly kind: "bytes" | "stream"; readonly text: string };
+  readonly body?: {
+    readonly kind: "bytes" | "stream";
+    readonly text: string;
+  } | null;
   readonly attempt_timeout_ms?: number;
   readonly mint_keys?: boolean;
   readonly abort_after_ms?: number;
   readonly warm?: boolean;
+  readonly warm_close?: boolean;
+  readonly warm_pause_ms?: number;
+}
+
+interface SoakPlan {
+  readonly attempt_timeout_ms: number;
+  readonly requests: readonly Scenario[];
 }
 
 interface ScenarioFile {
@@ -34,11 +56,26 @@ function env(name: string): string {
 }
 
 const run = env("RETRYGEN_FAULT_RUN");
-const targets = {
+const protocol = process.env["RETRYGEN_FAULT_PROTOCOL"] ?? "http1";
+if (protocol !== "http1") {
+  throw new Error(`protocol ${protocol}: this runner speaks http1 only`);
+}
+const targets: Record<string, string | undefined> = {
   server: env("RETRYGEN_FAULT_URL"),
   closed_port: env("RETRYGEN_FAULT_CLOSED_URL"),
   unresolvable: env("RETRYGEN_FAULT_UNRESOLVABLE_URL"),
+  other_origin: process.env["RETRYGEN_FAULT_OTHER_ORIGIN_URL"],
+  untrusted_tls: process.env["RETRYGEN_FAULT_UNTRUSTED_URL"],
+  tls_mismatch: process.env["RETRYGEN_FAULT_TLS_MISMATCH_URL"],
 };
+
+function target(name: string): string {
+  const url = targets[name];
+  if (url === undefined || url === "") {
+    throw new Error(`target ${name}: its variable is not set`);
+  }
+  return url;
+}
 
 function print(line: unknown): void {
   process.stdout.write(`${JSON.stringify(line)}\n`);
@@ -62,6 +99,7 @@ function finishLine(e: FinishEvent): Record<string, unknown> {
     outcome: e.outcome,
     status: e.status,
     timed_out: e.timedOut,
+    redirects: e.redirects,
     method: e.method,
     path_template: e.pathTemplate,
     operation_id: e.operationId,
@@ -87,33 +125,55 @@ function typeName(error: unknown): string {
   return typeof error;
 }
 
-async function scenario(s: Scenario, basePath: string): Promise<void> {
-  const base = `${targets[s.target ?? "server"]}${basePath}`;
+/** A client with the adapter, recording the events of the request in flight. */
+function recording(
+  base: string,
+  attemptTimeoutMs: number | undefined,
+  mintKeys: boolean,
+): {
+  client: typeof fetch;
+  events: RetryEvent[];
+  finishes: FinishEvent[];
+} {
   const events: RetryEvent[] = [];
-  let finish: FinishEvent | null = null;
-  let finishes = 0;
+  const finishes: FinishEvent[] = [];
   const client = retryingFetch(fetch, {
     tables: RETRY_TABLES,
     baseUrl: base,
     onRetry: (event) => events.push(event),
-    onFinish: (event) => {
-      finish = event;
-      finishes += 1;
-    },
-    attemptTimeoutMs: s.attempt_timeout_ms,
-    mintIdempotencyKeys: s.mint_keys ?? true,
+    onFinish: (event) => finishes.push(event),
+    attemptTimeoutMs,
+    mintIdempotencyKeys: mintKeys,
   });
-  const faultHeaders = { "x-fault-run": run, "x-fault-scenario": s.id };
-  if (s.warm === true) {
-    const warm = await client(`${base}/health`, {
-      headers: { ...faultHeaders, "x-fault-warmup": "1" },
-    });
-    await warm.text();
-    events.length = 0;
-    finish = null;
-    finishes = 0;
-  }
+  return { client, events, finishes };
+}
 
+async function warmUp(
+  client: typeof fetch,
+  url: string,
+  close: boolean,
+  id: string,
+): Promise<void> {
+  const warm = await client(url, {
+    headers: {
+      "x-fault-run": run,
+      "x-fault-scenario": id,
+      "x-fault-warmup": close ? "close" : "1",
+    },
+  });
+  await warm.text();
+}
+
+/** Sends one request of a scenario or the soak and prints its line. */
+async function request(
+  s: Scenario,
+  url: string,
+  recorder: ReturnType<typeof recording>,
+): Promise<void> {
+  const { client, events, finishes } = recorder;
+  events.length = 0;
+  finishes.length = 0;
+  const faultHeaders = { "x-fault-run": run, "x-fault-scenario": s.id };
   const init: RequestInit & { duplex?: "half" } = {
     method: s.method,
     headers: { ...s.headers, ...faultHeaders },
@@ -138,7 +198,7 @@ async function scenario(s: Scenario, basePath: string): Promise<void> {
   let failed = false;
   let errorType: string | null = null;
   try {
-    const response = await client(`${base}${s.path}`, init);
+    const response = await client(url, init);
     status = response.status;
     try {
       body = await response.text();
@@ -152,10 +212,10 @@ async function scenario(s: Scenario, basePath: string): Promise<void> {
   const elapsedMs = Math.round(performance.now() - started);
   clearTimeout(abort);
 
-  const last = finish as FinishEvent | null;
+  const last = finishes.at(-1) ?? null;
   const finishFailed = last !== null && last.outcome !== "status";
   let error: string | null = null;
-  if (failed !== finishFailed || finishes !== 1) {
+  if (failed !== finishFailed || finishes.length === 0) {
     error = "mismatch";
   } else if (failed && last !== null) {
     error = last.outcome;
@@ -168,9 +228,61 @@ async function scenario(s: Scenario, basePath: string): Promise<void> {
     body_error: bodyError,
     events: events.map(retryLine),
     finish: last === null ? null : finishLine(last),
+    finishes: finishes.length,
+    reported_arrivals: finishes.reduce(
+      (sum, f) => sum + f.attempts + f.redirects,
+      0,
+    ),
     error_type: errorType,
     elapsed_ms: elapsedMs,
   });
+}
+
+async function scenario(s: Scenario, basePath: string): Promise<void> {
+  const kind = s.target ?? "server";
+  const base = `${target(kind === "other_origin" ? "server" : kind)}${basePath}`;
+  const url =
+    kind === "other_origin"
+      ? `${target("other_origin")}${basePath}${s.path}`
+      : `${base}${s.path}`;
+  const recorder = recording(base, s.attempt_timeout_ms, s.mint_keys ?? true);
+  if (s.warm === true) {
+    await warmUp(
+      recorder.client,
+      `${base}/health`,
+      s.warm_close === true,
+      s.id,
+    );
+    if (s.warm_pause_ms !== undefined) {
+      await new Promise((resolve) => setTimeout(resolve, s.warm_pause_ms));
+    }
+  }
+  await request(s, url, recorder);
+}
+
+/** Open descriptors and resident memory, from /proc/self. */
+function resources(): { fds: number; rss_kb: number } {
+  const status = readFileSync("/proc/self/status", "utf8");
+  const rss = /^VmRSS:\s+(\d+)/m.exec(status);
+  return {
+    fds: readdirSync("/proc/self/fd").length,
+    rss_kb: rss === null ? 0 : Number.parseInt(rss[1] ?? "0", 10),
+  };
+}
+
+/** The soak: one client for every request of the plan (conformance/faults/README.md). */
+async function soak(plan: SoakPlan, basePath: string): Promise<void> {
+  const base = `${target("server")}${basePath}`;
+  const recorder = recording(base, plan.attempt_timeout_ms, true);
+  await warmUp(recorder.client, `${base}/health`, false, "soak-warmup");
+  print({ soak_start: resources() });
+  for (const s of plan.requests) {
+    await request(s, `${base}${s.path}`, recorder);
+  }
+  // A full collection first, so that memory counts what is kept, not what is garbage.
+  setFlagsFromString("--expose-gc");
+  (runInNewContext("gc") as () => void)();
+  print({ soak_end: resources() });
 }
 
 function median(values: number[]): number {
@@ -185,7 +297,7 @@ function median(values: number[]): number {
 async function bench(rounds: number, basePath: string): Promise<void> {
   const bare = fetch;
   const adapter = retryingFetch(fetch, { tables: RETRY_TABLES });
-  const url = `${targets.server}${basePath}/health`;
+  const url = `${target("server")}${basePath}/health`;
   const init = {
     headers: {
       "x-fault-run": run,
@@ -236,8 +348,15 @@ async function main(): Promise<void> {
   if (path === undefined) {
     throw new Error("usage: node runner.js <scenarios.json>");
   }
+  const basePathVar = process.env["RETRYGEN_FAULT_BASE_PATH"];
+  const soakPlan = process.env["RETRYGEN_FAULT_SOAK"];
+  if (soakPlan !== undefined && soakPlan !== "") {
+    const plan = JSON.parse(readFileSync(path, "utf8")) as SoakPlan;
+    await soak(plan, basePathVar ?? "/v1");
+    return;
+  }
   const file = JSON.parse(readFileSync(path, "utf8")) as ScenarioFile;
-  const basePath = process.env["RETRYGEN_FAULT_BASE_PATH"] ?? file.base_path;
+  const basePath = basePathVar ?? file.base_path;
   const rounds = process.env["RETRYGEN_FAULT_BENCH"];
   if (rounds !== undefined && rounds !== "") {
     await bench(Number.parseInt(rounds, 10), basePath);
