@@ -55,12 +55,12 @@ injection: toolchains
 	$(CARGO) xtask injection --lint all
 
 # The fault matrix: every language's HTTP client adapter against a real fault-injecting server on
-# 127.0.0.1, the same scenarios for all over HTTP/1.1, HTTP/2 and TLS (conformance/faults/); the
-# server's arrival counts decide. Then the seeded soak (a few requests per run and seed).
-SOAK_REQUESTS ?= 40
-SOAK_SEEDS ?= --seed 1 --seed 2
+# 127.0.0.1, the same scenarios for all over every protocol each client speaks (HTTP/1.1 today;
+# HTTP/2 and TLS are issue 19's open work, as is the seeded soak, `cargo xtask faults --soak N`,
+# which needs every runner's soak mode first); the server's arrival counts decide. Scenarios
+# marked `pending` in conformance/faults/scenarios.json are listed with their reason, not run.
 faults: toolchains
-	$(CARGO) xtask faults --with-soak $(SOAK_REQUESTS) $(SOAK_SEEDS)
+	$(CARGO) xtask faults
 
 # Every public document of the corpus read, classified and rendered, then compiled and run in all
 # six languages (skipped only when the corpus folder is absent, outside this workspace).
