@@ -17,12 +17,11 @@ import {
   classify,
   decide,
   hasIdempotencyKey,
+  inScope,
   operationById,
   parseBudgetKind,
   retryEvent,
 } from "./index.js";
-// C5 is the runtime's (templates/typescript/tables.j2 does not re-export it yet).
-import { inScope } from "./runtime.js";
 import type {
   BudgetKind,
   Classification,
