@@ -144,7 +144,8 @@ const DECLARED_TYPES: [&str; 24] = [
 /// Types nested in a declared type and referred to by their simple names only inside it, where
 /// the nesting scope wins over any package-level name.
 #[cfg(test)]
-const NESTED_TYPES: [&str; 8] = [
+const NESTED_TYPES: [&str; 9] = [
+    "Certificate",
     "DecodeBuffer",
     "Status",
     "Connect",
@@ -157,7 +158,7 @@ const NESTED_TYPES: [&str; 8] = [
 
 /// Platform types the runtime and the tables refer to by their simple names; an object named like
 /// one would hide it (package members win over default imports). A unit test keeps the list whole.
-const REFERENCED_TYPES: [&str; 49] = [
+const REFERENCED_TYPES: [&str; 51] = [
     "AtomicLong",
     "BooleanArray",
     "CharSequence",
@@ -207,6 +208,8 @@ const REFERENCED_TYPES: [&str; 49] = [
     "Unit",
     "Nothing",
     "Lazy",
+    "Throwable",
+    "Triple",
 ];
 
 /// `OperationChunk<n>`, the nested objects that load the operations.
