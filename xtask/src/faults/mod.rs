@@ -1046,7 +1046,15 @@ fn judge(
             ));
         }
     }
-    let passed = scenarios.len() - report.failures.len() - report.unsupported.len();
+    // Counted per scenario: a line for a scenario not in the file is a failure too, so the
+    // failures can outnumber the scenarios run.
+    let passed = scenarios
+        .iter()
+        .filter(|s| {
+            !report.failures.iter().any(|(id, _)| id == &s.id)
+                && !report.unsupported.iter().any(|(id, _)| id == &s.id)
+        })
+        .count();
     eprintln!(
         "faults: {}: {passed}/{} scenarios agree{} in {:.1} s",
         report.name,
