@@ -6,6 +6,7 @@
 
 mod server;
 mod soak;
+mod tls;
 
 use crate::toolchains::{self, FaultRun, Module};
 use anyhow::{anyhow, bail, Context, Result};
@@ -317,6 +318,12 @@ pub fn server_main(_args: &[String]) -> Result<()> {
     let server = Server::start(file.scenarios, SERVER_LIFETIME)?;
     println!("{}", server.url());
     println!("closed port: http://127.0.0.1:{}", closed_port()?);
+    for protocol in server.protocols() {
+        println!("\n# {protocol}");
+        for (name, value) in server.env(protocol) {
+            println!("{name}={value}");
+        }
+    }
     eprintln!(
         "fault server: serving {} scenarios; stops after {} s without a connection",
         load()?.scenarios.len(),
@@ -1062,6 +1069,7 @@ fn judge(
             .insert(scenario.id.clone(), Some(arrivals.len()));
         let mut problems = check(base_path, scenario, line, &arrivals, uuid);
         problems.extend(invariants(line, arrivals.len()));
+        problems.extend(protocol_problems(&arrivals, protocol_of(name)));
         if !problems.is_empty() {
             report.failures.push((scenario.id.clone(), problems));
         }
@@ -1101,6 +1109,30 @@ fn judge(
         }
     }
     report
+}
+
+/// The protocol a run name says (`go@h2c` -> `h2c`, `go` -> `http1`; a soak's `#soak<seed>`
+/// tail ignored).
+pub fn protocol_of(name: &str) -> &str {
+    let name = name.split_once('#').map_or(name, |(run, _)| run);
+    name.rsplit_once('@')
+        .map_or("http1", |(_, protocol)| protocol)
+}
+
+/// An arrival that came over another protocol than the run's proves nothing about the run's
+/// protocol (a client that silently fell back to HTTP/1.1, say): each is a problem.
+pub fn protocol_problems(arrivals: &[Arrival], protocol: &str) -> Vec<String> {
+    arrivals
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.protocol != protocol)
+        .map(|(i, a)| {
+            format!(
+                "arrival {i}: came over {}, the run is over {protocol}",
+                a.protocol
+            )
+        })
+        .collect()
 }
 
 /// The two invariants every scenario (and every soak request) must keep, whatever it expects:
@@ -1183,47 +1215,6 @@ fn short(name: &str) -> String {
         .replace("python", "py")
         .replace("kotlin", "kt")
         .replace("csharp", "cs")
-}
-
-// STOP-GAP until the HTTP/2 server lands: HTTP/1.1 only.
-impl Server {
-    /// Soak faults: none in the stop-gap (every soak arrival is answered by its script).
-    pub fn enable_soak(&self, _seed: u64) {}
-
-    pub fn refused_faults(&self, _run: &str, _scenario: &str) -> Vec<String> {
-        Vec::new()
-    }
-
-    /// The variables a runner needs to run over `protocol`.
-    pub fn env(&self, protocol: &str) -> Vec<(&'static str, String)> {
-        assert_eq!(
-            protocol, "http1",
-            "the stop-gap server speaks HTTP/1.1 only"
-        );
-        let port = self.addr.port();
-        let closed = closed_port().expect("a free port");
-        vec![
-            ("RETRYGEN_FAULT_URL", self.url()),
-            ("RETRYGEN_FAULT_PROTOCOL", protocol.to_string()),
-            (
-                "RETRYGEN_FAULT_CLOSED_URL",
-                format!("http://127.0.0.1:{closed}"),
-            ),
-            (
-                "RETRYGEN_FAULT_UNRESOLVABLE_URL",
-                format!("http://sandbox.invalid:{port}"),
-            ),
-            ("RETRYGEN_FAULT_BASE_PATH", "/v1".to_string()),
-            (
-                "RETRYGEN_FAULT_OTHER_ORIGIN_URL",
-                format!("http://{}", self.other_addr),
-            ),
-            (
-                "RETRYGEN_FAULT_TLS_MISMATCH_URL",
-                format!("https://{}", self.mismatch_addr),
-            ),
-        ]
-    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,16 @@
-//! The fault-injecting HTTP/1.1 server of the fault matrix (conformance/faults/README.md): the
-//! standard library and one thread per connection, on 127.0.0.1 with an ephemeral port. It counts
-//! every request it reads per run and scenario and answers each with the scenario's script.
+//! The fault-injecting server of the fault matrix (conformance/faults/README.md "The server"), on
+//! 127.0.0.1 with ephemeral ports. HTTP/1.1 (plain and over TLS) is served by the standard library,
+//! one thread per connection; TLS is rustls with a test CA generated at start (tls.rs). It counts
+//! every request it reads per run and scenario, records the protocol it came over, and answers
+//! each with the scenario's script.
+//!
+//! Listeners: per protocol the server, the same server on another port (another origin: the same
+//! counts and scripts), and over TLS an untrusted port (a certificate of a CA nobody trusts); one
+//! TLS-mismatch port fails every handshake with a fatal `handshake_failure` alert.
 
+use super::tls::{Authority, CaFile};
 use super::{Scenario, Step};
+use rustls::{ServerConfig, ServerConnection, StreamOwned};
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -30,39 +38,78 @@ pub struct Arrival {
     /// False when the server closed the connection after the head, before reading the body
     /// (`close_after_head`): `body` is then empty and says nothing about what the client sent.
     pub body_read: bool,
+    /// The protocol the request came over: `http1`, `http1-tls`, `h2c` or `h2`.
+    pub protocol: &'static str,
     /// The soak fault this arrival got (None outside the soak).
     pub fault: Option<String>,
 }
 
+type Key = (String, String);
+
 #[derive(Default)]
 struct State {
-    arrivals: Mutex<HashMap<(String, String), Vec<Arrival>>>,
+    arrivals: Mutex<HashMap<Key, Vec<Arrival>>>,
     last_activity: Mutex<Option<Instant>>,
 }
 
+impl State {
+    /// How many times the request of `key` reached the server so far: the index of the script
+    /// step its next arrival gets.
+    fn reached(&self, key: &Key) -> usize {
+        self.arrivals.lock().unwrap().get(key).map_or(0, Vec::len)
+    }
+
+    fn record(&self, key: Key, arrival: Arrival) {
+        self.arrivals
+            .lock()
+            .unwrap()
+            .entry(key)
+            .or_default()
+            .push(arrival);
+    }
+}
+
+/// The listeners of one protocol.
+#[derive(Debug, Clone, Copy)]
+struct Ports {
+    main: SocketAddr,
+    other: SocketAddr,
+    /// TLS protocols only: the same server presenting a certificate no trusted CA signed.
+    untrusted: Option<SocketAddr>,
+}
+
 pub struct Server {
+    /// The HTTP/1.1 server (`http1`).
     pub addr: SocketAddr,
-    /// The same server (same state and scripts) on another port: another origin.
-    pub other_addr: SocketAddr,
     /// A port that fails every TLS handshake with a fatal `handshake_failure` alert.
-    pub mismatch_addr: SocketAddr,
+    mismatch_addr: SocketAddr,
+    ports: HashMap<&'static str, Ports>,
+    ca_file: CaFile,
     state: Arc<State>,
     stop: Arc<AtomicBool>,
     accept: Vec<thread::JoinHandle<()>>,
+    wake: Vec<SocketAddr>,
 }
 
 /// What a listener does with each connection it accepts.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Kind {
-    Http1,
+    /// HTTP/1.1 under `protocol`, over TLS with `tls` when given.
+    Http1 {
+        protocol: &'static str,
+        tls: Option<Arc<ServerConfig>>,
+    },
     TlsMismatch,
 }
+
+/// The scripts by scenario id.
+type Scripts = HashMap<String, Vec<Step>>;
 
 fn spawn_acceptor(
     listener: TcpListener,
     kind: Kind,
     state: Arc<State>,
-    scripts: Arc<HashMap<String, Vec<Step>>>,
+    scripts: Arc<Scripts>,
     stop: Arc<AtomicBool>,
     started: Instant,
     lifetime: Duration,
@@ -81,9 +128,21 @@ fn spawn_acceptor(
             }
             active.fetch_add(1, Ordering::SeqCst);
             let (state, scripts, active) = (state.clone(), scripts.clone(), active.clone());
+            let kind = kind.clone();
             thread::spawn(move || {
                 let _ = match kind {
-                    Kind::Http1 => serve(stream, &state, &scripts),
+                    Kind::Http1 {
+                        protocol,
+                        tls: None,
+                    } => serve(stream, protocol, &state, &scripts),
+                    Kind::Http1 {
+                        protocol,
+                        tls: Some(config),
+                    } => ServerConnection::new(config)
+                        .map_err(io::Error::other)
+                        .and_then(|conn| {
+                            serve(StreamOwned::new(conn, stream), protocol, &state, &scripts)
+                        }),
                     Kind::TlsMismatch => refuse_handshake(stream),
                 };
                 active.fetch_sub(1, Ordering::SeqCst);
@@ -92,54 +151,163 @@ fn spawn_acceptor(
     })
 }
 
+fn bind() -> io::Result<(TcpListener, SocketAddr)> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    Ok((listener, addr))
+}
+
 impl Server {
-    /// Binds 127.0.0.1:0 and serves `scenarios` until dropped, or until `lifetime` has passed.
+    /// Binds its ports on 127.0.0.1 and serves `scenarios` until dropped, or until `lifetime`
+    /// has passed. The CA file goes to `target/faults/`.
     pub fn start(scenarios: Vec<Scenario>, lifetime: Duration) -> io::Result<Server> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let addr = listener.local_addr()?;
-        let other = TcpListener::bind("127.0.0.1:0")?;
-        let other_addr = other.local_addr()?;
-        let mismatch = TcpListener::bind("127.0.0.1:0")?;
-        let mismatch_addr = mismatch.local_addr()?;
+        let trusted = Authority::generate("retrygen fault-matrix test CA")?;
+        let untrusted = Authority::generate("retrygen fault-matrix CA nobody trusts")?;
+        let ca_file = CaFile::write(
+            &crate::toolchains::root().join("target/faults"),
+            &trusted.ca_pem,
+        )?;
         let state = Arc::new(State::default());
         let stop = Arc::new(AtomicBool::new(false));
-        let scripts: Arc<HashMap<String, Vec<Step>>> = Arc::new(
+        let scripts: Arc<Scripts> = Arc::new(
             scenarios
                 .into_iter()
                 .map(|s| (s.id.clone(), s.script))
                 .collect(),
         );
         let started = Instant::now();
-        let accept = [
-            (listener, Kind::Http1),
-            (other, Kind::Http1),
-            (mismatch, Kind::TlsMismatch),
-        ]
-        .into_iter()
-        .map(|(listener, kind)| {
-            spawn_acceptor(
-                listener,
-                kind,
-                state.clone(),
-                scripts.clone(),
-                stop.clone(),
-                started,
-                lifetime,
-            )
-        })
-        .collect();
+        let mut listeners: Vec<(TcpListener, Kind)> = Vec::new();
+        let mut ports = HashMap::new();
+        let mut listen = |kind: Kind| -> io::Result<SocketAddr> {
+            let (listener, addr) = bind()?;
+            listeners.push((listener, kind));
+            Ok(addr)
+        };
+        let http1 = Kind::Http1 {
+            protocol: "http1",
+            tls: None,
+        };
+        ports.insert(
+            "http1",
+            Ports {
+                main: listen(http1.clone())?,
+                other: listen(http1)?,
+                untrusted: None,
+            },
+        );
+        let tls1 = Kind::Http1 {
+            protocol: "http1-tls",
+            tls: Some(trusted.server_config(b"http/1.1")?),
+        };
+        ports.insert(
+            "http1-tls",
+            Ports {
+                main: listen(tls1.clone())?,
+                other: listen(tls1)?,
+                untrusted: Some(listen(Kind::Http1 {
+                    protocol: "http1-tls",
+                    tls: Some(untrusted.server_config(b"http/1.1")?),
+                })?),
+            },
+        );
+        let mismatch_addr = listen(Kind::TlsMismatch)?;
+        let wake: Vec<SocketAddr> = listeners
+            .iter()
+            .filter_map(|(l, _)| l.local_addr().ok())
+            .collect();
+        let accept = listeners
+            .into_iter()
+            .map(|(listener, kind)| {
+                spawn_acceptor(
+                    listener,
+                    kind,
+                    state.clone(),
+                    scripts.clone(),
+                    stop.clone(),
+                    started,
+                    lifetime,
+                )
+            })
+            .collect();
+        let http1 = ports["http1"];
         Ok(Server {
-            addr,
-            other_addr,
+            addr: http1.main,
             mismatch_addr,
+            ports,
+            ca_file,
             state,
             stop,
             accept,
+            wake,
         })
     }
 
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The variables a runner needs to run over `protocol` (conformance/faults/README.md "A
+    /// runner"). Panics for a protocol the server does not speak: the driver's list and the
+    /// server's must agree.
+    pub fn env(&self, protocol: &str) -> Vec<(&'static str, String)> {
+        let Some(ports) = self.ports.get(protocol) else {
+            panic!(
+                "the fault server does not speak {protocol:?}; it speaks {:?}",
+                self.protocols()
+            );
+        };
+        let scheme = if protocol.ends_with("tls") || protocol == "h2" {
+            "https"
+        } else {
+            "http"
+        };
+        // The untrusted port of the same HTTP version (over plain TCP: its TLS sibling's), so
+        // every variable is always set.
+        let untrusted = ports
+            .untrusted
+            .or_else(|| {
+                let sibling = if protocol == "h2c" { "h2" } else { "http1-tls" };
+                self.ports.get(sibling).and_then(|p| p.untrusted)
+            })
+            .expect("every TLS protocol has an untrusted port");
+        let closed = super::closed_port().expect("a free port");
+        vec![
+            ("RETRYGEN_FAULT_URL", format!("{scheme}://{}", ports.main)),
+            ("RETRYGEN_FAULT_PROTOCOL", protocol.to_string()),
+            (
+                "RETRYGEN_FAULT_CLOSED_URL",
+                format!("{scheme}://127.0.0.1:{closed}"),
+            ),
+            (
+                "RETRYGEN_FAULT_UNRESOLVABLE_URL",
+                format!("{scheme}://sandbox.invalid:{}", ports.main.port()),
+            ),
+            ("RETRYGEN_FAULT_BASE_PATH", "/v1".to_string()),
+            (
+                "RETRYGEN_FAULT_OTHER_ORIGIN_URL",
+                format!("{scheme}://{}", ports.other),
+            ),
+            (
+                "RETRYGEN_FAULT_CA_FILE",
+                self.ca_file.path.display().to_string(),
+            ),
+            (
+                "RETRYGEN_FAULT_UNTRUSTED_URL",
+                format!("https://{untrusted}"),
+            ),
+            (
+                "RETRYGEN_FAULT_TLS_MISMATCH_URL",
+                format!("https://{}", self.mismatch_addr),
+            ),
+        ]
+    }
+
+    /// The protocols this server speaks.
+    pub fn protocols(&self) -> Vec<&'static str> {
+        super::PROTOCOLS
+            .into_iter()
+            .filter(|p| self.ports.contains_key(p))
+            .collect()
     }
 
     /// What arrived for one run and scenario, in order.
@@ -157,18 +325,54 @@ impl Server {
     pub fn last_activity(&self) -> Option<Instant> {
         *self.state.last_activity.lock().unwrap()
     }
+
+    // STOP-GAP until the soak's faults land: every soak arrival is answered by its script.
+    pub fn enable_soak(&self, _seed: u64) {}
+
+    pub fn refused_faults(&self, _run: &str, _scenario: &str) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         // Wakes each accept loop so it sees the flag.
-        for addr in [self.addr, self.other_addr, self.mismatch_addr] {
-            let _ = TcpStream::connect_timeout(&addr, Duration::from_secs(1));
+        for addr in &self.wake {
+            let _ = TcpStream::connect_timeout(addr, Duration::from_secs(1));
         }
         for accept in self.accept.drain(..) {
             let _ = accept.join();
         }
+    }
+}
+
+/// A connection HTTP/1.1 is served over: plain TCP or rustls over TCP.
+trait Conn: Read + Write {
+    fn tcp(&self) -> &TcpStream;
+
+    /// Ends the response stream cleanly (over TLS: `close_notify`, then FIN).
+    fn finish(&mut self) {
+        let _ = self.flush();
+        let _ = self.tcp().shutdown(Shutdown::Write);
+    }
+}
+
+impl Conn for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl Conn for StreamOwned<ServerConnection, TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        &self.sock
+    }
+
+    fn finish(&mut self) {
+        self.conn.send_close_notify();
+        let _ = self.flush();
+        let _ = self.sock.shutdown(Shutdown::Write);
     }
 }
 
@@ -189,12 +393,17 @@ impl Request {
 }
 
 /// Serves one connection: requests one after another while the client keeps it open.
-fn serve(stream: TcpStream, state: &State, scripts: &HashMap<String, Vec<Step>>) -> io::Result<()> {
-    stream.set_read_timeout(Some(IDLE))?;
-    stream.set_nodelay(true)?;
-    let mut writer = stream.try_clone()?;
-    let mut reader = BufReader::new(stream);
+fn serve<C: Conn>(
+    conn: C,
+    protocol: &'static str,
+    state: &State,
+    scripts: &Scripts,
+) -> io::Result<()> {
+    conn.tcp().set_read_timeout(Some(IDLE))?;
+    conn.tcp().set_nodelay(true)?;
+    let mut reader = BufReader::new(conn);
     loop {
+        // Over TLS the handshake happens inside the first read.
         let Some(mut request) = read_head(&mut reader)? else {
             return Ok(());
         };
@@ -203,12 +412,12 @@ fn serve(stream: TcpStream, state: &State, scripts: &HashMap<String, Vec<Step>>)
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
         if let Some(warmup) = request.header("x-fault-warmup") {
             let close = warmup.eq_ignore_ascii_case("close");
-            read_body(&mut request, &mut reader, &mut writer)?;
+            read_body(&mut request, &mut reader)?;
             // No `Connection: close` even for `close`: the client pools the connection and
             // finds it closed only when it reuses it (a stale pooled connection).
-            respond(&mut writer, 200, &[], b"ok")?;
+            respond(reader.get_mut(), 200, &[], b"ok")?;
             if close || close_requested {
-                let _ = reader.get_ref().shutdown(Shutdown::Both);
+                reader.get_mut().finish();
                 return Ok(());
             }
             continue;
@@ -218,7 +427,7 @@ fn serve(stream: TcpStream, state: &State, scripts: &HashMap<String, Vec<Step>>)
             request.header("x-fault-scenario"),
         ) else {
             respond(
-                &mut writer,
+                reader.get_mut(),
                 400,
                 &[],
                 b"x-fault-run and x-fault-scenario headers are required",
@@ -226,44 +435,33 @@ fn serve(stream: TcpStream, state: &State, scripts: &HashMap<String, Vec<Step>>)
             return Ok(());
         };
         let Some(script) = scripts.get(id) else {
-            respond(&mut writer, 404, &[], b"unknown scenario")?;
+            respond(reader.get_mut(), 404, &[], b"unknown scenario")?;
             return Ok(());
         };
-        let (run, id) = (run.to_string(), id.to_string());
-        let next = state
-            .arrivals
-            .lock()
-            .unwrap()
-            .get(&(run.clone(), id.clone()))
-            .map_or(0, Vec::len);
-        let body_read = !matches!(
-            script[next.min(script.len() - 1)],
-            Step::Action(super::Action::CloseAfterHead)
-        );
+        let key: Key = (run.to_string(), id.to_string());
+        let step = &script[state.reached(&key).min(script.len() - 1)];
+        let body_read = !matches!(step, Step::Action(super::Action::CloseAfterHead));
         if body_read {
-            read_body(&mut request, &mut reader, &mut writer)?;
+            read_body(&mut request, &mut reader)?;
         }
-        let arrival = Arrival {
-            method: request.method.clone(),
-            target: request.target.clone(),
-            body: request.body.clone(),
-            keys: request
-                .headers
-                .iter()
-                .filter(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
-                .map(|(_, v)| v.clone())
-                .collect(),
-            body_read,
-            fault: None,
-        };
-        let n = {
-            let mut arrivals = state.arrivals.lock().unwrap();
-            let list = arrivals.entry((run, id)).or_default();
-            list.push(arrival);
-            list.len() - 1
-        };
-        let step = &script[n.min(script.len() - 1)];
-        let stream = reader.get_ref();
+        state.record(
+            key,
+            Arrival {
+                method: request.method.clone(),
+                target: request.target.clone(),
+                body: request.body.clone(),
+                keys: request
+                    .headers
+                    .iter()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
+                    .map(|(_, v)| v.clone())
+                    .collect(),
+                body_read,
+                protocol,
+                fault: None,
+            },
+        );
+        let conn = reader.get_mut();
         match step {
             Step::Status { status, headers } => {
                 let body = if (200..300).contains(status) {
@@ -271,12 +469,12 @@ fn serve(stream: TcpStream, state: &State, scripts: &HashMap<String, Vec<Step>>)
                 } else {
                     format!("status {status}").into_bytes()
                 };
-                respond(&mut writer, *status, headers, &body)?;
+                respond(conn, *status, headers, &body)?;
             }
             Step::Action(action) => match action {
-                super::Action::Reset => return reset(stream),
+                super::Action::Reset => return reset(conn.tcp()),
                 super::Action::Close => {
-                    let _ = stream.shutdown(Shutdown::Write);
+                    conn.finish();
                     return Ok(());
                 }
                 super::Action::CloseAfterHeaders { status } => {
@@ -284,37 +482,36 @@ fn serve(stream: TcpStream, state: &State, scripts: &HashMap<String, Vec<Step>>)
                         "HTTP/1.1 {status} {}\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n0123456789",
                         reason(*status)
                     );
-                    writer.write_all(head.as_bytes())?;
-                    writer.flush()?;
-                    let _ = stream.shutdown(Shutdown::Write);
+                    conn.write_all(head.as_bytes())?;
+                    conn.finish();
                     return Ok(());
                 }
                 super::Action::Stall { ms } => {
                     let until = Instant::now() + Duration::from_millis(*ms).min(MAX_STALL);
-                    if !wait_while_open(stream, until)? {
+                    if !wait_while_open(conn.tcp(), until)? {
                         return Ok(());
                     }
-                    respond(&mut writer, 200, &[], b"ok")?;
+                    respond(conn, 200, &[], b"ok")?;
                 }
                 super::Action::Sse { events } | super::Action::SseDrop { events } => {
-                    writer.write_all(
+                    conn.write_all(
                         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n",
                     )?;
                     for i in 1..=*events {
                         let event = format!("data: line {i}\n\n");
-                        write!(writer, "{:x}\r\n{event}\r\n", event.len())?;
-                        writer.flush()?;
+                        write!(conn, "{:x}\r\n{event}\r\n", event.len())?;
+                        conn.flush()?;
                         thread::sleep(Duration::from_millis(5));
                     }
                     if matches!(action, super::Action::SseDrop { .. }) {
-                        return reset(stream);
+                        return reset(conn.tcp());
                     }
-                    writer.write_all(b"0\r\n\r\n")?;
-                    writer.flush()?;
+                    conn.write_all(b"0\r\n\r\n")?;
+                    conn.flush()?;
                 }
                 super::Action::CloseAfterHead => {
                     // The head was read and counted; no `100 Continue`, no body read.
-                    let _ = stream.shutdown(Shutdown::Both);
+                    let _ = conn.tcp().shutdown(Shutdown::Both);
                     return Ok(());
                 }
                 // HTTP/2 frames have no HTTP/1.1 form: a scenario using them lists only the
@@ -323,12 +520,12 @@ fn serve(stream: TcpStream, state: &State, scripts: &HashMap<String, Vec<Step>>)
                 | super::Action::RefusedStream
                 | super::Action::GoawayUnprocessed) => {
                     let body = format!("{other:?} has no HTTP/1.1 form");
-                    respond(&mut writer, 500, &[], body.as_bytes())?;
+                    respond(conn, 500, &[], body.as_bytes())?;
                 }
             },
         }
         if close_requested {
-            let _ = reader.get_ref().shutdown(Shutdown::Write);
+            reader.get_mut().finish();
             return Ok(());
         }
     }
@@ -357,8 +554,14 @@ fn wait_while_open(stream: &TcpStream, until: Instant) -> io::Result<bool> {
     Ok(open)
 }
 
-/// Closes with a TCP reset: `SO_LINGER` on with a zero timeout, then close.
+/// Closes with a TCP reset: `SO_LINGER` on with a zero timeout; the reset goes out when the
+/// descriptor closes (the caller returns and drops the connection).
 fn reset(stream: &TcpStream) -> io::Result<()> {
+    set_zero_linger(stream.as_raw_fd())
+}
+
+/// `SO_LINGER` on with a zero timeout: closing `fd` then sends a reset, not a FIN.
+pub(super) fn set_zero_linger(fd: std::os::fd::RawFd) -> io::Result<()> {
     let linger = libc::linger {
         l_onoff: 1,
         l_linger: 0,
@@ -366,7 +569,7 @@ fn reset(stream: &TcpStream) -> io::Result<()> {
     // SAFETY: a valid socket descriptor and a correctly sized, initialised option value.
     let rc = unsafe {
         libc::setsockopt(
-            stream.as_raw_fd(),
+            fd,
             libc::SOL_SOCKET,
             libc::SO_LINGER,
             std::ptr::addr_of!(linger).cast(),
@@ -376,12 +579,11 @@ fn reset(stream: &TcpStream) -> io::Result<()> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    // The descriptors close when the reader and writer drop, which sends the reset.
     Ok(())
 }
 
 fn respond(
-    writer: &mut TcpStream,
+    writer: &mut impl Write,
     status: u16,
     headers: &[(String, String)],
     body: &[u8],
@@ -430,7 +632,7 @@ fn bad(message: &str) -> io::Error {
 }
 
 /// Reads one request head; None at a clean EOF before any byte of a request.
-fn read_head(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Request>> {
+fn read_head(reader: &mut BufReader<impl Read>) -> io::Result<Option<Request>> {
     let mut head = Vec::new();
     loop {
         let before = head.len();
@@ -480,15 +682,12 @@ fn read_head(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Request>> {
 
 /// Reads the body the head announces (Content-Length or chunked), after a `100 Continue` when
 /// the client asked for one.
-fn read_body(
-    request: &mut Request,
-    reader: &mut BufReader<TcpStream>,
-    writer: &mut TcpStream,
-) -> io::Result<()> {
+fn read_body<C: Read + Write>(request: &mut Request, reader: &mut BufReader<C>) -> io::Result<()> {
     if request
         .header("expect")
         .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
     {
+        let writer = reader.get_mut();
         writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
         writer.flush()?;
     }
@@ -529,7 +728,7 @@ fn refuse_handshake(mut stream: TcpStream) -> io::Result<()> {
     Ok(())
 }
 
-fn read_chunked(reader: &mut BufReader<TcpStream>) -> io::Result<Vec<u8>> {
+fn read_chunked(reader: &mut BufReader<impl Read>) -> io::Result<Vec<u8>> {
     let mut body = Vec::new();
     loop {
         let mut size_line = String::new();
@@ -665,7 +864,7 @@ mod tests {
         assert_eq!(arrivals.len(), 1);
         assert!(!arrivals[0].body_read);
 
-        let mut other = TcpStream::connect(server.other_addr).expect("connects");
+        let mut other = TcpStream::connect(server.ports["http1"].other).expect("connects");
         other
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
@@ -683,6 +882,78 @@ mod tests {
         assert_eq!(arrivals.len(), 2);
         assert!(arrivals[1].body_read);
         assert_eq!(arrivals[1].body, b"abc");
+    }
+
+    /// A rustls client trusting only the CA file, offering `alpn`.
+    fn tls_client(server: &Server, alpn: &[u8]) -> Arc<rustls::ClientConfig> {
+        use rustls::pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in rustls::pki_types::CertificateDer::pem_file_iter(&server.ca_file.path)
+            .expect("the CA file reads")
+        {
+            roots.add(cert.expect("a PEM certificate")).expect("a CA");
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![alpn.to_vec()];
+        Arc::new(config)
+    }
+
+    fn tls_exchange(
+        config: Arc<rustls::ClientConfig>,
+        name: &str,
+        addr: SocketAddr,
+        request: &str,
+    ) -> io::Result<(String, Option<Vec<u8>>)> {
+        let name = rustls::pki_types::ServerName::try_from(name.to_string()).unwrap();
+        let conn = rustls::ClientConnection::new(config, name).map_err(io::Error::other)?;
+        let tcp = TcpStream::connect(addr)?;
+        tcp.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let mut tls = StreamOwned::new(conn, tcp);
+        tls.write_all(request.as_bytes())?;
+        let mut answer = String::new();
+        tls.read_to_string(&mut answer)?;
+        Ok((answer, tls.conn.alpn_protocol().map(<[u8]>::to_vec)))
+    }
+
+    /// The TLS port presents a certificate for 127.0.0.1 and localhost that the CA file
+    /// verifies, negotiates `http/1.1` and counts the request as `http1-tls`; the untrusted port's
+    /// certificate fails verification; a client offering only `h2` fails the handshake.
+    #[test]
+    fn the_tls_ports_present_the_right_certificates() {
+        let server = Server::start(
+            vec![scenario("ok", r#"[{"status": 200}]"#)],
+            Duration::from_secs(60),
+        )
+        .expect("binds");
+        let ports = server.ports["http1-tls"];
+        let get = "GET /v1/x HTTP/1.1\r\nHost: h\r\nx-fault-run: t\r\nx-fault-scenario: ok\r\nConnection: close\r\n\r\n";
+        for name in ["127.0.0.1", "localhost"] {
+            let (answer, alpn) =
+                tls_exchange(tls_client(&server, b"http/1.1"), name, ports.main, get)
+                    .expect("a verified exchange");
+            assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+            assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
+        }
+        let arrivals = server.arrivals("t", "ok");
+        assert_eq!(arrivals.len(), 2);
+        assert!(arrivals.iter().all(|a| a.protocol == "http1-tls"));
+
+        let untrusted = tls_exchange(
+            tls_client(&server, b"http/1.1"),
+            "127.0.0.1",
+            ports.untrusted.expect("an untrusted port"),
+            get,
+        );
+        let error = untrusted.expect_err("the untrusted certificate fails");
+        assert!(format!("{error:?}").contains("UnknownIssuer"), "{error:?}");
+        let h2_only = tls_exchange(tls_client(&server, b"h2"), "127.0.0.1", ports.main, get);
+        assert!(h2_only.is_err(), "{h2_only:?}");
+        assert_eq!(server.arrivals("t", "ok").len(), 2);
     }
 
     /// The mismatch port answers a ClientHello with the fatal handshake_failure alert record.

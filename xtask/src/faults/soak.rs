@@ -5,7 +5,7 @@
 //! carry the key of its first arrival. The runner reports its open descriptors and memory before
 //! and after, which must not grow beyond a small bound.
 
-use super::{invariants, run_name, Server};
+use super::{invariants, protocol_problems, run_name, Server};
 use crate::toolchains::FaultRun;
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
@@ -196,6 +196,7 @@ pub fn soak_run(
             continue;
         };
         let mut problems = invariants(line, arrivals.len());
+        problems.extend(protocol_problems(&arrivals, protocol));
         if line.get("error").and_then(Value::as_str) == Some("mismatch") {
             problems.push("the call's result disagrees with the finish event".into());
         }
