@@ -4,13 +4,19 @@
 // build places the package rendered from conformance/faults/spec.yaml (operations.go,
 // runtime.go, roundtripper.go) in the retrypolicy folder of this module.
 //
-// With RETRYGEN_FAULT_BENCH=N it runs no scenario and measures the adapter's overhead instead.
+// The client speaks RETRYGEN_FAULT_PROTOCOL: http1, h2c (HTTP/2 with prior knowledge),
+// http1-tls or h2, over TLS trusting exactly the CA in RETRYGEN_FAULT_CA_FILE.
+//
+// With RETRYGEN_FAULT_BENCH=N it runs no scenario and measures the adapter's overhead instead;
+// with RETRYGEN_FAULT_SOAK set, its argument is a soak plan, sent over one client.
 package main
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +50,14 @@ type scenario struct {
 	AttemptTimeoutMs int64             `json:"attempt_timeout_ms"`
 	AbortAfterMs     int64             `json:"abort_after_ms"`
 	Warm             bool              `json:"warm"`
+	WarmClose        bool              `json:"warm_close"`
+	WarmPauseMs      int64             `json:"warm_pause_ms"`
+}
+
+// soakPlan is the plan of the soak (conformance/faults/README.md, the soak).
+type soakPlan struct {
+	AttemptTimeoutMs int64      `json:"attempt_timeout_ms"`
+	Requests         []scenario `json:"requests"`
 }
 
 type bodySpec struct {
@@ -60,8 +74,12 @@ type line struct {
 	BodyError bool    `json:"body_error"`
 	Events    []event `json:"events"`
 	Finish    *finish `json:"finish"`
-	ErrorType *string `json:"error_type"`
-	ElapsedMs int64   `json:"elapsed_ms"`
+	// Finishes counts the finish events of the call (a redirect http.Client follows is a
+	// request of its own); ReportedArrivals sums their attempts and redirects.
+	Finishes         int     `json:"finishes"`
+	ReportedArrivals int64   `json:"reported_arrivals"`
+	ErrorType        *string `json:"error_type"`
+	ElapsedMs        int64   `json:"elapsed_ms"`
 }
 
 type event struct {
@@ -79,6 +97,7 @@ type finish struct {
 	Outcome      string  `json:"outcome"`
 	Status       *int    `json:"status"`
 	TimedOut     bool    `json:"timed_out"`
+	Redirects    int64   `json:"redirects"`
 	Method       string  `json:"method"`
 	PathTemplate *string `json:"path_template"`
 	OperationID  *string `json:"operation_id"`
@@ -98,15 +117,25 @@ func main() {
 		fail(fmt.Errorf("%s: %w", os.Args[1], err))
 	}
 	out := bufio.NewWriter(os.Stdout)
-	if rounds := os.Getenv("RETRYGEN_FAULT_BENCH"); rounds != "" {
+	basePath := file.BasePath
+	if value := os.Getenv("RETRYGEN_FAULT_BASE_PATH"); value != "" {
+		basePath = value
+	}
+	if os.Getenv("RETRYGEN_FAULT_SOAK") != "" {
+		var plan soakPlan
+		if err := json.Unmarshal(data, &plan); err != nil {
+			fail(fmt.Errorf("%s: %w", os.Args[1], err))
+		}
+		soak(out, basePath, plan)
+	} else if rounds := os.Getenv("RETRYGEN_FAULT_BENCH"); rounds != "" {
 		n, err := strconv.Atoi(rounds)
 		if err != nil || n < 1 {
 			fail(fmt.Errorf("RETRYGEN_FAULT_BENCH=%q: want a positive number", rounds))
 		}
-		writeLine(out, map[string]any{"bench": bench(file.BasePath, n)})
+		writeLine(out, map[string]any{"bench": bench(basePath, n)})
 	} else {
 		for _, s := range file.Scenarios {
-			writeLine(out, run(file.BasePath, s))
+			writeLine(out, run(basePath, s))
 		}
 	}
 	if err := out.Flush(); err != nil {
@@ -133,18 +162,43 @@ func writeLine(out *bufio.Writer, value any) {
 }
 
 // newTransport is a transport of the scenario's own: a new client's connection pool, and no
-// proxy, since the matrix talks to 127.0.0.1 and to a name that must fail to resolve here.
+// proxy, since the matrix talks to 127.0.0.1 and to a name that must fail to resolve here. It
+// speaks the run's protocol and nothing else, and over TLS trusts the test CA only.
 func newTransport() *http.Transport {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.Proxy = nil
+	var protocols http.Protocols
+	switch protocol := os.Getenv("RETRYGEN_FAULT_PROTOCOL"); protocol {
+	case "", "http1", "http1-tls":
+		protocols.SetHTTP1(true)
+	case "h2c":
+		// HTTP/2 with prior knowledge: no HTTP/1 for http URLs.
+		protocols.SetUnencryptedHTTP2(true)
+	case "h2":
+		protocols.SetHTTP2(true)
+	default:
+		fail(fmt.Errorf("RETRYGEN_FAULT_PROTOCOL=%q: this runner speaks http1, h2c, http1-tls and h2", protocol))
+	}
+	transport.Protocols = &protocols
+	if file := os.Getenv("RETRYGEN_FAULT_CA_FILE"); file != "" {
+		pem, err := os.ReadFile(file)
+		if err != nil {
+			fail(err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			fail(fmt.Errorf("%s: no certificate", file))
+		}
+		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
 	return transport
 }
 
 // recorder keeps what the callbacks receive.
 type recorder struct {
-	mu     sync.Mutex
-	events []event
-	finish *finish
+	mu       sync.Mutex
+	events   []event
+	finishes []finish
 }
 
 func optional(s string, present bool) *string {
@@ -184,22 +238,25 @@ func (r *recorder) onFinish(_ *http.Request, e retrypolicy.FinishEvent) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.finish = f
+	r.finishes = append(r.finishes, *f)
 }
 
 func (r *recorder) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.events, r.finish = nil, nil
+	r.events, r.finishes = nil, nil
 }
 
 // targetURL is the URL of the scenario's target, from the runner's environment.
 func targetURL(target string) string {
 	variable := map[string]string{
-		"":             "RETRYGEN_FAULT_URL",
-		"server":       "RETRYGEN_FAULT_URL",
-		"closed_port":  "RETRYGEN_FAULT_CLOSED_URL",
-		"unresolvable": "RETRYGEN_FAULT_UNRESOLVABLE_URL",
+		"":              "RETRYGEN_FAULT_URL",
+		"server":        "RETRYGEN_FAULT_URL",
+		"closed_port":   "RETRYGEN_FAULT_CLOSED_URL",
+		"unresolvable":  "RETRYGEN_FAULT_UNRESOLVABLE_URL",
+		"other_origin":  "RETRYGEN_FAULT_OTHER_ORIGIN_URL",
+		"untrusted_tls": "RETRYGEN_FAULT_UNTRUSTED_URL",
+		"tls_mismatch":  "RETRYGEN_FAULT_TLS_MISMATCH_URL",
 	}[target]
 	value := os.Getenv(variable)
 	if variable == "" || value == "" {
@@ -214,48 +271,71 @@ type oneShot struct {
 	io.Reader
 }
 
-func run(basePath string, s scenario) line {
-	base := targetURL(s.Target) + basePath
-	var rec recorder
+// newClient is a client with the adapter (base URL base) over a transport of its own.
+func newClient(base string, rec *recorder, mintKeys *bool, attemptTimeoutMs int64) (*http.Client, *http.Transport) {
 	transport := newTransport()
-	defer transport.CloseIdleConnections()
 	options := []retrypolicy.RoundTripperOption{
 		retrypolicy.WithBaseURL(base),
 		retrypolicy.WithOnRetry(rec.onRetry),
 		retrypolicy.WithOnFinish(rec.onFinish),
 		retrypolicy.WithNext(transport),
 	}
-	if s.MintKeys != nil {
-		options = append(options, retrypolicy.WithMintIdempotencyKeys(*s.MintKeys))
+	if mintKeys != nil {
+		options = append(options, retrypolicy.WithMintIdempotencyKeys(*mintKeys))
 	}
-	if s.AttemptTimeoutMs > 0 {
-		options = append(options, retrypolicy.WithAttemptTimeout(time.Duration(s.AttemptTimeoutMs)*time.Millisecond))
+	if attemptTimeoutMs > 0 {
+		options = append(options, retrypolicy.WithAttemptTimeout(time.Duration(attemptTimeoutMs)*time.Millisecond))
 	}
-	client := &http.Client{Transport: retrypolicy.NewRoundTripper(options...)}
-	target := base + s.Path
-	faultHeaders := func(h http.Header) {
-		h.Set("x-fault-run", os.Getenv("RETRYGEN_FAULT_RUN"))
-		h.Set("x-fault-scenario", s.ID)
-	}
+	return &http.Client{Transport: retrypolicy.NewRoundTripper(options...)}, transport
+}
 
+// warmUp sends the warm-up request through the client and reads its body: with close, the
+// server closes that connection after answering (a stale pooled connection).
+func warmUp(client *http.Client, url, id string, closing bool) {
+	warm, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		fail(err)
+	}
+	warm.Header.Set("x-fault-run", os.Getenv("RETRYGEN_FAULT_RUN"))
+	warm.Header.Set("x-fault-scenario", id)
+	warm.Header.Set("x-fault-warmup", "1")
+	if closing {
+		warm.Header.Set("x-fault-warmup", "close")
+	}
+	resp, err := client.Do(warm)
+	if err != nil {
+		fail(fmt.Errorf("%s: warm-up: %w", id, err))
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+}
+
+func run(basePath string, s scenario) line {
+	kind := s.Target
+	if kind == "other_origin" {
+		// The base URL stays the server's; the request goes to the other origin.
+		kind = "server"
+	}
+	base := targetURL(kind) + basePath
+	target := base + s.Path
+	if s.Target == "other_origin" {
+		target = targetURL("other_origin") + basePath + s.Path
+	}
+	var rec recorder
+	client, transport := newClient(base, &rec, s.MintKeys, s.AttemptTimeoutMs)
+	defer transport.CloseIdleConnections()
 	if s.Warm {
 		// Through the same client, so that the scenario's request goes over the kept-alive
-		// connection; its events are not the scenario's.
-		warm, err := http.NewRequest(http.MethodGet, target, nil)
-		if err != nil {
-			fail(err)
-		}
-		faultHeaders(warm.Header)
-		warm.Header.Set("x-fault-warmup", "1")
-		resp, err := client.Do(warm)
-		if err != nil {
-			fail(fmt.Errorf("%s: warm-up: %w", s.ID, err))
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		rec.reset()
+		// connection (or the one the server closed); its events are not the scenario's.
+		warmUp(client, base+"/health", s.ID, s.WarmClose)
+		time.Sleep(time.Duration(s.WarmPauseMs) * time.Millisecond)
 	}
+	return send(client, &rec, s, target)
+}
 
+// send sends one request of a scenario or of the soak and returns its line.
+func send(client *http.Client, rec *recorder, s scenario, target string) line {
+	rec.reset()
 	ctx := context.Background()
 	var cancel context.CancelFunc = func() {}
 	if s.AbortAfterMs > 0 {
@@ -281,7 +361,8 @@ func run(basePath string, s scenario) line {
 		// As written: the adapter must find a caller's key under any case of its name.
 		req.Header[name] = []string{value}
 	}
-	faultHeaders(req.Header)
+	req.Header.Set("x-fault-run", os.Getenv("RETRYGEN_FAULT_RUN"))
+	req.Header.Set("x-fault-scenario", s.ID)
 
 	out := line{ID: s.ID}
 	start := time.Now()
@@ -305,7 +386,15 @@ func run(basePath string, s scenario) line {
 	out.ElapsedMs = time.Since(start).Milliseconds()
 
 	rec.mu.Lock()
-	out.Events, out.Finish = rec.events, rec.finish
+	out.Events = rec.events
+	out.Finishes = len(rec.finishes)
+	for i := range rec.finishes {
+		out.ReportedArrivals += rec.finishes[i].Attempts + rec.finishes[i].Redirects
+	}
+	if n := len(rec.finishes); n > 0 {
+		last := rec.finishes[n-1]
+		out.Finish = &last
+	}
 	rec.mu.Unlock()
 	if out.Events == nil {
 		out.Events = []event{}
@@ -328,6 +417,43 @@ func run(basePath string, s scenario) line {
 		out.ErrorType = &name
 	}
 	return out
+}
+
+// resources are the process's open descriptors and resident memory, from /proc/self.
+type resources struct {
+	FDs   int   `json:"fds"`
+	RSSKB int64 `json:"rss_kb"`
+}
+
+func measureResources() resources {
+	var r resources
+	if entries, err := os.ReadDir("/proc/self/fd"); err == nil {
+		r.FDs = len(entries)
+	}
+	if status, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(status), "\n") {
+			if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+				r.RSSKB, _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			}
+		}
+	}
+	return r
+}
+
+// soak sends every request of the plan over one client (conformance/faults/README.md, the
+// soak), printing its resources before and after.
+func soak(out *bufio.Writer, basePath string, plan soakPlan) {
+	base := targetURL("server") + basePath
+	var rec recorder
+	client, transport := newClient(base, &rec, nil, plan.AttemptTimeoutMs)
+	defer transport.CloseIdleConnections()
+	warmUp(client, base+"/health", "soak-warmup", false)
+	writeLine(out, map[string]any{"soak_start": measureResources()})
+	for _, s := range plan.Requests {
+		writeLine(out, send(client, &rec, s, base+s.Path))
+	}
+	runtime.GC()
+	writeLine(out, map[string]any{"soak_end": measureResources()})
 }
 
 // overhead is the bench line (conformance/faults/README.md, overhead mode).
