@@ -17,6 +17,9 @@ pub struct TypeScript;
 pub const TYPESCRIPT_VERSION: &str = "5.9.3";
 pub const TYPES_NODE_VERSION: &str = "20.19.43";
 pub const PRETTIER_VERSION: &str = "3.10.1";
+/// The npm undici the fault runner's TLS and HTTP/2 `Agent` comes from
+/// (scripts/bootstrap.d/typescript.sh): the one Node 20.20 bundles.
+pub const UNDICI_VERSION: &str = "6.24.1";
 
 fn install_hint() -> String {
     format!(
@@ -27,6 +30,37 @@ fn install_hint() -> String {
 
 fn node_modules() -> PathBuf {
     root().join(".cache/toolchains/node/node_modules")
+}
+
+/// The fault runner's own node_modules: the pinned npm undici.
+fn undici_modules() -> Result<PathBuf> {
+    let modules = root().join(".cache/toolchains/node-undici/node_modules");
+    let manifest = modules.join("undici/package.json");
+    let text = std::fs::read_to_string(&manifest).unwrap_or_default();
+    let pinned = format!("\"version\": \"{UNDICI_VERSION}\"");
+    if !text.contains(&pinned) {
+        bail!(
+            "undici {UNDICI_VERSION} is not installed in {}; run `bash scripts/bootstrap-toolchains.sh`",
+            modules.display()
+        );
+    }
+    Ok(modules)
+}
+
+/// Links `work/node_modules` to `modules` (once).
+fn link_modules(work: &Path, modules: &Path) -> Result<()> {
+    let link = work.join("node_modules");
+    if link.symlink_metadata().is_ok() {
+        if std::fs::read_link(&link).ok().as_deref() == Some(modules) {
+            return Ok(());
+        }
+        std::fs::remove_file(&link).with_context(|| format!("replacing {}", link.display()))?;
+    }
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(modules, &link)?;
+    #[cfg(windows)]
+    std::os::windows::fs::symlink_dir(modules, &link)?;
+    Ok(())
 }
 
 /// Runs `program --version` and checks it prints `version`.
@@ -279,10 +313,13 @@ impl Toolchain for TypeScript {
 
     /// conformance/faults/harness/typescript/ (runner.ts) beside the module (index.ts,
     /// runtime.ts, fetch.ts), compiled by tsc with Node's types and run by node: one run,
-    /// `typescript`, Node's own fetch (undici) through `retryingFetch`.
+    /// `typescript`, Node's own fetch (undici) through `retryingFetch`; over TLS with an `Agent`
+    /// of the pinned npm undici (its node_modules linked into `work`). No h2c: undici's fetch
+    /// has no HTTP/2 with prior knowledge.
     fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
         require("tsc", TYPESCRIPT_VERSION)?;
         let types = type_roots()?;
+        link_modules(work, &undici_modules()?)?;
         let harness = root().join("conformance/faults/harness/typescript");
         for name in ["runner.ts", "package.json", "tsconfig.json"] {
             std::fs::copy(harness.join(name), work.join(name))

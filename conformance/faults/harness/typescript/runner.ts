@@ -3,13 +3,16 @@
 // against the fault server. One JSON line per scenario; with RETRYGEN_FAULT_SOAK set, the soak
 // (one client, the plan's requests); with RETRYGEN_FAULT_BENCH=N, the overhead mode instead.
 //
-// Protocols: HTTP/1.1 only. Node's fetch cannot speak h2c (undici has no HTTP/2 with prior
-// knowledge over plain TCP), and trusting exactly the test CA over TLS needs an undici `Agent`
-// with `connect: {ca}` (the npm undici package, not installed yet): http1-tls and h2 are not run.
+// Protocols: `http1` with Node's default dispatcher; `http1-tls` and `h2` with an `Agent` of the
+// npm undici package (scripts/bootstrap.d/typescript.sh) passed as fetch's `dispatcher`, trusting
+// exactly the test CA (`connect: {ca}`; verification stays on), with `allowH2` for `h2` (ALPN
+// offers `http/1.1` and `h2`, the server picks). No `h2c`: undici's fetch cannot speak HTTP/2 with
+// prior knowledge over plain TCP (its Agent starts HTTP/2 only through TLS ALPN).
 
 import { readdirSync, readFileSync } from "node:fs";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { Agent } from "undici";
 import { RETRY_TABLES, retryingFetch } from "./index.js";
 import type { FinishEvent, RetryEvent } from "./index.js";
 
@@ -57,8 +60,25 @@ function env(name: string): string {
 
 const run = env("RETRYGEN_FAULT_RUN");
 const protocol = process.env["RETRYGEN_FAULT_PROTOCOL"] ?? "http1";
-if (protocol !== "http1") {
-  throw new Error(`protocol ${protocol}: this runner speaks http1 only`);
+if (protocol !== "http1" && protocol !== "http1-tls" && protocol !== "h2") {
+  throw new Error(
+    `protocol ${protocol}: this runner speaks http1, http1-tls and h2 (undici's fetch has no h2c)`,
+  );
+}
+/** The dispatcher of every request over TLS: the test CA only, HTTP/2 for `h2`. */
+const dispatcher =
+  protocol === "http1"
+    ? undefined
+    : new Agent({
+        connect: { ca: readFileSync(env("RETRYGEN_FAULT_CA_FILE"), "utf8") },
+        allowH2: protocol === "h2",
+      });
+
+/** `init` with the protocol's dispatcher (the adapter wraps it, see fetch.ts's guard). */
+function withDispatcher(init: RequestInit): RequestInit {
+  return dispatcher === undefined
+    ? init
+    : ({ ...init, dispatcher } as unknown as RequestInit);
 }
 const targets: Record<string, string | undefined> = {
   server: env("RETRYGEN_FAULT_URL"),
@@ -154,13 +174,16 @@ async function warmUp(
   close: boolean,
   id: string,
 ): Promise<void> {
-  const warm = await client(url, {
-    headers: {
-      "x-fault-run": run,
-      "x-fault-scenario": id,
-      "x-fault-warmup": close ? "close" : "1",
-    },
-  });
+  const warm = await client(
+    url,
+    withDispatcher({
+      headers: {
+        "x-fault-run": run,
+        "x-fault-scenario": id,
+        "x-fault-warmup": close ? "close" : "1",
+      },
+    }),
+  );
   await warm.text();
 }
 
@@ -198,7 +221,7 @@ async function request(
   let failed = false;
   let errorType: string | null = null;
   try {
-    const response = await client(url, init);
+    const response = await client(url, withDispatcher(init));
     status = response.status;
     try {
       body = await response.text();
@@ -307,7 +330,7 @@ async function bench(rounds: number, basePath: string): Promise<void> {
   };
   const time = async (client: typeof fetch): Promise<number> => {
     const started = performance.now();
-    const response = await client(url, init);
+    const response = await client(url, withDispatcher(init));
     await response.text();
     return (performance.now() - started) * 1000;
   };
