@@ -17,20 +17,28 @@
 //!     .build();
 //! ```
 //!
-//! It needs `reqwest` 0.13, `reqwest-middleware` 0.5, `http` 1, `tokio` 1 (feature `time`) and
-//! `uuid` 1 (feature `v4`) in the SDK's `Cargo.toml`.
+//! It needs `reqwest` 0.13, `reqwest-middleware` 0.5, `http` 1, `tokio` 1 (feature `time`),
+//! `uuid` 1 (feature `v4`), `rustls` 0.23 and `h2` 0.4 (both already in the tree of reqwest's
+//! default features: the adapter only reads their error types) in the SDK's `Cargo.toml`.
 //!
 //! The adapter owns every replay: reqwest never resends a request that was written, and the
-//! middleware must be the only retrying one in the chain (no `reqwest-retry` beside it).
+//! middleware must be the only retrying one in the chain (no `reqwest-retry` beside it). Build
+//! the client with [`RetryMiddleware::redirect_policy`] so that the finish event counts the
+//! redirects reqwest follows, and with `retry(reqwest::retry::never())` so that the HTTP/2
+//! refusals reqwest would resend by itself reach the adapter (which retries them as `connect`).
 
 use std::borrow::Cow;
-use std::collections::hash_map::RandomState;
+use std::cell::Cell;
+use std::collections::hash_map::{DefaultHasher, RandomState};
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::io;
+use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use http::Extensions;
@@ -39,8 +47,8 @@ use reqwest::{Method, Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use super::{
-    decide, Classification, Classifier, Decision, DecisionInput, InvalidInput, OperationTable,
-    Outcome, Reason, ReplayClass, RetryBudget, RetryEvent, RetryPolicy,
+    decide, in_scope, Classification, Classifier, Decision, DecisionInput, InvalidInput,
+    OperationTable, Outcome, Reason, ReplayClass, RetryBudget, RetryEvent, RetryPolicy,
 };
 
 /// The largest counter the contract accepts (2^53 - 1, contract V5).
@@ -72,6 +80,8 @@ type FinishCallback = Box<dyn Fn(&FinishEvent<'_>) + Send + Sync>;
 pub struct RetryMiddleware {
     policy: RetryPolicy,
     classifier: Classifier<'static>,
+    /// The configured base URL, when one was given: requests to other origins pass through.
+    base_url: Option<String>,
     budget: RetryBudget,
     on_retry: Option<RetryCallback>,
     on_finish: Option<FinishCallback>,
@@ -84,6 +94,7 @@ impl fmt::Debug for RetryMiddleware {
         f.debug_struct("RetryMiddleware")
             .field("policy", &self.policy)
             .field("classifier", &self.classifier)
+            .field("base_url", &self.base_url)
             .field("budget", &self.budget)
             .field("on_retry", &self.on_retry.is_some())
             .field("on_finish", &self.on_finish.is_some())
@@ -108,6 +119,29 @@ impl RetryMiddleware {
             Ok(middleware) => middleware,
             Err(e) => panic!("the tables' default retry policy is invalid: {e}"),
         }
+    }
+
+    /// reqwest's redirect policy [`reqwest::redirect::Policy::limited`]`(max)` (reqwest's
+    /// default is 10), counting each redirect it follows for the finish event's
+    /// [`FinishEvent::redirects`]: install it with [`reqwest::ClientBuilder::redirect`] on the
+    /// client the middleware wraps. reqwest follows redirects inside the client, below the
+    /// middleware, so each one is a request the server sees beyond the attempts; with another
+    /// policy the finish event counts at most one redirect per attempt, when the response's URL
+    /// differs from the request's.
+    #[must_use]
+    pub fn redirect_policy(max: usize) -> reqwest::redirect::Policy {
+        let limited = reqwest::redirect::Policy::limited(max);
+        reqwest::redirect::Policy::custom(move |attempt| {
+            // `previous` holds the first URL too: this is `limited`'s own test, and its error.
+            if attempt.previous().len() > max {
+                return limited.redirect(attempt);
+            }
+            // reqwest refuses to follow any other scheme after this policy said follow.
+            if matches!(attempt.url().scheme(), "http" | "https") {
+                REDIRECTS.with(|count| count.set(count.get().map(|n| n + 1)));
+            }
+            attempt.follow()
+        })
     }
 
     /// A builder of the middleware for the operations of `table` (the generated module's
@@ -149,22 +183,36 @@ impl RetryMiddleware {
         extensions: &'a mut Extensions,
         next: Next<'a>,
     ) -> impl Future<Output = reqwest_middleware::Result<Response>> + Send + 'a {
-        let classification = self
-            .classifier
-            .classify(request.method().as_str(), request.url().as_str());
-        let has_idempotency_key = self.idempotency_key(&classification, request.headers_mut());
+        // Rule 0: a request to another origin than the configured base URL's is not the API's.
+        let foreign = self
+            .base_url
+            .as_deref()
+            .is_some_and(|base| !in_scope(base, request.url().as_str()));
+        let classification = if foreign {
+            Classification {
+                operation: None,
+                class: ReplayClass::NonReplayable,
+            }
+        } else {
+            self.classifier
+                .classify(request.method().as_str(), request.url().as_str())
+        };
+        let has_idempotency_key =
+            !foreign && self.idempotency_key(&classification, request.headers_mut());
         // A reusable body (bytes, a string, a form) is cloned for each retry; a stream is not.
         // (Not `Option::is_none_or`: Rust 1.82, newer than the module's 1.80.)
         let replayable_body = !matches!(request.body(), Some(body) if body.as_bytes().is_none());
-        let may_retry = replayable_body && classification.class != ReplayClass::NoRetry;
+        let may_retry = !foreign && replayable_body && classification.class != ReplayClass::NoRetry;
         async move {
             let mut run = Run {
                 middleware: self,
                 method: request.method().clone(),
                 classification,
                 has_idempotency_key,
+                foreign,
                 started: Instant::now(),
                 attempts: 0,
+                redirects: AtomicI64::new(0),
                 retries_used: 0,
                 previous_delay_ms: 0,
                 released: 0,
@@ -174,19 +222,31 @@ impl RetryMiddleware {
                 // The next attempt's copy, made before this attempt consumes the request.
                 let spare = if may_retry { request.try_clone() } else { None };
                 run.attempts += 1;
+                let url_hash = hash_of(request.url().as_str());
                 // `Next::run` moves the request into the chain's future at once: this future holds
                 // one request (the spare), not two.
-                let sent = next.clone().run(request, extensions);
-                let result = match self.attempt_timeout {
-                    None => sent.await,
-                    // The elapsed timer drops the attempt, which closes its connection.
-                    Some(limit) => tokio::time::timeout(limit, sent).await.unwrap_or_else(|_| {
-                        Err(reqwest_middleware::Error::middleware(AttemptTimeout {
-                            limit,
-                        }))
-                    }),
+                let sent = CountRedirects {
+                    attempt: next.clone().run(request, extensions),
+                    total: &run.redirects,
                 };
+                let result = match self.attempt_timeout {
+                    // A foreign request passes through untouched: no attempt timeout either.
+                    Some(limit) if !foreign => {
+                        // The elapsed timer drops the attempt, which closes its connection.
+                        tokio::time::timeout(limit, sent).await.unwrap_or_else(|_| {
+                            Err(reqwest_middleware::Error::middleware(AttemptTimeout {
+                                limit,
+                            }))
+                        })
+                    }
+                    _ => sent.await,
+                };
+                run.count_unseen_redirect(&result, url_hash);
                 let ended = Ended::of(&result);
+                if foreign {
+                    run.finish(FinishReason::ForeignOrigin, ended);
+                    return result;
+                }
                 let decision = run.decide(&result, ended, spare.is_some());
                 let (decision, spare) = match (decision, spare) {
                     (Some(decision), Some(spare)) if decision.retry => (decision, spare),
@@ -210,7 +270,17 @@ impl RetryMiddleware {
                         run.retries_used,
                         &decision,
                     ) {
-                        on_retry(&event);
+                        // A panicking callback ends the request: the budget stays as decided,
+                        // the finish event still comes (once, outside the unwinding, so that a
+                        // panicking finish callback cannot abort the process), the response is
+                        // dropped (its connection closed), no attempt follows.
+                        if let Err(panicked) =
+                            panic::catch_unwind(AssertUnwindSafe(|| on_retry(&event)))
+                        {
+                            run.finish(FinishReason::Decision(decision.reason), ended);
+                            drop(result);
+                            panic::resume_unwind(panicked);
+                        }
                     }
                 }
                 // Dropping an unread response makes hyper close its connection (or return it to the
@@ -335,6 +405,9 @@ impl RetryMiddlewareBuilder {
 
     /// The SDK's configured base, a base URL such as `https://gw.example/proxy/v1/` or a base
     /// path (contract C2); requests are classified under it instead of the spec's base path.
+    /// When it has an origin (`https://gw.example`), a request to any other origin passes
+    /// through untouched (docs/adapters.md, rule 0): one attempt, no idempotency key, no
+    /// budget, no retry event, a finish event with [`FinishReason::ForeignOrigin`].
     #[must_use]
     pub fn base_url(mut self, base: impl Into<String>) -> RetryMiddlewareBuilder {
         self.base_url = Some(base.into());
@@ -353,6 +426,10 @@ impl RetryMiddlewareBuilder {
 
     /// Called once per request with its [`FinishEvent`], when the middleware returns or the
     /// caller drops the request's future.
+    ///
+    /// A callback that panics ends the request: [`RetryMiddlewareBuilder::on_retry`]'s panic is
+    /// caught, the finish event is emitted (once), then the panic resumes; the response the
+    /// middleware held is dropped either way, which closes its connection.
     #[must_use]
     pub fn on_finish(
         mut self,
@@ -396,6 +473,7 @@ impl RetryMiddlewareBuilder {
         Ok(RetryMiddleware {
             policy,
             classifier,
+            base_url: self.base_url,
             budget,
             on_retry: self.on_retry,
             on_finish: self.on_finish,
@@ -420,6 +498,9 @@ pub struct FinishEvent<'a> {
     pub status: Option<u16>,
     /// Whether the last attempt ended by a timeout after connecting.
     pub timed_out: bool,
+    /// The redirects reqwest followed by itself below the middleware, over every attempt: each
+    /// one a request the server saw (see [`RetryMiddleware::redirect_policy`]).
+    pub redirects: i64,
     /// The operation's method, or the request's method ASCII upper-cased when no operation
     /// matched.
     pub method: Cow<'a, str>,
@@ -437,6 +518,8 @@ pub enum FinishReason {
     Decision(Reason),
     /// The policy would retry, but the body can be sent only once.
     BodyNotReplayable,
+    /// The request went to another origin than the configured base URL's: sent once, as is.
+    ForeignOrigin,
 }
 
 impl FinishReason {
@@ -446,6 +529,7 @@ impl FinishReason {
         match self {
             FinishReason::Decision(reason) => reason.as_str(),
             FinishReason::BodyNotReplayable => "body_not_replayable",
+            FinishReason::ForeignOrigin => "foreign_origin",
         }
     }
 }
@@ -463,22 +547,28 @@ pub enum FinishOutcome {
     /// A response.
     Status,
     /// The request provably never left: [`reqwest::Error::is_connect`] (DNS resolution,
-    /// connection refused, host or network unreachable, connect timeout, TLS handshake).
+    /// connection refused, host or network unreachable, connect timeout, TLS handshake), or an
+    /// HTTP/2 server refused the stream unprocessed (`REFUSED_STREAM`, a `GOAWAY` that left the
+    /// stream out).
     Connect,
     /// The request may have been sent: any other error.
     Transport,
+    /// The TLS peer's certificate was refused (rustls's `InvalidCertificate`: untrusted issuer,
+    /// expired, wrong name, a custom verifier's pin): never retried.
+    Certificate,
     /// The caller dropped the request's future.
     Aborted,
 }
 
 impl FinishOutcome {
-    /// The outcome's name: `status`, `connect`, `transport` or `aborted`.
+    /// The outcome's name: `status`, `connect`, `transport`, `certificate` or `aborted`.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
             FinishOutcome::Status => "status",
             FinishOutcome::Connect => "connect",
             FinishOutcome::Transport => "transport",
+            FinishOutcome::Certificate => "certificate",
             FinishOutcome::Aborted => "aborted",
         }
     }
@@ -549,9 +639,13 @@ struct Run<'m> {
     method: Method,
     classification: Classification,
     has_idempotency_key: bool,
+    /// A request to another origin (rule 0): one attempt, no budget, no operation.
+    foreign: bool,
     /// When the first attempt started (monotonic).
     started: Instant,
     attempts: i64,
+    /// The redirects reqwest followed, over every attempt (counted while each is polled).
+    redirects: AtomicI64,
     retries_used: i64,
     previous_delay_ms: i64,
     /// The cost the last granted retry took from the budget (contract K3).
@@ -576,6 +670,7 @@ impl Run<'_> {
             outcome: match result {
                 Ok(response) => middleware.status_outcome(response),
                 Err(_) if ended.outcome == FinishOutcome::Connect => Outcome::Connect,
+                Err(_) if ended.outcome == FinishOutcome::Certificate => Outcome::Certificate,
                 Err(_) => Outcome::Transport,
             },
             retries_used: self.retries_used,
@@ -600,6 +695,19 @@ impl Run<'_> {
         decision.ok()
     }
 
+    /// Counts a redirect the policy did not see (a client without
+    /// [`RetryMiddleware::redirect_policy`]): a response whose URL is not the request's followed
+    /// at least one.
+    fn count_unseen_redirect(&self, result: &reqwest_middleware::Result<Response>, url_hash: u64) {
+        if let Ok(response) = result {
+            if self.redirects.load(Ordering::Relaxed) == 0
+                && hash_of(response.url().as_str()) != url_hash
+            {
+                self.redirects.store(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Counts the retry `decision` granted after an attempt that ended as `ended`.
     fn granted(&mut self, decision: &Decision, ended: Ended) {
         let policy = &self.middleware.policy;
@@ -617,7 +725,8 @@ impl Run<'_> {
     fn finish(&mut self, reason: FinishReason, ended: Ended) {
         self.finished = true;
         let middleware = self.middleware;
-        if ended.status.is_some_and(|status| status < 400) {
+        // A foreign request neither read nor spent the budget.
+        if !self.foreign && ended.status.is_some_and(|status| status < 400) {
             // The cell refuses no refund under a valid policy, and the response is the result
             // either way.
             let _ = middleware
@@ -628,6 +737,11 @@ impl Run<'_> {
             return;
         };
         let operation = self.classification.operation;
+        let reason = if self.foreign {
+            FinishReason::ForeignOrigin
+        } else {
+            reason
+        };
         let method = match operation {
             Some(operation) => Cow::Borrowed(operation.method),
             None => match self.method.as_str() {
@@ -643,6 +757,7 @@ impl Run<'_> {
             outcome: ended.outcome,
             status: ended.status,
             timed_out: ended.timed_out,
+            redirects: self.redirects.load(Ordering::Relaxed),
             method,
             path_template: operation.map(|op| op.path),
             operation_id: operation.and_then(|op| op.operation_id),
@@ -668,32 +783,100 @@ impl Drop for Run<'_> {
 
 /// The contract's failure for an error of the chain below, and whether the attempt ended by a
 /// timeout after connecting. The cause chain is walked: a middleware below may wrap reqwest's
-/// error, and reqwest wraps hyper's and the operating system's.
+/// error, and reqwest wraps hyper's, h2's, rustls's and the operating system's.
+///
+/// Only the client's own verdicts make a failure `connect`: reqwest's
+/// [`reqwest::Error::is_connect`], and h2's for a stream the server provably did not process
+/// (RFC 9113 section 8.7). An error code found deeper in the chain never does (an established
+/// socket reports EHOSTUNREACH on Linux once retransmissions fail, after the request was
+/// written). A refused certificate found anywhere in the chain wins over both: it only makes the
+/// failure less retryable.
 fn failure_of(error: &reqwest_middleware::Error) -> (FinishOutcome, bool) {
     let mut timed_out = false;
+    let mut connect = false;
     let mut cause: Option<&(dyn StdError + 'static)> = Some(match error {
         reqwest_middleware::Error::Reqwest(e) => e,
         reqwest_middleware::Error::Middleware(e) => e.as_ref(),
     });
     while let Some(error) = cause {
+        // `io::Error::source` skips the error it wraps (rustls's, inside tokio-rustls's I/O
+        // error): the walk goes through it.
+        let mut next = error.source();
         if let Some(error) = error.downcast_ref::<reqwest::Error>() {
             // reqwest finds hyper-util's connect errors in its own chain: DNS resolution,
             // refused, unreachable, connect timeout, TLS handshake (all before any byte left).
-            if error.is_connect() {
-                return (FinishOutcome::Connect, false);
-            }
+            connect |= error.is_connect();
             timed_out |= error.is_timeout();
+        } else if let Some(error) = error.downcast_ref::<rustls::Error>() {
+            if matches!(error, rustls::Error::InvalidCertificate(_)) {
+                return (FinishOutcome::Certificate, false);
+            }
+        } else if let Some(error) = error.downcast_ref::<h2::Error>() {
+            connect |= is_unprocessed(error);
         } else if let Some(error) = error.downcast_ref::<io::Error>() {
-            // Only reqwest's own verdict makes a failure `connect`: an unreachable or refused
-            // error deeper in the chain may come from an established connection after the
-            // request was written (Linux reports EHOSTUNREACH once retransmissions fail).
             timed_out |= error.kind() == io::ErrorKind::TimedOut;
+            if let Some(inner) = error.get_ref() {
+                next = Some(inner);
+            }
         } else if error.is::<AttemptTimeout>() || error.is::<tokio::time::error::Elapsed>() {
             timed_out = true;
         }
-        cause = error.source();
+        cause = next;
     }
-    (FinishOutcome::Transport, timed_out)
+    if connect {
+        (FinishOutcome::Connect, false)
+    } else {
+        (FinishOutcome::Transport, timed_out)
+    }
+}
+
+/// Whether h2 says the server did not process the stream (RFC 9113 section 8.7): the server
+/// reset it with `REFUSED_STREAM`, or its `GOAWAY` left the stream out (h2 fails with the
+/// server's `GOAWAY` exactly the streams above its last stream id, and those opened after it; a
+/// stream the server kept fails with an I/O error when the connection ends).
+fn is_unprocessed(error: &h2::Error) -> bool {
+    error.is_remote()
+        && (error.is_go_away()
+            || (error.is_reset() && error.reason() == Some(h2::Reason::REFUSED_STREAM)))
+}
+
+thread_local! {
+    /// The redirects followed so far in the attempt being polled on this thread (`None` outside
+    /// one): [`RetryMiddleware::redirect_policy`] counts into it while reqwest, polled inside
+    /// [`CountRedirects`], follows a redirect.
+    static REDIRECTS: Cell<Option<i64>> = const { Cell::new(None) };
+}
+
+/// An attempt's future (the rest of the chain, boxed by `reqwest_middleware::Next::run`),
+/// adding to `total` the redirects reqwest follows while it is polled.
+struct CountRedirects<'a, F> {
+    attempt: F,
+    total: &'a AtomicI64,
+}
+
+impl<F: Future + Unpin> Future for CountRedirects<'_, F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        /// Puts back the enclosing attempt's count, even when the poll panics.
+        struct Restore<'a>(Option<i64>, &'a AtomicI64);
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                let counted = REDIRECTS.with(|count| count.replace(self.0));
+                self.1.fetch_add(counted.unwrap_or(0), Ordering::Relaxed);
+            }
+        }
+        let this = &mut *self;
+        let _restore = Restore(REDIRECTS.with(|count| count.replace(Some(0))), this.total);
+        Pin::new(&mut this.attempt).poll(cx)
+    }
+}
+
+/// A hash of a URL, to tell whether a response's URL is the request's without keeping a copy.
+fn hash_of(url: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    url.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// Whole milliseconds of `duration`, within the contract's counters.

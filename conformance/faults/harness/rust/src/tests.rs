@@ -7,7 +7,9 @@
 use std::convert::Infallible;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -59,6 +61,8 @@ impl Arrival {
 struct Server {
     addr: SocketAddr,
     arrivals: Arc<Mutex<Vec<Arrival>>>,
+    /// Connections that ended (the client or a step closed them).
+    closed: Arc<AtomicUsize>,
 }
 
 impl Server {
@@ -67,15 +71,25 @@ impl Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
         let arrivals = Arc::new(Mutex::new(Vec::new()));
-        let (script, recorded) = (script.to_vec(), Arc::clone(&arrivals));
+        let closed = Arc::new(AtomicUsize::new(0));
+        let (script, recorded, ended) =
+            (script.to_vec(), Arc::clone(&arrivals), Arc::clone(&closed));
         // The thread ends with the test process.
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (script, recorded) = (script.clone(), Arc::clone(&recorded));
-                std::thread::spawn(move || serve(stream, &script, &recorded));
+                let (script, recorded, ended) =
+                    (script.clone(), Arc::clone(&recorded), Arc::clone(&ended));
+                std::thread::spawn(move || {
+                    serve(stream, &script, &recorded);
+                    ended.fetch_add(1, Ordering::SeqCst);
+                });
             }
         });
-        Server { addr, arrivals }
+        Server {
+            addr,
+            arrivals,
+            closed,
+        }
     }
 
     /// The base URL `http://127.0.0.1:PORT/v1` (the spec's base path).
@@ -185,8 +199,10 @@ struct Finished {
     outcome: FinishOutcome,
     status: Option<u16>,
     timed_out: bool,
+    redirects: i64,
     method: String,
     path_template: Option<&'static str>,
+    operation_id: Option<&'static str>,
 }
 
 /// What a client's callbacks received: `(attempt, reason, delay_ms)` per retry, and the finish
@@ -197,10 +213,28 @@ struct Seen {
     finished: Vec<Finished>,
 }
 
+/// The reqwest client an SDK is told to build under the adapter (the runtime README): redirects
+/// counted, reqwest's own resends of HTTP/2 refusals off.
+fn http_client() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(RetryMiddleware::redirect_policy(10))
+        .retry(reqwest::retry::never())
+}
+
 /// A client with the adapter, configured by `configure`, recording its callbacks; the
 /// middleware's budget is shared with the client (`Arc`) for the tests to read.
 fn new_client(
     base: &str,
+    configure: impl FnOnce(RetryMiddlewareBuilder) -> RetryMiddlewareBuilder,
+) -> (ClientWithMiddleware, Arc<Mutex<Seen>>, Arc<RetryMiddleware>) {
+    new_client_over(base, http_client(), configure)
+}
+
+/// [`new_client`] over the reqwest client `http`.
+fn new_client_over(
+    base: &str,
+    http: reqwest::ClientBuilder,
     configure: impl FnOnce(RetryMiddlewareBuilder) -> RetryMiddlewareBuilder,
 ) -> (ClientWithMiddleware, Arc<Mutex<Seen>>, Arc<RetryMiddleware>) {
     let seen = Arc::new(Mutex::new(Seen::default()));
@@ -224,17 +258,15 @@ fn new_client(
                     outcome: e.outcome,
                     status: e.status,
                     timed_out: e.timed_out,
+                    redirects: e.redirects,
                     method: e.method.to_string(),
                     path_template: e.path_template,
+                    operation_id: e.operation_id,
                 });
             }
         });
     let middleware = Arc::new(configure(builder).build().expect("a valid policy"));
-    let http_client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("a client");
-    let client = ClientBuilder::new(http_client)
+    let client = ClientBuilder::new(http.build().expect("a client"))
         .with_arc(Arc::clone(&middleware) as Arc<dyn reqwest_middleware::Middleware>)
         .build();
     (client, seen, middleware)
@@ -617,7 +649,9 @@ fn a_failed_tls_handshake_is_a_connect_failure() {
 #[test]
 fn the_attempt_timeout_is_a_timed_out_transport_failure() {
     let server = Server::start(&[Step::Stall(Duration::from_secs(3)), Step::Status(200, &[])]);
-    let limit = Duration::from_millis(100);
+    // Long enough for the second attempt on a loaded machine: only one timeout retry fits the
+    // budget.
+    let limit = Duration::from_millis(500);
     let (client, seen, middleware) = new_client(&server.base(), |b| b.attempt_timeout(limit));
     let status = block_on(async {
         client
@@ -884,6 +918,463 @@ fn an_unreachable_error_after_the_request_was_written_is_not_connect() {
     });
     // The server had it: a `connect` verdict would have sent it again.
     assert_eq!(server.arrivals().len(), 1);
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            1,
+            decided(Reason::NotReplayable),
+            FinishOutcome::Transport,
+            None,
+            false
+        )
+    );
+}
+
+#[test]
+fn a_request_to_another_origin_passes_through_once_without_key_or_budget() {
+    let api = Server::start(&[Step::Status(200, &[])]);
+    let other = Server::start(&[Step::Close, Step::Status(503, &[])]);
+    let (client, seen, middleware) = new_client(&api.base(), |b| b);
+    // A keyed operation's path on another origin: no key, no retry after the close.
+    let error = block_on(async {
+        client
+            .post(format!("{}/sandboxes/sb-1/snapshots", other.base()))
+            .body("{}")
+            .send()
+            .await
+            .unwrap_err()
+    });
+    assert!(matches!(error, reqwest_middleware::Error::Reqwest(_)));
+    let arrivals = other.arrivals();
+    assert_eq!(arrivals.len(), 1);
+    assert!(arrivals[0].header("idempotency-key").is_empty());
+    let f = finished(&seen);
+    assert_eq!(
+        summary(&f),
+        finish(
+            1,
+            FinishReason::ForeignOrigin,
+            FinishOutcome::Transport,
+            None,
+            false
+        )
+    );
+    assert_eq!(
+        (f.method.as_str(), f.path_template, f.operation_id),
+        ("POST", None, None)
+    );
+    // An idempotent operation's path answered 503: returned at once, the budget untouched.
+    let status = block_on(async {
+        let purge = Method::from_bytes(b"get").unwrap();
+        client
+            .request(purge, format!("{}/sandboxes/sb-1", other.base()))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    assert_eq!(status, 503);
+    assert_eq!(other.arrivals().len(), 2);
+    let seen = seen.lock().unwrap();
+    assert!(seen.retries.is_empty());
+    let f = &seen.finished[1];
+    assert_eq!(
+        summary(f),
+        finish(
+            1,
+            FinishReason::ForeignOrigin,
+            FinishOutcome::Status,
+            Some(503),
+            false
+        )
+    );
+    assert_eq!(f.method, "GET");
+    assert_eq!(middleware.budget().tokens(), 15);
+    assert!(api.arrivals().is_empty());
+}
+
+#[test]
+fn a_bare_base_path_keeps_every_origin_in_scope() {
+    let server = Server::start(&[Step::Status(503, &[]), Step::Status(200, &[])]);
+    let (client, seen, _) = new_client("/v1", |b| b);
+    block_on(async {
+        client
+            .get(format!("{}/sandboxes/sb-1", server.base()))
+            .send()
+            .await
+            .unwrap()
+    });
+    assert_eq!(server.arrivals().len(), 2);
+    let f = finished(&seen);
+    assert_eq!(
+        (f.attempts, f.reason),
+        (2, decided(Reason::StatusNotRetryable))
+    );
+    assert_eq!(f.operation_id, Some("getSandbox"));
+}
+
+/// A self-signed certificate for 127.0.0.1 and `localhost` (P-256, valid until 2126) that no
+/// client trusts, and its key: made once with `openssl req -x509 -newkey ec ...`.
+const UNTRUSTED_CERT: &str = "-----BEGIN CERTIFICATE-----
+MIIBtTCCAVqgAwIBAgIUSj13Z8gtUEJTnvb0tPLTEXp3F/8wCgYIKoZIzj0EAwIw
+IjEgMB4GA1UEAwwXcmV0cnlnZW4gdW50cnVzdGVkIHRlc3QwIBcNMjYxMjA0MTgy
+OTI1WhgPMjEyNjExMTAxODI5MjVaMCIxIDAeBgNVBAMMF3JldHJ5Z2VuIHVudHJ1
+c3RlZCB0ZXN0MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEFHEu60ojsI0mUQpW
+aHp10593mIxCpAkKGUUESOQ4o3uKpAjy9rLH1s/6wzNm7WnuIck4BDZbhiYivW5t
+VqoZDKNsMGowHQYDVR0OBBYEFPWbvLWBRghDWIDZNdOKNng7LvB5MB8GA1UdIwQY
+MBaAFPWbvLWBRghDWIDZNdOKNng7LvB5MBoGA1UdEQQTMBGHBH8AAAGCCWxvY2Fs
+aG9zdDAMBgNVHRMBAf8EAjAAMAoGCCqGSM49BAMCA0kAMEYCIQCPcYkI+4Za3Igc
+3cYg+lWXsZjf8VS3mBy87rneks2wTwIhAOlNGdW1onxx5SSPtw2GDSGW9ZUQDkp4
+cdlLiHzmAx/W
+-----END CERTIFICATE-----
+";
+
+const UNTRUSTED_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgrnAuzkNhIo9cn1B6
+wOU31bp/CvXeHvH1rXNa+YavI6yhRANCAAQUcS7rSiOwjSZRClZoenXTn3eYjEKk
+CQoZRQRI5Dije4qkCPL2ssfWz/rDM2btae4hyTgENluGJiK9bm1WqhkM
+-----END PRIVATE KEY-----
+";
+
+/// A TLS server on 127.0.0.1 (rustls over std sockets) presenting [`UNTRUSTED_CERT`]; it counts
+/// the requests that got through the handshake.
+fn start_untrusted_tls() -> (SocketAddr, Arc<AtomicUsize>) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from_pem_slice(UNTRUSTED_CERT.as_bytes()).expect("the cert")],
+            PrivateKeyDer::from_pem_slice(UNTRUSTED_KEY.as_bytes()).expect("the key"),
+        )
+        .expect("a server config");
+    let config = Arc::new(config);
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("local address");
+    let requests = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&requests);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let (config, counted) = (Arc::clone(&config), Arc::clone(&counted));
+            std::thread::spawn(move || {
+                let connection = rustls::ServerConnection::new(config).expect("a connection");
+                let mut tls = BufReader::new(rustls::StreamOwned::new(connection, stream));
+                let mut line = String::new();
+                // The handshake happens on the first read; a refused certificate ends it.
+                if tls.read_line(&mut line).is_ok_and(|n| n > 0) {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    (addr, requests)
+}
+
+#[test]
+fn an_untrusted_certificate_is_a_certificate_failure_never_retried() {
+    let (addr, requests) = start_untrusted_tls();
+    let base = format!("https://{addr}/v1");
+    let (client, seen, middleware) = new_client(&base, |b| b);
+    let error = block_on(async {
+        client
+            .get(format!("{base}/sandboxes/sb-1"))
+            .send()
+            .await
+            .unwrap_err()
+    });
+    // reqwest's own error comes back (reqwest calls it a connect error: the handshake failed).
+    assert!(
+        matches!(&error, reqwest_middleware::Error::Reqwest(e) if e.is_connect()),
+        "{error:?}"
+    );
+    assert_eq!(requests.load(Ordering::SeqCst), 0);
+    assert!(seen.lock().unwrap().retries.is_empty());
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            1,
+            decided(Reason::CertificateFailure),
+            FinishOutcome::Certificate,
+            None,
+            false
+        )
+    );
+    assert_eq!(middleware.budget().tokens(), 15);
+}
+
+#[test]
+fn a_panicking_on_retry_ends_the_request_with_one_finish_event() {
+    let server = Server::start(&[Step::Status(503, &[]), Step::Status(200, &[])]);
+    let (client, seen, middleware) =
+        new_client(&server.base(), |b| b.on_retry(|_| panic!("on_retry fails")));
+    let url = format!("{}/sandboxes/sb-1", server.base());
+    let panicked = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        block_on(async { client.get(&url).send().await })
+    }))
+    .expect_err("the callback's panic propagates");
+    assert_eq!(panicked.downcast_ref::<&str>(), Some(&"on_retry fails"));
+    assert_eq!(server.arrivals().len(), 1);
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            1,
+            decided(Reason::RetryableStatus),
+            FinishOutcome::Status,
+            Some(503),
+            false
+        )
+    );
+    // The budget stays as decided: the granted retry's 5 tokens are spent.
+    assert_eq!(middleware.budget().tokens(), 10);
+}
+
+#[test]
+fn a_panicking_on_finish_is_called_once_and_the_response_is_released() {
+    let server = Server::start(&[Step::HeadThenHang(200)]);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let (client, _, _) = new_client(&server.base(), move |b| {
+        b.on_finish(move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            panic!("on_finish fails");
+        })
+    });
+    let url = format!("{}/sandboxes/sb-1", server.base());
+    let started = Instant::now();
+    let panicked = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        block_on(async { client.get(&url).send().await })
+    }))
+    .expect_err("the callback's panic propagates");
+    assert_eq!(panicked.downcast_ref::<&str>(), Some(&"on_finish fails"));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(server.arrivals().len(), 1);
+    // The response was dropped: its connection closed long before the server's 10 s.
+    while server.closed.load(Ordering::SeqCst) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the connection stays open"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_redirect_reqwest_follows_is_counted_in_the_finish_event() {
+    let server = Server::start(&[
+        Step::Status(307, &[("location", "/v1/sandboxes")]),
+        Step::Status(201, &[]),
+    ]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let status = block_on(async {
+        client
+            .post(format!("{}/sandboxes", server.base()))
+            .body("{}")
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    assert_eq!(status, 201);
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 2);
+    assert!(arrivals.iter().all(|a| a.body == b"{}"));
+    let f = finished(&seen);
+    assert_eq!(
+        (f.attempts, f.redirects, f.reason),
+        (1, 1, decided(Reason::StatusNotRetryable))
+    );
+}
+
+#[test]
+fn without_the_counting_policy_a_redirect_elsewhere_still_counts() {
+    let server = Server::start(&[
+        Step::Status(302, &[("location", "/v1/sandboxes/sb-2")]),
+        Step::Status(200, &[]),
+    ]);
+    let (client, seen, _) =
+        new_client_over(&server.base(), reqwest::Client::builder().no_proxy(), |b| b);
+    block_on(async {
+        client
+            .get(format!("{}/sandboxes/sb-1", server.base()))
+            .send()
+            .await
+            .unwrap()
+    });
+    assert_eq!(server.arrivals().len(), 2);
+    assert_eq!(finished(&seen).redirects, 1);
+}
+
+/// What the HTTP/2 server does with a complete request (its stream ended).
+#[derive(Debug, Clone, Copy)]
+enum H2Step {
+    /// `RST_STREAM(REFUSED_STREAM)`: provably unprocessed.
+    Refuse,
+    /// `GOAWAY` whose last stream id is below the request's, then the connection closes.
+    GoAwayUnprocessed,
+    /// `RST_STREAM` with this error code, after reading the request.
+    Reset(u32),
+    /// A response with this status and no body.
+    Status(u16),
+}
+
+/// One HTTP/2 frame: a 9-byte header (length, type, flags, stream id) and the payload.
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let length = u32::try_from(payload.len()).expect("a short payload");
+    let mut frame = length.to_be_bytes()[1..].to_vec();
+    frame.extend_from_slice(&[kind, flags]);
+    frame.extend_from_slice(&stream.to_be_bytes());
+    frame.extend_from_slice(payload);
+    frame
+}
+
+/// A minimal HTTP/2 server with prior knowledge (h2c) on 127.0.0.1, written frame by frame so
+/// that it can refuse streams and send a `GOAWAY` that leaves the request out, which a server
+/// library does not offer. It records the stream id of each complete request.
+fn start_h2(script: &[H2Step]) -> (SocketAddr, Arc<Mutex<Vec<u32>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("local address");
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let (script, recorded) = (script.to_vec(), Arc::clone(&requests));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let (script, recorded) = (script.clone(), Arc::clone(&recorded));
+            std::thread::spawn(move || serve_h2(stream, &script, &recorded));
+        }
+    });
+    (addr, requests)
+}
+
+fn serve_h2(mut stream: TcpStream, script: &[H2Step], requests: &Mutex<Vec<u32>>) {
+    const DATA: u8 = 0;
+    const HEADERS: u8 = 1;
+    const RST_STREAM: u8 = 3;
+    const SETTINGS: u8 = 4;
+    const PING: u8 = 6;
+    const GOAWAY: u8 = 7;
+    const END_STREAM: u8 = 1;
+    const ACK: u8 = 1;
+    let mut preface = [0; 24];
+    if stream.read_exact(&mut preface).is_err() || &preface != b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" {
+        return;
+    }
+    if stream.write_all(&h2_frame(SETTINGS, 0, 0, &[])).is_err() {
+        return;
+    }
+    let mut header = [0; 9];
+    while stream.read_exact(&mut header).is_ok() {
+        let length =
+            usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
+        let (kind, flags) = (header[3], header[4]);
+        let id = u32::from_be_bytes([header[5], header[6], header[7], header[8]]) & 0x7fff_ffff;
+        let mut payload = vec![0; length];
+        if stream.read_exact(&mut payload).is_err() {
+            return;
+        }
+        let reply = match kind {
+            SETTINGS if flags & ACK == 0 => h2_frame(SETTINGS, ACK, 0, &[]),
+            PING if flags & ACK == 0 => h2_frame(PING, ACK, 0, &payload),
+            HEADERS | DATA if flags & END_STREAM != 0 => {
+                let n = {
+                    let mut requests = requests.lock().unwrap();
+                    requests.push(id);
+                    requests.len() - 1
+                };
+                match script[n.min(script.len() - 1)] {
+                    H2Step::Refuse => h2_frame(RST_STREAM, 0, id, &0x7u32.to_be_bytes()),
+                    H2Step::Reset(code) => h2_frame(RST_STREAM, 0, id, &code.to_be_bytes()),
+                    H2Step::GoAwayUnprocessed => {
+                        // Last stream id: the one before the request's (client streams are odd).
+                        let mut goaway = id.saturating_sub(2).to_be_bytes().to_vec();
+                        goaway.extend_from_slice(&0u32.to_be_bytes());
+                        let _ = stream.write_all(&h2_frame(GOAWAY, 0, 0, &goaway));
+                        std::thread::sleep(Duration::from_millis(50));
+                        return;
+                    }
+                    H2Step::Status(status) => {
+                        // HPACK: a literal `:status` (static table index 8) without indexing.
+                        let code = status.to_string();
+                        let mut block = vec![0x08, u8::try_from(code.len()).unwrap()];
+                        block.extend_from_slice(code.as_bytes());
+                        // END_STREAM | END_HEADERS.
+                        h2_frame(HEADERS, 0x5, id, &block)
+                    }
+                }
+            }
+            _ => continue,
+        };
+        if stream.write_all(&reply).is_err() {
+            return;
+        }
+    }
+}
+
+/// A client over HTTP/2 with prior knowledge (h2c) and the adapter.
+fn h2_client(base: &str) -> (ClientWithMiddleware, Arc<Mutex<Seen>>, Arc<RetryMiddleware>) {
+    new_client_over(base, http_client().http2_prior_knowledge(), |b| b)
+}
+
+/// `POST /sandboxes` (non-replayable) over h2c: its status, or how it failed.
+fn h2_create(client: &ClientWithMiddleware, base: &str) -> Result<u16, reqwest_middleware::Error> {
+    block_on(async {
+        client
+            .post(format!("{base}/sandboxes"))
+            .body("{}")
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+    })
+}
+
+#[test]
+fn an_http2_refused_stream_is_a_connect_failure_a_create_retries() {
+    let (addr, requests) = start_h2(&[H2Step::Refuse, H2Step::Status(201)]);
+    let base = format!("http://{addr}/v1");
+    let (client, seen, _) = h2_client(&base);
+    assert_eq!(h2_create(&client, &base).unwrap(), 201);
+    assert_eq!(requests.lock().unwrap().len(), 2);
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [(1, Reason::ConnectFailure, 1)]
+    );
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            2,
+            decided(Reason::StatusNotRetryable),
+            FinishOutcome::Status,
+            Some(201),
+            false
+        )
+    );
+}
+
+#[test]
+fn an_http2_goaway_that_leaves_the_stream_out_is_a_connect_failure() {
+    let (addr, requests) = start_h2(&[H2Step::GoAwayUnprocessed, H2Step::Status(201)]);
+    let base = format!("http://{addr}/v1");
+    let (client, seen, _) = h2_client(&base);
+    assert_eq!(h2_create(&client, &base).unwrap(), 201);
+    assert_eq!(requests.lock().unwrap().len(), 2);
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [(1, Reason::ConnectFailure, 1)]
+    );
+    assert_eq!(finished(&seen).attempts, 2);
+}
+
+#[test]
+fn an_http2_reset_after_the_request_is_a_transport_failure() {
+    // PROTOCOL_ERROR: the server may have processed the request.
+    let (addr, requests) = start_h2(&[H2Step::Reset(0x1), H2Step::Status(201)]);
+    let base = format!("http://{addr}/v1");
+    let (client, seen, _) = h2_client(&base);
+    h2_create(&client, &base).unwrap_err();
+    assert_eq!(requests.lock().unwrap().len(), 1);
     assert_eq!(
         summary(&finished(&seen)),
         finish(
