@@ -415,7 +415,8 @@ func (t *RoundTripper) callOnRetry(r *request, a attempt, body io.ReadCloser, re
 		if a.resp != nil {
 			discard(a.resp.Body)
 		}
-		if body != r.caller.Body {
+		if !r.bodyless {
+			// The body GetBody gave for the retry that will not be sent.
 			closeBody(body)
 		}
 		t.report(r, retriesUsed+1, decision.Reason, a)
