@@ -339,7 +339,7 @@ impl Toolchain for TypeScript {
             "compiling the TypeScript fault runner",
         )?;
         Ok(vec![FaultRun {
-            protocols: &["http1"],
+            protocols: &["http1", "http1-tls"],
             name: "typescript".into(),
             built: Built {
                 argv: vec!["node".into(), lossy(&work.join("out/runner.js"))],

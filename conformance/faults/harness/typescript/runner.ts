@@ -262,6 +262,15 @@ async function request(
 }
 
 async function scenario(s: Scenario, basePath: string): Promise<void> {
+  if (Object.keys(s.headers ?? {}).some((h) => h.toLowerCase() === "expect")) {
+    // undici refuses it when dispatching: fetch rejects (cause NotSupportedError), nothing is sent.
+    print({
+      id: s.id,
+      unsupported:
+        "undici's fetch refuses an Expect request header (NotSupportedError)",
+    });
+    return;
+  }
   const kind = s.target ?? "server";
   const base = `${target(kind === "other_origin" ? "server" : kind)}${basePath}`;
   const url =
