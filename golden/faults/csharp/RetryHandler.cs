@@ -71,21 +71,23 @@ namespace Retrygen.Generated
         internal RetryFinishEvent(
             long attempts,
             DecisionReason decisionReason,
-            bool bodyNotReplayable,
+            string reason,
             int? status,
             FailureKind? failure,
             bool timedOut,
+            long redirects,
             string method,
             string pathTemplate,
             string operationId)
         {
             Attempts = attempts;
             DecisionReason = decisionReason;
-            Reason = bodyNotReplayable ? "body_not_replayable" : decisionReason.ToWireName();
+            Reason = reason;
             Status = status;
             Failure = failure;
             Outcome = failure.HasValue ? failure.Value.ToWireName() : "status";
             TimedOut = timedOut;
+            Redirects = redirects;
             Method = method;
             PathTemplate = pathTemplate;
             OperationId = operationId;
@@ -96,17 +98,26 @@ namespace Retrygen.Generated
 
         /// <summary>
         /// Gets the contract name of why the handler stopped: the last decision's reason (such as
-        /// <c>status_not_retryable</c> or <c>exhausted</c>), or <c>body_not_replayable</c> when the decision granted a
-        /// retry the request's body cannot make.
+        /// <c>status_not_retryable</c> or <c>exhausted</c>), <c>body_not_replayable</c> when the decision granted a
+        /// retry the request's body cannot make, or <c>foreign_origin</c> for a request to another origin than the base
+        /// address's (sent once, not classified).
         /// </summary>
         public string Reason { get; }
 
         /// <summary>
-        /// Gets the last decision's reason; for <c>body_not_replayable</c>, the reason of the retry that was not made.
+        /// Gets the last decision's reason; for <c>body_not_replayable</c>, the reason of the retry that was not made;
+        /// for <c>foreign_origin</c> (no decision was made), <see cref="DecisionReason.NotReplayable"/>.
         /// </summary>
         public DecisionReason DecisionReason { get; }
 
-        /// <summary>Gets how the last attempt ended: <c>status</c>, <c>connect</c>, <c>transport</c> or <c>aborted</c>.</summary>
+        /// <summary>
+        /// Gets how many redirects the inner handler followed by itself (each a request the server saw beside the
+        /// attempts): 1 for each attempt whose message the handler readdressed, as SocketsHttpHandler does not say how
+        /// many hops it took.
+        /// </summary>
+        public long Redirects { get; }
+
+        /// <summary>Gets how the last attempt ended: <c>status</c>, <c>connect</c>, <c>transport</c>, <c>certificate</c> or <c>aborted</c>.</summary>
         public string Outcome { get; }
 
         /// <summary>Gets the failure of the last attempt, or <c>null</c> when a response came back.</summary>
@@ -158,7 +169,11 @@ namespace Retrygen.Generated
         /// <summary><c>HttpRequestMessage.VersionPolicy</c> (.NET 5 and later), copied onto each replay; <c>null</c> on mono.</summary>
         private static readonly PropertyInfo VersionPolicyProperty = typeof(HttpRequestMessage).GetProperty("VersionPolicy");
 
+        /// <summary>The finish reason of a request to another origin than the base address's (docs/adapters.md, rule 0).</summary>
+        private const string ForeignOrigin = "foreign_origin";
+
         private readonly RetryPolicy policy;
+        private readonly string baseUrl;
         private readonly Classifier classifier;
         private readonly RetryBudgetCell budget;
         private readonly Action<RetryEvent> onRetry;
@@ -222,7 +237,7 @@ namespace Retrygen.Generated
 
             policy = options.Policy ?? RetryPolicy.Default;
             Uri baseAddress = options.BaseAddress;
-            string baseUrl = baseAddress == null ? null : (baseAddress.IsAbsoluteUri ? baseAddress.AbsoluteUri : baseAddress.OriginalString);
+            baseUrl = baseAddress == null ? null : (baseAddress.IsAbsoluteUri ? baseAddress.AbsoluteUri : baseAddress.OriginalString);
             classifier = tables.CreateClassifier(baseUrl, policy.UnknownOperationClass);
             budget = new RetryBudgetCell(policy);
             onRetry = options.OnRetry;
@@ -415,16 +430,164 @@ namespace Retrygen.Generated
         /// <param name="request">The request; a minted idempotency key is added to its headers.</param>
         /// <param name="cancellationToken">The caller's token: it cancels the attempt in flight and the sleep between attempts.</param>
         /// <returns>The last response, untouched and unread.</returns>
-        protected override async Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken cancellationToken)
+        protected override Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken cancellationToken)
+        {
+            return SendCoreAsync(request, cancellationToken, true);
+        }
+
+#if NET5_0_OR_GREATER
+        /// <summary>
+        /// The synchronous <c>HttpClient.Send</c> of .NET 5 and later: the same loop as <see cref="SendAsync"/>, each
+        /// attempt through the inner handler's own <c>Send</c> and each sleep on the calling thread.
+        /// </summary>
+        /// <param name="request">The request; a minted idempotency key is added to its headers.</param>
+        /// <param name="cancellationToken">The caller's token: it cancels the attempt in flight and the sleep between attempts.</param>
+        /// <returns>The last response, untouched and unread.</returns>
+        protected override HttpResponseMessage Send(HttpRequestMessage request, CancellationToken cancellationToken)
+        {
+            return SendSynchronously(request, cancellationToken);
+        }
+#endif
+
+        /// <summary>
+        /// The loop without a single incomplete await: <c>Send</c> on .NET 5 and later (where each attempt is the inner
+        /// handler's <c>Send</c>); on platforms without <c>HttpMessageHandler.Send</c> (mono, .NET Framework) only the
+        /// adapter's tests call it, and each attempt waits for the inner handler's <c>SendAsync</c>.
+        /// </summary>
+        internal HttpResponseMessage SendSynchronously(HttpRequestMessage request, CancellationToken cancellationToken)
+        {
+            return SendCoreAsync(request, cancellationToken, false).GetAwaiter().GetResult();
+        }
+
+        /// <summary>
+        /// Whether <paramref name="error"/> is the exchange failing (what Microsoft.Extensions.Http.Resilience treats as
+        /// transient: <see cref="HttpRequestException"/> and timeouts, plus the I/O errors an HttpWebRequest-based handler
+        /// may raise bare). Anything else (<see cref="ObjectDisposedException"/>, <see cref="InvalidOperationException"/>
+        /// for a request sent twice, a programming error) is no failure: it propagates after one attempt.
+        /// </summary>
+        internal static bool IsExchangeFailure(Exception error)
+        {
+            return error is HttpRequestException || error is OperationCanceledException || error is IOException
+                || error is WebException || error is SocketException;
+        }
+
+        /// <summary>
+        /// The contract's failure of an exchange that failed while neither the caller's token nor the attempt timeout
+        /// was cancelled: <c>certificate</c>, <c>connect</c> or <c>transport</c> (docs/adapters.md, step 4).
+        /// </summary>
+        /// <param name="error">What the inner handler threw.</param>
+        /// <param name="socketsHandler">Whether the chain below ends in SocketsHttpHandler, whose connect timeout is a cancellation.</param>
+        internal static FailureKind FailureOf(Exception error, bool socketsHandler)
+        {
+            if (IsCertificateFailure(error, 0))
+            {
+                return FailureKind.Certificate;
+            }
+
+            return IsConnectFailure(error) || (socketsHandler && IsConnectTimeout(error)) ? FailureKind.Connect : FailureKind.Transport;
+        }
+
+        /// <summary>
+        /// Whether <paramref name="error"/> is SocketsHttpHandler's <c>ConnectTimeout</c> (.NET 5 and later): an
+        /// <see cref="OperationCanceledException"/> over a <see cref="TimeoutException"/> for a token of its own that was
+        /// cancelled (the caller's token and the attempt timeout are checked before). mono's SocketsHttpHandler cannot
+        /// cancel a connect at all: its connects end by the system's timeout, a <see cref="SocketException"/>.
+        /// </summary>
+        internal static bool IsConnectTimeout(Exception error)
+        {
+            var canceled = error as OperationCanceledException;
+            return canceled != null && canceled.InnerException is TimeoutException && canceled.CancellationToken.IsCancellationRequested;
+        }
+
+        /// <summary>
+        /// Whether <paramref name="error"/> says the server's certificate was refused: a <see cref="WebException"/> with
+        /// status <c>TrustFailure</c> (HttpWebRequest-based handlers), or an <see cref="AuthenticationException"/> whose
+        /// message or inner messages name the certificate (.NET's SslStream: "The remote certificate is invalid ...",
+        /// "... rejected by the provided RemoteCertificateValidationCallback"; mono's BoringSSL: CERTIFICATE_VERIFY_FAILED).
+        /// Other handshake failures are <c>connect</c>. A wrong guess only stops a retry that could not help.
+        /// </summary>
+        internal static bool IsCertificateFailure(Exception error, int depth)
+        {
+            if (error == null || depth >= 64)
+            {
+                return false;
+            }
+
+            var aggregate = error as AggregateException;
+            if (aggregate != null)
+            {
+                foreach (Exception inner in aggregate.InnerExceptions)
+                {
+                    if (IsCertificateFailure(inner, depth + 1))
+                    {
+                        return true;
+                    }
+                }
+
+                return false;
+            }
+
+            var web = error as WebException;
+            if (web != null && web.Status == WebExceptionStatus.TrustFailure)
+            {
+                return true;
+            }
+
+            if (error is AuthenticationException)
+            {
+                Exception cause = error;
+                for (int below = 0; cause != null && below < 64; below++)
+                {
+                    if (cause.Message != null && cause.Message.IndexOf("certificate", StringComparison.OrdinalIgnoreCase) >= 0)
+                    {
+                        return true;
+                    }
+
+                    cause = cause.InnerException;
+                }
+            }
+
+            return IsCertificateFailure(error.InnerException, depth + 1);
+        }
+
+        /// <summary>
+        /// The name of .NET 8's <c>HttpRequestException.HttpRequestError</c> (such as <c>ConnectionError</c>), read by
+        /// reflection as mono and older .NET have no such property; <c>null</c> where absent.
+        /// </summary>
+        private static string RequestErrorOf(Exception error)
+        {
+            PropertyInfo property;
+            try
+            {
+                property = error.GetType().GetProperty("HttpRequestError", BindingFlags.Public | BindingFlags.Instance);
+            }
+            catch (AmbiguousMatchException)
+            {
+                return null;
+            }
+
+            object value = property == null || property.GetIndexParameters().Length != 0 ? null : property.GetValue(error);
+            return value == null ? null : value.ToString();
+        }
+
+        private async Task<HttpResponseMessage> SendCoreAsync(HttpRequestMessage request, CancellationToken cancellationToken, bool isAsync)
         {
             if (request == null)
             {
                 throw new ArgumentNullException(nameof(request));
             }
 
-            // 1. Classify the method and the target as sent.
             string method = request.Method.Method;
             Uri uri = request.RequestUri;
+            bool socketsHandler = InnerResendsBodilessRequests();
+
+            // 0. Origin: a request to another origin than the base address's is sent once, as it is (docs/adapters.md).
+            if (baseUrl != null && uri != null && uri.IsAbsoluteUri && !RetryRuntime.InScope(baseUrl, uri.AbsoluteUri))
+            {
+                return await SendForeignAsync(request, method, socketsHandler, cancellationToken, isAsync).ConfigureAwait(false);
+            }
+
+            // 1. Classify the method and the target as sent.
             string target = uri == null ? string.Empty : (uri.IsAbsoluteUri ? uri.PathAndQuery : uri.OriginalString);
             Classification classification = classifier.Classify(method, target);
             ReplayClass replayClass = classification.ReplayClass;
@@ -448,13 +611,13 @@ namespace Retrygen.Generated
             bool mayRetry = replayClass != ReplayClass.NoRetry && policy.MaxRetries > 0;
             bool replayable = true;
             HttpContent content = request.Content;
+            HttpContent emptyBody = null;
             if (content == null)
             {
-                if (InnerResendsBodilessRequests())
+                if (socketsHandler)
                 {
-                    // SocketsHttpHandler never resends a request whose body it started to send, and an empty body costs
-                    // a "Content-Length: 0" header at most (POST and PUT carry it anyway): the adapter owns every replay.
-                    request.Content = new ByteArrayContent(Array.Empty<byte>());
+                    // SocketsHttpHandler resends a request without a body by itself; never one whose body it sends.
+                    emptyBody = new ByteArrayContent(Array.Empty<byte>());
                 }
             }
             else
@@ -466,25 +629,36 @@ namespace Retrygen.Generated
                 }
                 else if (kind == BodyKind.Bufferable && mayRetry)
                 {
-                    await content.LoadIntoBufferAsync().ConfigureAwait(false);
+                    if (isAsync)
+                    {
+                        await content.LoadIntoBufferAsync().ConfigureAwait(false);
+                    }
+                    else
+                    {
+                        // No synchronous LoadIntoBuffer is public: it serializes into memory, no I/O to wait for.
+                        content.LoadIntoBufferAsync().GetAwaiter().GetResult();
+                    }
                 }
             }
 
-            RequestTemplate template = mayRetry && replayable ? new RequestTemplate(request) : null;
+            RequestTemplate template = mayRetry && replayable ? new RequestTemplate(request, emptyBody, socketsHandler) : null;
             long start = Stopwatch.GetTimestamp();
             long retriesUsed = 0;
             long previousDelayMs = 0;
             long lastRetryCost = 0;
+            long redirects = 0;
             HttpRequestMessage attempt = request;
             while (true)
             {
-                // 4. One attempt: a response, or a failure mapped to the contract's three.
+                // 4. One attempt: a response, or a failure mapped to the contract's.
                 HttpResponseMessage response = null;
                 Exception error = null;
                 FailureKind failure = FailureKind.Transport;
                 bool timedOut = false;
                 bool attemptTimedOut = false;
+                Uri sentUri = attempt.RequestUri;
                 CancellationTokenSource limit = attemptTimeout.HasValue ? CancellationTokenSource.CreateLinkedTokenSource(cancellationToken) : null;
+                WirePatch patch = socketsHandler && attempt == request ? WirePatch.Apply(request, emptyBody) : null;
                 try
                 {
                     if (limit != null)
@@ -492,7 +666,7 @@ namespace Retrygen.Generated
                         limit.CancelAfter(attemptTimeout.Value);
                     }
 
-                    response = await base.SendAsync(attempt, limit == null ? cancellationToken : limit.Token).ConfigureAwait(false);
+                    response = await SendInnerAsync(attempt, limit == null ? cancellationToken : limit.Token, isAsync).ConfigureAwait(false);
                 }
                 catch (Exception e) when (IsExchangeFailure(e) || cancellationToken.IsCancellationRequested || (limit != null && limit.IsCancellationRequested))
                 {
@@ -505,13 +679,10 @@ namespace Retrygen.Generated
                     {
                         timedOut = attemptTimedOut = true;
                     }
-                    else if (IsConnectFailure(e))
-                    {
-                        failure = FailureKind.Connect;
-                    }
                     else
                     {
-                        timedOut = IsClientTimeout(e);
+                        failure = FailureOf(e, socketsHandler);
+                        timedOut = failure == FailureKind.Transport && IsClientTimeout(e);
                     }
                 }
                 finally
@@ -519,6 +690,22 @@ namespace Retrygen.Generated
                     if (limit != null)
                     {
                         limit.Dispose();
+                    }
+
+                    if (patch != null)
+                    {
+                        patch.Undo();
+                    }
+                }
+
+                // A redirect the inner handler followed rewrote the message's address (a new Uri, even for the same
+                // one): the server saw one more request. A later hop that could not connect is no proof for the first.
+                if (!ReferenceEquals(attempt.RequestUri, sentUri))
+                {
+                    redirects++;
+                    if (failure == FailureKind.Connect)
+                    {
+                        failure = FailureKind.Transport;
                     }
                 }
 
@@ -551,7 +738,7 @@ namespace Retrygen.Generated
                 if (decision == null || !decision.Retry || !replayable)
                 {
                     DecisionReason reason = decision == null ? DecisionReason.StatusNotRetryable : decision.Reason;
-                    bool bodyNotReplayable = decision != null && decision.Retry;
+                    string reasonName = decision != null && decision.Retry ? "body_not_replayable" : reason.ToWireName();
                     if (response != null)
                     {
                         if (status < 400)
@@ -562,7 +749,7 @@ namespace Retrygen.Generated
 
                         try
                         {
-                            Finish(classification, method, retriesUsed + 1, reason, bodyNotReplayable, status, null, false);
+                            Finish(classification, method, retriesUsed + 1, reason, reasonName, status, null, false, redirects);
                         }
                         catch
                         {
@@ -574,7 +761,7 @@ namespace Retrygen.Generated
                         return response;
                     }
 
-                    Finish(classification, method, retriesUsed + 1, reason, bodyNotReplayable, null, failure, timedOut);
+                    Finish(classification, method, retriesUsed + 1, reason, reasonName, null, failure, timedOut, redirects);
                     if (attemptTimedOut)
                     {
                         string message = "The request was canceled after the RetryHandler's attempt timeout of "
@@ -595,22 +782,39 @@ namespace Retrygen.Generated
                         onRetry(RetryEvent.Create(classification, method, retriesUsed, decision));
                     }
                 }
-                finally
+                catch
                 {
+                    // A throwing callback ends the request (docs/adapters.md): the response released, the budget as
+                    // decided, the finish event once, no further attempt; the callback's exception propagates.
                     if (response != null)
                     {
-                        // Disposing an unread response closes or drains its connection in the background.
                         response.Dispose();
                     }
+
+                    Finish(classification, method, retriesUsed + 1, decision.Reason, decision.Reason.ToWireName(), response == null ? (int?)null : status, response == null ? failure : (FailureKind?)null, timedOut, redirects);
+                    throw;
+                }
+
+                if (response != null)
+                {
+                    // Disposing an unread response closes or drains its connection in the background.
+                    response.Dispose();
                 }
 
                 try
                 {
-                    await SleepAsync(decision.DelayMs, cancellationToken).ConfigureAwait(false);
+                    if (isAsync)
+                    {
+                        await SleepAsync(decision.DelayMs, cancellationToken).ConfigureAwait(false);
+                    }
+                    else
+                    {
+                        Sleep(decision.DelayMs, cancellationToken);
+                    }
                 }
                 catch (OperationCanceledException)
                 {
-                    Finish(classification, method, retriesUsed + 1, DecisionReason.Aborted, false, null, FailureKind.Aborted, false);
+                    Finish(classification, method, retriesUsed + 1, DecisionReason.Aborted, DecisionReason.Aborted.ToWireName(), null, FailureKind.Aborted, false, redirects);
                     throw;
                 }
 
@@ -621,15 +825,100 @@ namespace Retrygen.Generated
         }
 
         /// <summary>
-        /// Whether <paramref name="error"/> is the exchange failing (what Microsoft.Extensions.Http.Resilience treats as
-        /// transient: <see cref="HttpRequestException"/> and timeouts, plus the I/O errors an HttpWebRequest-based handler
-        /// may raise bare). Anything else (<see cref="ObjectDisposedException"/>, <see cref="InvalidOperationException"/>
-        /// for a request sent twice, a programming error) is no failure: it propagates after one attempt.
+        /// Rule 0 of docs/adapters.md: a request to another origin than the base address's. One attempt, no key, no
+        /// budget, no retry event, no attempt timeout; one finish event with reason <c>foreign_origin</c>. Only the
+        /// wire changes that keep SocketsHttpHandler from resending it are made (and undone on the caller's message).
         /// </summary>
-        internal static bool IsExchangeFailure(Exception error)
+        private async Task<HttpResponseMessage> SendForeignAsync(HttpRequestMessage request, string method, bool socketsHandler, CancellationToken cancellationToken, bool isAsync)
         {
-            return error is HttpRequestException || error is OperationCanceledException || error is IOException
-                || error is WebException || error is SocketException;
+            HttpResponseMessage response = null;
+            Exception error = null;
+            FailureKind failure = FailureKind.Transport;
+            bool timedOut = false;
+            Uri sentUri = request.RequestUri;
+            WirePatch patch = socketsHandler ? WirePatch.Apply(request, request.Content == null ? new ByteArrayContent(Array.Empty<byte>()) : null) : null;
+            try
+            {
+                response = await SendInnerAsync(request, cancellationToken, isAsync).ConfigureAwait(false);
+            }
+            catch (Exception e) when (IsExchangeFailure(e) || cancellationToken.IsCancellationRequested)
+            {
+                error = e;
+                if (cancellationToken.IsCancellationRequested)
+                {
+                    failure = FailureKind.Aborted;
+                }
+                else
+                {
+                    failure = FailureOf(e, socketsHandler);
+                    timedOut = failure == FailureKind.Transport && IsClientTimeout(e);
+                }
+            }
+            finally
+            {
+                if (patch != null)
+                {
+                    patch.Undo();
+                }
+            }
+
+            long redirects = ReferenceEquals(request.RequestUri, sentUri) ? 0 : 1;
+            if (redirects != 0 && failure == FailureKind.Connect)
+            {
+                failure = FailureKind.Transport;
+            }
+
+            if (onFinish != null)
+            {
+                var finish = new RetryFinishEvent(
+                    1,
+                    DecisionReason.NotReplayable,
+                    ForeignOrigin,
+                    response == null ? (int?)null : (int)response.StatusCode,
+                    response == null ? failure : (FailureKind?)null,
+                    timedOut,
+                    redirects,
+                    AsciiUpper(method),
+                    null,
+                    null);
+                try
+                {
+                    onFinish(finish);
+                }
+                catch
+                {
+                    if (response != null)
+                    {
+                        response.Dispose();
+                    }
+
+                    throw;
+                }
+            }
+
+            if (response == null)
+            {
+                ExceptionDispatchInfo.Capture(error).Throw();
+                throw error;
+            }
+
+            return response;
+        }
+
+        /// <summary>One attempt through the inner handler: its <c>SendAsync</c>, or its <c>Send</c> for the synchronous loop.</summary>
+        private async Task<HttpResponseMessage> SendInnerAsync(HttpRequestMessage message, CancellationToken cancellationToken, bool isAsync)
+        {
+            if (isAsync)
+            {
+                return await base.SendAsync(message, cancellationToken).ConfigureAwait(false);
+            }
+
+#if NET5_0_OR_GREATER
+            return base.Send(message, cancellationToken);
+#else
+            // No HttpMessageHandler.Send on this platform: the synchronous loop (the tests') waits for SendAsync.
+            return base.SendAsync(message, cancellationToken).GetAwaiter().GetResult();
+#endif
         }
 
         private static bool IsConnectFailure(Exception error, bool afterConnect, int depth)
@@ -651,6 +940,21 @@ namespace Retrygen.Generated
                 }
 
                 return false;
+            }
+
+            if (!afterConnect && error is HttpRequestException)
+            {
+                // .NET 8 says which phase failed: its verdict wins over the socket errors deeper in the chain.
+                string phase = RequestErrorOf(error);
+                if (phase == "NameResolutionError" || phase == "ConnectionError" || phase == "SecureConnectionError")
+                {
+                    return true;
+                }
+
+                if (phase != null && phase != "Unknown")
+                {
+                    return false;
+                }
             }
 
             var socket = error as SocketException;
@@ -794,7 +1098,7 @@ namespace Retrygen.Generated
             }
         }
 
-        private void Finish(Classification classification, string method, long attempts, DecisionReason reason, bool bodyNotReplayable, int? status, FailureKind? failure, bool timedOut)
+        private void Finish(Classification classification, string method, long attempts, DecisionReason reason, string reasonName, int? status, FailureKind? failure, bool timedOut, long redirects)
         {
             if (onFinish == null)
             {
@@ -803,8 +1107,27 @@ namespace Retrygen.Generated
 
             Operation operation = classification.Operation;
             onFinish(operation != null
-                ? new RetryFinishEvent(attempts, reason, bodyNotReplayable, status, failure, timedOut, operation.Method, operation.Path, operation.OperationId)
-                : new RetryFinishEvent(attempts, reason, bodyNotReplayable, status, failure, timedOut, AsciiUpper(method), null, null));
+                ? new RetryFinishEvent(attempts, reason, reasonName, status, failure, timedOut, redirects, operation.Method, operation.Path, operation.OperationId)
+                : new RetryFinishEvent(attempts, reason, reasonName, status, failure, timedOut, redirects, AsciiUpper(method), null, null));
+        }
+
+        private static void Sleep(long delayMs, CancellationToken cancellationToken)
+        {
+            cancellationToken.ThrowIfCancellationRequested();
+            while (delayMs > 0)
+            {
+                int step = (int)Math.Min(delayMs, int.MaxValue);
+                if (!cancellationToken.CanBeCanceled)
+                {
+                    Thread.Sleep(step);
+                }
+                else if (cancellationToken.WaitHandle.WaitOne(step))
+                {
+                    throw new OperationCanceledException(cancellationToken);
+                }
+
+                delayMs -= step;
+            }
         }
 
         private static string AsciiUpper(string method)
@@ -816,6 +1139,12 @@ namespace Retrygen.Generated
             }
 
             return upper.ToString();
+        }
+
+        /// <summary>Whether a value of an <c>Expect</c> header is <c>100-continue</c> (ASCII case-insensitive, RFC 9110 section 10.1.1).</summary>
+        private static bool IsContinue(string value)
+        {
+            return value != null && string.Equals(value.Trim(), "100-continue", StringComparison.OrdinalIgnoreCase);
         }
 
         /// <summary>
@@ -831,13 +1160,41 @@ namespace Retrygen.Generated
             private readonly List<KeyValuePair<string, IEnumerable<string>>> headers;
             private readonly object versionPolicy;
 
-            internal RequestTemplate(HttpRequestMessage request)
+            /// <param name="request">The caller's message, as the caller built it (before any wire change).</param>
+            /// <param name="emptyBody">The empty body a request without one is sent with, or <c>null</c>.</param>
+            /// <param name="socketsHandler">Whether replays go to SocketsHttpHandler: then without <c>Expect: 100-continue</c>.</param>
+            internal RequestTemplate(HttpRequestMessage request, HttpContent emptyBody, bool socketsHandler)
             {
                 method = request.Method;
                 uri = request.RequestUri;
                 version = request.Version;
-                content = request.Content;
-                headers = new List<KeyValuePair<string, IEnumerable<string>>>(request.Headers);
+                content = request.Content ?? emptyBody;
+                headers = new List<KeyValuePair<string, IEnumerable<string>>>();
+                foreach (KeyValuePair<string, IEnumerable<string>> header in request.Headers)
+                {
+                    if (socketsHandler && string.Equals(header.Key, "Expect", StringComparison.OrdinalIgnoreCase))
+                    {
+                        var kept = new List<string>();
+                        foreach (string value in header.Value)
+                        {
+                            if (!IsContinue(value))
+                            {
+                                kept.Add(value);
+                            }
+                        }
+
+                        if (kept.Count == 0)
+                        {
+                            continue;
+                        }
+
+                        headers.Add(new KeyValuePair<string, IEnumerable<string>>(header.Key, kept));
+                        continue;
+                    }
+
+                    headers.Add(header);
+                }
+
                 versionPolicy = VersionPolicyProperty == null ? null : VersionPolicyProperty.GetValue(request);
             }
 
@@ -863,6 +1220,84 @@ namespace Retrygen.Generated
 #pragma warning restore CS0618
 
                 return replay;
+            }
+        }
+
+        /// <summary>
+        /// The two changes that keep SocketsHttpHandler from resending the caller's message by itself, made for one
+        /// attempt and undone after it, so that the caller's message is left as it was built. SocketsHttpHandler resends
+        /// a request on a reused connection that the server closed before any response byte when it has not started to
+        /// send the body: a request without a body, or one with <c>Expect: 100-continue</c> whose body waits for the
+        /// server's <c>100 Continue</c> (github.com/dotnet/runtime/issues/86714). So a request without a body gets an
+        /// empty one (<c>Content-Length: 0</c>), and the <c>100-continue</c> expectation is left out: the body then
+        /// goes right after the headers, and nothing is resent.
+        /// </summary>
+        private sealed class WirePatch
+        {
+            private readonly HttpRequestMessage message;
+            private readonly HttpContent addedBody;
+            private readonly List<string> expect;
+
+            private WirePatch(HttpRequestMessage message, HttpContent addedBody, List<string> expect)
+            {
+                this.message = message;
+                this.addedBody = addedBody;
+                this.expect = expect;
+            }
+
+            /// <summary>Changes <paramref name="message"/> for one attempt; <c>null</c> when nothing needs to change.</summary>
+            internal static WirePatch Apply(HttpRequestMessage message, HttpContent emptyBody)
+            {
+                HttpContent addedBody = message.Content == null ? emptyBody : null;
+                List<string> expect = null;
+                IEnumerable<string> values;
+                if (message.Headers.Contains("Expect") && message.Headers.TryGetValues("Expect", out values))
+                {
+                    var all = new List<string>(values);
+                    if (all.Exists(IsContinue))
+                    {
+                        expect = all;
+                    }
+                }
+
+                if (addedBody == null && expect == null)
+                {
+                    return null;
+                }
+
+                if (addedBody != null)
+                {
+                    message.Content = addedBody;
+                }
+
+                if (expect != null)
+                {
+                    message.Headers.Remove("Expect");
+                    foreach (string value in expect)
+                    {
+                        if (!IsContinue(value))
+                        {
+                            message.Headers.TryAddWithoutValidation("Expect", value);
+                        }
+                    }
+                }
+
+                return new WirePatch(message, addedBody, expect);
+            }
+
+            /// <summary>Gives the caller's message back its own body (none) and its own <c>Expect</c> values.</summary>
+            internal void Undo()
+            {
+                if (addedBody != null && ReferenceEquals(message.Content, addedBody))
+                {
+                    message.Content = null;
+                }
+
+                if (expect != null)
+                {
+                    message.Headers.Remove("Expect");
+                    message.Headers.TryAddWithoutValidation("Expect", expect);
+                }
             }
         }
     }

@@ -12,8 +12,10 @@ namespace Retrygen.Generated.Tests
     using System.IO;
     using System.Net;
     using System.Net.Http;
+    using System.Net.Security;
     using System.Net.Sockets;
     using System.Security.Authentication;
+    using System.Security.Cryptography.X509Certificates;
     using System.Text;
     using System.Text.RegularExpressions;
     using System.Threading;
@@ -60,6 +62,15 @@ namespace Retrygen.Generated.Tests
                 Test("the budget is shared by the requests of one handler", BudgetShared),
                 Test("unknown operations and the base address", UnknownAndBase),
                 Test("a disposed inner handler: one attempt, its ObjectDisposedException", DisposedInnerNotRetried),
+                Test("Expect: 100-continue on a reused connection the server closes: no resend below the adapter", ExpectContinueNotResent),
+                Test("the caller's message is left as built: no body added, the empty body on the wire only", CallerMessageUnchanged),
+                Test("SocketsHttpHandler's ConnectTimeout (.NET 5+) is connect", ConnectTimeoutIsConnect),
+                Test(".NET 8's HttpRequestError decides the connect phase", RequestErrorPhases),
+                Test("a refused certificate: one attempt, certificate; a failed handshake: connect", CertificateNotRetried),
+                Test("the synchronous loop (HttpClient.Send on .NET 5+): retries, key, sleeps, cancellation", SynchronousLoop),
+                Test("another origin than the base address's: one attempt, no key, no budget, foreign_origin", OtherOriginOnce),
+                Test("redirects the handler follows are reported; a refused redirect is no connect failure", RedirectsCounted),
+                Test("a throwing OnRetry: one finish event, the response released, no further attempt", ThrowingOnRetryFinishesOnce),
             };
             int failed = 0;
             foreach (KeyValuePair<string, Action> test in tests)
@@ -530,6 +541,271 @@ namespace Retrygen.Generated.Tests
             }
         }
 
+        private static void ExpectContinueNotResent()
+        {
+            // SocketsHttpHandler holds a body back for "Expect: 100-continue" and resends the request when the reused
+            // connection closes before the response (dotnet/runtime#86714): a create would arrive twice.
+            using (var server = new Server(Step.CloseAfterHead(), Step.Status(201)))
+            {
+                var client = new Client(server, FastPolicy());
+                Equal(200, client.WarmUp().Status, "warm-up");
+                var request = new HttpRequestMessage(HttpMethod.Post, server.Url + "/api/users") { Content = new StringContent("{\"name\":\"a\"}") };
+                request.Headers.ExpectContinue = true;
+                Result result = client.Send(request);
+                True(result.Error is HttpRequestException, "transport: " + result.Error);
+                Equal(1, server.Arrivals.Count, "the create arrives once");
+                Equal(null, server.Arrivals[0].Header("expect"), "sent without the 100-continue expectation");
+                Equal("not_replayable 1 transport - False POST /users createUser", client.FinishText, "finish");
+                Equal(true, request.Headers.ExpectContinue, "the caller's message keeps its Expect header");
+            }
+
+            using (var server = new Server(Step.CloseAfterHead(), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                Equal(200, client.WarmUp().Status, "warm-up");
+                var request = new HttpRequestMessage(HttpMethod.Put, server.Url + "/api/users/7") { Content = new StringContent("{}") };
+                request.Headers.TryAddWithoutValidation("Expect", "100-continue");
+                Result result = client.Send(request);
+                Equal(200, result.Status, "an idempotent PUT is retried by the adapter");
+                Equal(2, server.Arrivals.Count, "arrivals equal attempts");
+                Equal(null, server.Arrivals[1].Header("expect"), "the replay too goes without the expectation");
+                Equal("{}", server.Arrivals[1].Body, "the replay's body");
+                Equal("status_not_retryable 2 status 200 False PUT - -", client.FinishText, "finish");
+            }
+        }
+
+        private static void CallerMessageUnchanged()
+        {
+            // The empty body that keeps SocketsHttpHandler from resending is on the wire only: the caller's message
+            // keeps no body (a GET needs it too: without it a reused connection's close makes two arrivals).
+            using (var server = new Server(Step.Status(503), Step.Status(200)))
+            {
+                var recorder = new Recorder(new HttpClientHandler());
+                var client = new Client(server.Url, FastPolicy(), inner: recorder);
+                var request = new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/users/7");
+                HttpResponseMessage response = null;
+                using (var http = new HttpClient(client.Handler, false))
+                {
+                    response = http.SendAsync(request, HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult();
+                }
+
+                Equal(200, (int)response.StatusCode, "status");
+                Equal(null, request.Content, "the caller's message still has no body");
+                True(recorder.Seen[0].Content == null, "nor had it for the handlers below once the attempt was over");
+                True(ReferenceEquals(request, recorder.Seen[0]), "the first attempt sent the caller's message");
+                True(recorder.Seen[1].Content != null, "the replay, the adapter's own message, keeps its empty body");
+                foreach (Arrival arrival in server.Arrivals)
+                {
+                    Equal("0", arrival.Header("content-length"), "Content-Length: 0 on the wire");
+                }
+
+                response.Dispose();
+            }
+        }
+
+        private static void ConnectTimeoutIsConnect()
+        {
+            var fired = new CancellationTokenSource();
+            fired.Cancel();
+            Func<OperationCanceledException> connectTimeout = () => new OperationCanceledException(
+                "The operation was canceled.",
+                new TimeoutException("A connection could not be established within the configured ConnectTimeout."),
+                fired.Token);
+            Equal(FailureKind.Connect, RetryHandler.FailureOf(connectTimeout(), true), "SocketsHttpHandler's ConnectTimeout (.NET 5 and later)");
+            Equal(FailureKind.Transport, RetryHandler.FailureOf(connectTimeout(), false), "another handler's cancellation proves nothing");
+            Equal(FailureKind.Transport, RetryHandler.FailureOf(new OperationCanceledException("x", new TimeoutException("y"), CancellationToken.None), true), "no cancelled token of its own");
+            Equal(FailureKind.Transport, RetryHandler.FailureOf(new OperationCanceledException("x", new IOException("y"), fired.Token), true), "no TimeoutException inside");
+
+            // Through the loop: a create whose first connect timed out is retried, and arrives once.
+            using (var server = new Server(Step.Status(201)))
+            {
+                var inner = new FailFirst(new HttpClientHandler(), connectTimeout);
+                var client = new Client(server.Url, FastPolicy(), inner: inner);
+                Result result = client.Send(HttpMethod.Post, "/api/users", new StringContent("x"));
+                Equal(201, result.Status, "status");
+                Equal(1, server.Arrivals.Count, "arrivals");
+                Equal("connect_failure:1:1", client.EventList, "a connect failure, retried for a create");
+                Equal("status_not_retryable 2 status 201 False POST /users createUser", client.FinishText, "finish");
+            }
+        }
+
+        private static void RequestErrorPhases()
+        {
+            Func<SocketError, SocketException> socket = code => new SocketException((int)code);
+            True(RetryHandler.IsConnectFailure(new Net8RequestException(Net8RequestError.ConnectionError, null)), "ConnectionError");
+            True(RetryHandler.IsConnectFailure(new Net8RequestException(Net8RequestError.NameResolutionError, null)), "NameResolutionError");
+            True(RetryHandler.IsConnectFailure(new Net8RequestException(Net8RequestError.SecureConnectionError, new AuthenticationException("Authentication failed, see inner exception."))), "SecureConnectionError");
+            True(!RetryHandler.IsConnectFailure(new Net8RequestException(Net8RequestError.TransportError, socket(SocketError.ConnectionRefused))), "TransportError: after connecting, whatever the chain holds");
+            True(!RetryHandler.IsConnectFailure(new Net8RequestException(Net8RequestError.ResponseEnded, socket(SocketError.HostUnreachable))), "ResponseEnded");
+            True(RetryHandler.IsConnectFailure(new Net8RequestException(Net8RequestError.Unknown, socket(SocketError.ConnectionRefused))), "Unknown: the chain decides");
+            Equal(
+                FailureKind.Certificate,
+                RetryHandler.FailureOf(new Net8RequestException(Net8RequestError.SecureConnectionError, new AuthenticationException("The remote certificate is invalid because of errors in the certificate chain: UntrustedRoot")), true),
+                "a refused certificate under SecureConnectionError");
+        }
+
+        private static void CertificateNotRetried()
+        {
+            Equal(FailureKind.Certificate, RetryHandler.FailureOf(new HttpRequestException("x", new AuthenticationException("The remote certificate was rejected by the provided RemoteCertificateValidationCallback.")), true), ".NET's SslStream");
+            Equal(FailureKind.Certificate, RetryHandler.FailureOf(new WebException("trust", WebExceptionStatus.TrustFailure), false), "WebException TrustFailure");
+            Equal(FailureKind.Connect, RetryHandler.FailureOf(new WebException("tls", WebExceptionStatus.SecureChannelFailure), false), "WebException SecureChannelFailure");
+            Equal(FailureKind.Connect, RetryHandler.FailureOf(new HttpRequestException("x", new AuthenticationException("Authentication failed, see inner exception.", new IOException("SSLV3_ALERT_HANDSHAKE_FAILURE"))), true), "another handshake failure");
+
+            // A real TLS server whose certificate nothing trusts: one attempt, outcome certificate.
+            using (var server = new TlsServer(false))
+            {
+                var client = new Client(server.Url, FastPolicy());
+                Result result = client.Send(HttpMethod.Get, "/api/users/7");
+                True(result.Error is HttpRequestException, "the client's own exception: " + result.Error);
+                Equal(1, server.Handshakes, "one handshake");
+                Equal("certificate_failure 1 certificate - False GET /users/{id} getUser", client.FinishText, "finish");
+            }
+
+            // A server that fails every handshake (a handshake_failure alert): connect, retried.
+            using (var server = new TlsServer(true))
+            {
+                var client = new Client(server.Url, FastPolicy());
+                Result result = client.Send(HttpMethod.Post, "/api/users", new StringContent("x"));
+                True(result.Error is HttpRequestException, "the client's own exception: " + result.Error);
+                Equal(4, server.Handshakes, "four handshakes");
+                Equal("exhausted 4 connect - False POST /users createUser", client.FinishText, "finish");
+            }
+        }
+
+        private static void SynchronousLoop()
+        {
+            // The loop HttpClient.Send runs on .NET 5 and later (RetryHandler.Send); here each attempt waits for
+            // HttpClientHandler's SendAsync, as mono has no HttpMessageHandler.Send.
+            using (var server = new Server(Step.Reset(), Step.Status(503, "retry-after-ms: 30"), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                var request = new HttpRequestMessage(new HttpMethod("PATCH"), server.Url + "/api/users/7") { Content = new WrittenContent("w") };
+                Stopwatch clock = Stopwatch.StartNew();
+                using (HttpResponseMessage response = client.SendSynchronously(request, CancellationToken.None))
+                {
+                    Equal(200, (int)response.StatusCode, "status");
+                }
+
+                True(clock.ElapsedMilliseconds >= 30, "the server's delay was waited for: " + clock.ElapsedMilliseconds + " ms");
+                List<Arrival> arrivals = server.Arrivals;
+                Equal(3, arrivals.Count, "arrivals");
+                string key = arrivals[0].Header("idempotency-key");
+                True(key != null && UuidV4.IsMatch(key), "a minted key: " + key);
+                Equal(key, arrivals[2].Header("idempotency-key"), "the same key");
+                Equal("w", arrivals[2].Body, "the buffered body again");
+                Equal("transport_failure:1:1,retryable_status:2:30", client.EventList, "events");
+                Equal("status_not_retryable 3 status 200 False PATCH /users/{id} updateUser", client.FinishText, "finish");
+            }
+
+            using (var server = new Server(Step.Status(503, "retry-after-ms: 5000"), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                var caller = new CancellationTokenSource(TimeSpan.FromMilliseconds(200));
+                Stopwatch clock = Stopwatch.StartNew();
+                Exception error = null;
+                try
+                {
+                    client.SendSynchronously(new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/users/7"), caller.Token).Dispose();
+                }
+                catch (Exception e)
+                {
+                    error = e;
+                }
+
+                True(error is OperationCanceledException, "a cancellation: " + error);
+                True(clock.ElapsedMilliseconds < 2000, "the synchronous sleep was interrupted: " + clock.ElapsedMilliseconds + " ms");
+                Equal("aborted 1 aborted - False GET /users/{id} getUser", client.FinishText, "finish");
+            }
+        }
+
+        private static void OtherOriginOnce()
+        {
+            using (var server = new Server(Step.Status(503), Step.Status(201)))
+            using (var other = new Server(Step.Reset(), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy(), baseAddress: new Uri(server.Url + "/api/"));
+                Result result = client.Send(new HttpRequestMessage(new HttpMethod("patch"), other.Url + "/api/users/7") { Content = new StringContent("{}") });
+                True(result.Error is HttpRequestException, "the reset is the caller's: " + result.Error);
+                Equal(1, other.Arrivals.Count, "one attempt");
+                Equal(null, other.Arrivals[0].Header("idempotency-key"), "no key minted");
+                Equal(string.Empty, client.EventList, "no retry event");
+                Equal("foreign_origin 1 transport - False PATCH - -", client.FinishText, "finish");
+                Equal(500L, client.Handler.Budget.Tokens, "no budget");
+
+                result = client.Send(HttpMethod.Post, "/api/users", new StringContent("x"));
+                Equal(503, result.Status, "the base address's own origin: classified");
+                Equal("not_replayable 1 status 503 False POST /users createUser", client.FinishText, "finish");
+                Equal(1, server.Arrivals.Count, "arrivals");
+            }
+        }
+
+        private static void RedirectsCounted()
+        {
+            // HttpClientHandler follows a 307 by itself, to the same address: the server sees two requests.
+            using (var server = new Server(Step.Status(307, "Location: /api/users"), Step.Status(201)))
+            {
+                var client = new Client(server, FastPolicy());
+                Result result = client.Send(HttpMethod.Post, "/api/users", new StringContent("x"));
+                Equal(201, result.Status, "status");
+                Equal(2, server.Arrivals.Count, "arrivals");
+                Equal("x", server.Arrivals[1].Body, "the body again on the redirect");
+                Equal("status_not_retryable 1 status 201 False POST /users createUser", client.FinishText, "finish");
+                Equal(1L, client.Finish.Redirects, "the redirect is reported");
+            }
+
+            // A redirect to a port nothing listens on: the first hop was sent, so the refusal is no connect failure.
+            var listener = new TcpListener(IPAddress.Loopback, 0);
+            listener.Start();
+            int closed = ((IPEndPoint)listener.LocalEndpoint).Port;
+            listener.Stop();
+            using (var server = new Server(Step.Status(307, "Location: http://127.0.0.1:" + closed + "/api/users"), Step.Status(201)))
+            {
+                var client = new Client(server, FastPolicy());
+                Result result = client.Send(HttpMethod.Post, "/api/users", new StringContent("x"));
+                True(result.Error is HttpRequestException, "the refusal: " + result.Error);
+                Equal(1, server.Arrivals.Count, "the create arrives once");
+                Equal("not_replayable 1 transport - False POST /users createUser", client.FinishText, "finish");
+                Equal(1L, client.Finish.Redirects, "the redirect is reported");
+            }
+        }
+
+        private static void ThrowingOnRetryFinishesOnce()
+        {
+            using (var server = new Server(Step.Status(503), Step.Status(200)))
+            {
+                var finishes = new List<RetryFinishEvent>();
+                var recorder = new ResponseRecorder(new HttpClientHandler());
+                var options = new RetryHandlerOptions
+                {
+                    Policy = FastPolicy(),
+                    OnRetry = e => { throw new InvalidOperationException("callback"); },
+                    OnFinish = f => finishes.Add(f),
+                };
+                Exception error = null;
+                var handler = new RetryHandler(TestTables.Table, options, recorder);
+                using (var http = new HttpClient(handler))
+                {
+                    try
+                    {
+                        http.GetAsync(server.Url + "/api/users/7", HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult().Dispose();
+                    }
+                    catch (Exception e)
+                    {
+                        error = e;
+                    }
+                }
+
+                True(error is InvalidOperationException && error.Message == "callback", "the callback's exception: " + error);
+                Equal(1, server.Arrivals.Count, "no further attempt");
+                Equal(1, finishes.Count, "one finish event");
+                Equal("retryable_status", finishes[0].Reason, "the reason of the retry not made");
+                Equal(1L, finishes[0].Attempts, "attempts as sent");
+                Equal((int?)503, finishes[0].Status, "the status");
+                Equal(500L - 5, handler.Budget.Tokens, "the budget as decided");
+                Throws<ObjectDisposedException>(() => recorder.Responses[0].Content.ReadAsStringAsync().GetAwaiter().GetResult(), "the 503 was released");
+            }
+        }
+
         /// <summary>What one request through a <see cref="Client"/> gave.</summary>
         private sealed class Result
         {
@@ -547,6 +823,7 @@ namespace Retrygen.Generated.Tests
             private readonly string url;
             private readonly List<RetryEvent> events = new List<RetryEvent>();
             private RetryFinishEvent finish;
+            private int finishes;
 
             internal Client(Server server, RetryPolicy policy, bool mintKeys = true, TimeSpan? attemptTimeout = null, Uri baseAddress = null)
                 : this(server.Url, policy, mintKeys, attemptTimeout, baseAddress, null)
@@ -561,7 +838,11 @@ namespace Retrygen.Generated.Tests
                     Policy = policy,
                     BaseAddress = baseAddress,
                     OnRetry = e => events.Add(e),
-                    OnFinish = f => finish = f,
+                    OnFinish = f =>
+                    {
+                        finish = f;
+                        finishes++;
+                    },
                     MintIdempotencyKeys = mintKeys,
                     AttemptTimeout = attemptTimeout,
                 };
@@ -570,6 +851,12 @@ namespace Retrygen.Generated.Tests
             }
 
             internal RetryHandler Handler { get; }
+
+            /// <summary>Gets the last finish event.</summary>
+            internal RetryFinishEvent Finish => finish;
+
+            /// <summary>Gets how many finish events the last request produced.</summary>
+            internal int Finishes => finishes;
 
             /// <summary>Gets the events as <c>reason:attempt:delay</c>, comma-separated.</summary>
             internal string EventList
@@ -600,6 +887,14 @@ namespace Retrygen.Generated.Tests
                 }
             }
 
+            internal HttpResponseMessage SendSynchronously(HttpRequestMessage request, CancellationToken token)
+            {
+                events.Clear();
+                finish = null;
+                finishes = 0;
+                return Handler.SendSynchronously(request, token);
+            }
+
             internal Result WarmUp()
             {
                 var request = new HttpRequestMessage(HttpMethod.Get, url + "/api/users/0");
@@ -616,6 +911,7 @@ namespace Retrygen.Generated.Tests
             {
                 events.Clear();
                 finish = null;
+                finishes = 0;
                 var result = new Result();
                 try
                 {
@@ -649,6 +945,184 @@ namespace Retrygen.Generated.Tests
             {
                 Seen.Add(request);
                 return base.SendAsync(request, cancellationToken);
+            }
+        }
+
+        /// <summary>.NET 8's shape of <c>HttpRequestException</c>: a public <c>HttpRequestError</c> property (mono has none).</summary>
+        private enum Net8RequestError
+        {
+            Unknown,
+            NameResolutionError,
+            ConnectionError,
+            TransportError,
+            SecureConnectionError,
+            HttpProtocolError,
+            ExtendedConnectNotSupported,
+            VersionNegotiationError,
+            UserAuthenticationError,
+            ProxyTunnelError,
+            InvalidResponse,
+            ResponseEnded,
+            ConfigurationLimitExceeded,
+        }
+
+        /// <summary>An HttpRequestException with .NET 8's public <c>HttpRequestError</c>, read by the adapter by reflection.</summary>
+        private sealed class Net8RequestException : HttpRequestException
+        {
+            internal Net8RequestException(Net8RequestError error, Exception inner)
+                : base("request failed", inner)
+            {
+                HttpRequestError = error;
+            }
+
+            public Net8RequestError HttpRequestError { get; }
+        }
+
+        /// <summary>
+        /// A delegating handler whose first send throws what <c>fail</c> builds (SocketsHttpHandler's .NET 5+ connect
+        /// timeout, which mono cannot produce: its connects cannot be cancelled), then sends through.
+        /// </summary>
+        private sealed class FailFirst : DelegatingHandler
+        {
+            private readonly Func<Exception> fail;
+            private int calls;
+
+            internal FailFirst(HttpMessageHandler inner, Func<Exception> fail)
+                : base(inner)
+            {
+                this.fail = fail;
+            }
+
+            protected override Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken cancellationToken)
+            {
+                if (Interlocked.Increment(ref calls) == 1)
+                {
+                    throw fail();
+                }
+
+                return base.SendAsync(request, cancellationToken);
+            }
+        }
+
+        /// <summary>A delegating handler that keeps every response it passed up.</summary>
+        private sealed class ResponseRecorder : DelegatingHandler
+        {
+            internal ResponseRecorder(HttpMessageHandler inner)
+                : base(inner)
+            {
+            }
+
+            internal List<HttpResponseMessage> Responses { get; } = new List<HttpResponseMessage>();
+
+            protected override async Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken cancellationToken)
+            {
+                HttpResponseMessage response = await base.SendAsync(request, cancellationToken).ConfigureAwait(false);
+                Responses.Add(response);
+                return response;
+            }
+        }
+
+        /// <summary>
+        /// A TLS port on 127.0.0.1: either a server whose certificate (self-signed, below) no client trusts, or one that
+        /// answers every ClientHello with a fatal handshake_failure alert. It counts the handshakes begun.
+        /// </summary>
+        private sealed class TlsServer : IDisposable
+        {
+            /// <summary>A self-signed P-256 certificate for 127.0.0.1 and its key (PKCS#12, password "test"), valid until 2126.</summary>
+            private const string UntrustedPfx =
+                "MIIDqgIBAzCCA3AGCSqGSIb3DQEHAaCCA2EEggNdMIIDWTCCAk8GCSqGSIb3DQEHBqCCAkAwggI8AgEAMIICNQYJKoZIhvcN"
+                + "AQcBMBwGCiqGSIb3DQEMAQMwDgQIq9mdCLda5cECAggAgIICCFsxFqHbQzi9BJLv6hUas306gN8L6KJTRN4k6qOqz/eD70qH"
+                + "OPkM7LBLGL+lL2CC0Va1REDtIiFoVq2q8KNwXBIdTJ0IdXKE3YT5rI0+XMfuz3rMvGj74wm46cgIqVJmnPrv5sEqPLTpEF5r"
+                + "H5+FJyt4jpUgPd6S4qcJVx92nRndKv45z56IdYpJF0IlKrBc87Pw3i3Y3srXa7UpxdX/C9K4RPin1YQZT4m00IQLoFIkJ17i"
+                + "H1sD42EOZ0tvmHq73/uYW+OjLFkpNB5KsCQaPF1PtGKh2juVlLaInq+1Ha0iwHiUzmny5enQv/SM37JBwmjHRkDLzOIwgxLG"
+                + "VI8GrkeyK0m37NEYxGtkZnTU1u481PKoKwpm4FVpE/W1fr9GwYcVvyi6o/9LO4f+nFT2v/LVjEuFI4ZKcT0Y4zBeskIk1YbQ"
+                + "nLHPS6UkDAkArG66Yyb1ZgMyzLL66mUKDYLHR98iwU1rMCZ7DCFNkdsvjIv9zEJRW0KeryJvSfvtLsO+/nO8vzSIZK8adCTv"
+                + "Ni4hSeyWrDq1Q/aT+IRPLLcpBi0/X4rGWzeEGd9D9y9tNP5cgwuZjh+Ujyp0DO0/l7xkrh9eZywNrbNGoFDaKaVlkNL2+V2H"
+                + "JTWWztrF4/dbo/TZp3ewBetI7sA4SXOVhuv6zOVsa2CRzoeR//gr9PZflnSBSXqSyQgN7J8wggECBgkqhkiG9w0BBwGggfQE"
+                + "gfEwge4wgesGCyqGSIb3DQEMCgECoIG0MIGxMBwGCiqGSIb3DQEMAQMwDgQIPS6/dhI3nasCAggABIGQVxyUckRyTQintWPh"
+                + "qXqxVKLKNGnK8aJG09r0J20VI6WbSSHUwG9lEmEzobORMHvYKcOWIA31Hh/jnVRIIPVX/rjk+YU0n5YSLZ9QebU7L68iOUi3"
+                + "uFpRte3qY2t3bAyDJok/KNx+YbqshGvbt/1Z5NiHCdInGUOIzrPXMo8fqdYCuITnnMIfgC/PL0D1y0pDMSUwIwYJKoZIhvcN"
+                + "AQkVMRYEFHtG24yuwijKRQSZuTflKptpicf1MDEwITAJBgUrDgMCGgUABBSRy/es1/Q4pjkPIE2Y9RMsYoHq3AQIzGsYXEXe"
+                + "odUCAggA";
+
+            private readonly TcpListener listener;
+            private readonly bool alert;
+            private readonly X509Certificate2 certificate;
+            private int handshakes;
+
+            internal TlsServer(bool alert)
+            {
+                this.alert = alert;
+                certificate = alert ? null : new X509Certificate2(Convert.FromBase64String(UntrustedPfx), "test");
+                listener = new TcpListener(IPAddress.Loopback, 0);
+                listener.Start();
+                Url = "https://127.0.0.1:" + ((IPEndPoint)listener.LocalEndpoint).Port;
+                new Thread(Accept) { IsBackground = true }.Start();
+            }
+
+            internal string Url { get; }
+
+            internal int Handshakes => Volatile.Read(ref handshakes);
+
+            public void Dispose()
+            {
+                listener.Stop();
+            }
+
+            private void Accept()
+            {
+                while (true)
+                {
+                    TcpClient connection;
+                    try
+                    {
+                        connection = listener.AcceptTcpClient();
+                    }
+                    catch (SocketException)
+                    {
+                        return;
+                    }
+                    catch (ObjectDisposedException)
+                    {
+                        return;
+                    }
+
+                    Interlocked.Increment(ref handshakes);
+                    new Thread(() => Serve(connection)) { IsBackground = true }.Start();
+                }
+            }
+
+            private void Serve(TcpClient connection)
+            {
+                try
+                {
+                    NetworkStream stream = connection.GetStream();
+                    if (alert)
+                    {
+                        // Read the ClientHello record, then the alert record: fatal (2), handshake_failure (40).
+                        stream.Read(new byte[16384], 0, 16384);
+                        stream.Write(new byte[] { 0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28 }, 0, 7);
+                        return;
+                    }
+
+                    using (var tls = new SslStream(stream))
+                    {
+                        tls.AuthenticateAsServer(certificate, false, SslProtocols.Tls12, false);
+                    }
+                }
+                catch (IOException)
+                {
+                }
+                catch (AuthenticationException)
+                {
+                }
+                catch (ObjectDisposedException)
+                {
+                }
+                finally
+                {
+                    connection.Close();
+                }
             }
         }
 
@@ -756,6 +1230,9 @@ namespace Retrygen.Generated.Tests
 
             internal static Step Close() => new Step("close", 0, 0, null);
 
+            /// <summary>Reads the request head only (a body stays unread), counts the arrival, sends no 100 Continue and closes.</summary>
+            internal static Step CloseAfterHead() => new Step("close_after_head", 0, 0, null);
+
             internal static Step Stall(int ms) => new Step("stall", 200, ms, null);
 
             /// <summary>The status line and headers announcing 1000000 body bytes, 10 of them, then nothing for <paramref name="ms"/>.</summary>
@@ -848,7 +1325,7 @@ namespace Retrygen.Generated.Tests
                 }
             }
 
-            private static Arrival ReadRequest(Stream stream)
+            private static Arrival ReadHead(Stream stream)
             {
                 var head = new StringBuilder();
                 while (!head.ToString().EndsWith("\r\n\r\n", StringComparison.Ordinal))
@@ -871,6 +1348,11 @@ namespace Retrygen.Generated.Tests
                     arrival.Headers.Add(new KeyValuePair<string, string>(lines[i].Substring(0, colon), lines[i].Substring(colon + 1).Trim()));
                 }
 
+                return arrival;
+            }
+
+            private static void ReadBody(Stream stream, Arrival arrival)
+            {
                 var body = new MemoryStream();
                 string length = arrival.Header("content-length");
                 if (length != null)
@@ -892,7 +1374,6 @@ namespace Retrygen.Generated.Tests
                 }
 
                 arrival.Body = Encoding.UTF8.GetString(body.ToArray());
-                return arrival;
             }
 
             private static string ReadLine(Stream stream)
@@ -967,23 +1448,37 @@ namespace Retrygen.Generated.Tests
                     NetworkStream stream = connection.GetStream();
                     while (!stopped)
                     {
-                        Arrival arrival = ReadRequest(stream);
+                        Arrival arrival = ReadHead(stream);
                         if (arrival == null)
                         {
                             break;
                         }
 
-                        if (arrival.Header("x-warmup") == "1")
+                        Step step;
+                        lock (arrivals)
+                        {
+                            step = arrival.Header("x-warmup") == "1" ? null : steps[Math.Min(arrivals.Count, steps.Length - 1)];
+                        }
+
+                        if (step == null || step.Action != "close_after_head")
+                        {
+                            ReadBody(stream, arrival);
+                        }
+
+                        if (step == null)
                         {
                             Write(stream, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
                             continue;
                         }
 
-                        Step step;
                         lock (arrivals)
                         {
-                            step = steps[Math.Min(arrivals.Count, steps.Length - 1)];
                             arrivals.Add(arrival);
+                        }
+
+                        if (step.Action == "close_after_head")
+                        {
+                            break;
                         }
 
                         if (step.Action == "reset")
