@@ -138,8 +138,14 @@ pub enum LintFormat {
 
 #[derive(Args, Debug)]
 pub struct LintArgs {
+    /// The OpenAPI document. Without it, every job's spec of the config is linted with that
+    /// job's overlays and strictness (what a pre-commit hook wants).
     #[arg(long)]
-    pub spec: PathBuf,
+    pub spec: Option<PathBuf>,
+    /// The config whose specs are linted when no --spec is given (default: retrygen.toml in the
+    /// current folder).
+    #[arg(long, conflicts_with = "spec")]
+    pub config: Option<PathBuf>,
     /// Require an explicit x-idempotent on every POST and PATCH, and at least one annotation.
     #[arg(long)]
     pub strict: bool,
@@ -482,29 +488,79 @@ pub fn list(args: &ListArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io
 }
 
 pub fn lint(args: &LintArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    let Some(spec) = &args.spec else {
+        return lint_config(args, out, err);
+    };
+    if let Some(file) = &args.suggest_overlay {
+        return suggest_overlay(spec, &args.overlays, file, out, err);
+    }
     let options = ModelOptions {
         strict: args.strict,
         overlays: args.overlays.clone(),
         ..ModelOptions::default()
     };
+    lint_one(spec, &options, args.format, out, err)
+}
+
+/// `lint` without `--spec`: each job's spec of the config, as `generate` reads it.
+fn lint_config(args: &LintArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    if args.suggest_overlay.is_some() {
+        let _ = writeln!(
+            err,
+            "error: --suggest-overlay needs --spec (the overlay is written for one document)"
+        );
+        return EXIT_ERROR;
+    }
+    let generate_args = GenerateArgs {
+        config: args.config.clone(),
+        spec: None,
+        lang: None,
+        out: None,
+        options: Vec::new(),
+        adapters: Vec::new(),
+        strict: false,
+        templates: None,
+        overlays: args.overlays.clone(),
+    };
+    let config = match config(&generate_args) {
+        Ok(c) => c,
+        Err(d) => {
+            let _ = writeln!(err, "{d}");
+            return EXIT_ERROR;
+        }
+    };
+    // The worst exit over the jobs: a usage problem (2) outranks lint errors (1).
+    let mut code = EXIT_OK;
+    for job in &config.jobs {
+        let mut options = facade::model_options(job, &config);
+        options.strict |= args.strict;
+        code = code.max(lint_one(&job.spec, &options, args.format, out, err));
+    }
+    code
+}
+
+fn lint_one(
+    spec: &Path,
+    options: &ModelOptions,
+    format: LintFormat,
+    out: &mut dyn std::io::Write,
+    err: &mut dyn std::io::Write,
+) -> i32 {
     // A spec path that names no file is a usage problem (exit 2); every problem inside a
     // document is what lint reports (exit 1).
-    let unreadable = !args.spec.is_file();
-    if let Some(file) = &args.suggest_overlay {
-        return suggest_overlay(args, file, out, err);
-    }
-    let diagnostics = match load_api(&args.spec, &options) {
+    let unreadable = !spec.is_file();
+    let diagnostics = match load_api(spec, options) {
         Ok((_, d)) | Err(d) => d,
     };
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
     let warnings = diagnostics.len() - errors;
-    match args.format {
+    match format {
         LintFormat::Text => {
             print_diagnostics(err, &diagnostics);
             let _ = writeln!(
                 out,
                 "{}: {errors} error(s), {warnings} warning(s)",
-                display_path(&args.spec)
+                display_path(spec)
             );
         }
         LintFormat::Sarif => {
@@ -524,12 +580,13 @@ pub fn lint(args: &LintArgs, out: &mut dyn std::io::Write, err: &mut dyn std::io
 }
 
 fn suggest_overlay(
-    args: &LintArgs,
+    spec: &Path,
+    overlays: &[PathBuf],
     file: &Path,
     out: &mut dyn std::io::Write,
     err: &mut dyn std::io::Write,
 ) -> i32 {
-    match facade::suggest_overlay(&args.spec, &args.overlays) {
+    match facade::suggest_overlay(spec, overlays) {
         Ok((text, actions)) => {
             if let Err(e) = facade::write_file_atomically(file, &text) {
                 let _ = writeln!(err, "error: cannot write {}: {e}", display_path(file));
@@ -538,7 +595,7 @@ fn suggest_overlay(
             let _ = writeln!(
                 out,
                 "{}: {actions} POST/PATCH operation(s) without x-idempotent; wrote {} (review each action, then add it to the job's overlays)",
-                display_path(&args.spec),
+                display_path(spec),
                 display_path(file)
             );
             EXIT_OK

@@ -749,3 +749,62 @@ fn init_then_suggest_overlay_then_generate() {
     assert_eq!(code, 0, "{out}");
     assert!(root.join("retry/python").is_dir() && root.join("retry/typescript").is_dir());
 }
+
+/// `lint` without `--spec` lints every job's spec of the config with that job's overlays and
+/// strictness (what the pre-commit hook runs): a job marked strict fails on its unannotated POST,
+/// and its overlay that annotates them makes it pass.
+#[test]
+fn lint_without_a_spec_lints_every_job_of_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::copy(
+        root.join("tests/fixtures/unannotated.yaml"),
+        dir.path().join("api.yaml"),
+    )
+    .unwrap();
+    let config = dir.path().join("retrygen.toml");
+    std::fs::write(
+        &config,
+        "[[job]]\nspec = \"api.yaml\"\nstrict = true\n[[job.target]]\nlanguage = \"python\"\nout = \"out/\"\n",
+    )
+    .unwrap();
+    let config_arg = config.to_string_lossy().into_owned();
+    let (code, out, err) = retrygen(&["lint", "--config", &config_arg]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("api.yaml: ") && !out.contains(": 0 error(s)"),
+        "{out}"
+    );
+    assert!(err.contains("x-idempotent"), "{err}");
+
+    // The overlay --suggest-overlay writes, added to the job, annotates every POST: clean.
+    let overlay = dir.path().join("annotate.yaml");
+    let overlay_arg = overlay.to_string_lossy().into_owned();
+    let spec_arg = dir.path().join("api.yaml").to_string_lossy().into_owned();
+    let (code, _, err) = retrygen(&[
+        "lint",
+        "--spec",
+        &spec_arg,
+        "--suggest-overlay",
+        &overlay_arg,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(
+        &config,
+        "[[job]]\nspec = \"api.yaml\"\nstrict = true\noverlays = [\"annotate.yaml\"]\n[[job.target]]\nlanguage = \"python\"\nout = \"out/\"\n",
+    )
+    .unwrap();
+    let (code, out, err) = retrygen(&["lint", "--config", &config_arg]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("api.yaml: 0 error(s)"), "{out}");
+
+    // --suggest-overlay writes for one document: without --spec it is a usage error.
+    let (code, _, err) = retrygen(&[
+        "lint",
+        "--config",
+        &config_arg,
+        "--suggest-overlay",
+        &overlay_arg,
+    ]);
+    assert_eq!(code, 2, "{err}");
+}

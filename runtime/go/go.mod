@@ -1,3 +1,3 @@
 module retrygen.example/retrypolicy
 
-go 1.22
+go 1.24

@@ -2,7 +2,7 @@
 // @generated
 // This is retrygen's net/http adapter for Go (docs/adapters.md): the retry loop of runtime.go as
 // an http.RoundTripper. retrygen copies it verbatim beside runtime.go when a target lists
-// "net/http" in its adapters. Standard library only; it needs Go 1.22 (math/rand/v2).
+// "net/http" in its adapters. Standard library only; it needs Go 1.24 (http.Protocols, math/rand/v2).
 
 package retrypolicy
 
@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -26,6 +27,11 @@ import (
 // ReasonBodyNotReplayable is the FinishEvent reason of a request that Decide would have retried
 // but whose body cannot be sent again (a Body without GetBody). Decide never returns it.
 const ReasonBodyNotReplayable Reason = "body_not_replayable"
+
+// ReasonForeignOrigin is the FinishEvent reason of a request to another origin than the
+// configured base URL's (InScope is false): it was passed through with one attempt, no key and
+// no budget (docs/adapters.md, rule 0). Decide never returns it.
+const ReasonForeignOrigin Reason = "foreign_origin"
 
 // RoundTripper is an http.RoundTripper that sends each request to the API through the next
 // RoundTripper and retries it as the policy says (docs/adapters.md): it classifies the request,
@@ -40,16 +46,24 @@ const ReasonBodyNotReplayable Reason = "body_not_replayable"
 //
 // net/http's Transport resends on its own a request whose keep-alive connection fails before
 // the response begins, when it deems the request replayable (GET, HEAD, OPTIONS, TRACE, or an
-// Idempotency-Key or X-Idempotency-Key header, with no body or a GetBody). Every attempt this
-// RoundTripper sends is in a form the Transport never resends, so every replay is one the policy
-// granted, and the bytes on the wire are those of the caller's request: GetBody is nil; a
-// bodyless request that the Transport would resend carries an empty body it writes nothing of,
-// except a bodyless POST, PUT or PATCH, which carries its Idempotency-Key or X-Idempotency-Key
-// field under the lower-case name, the same field for HTTP.
+// Idempotency-Key or X-Idempotency-Key header, with no body or a GetBody), and its HTTP/2 code
+// resends any request with no body or a GetBody after a RST_STREAM(PROTOCOL_ERROR), which the
+// server may have processed. Every attempt this RoundTripper sends is in a form neither resends:
+// GetBody is nil, and a bodyless request carries an empty body that writes nothing (over plain
+// HTTP/1.1 through an *http.Transport a bodyless request that it would not resend keeps no body,
+// so that a POST still says "Content-Length: 0"). So every replay is one the policy granted. The
+// HTTP/2 refusals that prove a request unprocessed (REFUSED_STREAM, a GOAWAY below its stream)
+// are connect failures, which the policy retries for every class.
+//
+// With WithBaseURL set to a URL with an origin, a request to another origin is passed through:
+// one attempt, no key, no budget, no retry event, a FinishEvent with ReasonForeignOrigin.
 type RoundTripper struct {
-	next           http.RoundTripper
-	policy         Policy
-	classifier     Classifier
+	next       http.RoundTripper
+	policy     Policy
+	classifier Classifier
+	// base is the configured base URL, and scoped reports that it has an origin (InScope).
+	base           string
+	scoped         bool
 	budget         *Budget
 	directiveKeys  []string
 	onRetry        func(*http.Request, RetryEvent)
@@ -90,7 +104,8 @@ func WithOnRetry(f func(*http.Request, RetryEvent)) RoundTripperOption {
 }
 
 // WithOnFinish sets a function called once per request, when RoundTrip returns, with the
-// caller's request and the finish event.
+// caller's request and the finish event. http.Client follows redirects above its Transport, so
+// each hop is a request of its own with its own finish event (docs/adapters.md: redirects 0).
 func WithOnFinish(f func(*http.Request, FinishEvent)) RoundTripperOption {
 	return func(c *roundTripperConfig) { c.onFinish = f }
 }
@@ -145,10 +160,13 @@ func NewRoundTripper(options ...RoundTripperOption) *RoundTripper {
 		// net/http canonicalizes the names of response fields: look them up canonical.
 		keys[i] = http.CanonicalHeaderKey(name)
 	}
+	_, scoped := originOf(config.baseURL)
 	return &RoundTripper{
 		next:           next,
 		policy:         policy,
 		classifier:     classifier,
+		base:           config.baseURL,
+		scoped:         config.hasBaseURL && scoped,
 		budget:         budget,
 		directiveKeys:  keys,
 		onRetry:        config.onRetry,
@@ -175,7 +193,7 @@ func (t *RoundTripper) CloseIdleConnections() {
 type FinishEvent struct {
 	// Attempts counts the attempts sent, at least 1.
 	Attempts int64
-	// Reason is the last decision's reason, or ReasonBodyNotReplayable.
+	// Reason is the last decision's reason, ReasonBodyNotReplayable or ReasonForeignOrigin.
 	Reason Reason
 	// Failure is how the last attempt failed, "" when the request ended with a response.
 	Failure FailureKind
@@ -184,7 +202,8 @@ type FinishEvent struct {
 	// TimedOut reports that the last attempt ended by a timeout (the attempt timeout or the
 	// client's own, such as http.Transport.ResponseHeaderTimeout).
 	TimedOut bool
-	// Method, PathTemplate, OperationID and HasOperationID are the retry event's (RetryEvent).
+	// Method, PathTemplate, OperationID and HasOperationID are the retry event's (RetryEvent);
+	// a request to a foreign origin has its method upper-cased and no operation.
 	Method         string
 	PathTemplate   string
 	OperationID    string
@@ -218,13 +237,12 @@ type request struct {
 	ctx            context.Context
 	method         string
 	classification Classification
-	// header is the header every attempt sends: the caller's, or a copy with a minted key or
-	// with the idempotency fields renamed.
+	// header is the header every attempt sends: the caller's, or a copy with a minted key.
 	header http.Header
 	// hasKey is Operation.HasIdempotencyKey of header, computed once.
 	hasKey bool
 	// bodyless reports that the caller's request has no body; emptyBody that each attempt
-	// carries an empty one so that net/http does not resend it.
+	// carries an empty one so that net/http (HTTP/1 or HTTP/2) does not resend it.
 	bodyless, emptyBody bool
 	// replayable reports that the body can be sent again (no body, or a GetBody).
 	replayable bool
@@ -256,6 +274,12 @@ func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := request{caller: req, ctx: req.Context(), method: req.Method, header: req.Header, policy: &t.policy, start: time.Now()}
 	if r.method == "" {
 		r.method = http.MethodGet
+	}
+	if t.scoped && req.URL.Scheme != "" && !InScope(t.base, req.URL.Scheme+"://"+req.URL.Host) {
+		// [docs/adapters.md rule 0] Not the API's: one attempt as the caller wrote it (in the
+		// form net/http does not resend), no key, no budget, no retry event.
+		r.prepareBody(t.next)
+		return t.finish(&r, 1, ReasonForeignOrigin, t.send(&r, req.Body))
 	}
 	var err error
 	r.classification, err = t.classifier.Classify(r.method, req.URL.EscapedPath())
@@ -293,7 +317,7 @@ func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			body = next
 		}
 		if t.onRetry != nil {
-			t.onRetry(req, NewRetryEvent(r.classification, r.method, retriesUsed, decision))
+			t.callOnRetry(&r, a, body, retriesUsed, decision)
 		}
 		if a.resp != nil {
 			discard(a.resp.Body)
@@ -312,7 +336,6 @@ func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 // prepare sets the request's key, header, body form and policy before the first attempt.
 func (t *RoundTripper) prepare(r *request) error {
 	op := r.classification.Operation
-	owned := false
 	if r.classification.Class == ClassKeyed && t.mintKeys && !op.HasIdempotencyKey(r.header) {
 		key, err := newIdempotencyKey()
 		if err != nil {
@@ -320,7 +343,6 @@ func (t *RoundTripper) prepare(r *request) error {
 		}
 		// The caller's field may be there with a blank value, under any case of its name.
 		r.header = cloneHeader(r.header)
-		owned = true
 		for name := range r.header {
 			if equalFoldASCII(name, op.IdempotencyHeader) {
 				delete(r.header, name)
@@ -329,31 +351,7 @@ func (t *RoundTripper) prepare(r *request) error {
 		r.header.Set(op.IdempotencyHeader, key)
 	}
 	r.hasKey = op.HasIdempotencyKey(r.header)
-	body := r.caller.Body
-	r.bodyless = body == nil || body == http.NoBody
-	r.replayable = r.bodyless || r.caller.GetBody != nil
-	if r.bodyless && resentByNetHTTP(r.method, r.header) {
-		switch r.method {
-		case http.MethodPost, http.MethodPut, http.MethodPatch:
-			// net/http sends these with "Content-Length: 0", which an empty body would drop
-			// (some servers answer 411 without it). It resends them only for one of two
-			// fields, looked up by its canonical name: the field gets its lower-case name,
-			// the same field for HTTP.
-			for _, name := range [...][2]string{{"Idempotency-Key", "idempotency-key"}, {"X-Idempotency-Key", "x-idempotency-key"}} {
-				if values, ok := r.header[name[0]]; ok {
-					if !owned {
-						r.header = cloneHeader(r.header)
-						owned = true
-					}
-					delete(r.header, name[0])
-					// A new slice: the values may share the caller's array.
-					r.header[name[1]] = append(append([]string(nil), r.header[name[1]]...), values...)
-				}
-			}
-		default:
-			r.emptyBody = true
-		}
-	}
+	r.prepareBody(t.next)
 	if deadline, ok := r.ctx.Deadline(); ok {
 		// The caller's deadline bounds the retries as the policy's deadline does (contract
 		// R16): a retry whose wait would end after it is not made. One millisecond less than
@@ -368,6 +366,62 @@ func (t *RoundTripper) prepare(r *request) error {
 		}
 	}
 	return nil
+}
+
+// prepareBody sets the body form of the attempts: an empty body for a bodyless request, unless
+// the request provably goes over HTTP/1 and net/http would not resend it with no body.
+func (r *request) prepareBody(next http.RoundTripper) {
+	body := r.caller.Body
+	r.bodyless = body == nil || body == http.NoBody
+	r.replayable = r.bodyless || r.caller.GetBody != nil
+	// net/http's HTTP/2 code resends a request with no body after a RST_STREAM(PROTOCOL_ERROR)
+	// whatever its method (http2shouldRetryRequest), and HTTP/1 resends one it deems replayable
+	// (resentByNetHTTP): an empty body stops both. Only over HTTP/1 does a bodyless request
+	// without those fields keep no body, since net/http then sends a POST, PUT or PATCH with
+	// "Content-Length: 0", which an empty body would drop (some servers answer 411 without it).
+	r.emptyBody = r.bodyless && (resentByNetHTTP(r.method, r.header) || !onlyHTTP1(next, r.caller))
+}
+
+// onlyHTTP1 reports whether next provably sends req over HTTP/1: an *http.Transport, an http
+// URL, no unencrypted HTTP/2 in its Protocols, and no HTTPS proxy (which may speak HTTP/2).
+// Anything else may be HTTP/2 (over TLS the protocol is negotiated per connection).
+func onlyHTTP1(next http.RoundTripper, req *http.Request) bool {
+	transport, ok := next.(*http.Transport)
+	if !ok || req.URL.Scheme != "http" {
+		return false
+	}
+	if p := transport.Protocols; p != nil && p.UnencryptedHTTP2() && !p.HTTP1() {
+		return false
+	}
+	if transport.Proxy != nil {
+		proxy, err := transport.Proxy(req)
+		if err != nil || proxy != nil && proxy.Scheme == "https" {
+			return false
+		}
+	}
+	return true
+}
+
+// callOnRetry hands the retry event to the on-retry callback. When the callback panics, the
+// request ends there: the attempt's response and the next body are released, the finish
+// event is reported (attempts as sent, the decision's reason), no attempt follows and the
+// panic goes on up (docs/adapters.md, callbacks that throw). The budget stays as decided.
+func (t *RoundTripper) callOnRetry(r *request, a attempt, body io.ReadCloser, retriesUsed int64, decision Decision) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		if a.resp != nil {
+			discard(a.resp.Body)
+		}
+		if body != r.caller.Body {
+			closeBody(body)
+		}
+		t.report(r, retriesUsed+1, decision.Reason, a)
+	}()
+	t.onRetry(r.caller, NewRetryEvent(r.classification, r.method, retriesUsed, decision))
+	returned = true
 }
 
 // send sends one attempt with body (the caller's, or one from GetBody) and maps its result.
@@ -441,6 +495,9 @@ func (t *RoundTripper) send(r *request, body io.ReadCloser) attempt {
 	case isCertificateError(err):
 		// Checked before the timeout: a refused certificate cannot be sent again with success.
 		return attempt{err: err, failure: FailureCertificate}
+	case isUnprocessedRefusal(err):
+		// An HTTP/2 server refused the stream before processing it (RFC 9113 section 8.7).
+		return attempt{err: err, failure: FailureConnect}
 	case expired && conn.dialing():
 		return attempt{err: withCause(err, limit), failure: FailureConnect, timedOut: true}
 	case expired:
@@ -540,22 +597,39 @@ func firstValue(values []string) string {
 	return values[0]
 }
 
-// finish reports the finish event and returns the attempt's result.
+// finish reports the finish event and returns the attempt's result. When the on-finish
+// callback panics, the response is closed before the panic goes on up.
 func (t *RoundTripper) finish(r *request, attempts int64, reason Reason, a attempt) (*http.Response, error) {
 	if t.onFinish != nil {
-		event := FinishEvent{Attempts: attempts, Reason: reason, Failure: a.failure, TimedOut: a.timedOut}
-		if a.resp != nil {
-			event.Status = a.resp.StatusCode
-		}
-		op := NewRetryEvent(r.classification, r.method, 0, Decision{})
-		event.Method, event.PathTemplate = op.Method, op.PathTemplate
-		event.OperationID, event.HasOperationID = op.OperationID, op.HasOperationID
-		t.onFinish(r.caller, event)
+		returned := false
+		defer func() {
+			if !returned && a.resp != nil {
+				_ = a.resp.Body.Close()
+			}
+		}()
+		t.report(r, attempts, reason, a)
+		returned = true
 	}
 	if a.failure != "" {
 		return nil, a.err
 	}
 	return a.resp, nil
+}
+
+// report calls the on-finish callback, if any, with the finish event.
+func (t *RoundTripper) report(r *request, attempts int64, reason Reason, a attempt) {
+	if t.onFinish == nil {
+		return
+	}
+	event := FinishEvent{Attempts: attempts, Reason: reason, Failure: a.failure, TimedOut: a.timedOut}
+	if a.resp != nil {
+		event.Status = a.resp.StatusCode
+	}
+	// A foreign request is classified as no operation: its method upper-cased, no template.
+	op := NewRetryEvent(r.classification, r.method, 0, Decision{})
+	event.Method, event.PathTemplate = op.Method, op.PathTemplate
+	event.OperationID, event.HasOperationID = op.OperationID, op.HasOperationID
+	t.onFinish(r.caller, event)
 }
 
 // isConnectError reports whether err proves that the request never left: the dial failed (DNS
@@ -580,6 +654,86 @@ func isConnectError(err error, handshake *handshakeWatch) bool {
 	var dns *net.DNSError
 	return errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 }
+
+// isUnprocessedRefusal reports an HTTP/2 refusal that proves the server did not process the
+// request (RFC 9113 section 8.7): RST_STREAM(REFUSED_STREAM), or a GOAWAY whose last stream id is
+// below the request's. net/http's HTTP/2 code resends those itself only when it can replay the
+// body; with the adapter's attempts (GetBody nil, a body always) it reports them in one of these
+// forms instead (h2_bundle.go, go1.26, the same in golang.org/x/net/http2):
+//   - http2shouldRetryRequest's "http2: Transport: cannot retry err [E] after Request.Body was
+//     written; define Request.GetBody to avoid this error", E being the REFUSED_STREAM stream
+//     error ("stream error: stream ID N; REFUSED_STREAM[; cause]") or errClientConnGotGoAway
+//     (set by processGoAway only on streams above the GOAWAY's last stream id); its text is the
+//     only signal, since E is formatted with %v;
+//   - processGoAway's "http2: Transport received GOAWAY from server ErrCode:C" (stream 1 above
+//     the last stream id, with an error code);
+//   - a stream error with code REFUSED_STREAM itself, read with errors.As (below).
+func isUnprocessedRefusal(err error) bool {
+	var stream h2StreamError
+	if errors.As(err, &stream) && stream.Code == h2RefusedStream {
+		return true
+	}
+	for _, e := range chain(err, nil) {
+		text := e.Error()
+		if strings.HasPrefix(text, "http2: Transport received GOAWAY from server ErrCode:") {
+			return true
+		}
+		inner, ok := strings.CutPrefix(text, "http2: Transport: cannot retry err [")
+		if !ok {
+			continue
+		}
+		inner, ok = strings.CutSuffix(inner, "] after Request.Body was written; define Request.GetBody to avoid this error")
+		if !ok {
+			continue
+		}
+		if inner == "http2: Transport received Server's graceful shutdown GOAWAY" {
+			return true
+		}
+		if rest, ok := strings.CutPrefix(inner, "stream error: stream ID "); ok {
+			digits := len(rest) - len(strings.TrimLeft(rest, "0123456789"))
+			code := rest[digits:]
+			if digits > 0 && (code == "; REFUSED_STREAM" || strings.HasPrefix(code, "; REFUSED_STREAM; ")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// chain appends err and every error it wraps (Unwrap() error and Unwrap() []error) to list.
+func chain(err error, list []error) []error {
+	for err != nil {
+		list = append(list, err)
+		switch e := err.(type) {
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				list = chain(inner, list)
+			}
+			return list
+		default:
+			return list
+		}
+	}
+	return list
+}
+
+// h2StreamError has the fields of net/http's HTTP/2 stream error (http2StreamError) and of
+// golang.org/x/net/http2.StreamError: their As method fills any struct with these field names
+// and convertible types, which is how errors.As reads the code without importing x/net.
+type h2StreamError struct {
+	StreamID uint32
+	Code     uint32
+	Cause    error
+}
+
+func (e h2StreamError) Error() string {
+	return fmt.Sprintf("stream error: stream ID %d; code %d", e.StreamID, e.Code)
+}
+
+// h2RefusedStream is the HTTP/2 error code REFUSED_STREAM (RFC 9113 section 7).
+const h2RefusedStream = 0x7
 
 // isCertificateError reports a refused TLS certificate (contract V3 certificate): it happens
 // only in a handshake, so nothing was sent, but a retry meets the same certificate.

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"runtime"
 	"strings"
@@ -468,16 +469,14 @@ func TestNetHTTPDoesNotResendAnAttempt(t *testing.T) {
 			if tc.body == "" && (len(a.transferEncoding) != 0 || a.contentLength != 0 || a.header.Get("Transfer-Encoding") != "") {
 				t.Errorf("a bodyless %s arrived with a body: %+v", tc.method, a)
 			}
-			// As net/http sends them without the RoundTripper: Content-Length: 0 for a
-			// bodyless POST, no Content-Length for the other methods.
-			wantLength := ""
-			if tc.body == "" && (tc.method == "POST" || tc.method == "PATCH") {
-				wantLength = "0"
-			}
-			if tc.body == "" && a.header.Get("Content-Length") != wantLength {
+			// Every bodyless form arrives with no body and no Content-Length (a keyed bodyless
+			// POST or PATCH too: net/http would resend it with no body, so it carries the
+			// empty body, which drops the Content-Length: 0 net/http gives those methods).
+			if tc.body == "" && a.header.Get("Content-Length") != "" {
 				t.Errorf("a bodyless %s arrived with Content-Length %q", tc.method, a.header.Get("Content-Length"))
 			}
-			if tc.header != "" && a.header.Get(tc.header) != "key-1" {
+			// The field under its canonical name, where any RoundTripper below looks.
+			if _, ok := a.header[tc.header]; tc.header != "" && (!ok || a.header.Get(tc.header) != "key-1") {
 				t.Errorf("the %s field did not arrive: %v", tc.header, a.header)
 			}
 		})
@@ -1036,4 +1035,169 @@ func TestOverheadOnASuccessIsSmall(t *testing.T) {
 	if allocs-bareAllocs > 8 || bytes-bareBytes > 16<<10 {
 		t.Errorf("the RoundTripper adds %.1f allocations and %.0f bytes per request (bare: %.1f, %.0f)", allocs-bareAllocs, bytes-bareBytes, bareAllocs, bareBytes)
 	}
+}
+
+// A RoundTripper below the adapter (WithNext) reads the idempotency key with Header.Get: a
+// minted key, on a bodyless keyed POST too, is set under its canonical name.
+func TestTheKeyIsVisibleBelowTheAdapter(t *testing.T) {
+	for _, body := range []string{"", "{}"} {
+		s := newServer(t, status(201))
+		transport := &http.Transport{}
+		defer transport.CloseIdleConnections()
+		var seen []string
+		below := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			seen = append(seen, req.Header.Get("Idempotency-Key"))
+			return transport.RoundTrip(req)
+		})
+		c := &http.Client{Transport: NewRoundTripper(WithPolicy(fastPolicy()), WithNext(below))}
+		var content io.Reader
+		if body != "" {
+			content = strings.NewReader(body)
+		}
+		if _, _, err := do(t, c, newRequest(t, context.Background(), "POST", s.URL+"/v1/v2/sandboxes", content)); err != nil {
+			t.Fatal(err)
+		}
+		arrived := s.arrivals()[0].header.Get("Idempotency-Key")
+		if len(seen) != 1 || !uuidV4.MatchString(seen[0]) || seen[0] != arrived {
+			t.Errorf("body %q: the RoundTripper below saw %q, the server %q", body, seen, arrived)
+		}
+	}
+}
+
+// Over plain HTTP/1.1 through an *http.Transport, a bodyless request that net/http does not
+// resend keeps no body: a create still says "Content-Length: 0" as without the adapter. Where
+// the Transport may speak HTTP/2 (h2c here) it carries the empty body.
+func TestABodylessCreateKeepsItsContentLengthOverHTTP1(t *testing.T) {
+	s := newServer(t, status(201))
+	c, _ := client(t, &events{})
+	if _, _, err := do(t, c, newRequest(t, context.Background(), "POST", s.URL+"/v1/sandboxes", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if a := s.arrivals()[0]; a.header.Get("Content-Length") != "0" || len(a.transferEncoding) != 0 {
+		t.Errorf("arrival %+v", a)
+	}
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	h2c := &http.Transport{Protocols: &protocols}
+	for _, tc := range []struct {
+		name string
+		next http.RoundTripper
+		url  string
+		want bool
+	}{
+		{"http", &http.Transport{}, "http://api.example/v1/sandboxes", true},
+		{"https", &http.Transport{}, "https://api.example/v1/sandboxes", false},
+		{"h2c", h2c, "http://api.example/v1/sandboxes", false},
+		{"https proxy", &http.Transport{Proxy: func(*http.Request) (*url.URL, error) { return url.Parse("https://proxy.example") }}, "http://api.example/v1/sandboxes", false},
+		{"http proxy", &http.Transport{Proxy: func(*http.Request) (*url.URL, error) { return url.Parse("http://proxy.example") }}, "http://api.example/v1/sandboxes", true},
+		{"another RoundTripper", roundTripFunc(nil), "http://api.example/v1/sandboxes", false},
+	} {
+		if got := onlyHTTP1(tc.next, newRequest(t, context.Background(), "POST", tc.url, nil)); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// [docs/adapters.md rule 0] With a base URL that has an origin, a request to another origin is
+// passed through: one attempt whatever its class, no key minted, no budget, no retry event, one
+// finish event saying foreign_origin.
+func TestAForeignOriginPassesThrough(t *testing.T) {
+	api := newServer(t, status(503), status(201))
+	for _, tc := range []struct {
+		name, method, path string
+	}{
+		{"create", "POST", "/v1/sandboxes"},
+		{"keyed", "POST", "/v1/v2/sandboxes"},
+		{"get", "get", "/v1/sandboxes/sb-1"},
+	} {
+		other := newServer(t, status(503), status(201))
+		var e events
+		c, rt := client(t, &e, WithBaseURL(api.URL+"/v1"))
+		resp, _, err := do(t, c, newRequest(t, context.Background(), tc.method, other.URL+tc.path, strings.NewReader("{}")))
+		if err != nil || resp.StatusCode != 503 {
+			t.Fatalf("%s: got %v %v", tc.name, resp, err)
+		}
+		arrivals := other.arrivals()
+		if len(arrivals) != 1 || arrivals[0].header.Get("Idempotency-Key") != "" {
+			t.Errorf("%s: arrivals %+v", tc.name, arrivals)
+		}
+		want := FinishEvent{Attempts: 1, Reason: ReasonForeignOrigin, Status: 503, Method: strings.ToUpper(tc.method)}
+		if got := e.finish(t); got != want || e.reasons() != "" || rt.Budget().Tokens() != 500 {
+			t.Errorf("%s: finish %+v, events %q, budget %d", tc.name, got, e.reasons(), rt.Budget().Tokens())
+		}
+		// A failure too: one attempt, its outcome reported.
+		e = events{}
+		c, _ = client(t, &e, WithBaseURL(api.URL+"/v1"))
+		if _, _, err := do(t, c, newRequest(t, context.Background(), "GET", "http://"+freePort(t)+"/v1/sandboxes/sb-1", nil)); err == nil {
+			t.Fatalf("%s: the closed port answered", tc.name)
+		}
+		if got := e.finish(t); got.Attempts != 1 || got.Reason != ReasonForeignOrigin || got.Failure != FailureConnect {
+			t.Errorf("%s: finish %+v", tc.name, got)
+		}
+	}
+	// The same origin written otherwise (case, default port) is the API's.
+	var e events
+	c, _ := client(t, &e, WithBaseURL(strings.Replace(api.URL, "http://", "HTTP://", 1)+"/v1"))
+	if resp, _, err := do(t, c, newRequest(t, context.Background(), "GET", api.URL+"/v1/sandboxes/sb-1", nil)); err != nil || resp.StatusCode != 201 || e.finish(t).Attempts != 2 {
+		t.Errorf("same origin: %v %v %+v", resp, err, e.finishes)
+	}
+}
+
+// [docs/adapters.md callbacks that throw] A panicking on-retry callback ends the request: the
+// finish event comes once with the attempts sent, no attempt follows, the discarded response
+// goes back to the pool, and the panic reaches the caller. A panicking on-finish callback
+// closes the response it would have returned.
+func TestCallbacksThatPanic(t *testing.T) {
+	s := newServer(t, status(503), status(200))
+	var e events
+	transport := &http.Transport{}
+	defer transport.CloseIdleConnections()
+	options := append(e.options(), WithPolicy(fastPolicy()), WithNext(transport), WithOnRetry(func(*http.Request, RetryEvent) { panic("on retry") }))
+	c := &http.Client{Transport: NewRoundTripper(options...)}
+	recovered := func(f func()) (value any) {
+		defer func() { value = recover() }()
+		f()
+		return nil
+	}
+	value := recovered(func() {
+		_, _ = c.Do(newRequest(t, context.Background(), "GET", s.URL+"/v1/sandboxes/sb-1", nil))
+	})
+	if value != "on retry" {
+		t.Fatalf("recovered %v", value)
+	}
+	if got := e.finish(t); got.Attempts != 1 || got.Reason != ReasonRetryableStatus || got.Status != 503 || len(s.arrivals()) != 1 {
+		t.Errorf("finish %+v, %d arrivals", got, len(s.arrivals()))
+	}
+	// The discarded 503 was drained and closed: the next request reuses its connection.
+	time.Sleep(50 * time.Millisecond)
+	if resp, _, err := do(t, &http.Client{Transport: transport}, newRequest(t, context.Background(), "GET", s.URL+"/other", nil)); err != nil || resp.StatusCode != 200 || s.conns.Load() != 1 {
+		t.Errorf("after the panic: %v %v, %d connections", resp, err, s.conns.Load())
+	}
+
+	var closed atomic.Bool
+	below := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := transport.RoundTrip(req)
+		if err == nil {
+			resp.Body = closeRecorder{resp.Body, &closed}
+		}
+		return resp, err
+	})
+	c = &http.Client{Transport: NewRoundTripper(WithNext(below), WithOnFinish(func(*http.Request, FinishEvent) { panic("on finish") }))}
+	value = recovered(func() {
+		_, _ = c.Do(newRequest(t, context.Background(), "GET", s.URL+"/v1/sandboxes/sb-1", nil))
+	})
+	if value != "on finish" || !closed.Load() {
+		t.Errorf("recovered %v; the response the panicking on-finish would have returned closed: %v", value, closed.Load())
+	}
+}
+
+// closeRecorder records that a body was closed.
+type closeRecorder struct {
+	io.ReadCloser
+	closed *atomic.Bool
+}
+
+func (b closeRecorder) Close() error {
+	b.closed.Store(true)
+	return b.ReadCloser.Close()
 }

@@ -28,6 +28,7 @@ import contextlib
 import math
 import random
 import ssl
+import sys
 import threading
 import time
 import uuid
@@ -35,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, TypeAlias
 
+import httpcore
 import httpx
 
 from ._runtime import (
@@ -177,6 +179,36 @@ def _refused_certificate(error: BaseException) -> bool:
     return False
 
 
+_REFUSED_STREAM: Final = 0x7
+"""HTTP/2's REFUSED_STREAM error code (RFC 9113 section 7)."""
+
+
+def _refused_unprocessed(error: httpx.RemoteProtocolError) -> bool:
+    """Tell whether an HTTP/2 server refused the request before processing any of it.
+
+    httpx raises httpcore's ``RemoteProtocolError`` as its own, ``from`` it;
+    httpcore's carries the h2 event it failed on. RFC 9113 section 8.7: a
+    stream reset by the server with ``REFUSED_STREAM``, or any stream of a
+    connection whose GOAWAY gives last stream id 0, was not processed.
+    (httpcore itself resends a request whose stream is above a GOAWAY's last
+    stream id when that id is not 0.) Nothing else is read from the chain.
+    """
+    cause = error.__cause__
+    if not isinstance(cause, httpcore.RemoteProtocolError) or len(cause.args) != 1:
+        return False
+    # h2 is httpx's optional HTTP/2 dependency: when it was never imported, no HTTP/2
+    # connection made this error.
+    events = sys.modules.get("h2.events")
+    if events is None:
+        return False
+    event = cause.args[0]
+    if isinstance(event, events.StreamReset):
+        return bool(event.remote_reset is True and event.error_code == _REFUSED_STREAM)
+    if isinstance(event, events.ConnectionTerminated):
+        return bool(event.last_stream_id == 0)
+    return False
+
+
 def _failure(error: BaseException) -> tuple[Failure, bool]:
     """Map an attempt's exception to its failure and whether it was a timeout."""
     if not isinstance(error, Exception):
@@ -186,6 +218,8 @@ def _failure(error: BaseException) -> tuple[Failure, bool]:
         if isinstance(error, httpx.ConnectError) and _refused_certificate(error):
             # The next attempt meets the same certificate (contract R1).
             return Failure.CERTIFICATE, False
+        return Failure.CONNECT, False
+    if isinstance(error, httpx.RemoteProtocolError) and _refused_unprocessed(error):
         return Failure.CONNECT, False
     # Anything else, whether httpx's or unknown, may have come after the request was sent.
     return Failure.TRANSPORT, isinstance(error, (httpx.TimeoutException, TimeoutError))

@@ -878,6 +878,83 @@ test("a redirect fetch followed is counted in the finish event", async () => {
   assert.equal(c.finishes[0]?.redirects, 1);
 });
 
+test("fetch's own resend of a 421 is answered from memory: one arrival, the server's 421", async () => {
+  // undici resends a 421 on a new connection by itself (the Fetch standard): without the guard
+  // the server saw this create twice for one reported attempt.
+  for (const [method, path, body] of [
+    ["POST", "/v1/items", "{}"],
+    ["GET", "/v1/items/1", undefined],
+  ] as const) {
+    const { name, arrivals } = serve(
+      { status: 421, body: "misdirected" },
+      { status: 201, body: "created" },
+    );
+    const c = client();
+    const response = await c.fetch(`${origin}${path}`, {
+      method,
+      headers: { "x-case": name },
+      ...(body === undefined ? {} : { body }),
+    });
+    assert.equal(response.status, 421, method);
+    assert.equal(await response.text(), "misdirected");
+    assert.equal(response.url, `${origin}${path}`);
+    assert.equal(arrivals.length, 1, method);
+    assert.equal(c.finishes.length, 1);
+    assert.equal(c.finishes[0]?.attempts, 1);
+    assert.equal(c.finishes[0]?.status, 421);
+    assert.equal(c.finishes[0]?.redirects, 0);
+  }
+});
+
+test("the 421 guard wraps the caller's dispatcher and holds back only what it can", async () => {
+  // The caller's dispatcher still sends the request (once).
+  const global = (globalThis as unknown as Record<symbol, unknown>)[
+    Symbol.for("undici.globalDispatcher.1")
+  ] as { dispatch(options: unknown, handler: unknown): boolean };
+  let dispatches = 0;
+  const own = {
+    dispatch(options: unknown, handler: unknown): boolean {
+      dispatches += 1;
+      return global.dispatch(options, handler);
+    },
+  };
+  const first = serve({ status: 421 }, { status: 201 });
+  const c = client();
+  const response = await c.fetch(`${origin}/v1/items`, {
+    method: "POST",
+    headers: { "x-case": first.name },
+    body: "{}",
+    dispatcher: own,
+  } as unknown as RequestInit);
+  assert.equal(response.status, 421);
+  assert.equal(dispatches, 1);
+  assert.equal(first.arrivals.length, 1);
+
+  // A 421 too long to hold: fetch's resend fails without reaching the server.
+  const long = serve(
+    { status: 421, body: "x".repeat(100000) },
+    { status: 201 },
+  );
+  const error = await rejection(
+    c.fetch(`${origin}/v1/items`, {
+      method: "POST",
+      headers: { "x-case": long.name },
+      body: "{}",
+    }),
+  );
+  assert.ok(error instanceof TypeError);
+  assert.equal(long.arrivals.length, 1);
+  assert.equal(c.finishes.at(-1)?.attempts, 1);
+
+  // Other statuses pass through as they come: a 503 is retried, a 200 returned.
+  const plain = serve({ status: 503 }, { status: 200, body: "ok" });
+  const ok = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": plain.name },
+  });
+  assert.equal(await ok.text(), "ok");
+  assert.equal(plain.arrivals.length, 2);
+});
+
 test("a refused certificate is a certificate failure, never a connect one", () => {
   const error = Object.assign(new TypeError("fetch failed"), {
     cause: systemError("unable to verify", "UNABLE_TO_VERIFY_LEAF_SIGNATURE"),

@@ -10,6 +10,8 @@
 # exactly this list on every machine. The check below fails if httpx needs one not listed.
 # exceptiongroup is anyio's on Python 3.10 only, and sniffio is optional (httpcore uses it to tell
 # asyncio from trio when present): both are pinned so the tree is one whatever the Python.
+# h2 (with hpack and hyperframe) is httpx's `http2` extra: `httpx.Client(http2=True)` needs it, and
+# the fault runner speaks h2c and h2 with it, as the adapter's HTTP/2 tests do.
 
 PYTHON_HTTPX_PACKAGES=(
   httpx==0.28.1
@@ -21,6 +23,9 @@ PYTHON_HTTPX_PACKAGES=(
   sniffio==1.3.1
   typing_extensions==4.16.0
   exceptiongroup==1.3.1
+  h2==4.4.1
+  hpack==4.2.0
+  hyperframe==6.1.0
 )
 
 step_python_httpx() {
@@ -62,6 +67,7 @@ import httpx
 assert httpx.__version__ == "0.28.1", httpx.__version__
 httpx.Client(transport=httpx.HTTPTransport()).close()
 httpx.AsyncClient(transport=httpx.AsyncHTTPTransport())
+httpx.Client(transport=httpx.HTTPTransport(http2=True)).close()
 print("httpx", httpx.__version__, "with", sorted(installed))
 PY
     printf '%s' "${PYTHON_HTTPX_PACKAGES[*]}" >"$stamp"

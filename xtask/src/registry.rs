@@ -66,8 +66,9 @@ mod tests {
         ] {
             for entry in std::fs::read_dir(root().join(folder)).expect("folder exists") {
                 let entry = entry.expect("entry");
-                if entry.path().is_dir() {
-                    let name = entry.file_name().to_string_lossy().into_owned();
+                let name = entry.file_name().to_string_lossy().into_owned();
+                // Tool caches (`.mypy_cache`, `.pytest_cache`) are not languages.
+                if entry.path().is_dir() && !name.starts_with('.') {
                     assert!(
                         backends.contains(&name.as_str()),
                         "{folder}/{name}: no backend named {name}"

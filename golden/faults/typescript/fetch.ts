@@ -163,6 +163,8 @@ interface RequestInitLike {
   readonly headers?: HeadersInitLike | undefined;
   readonly body?: unknown;
   readonly signal?: AbortSignalLike | null | undefined;
+  /** undici's own option (Node): the dispatcher that sends the request. */
+  readonly dispatcher?: unknown;
 }
 
 type Send = (input: unknown, init?: RequestInitLike) => Promise<ResponseLike>;
@@ -324,10 +326,11 @@ export function retryingFetch<F extends FetchLike>(
       attempts += 1;
       const attemptInput =
         cloneRequest && request !== null ? request.clone() : input;
+      const attemptInit = guarded(request, init);
       let sent: Attempt;
       if (timeoutMs === null) {
         try {
-          const response = await send(attemptInput, init);
+          const response = await send(attemptInput, attemptInit);
           sent = {
             response,
             error: undefined,
@@ -341,7 +344,7 @@ export function retryingFetch<F extends FetchLike>(
         sent = await sendWithTimeout(
           send,
           attemptInput,
-          init,
+          attemptInit,
           signal,
           timeoutMs,
         );
@@ -593,7 +596,7 @@ async function foreign(
     });
   let response: ResponseLike;
   try {
-    response = await send(input, init);
+    response = await send(input, guarded(asRequest(input), init));
   } catch (error) {
     const signal =
       init?.signal !== undefined
@@ -624,6 +627,230 @@ async function foreign(
     throw error;
   }
   return response;
+}
+
+/**
+ * `init` with a fresh `ResendGuard` as undici's `dispatcher`, for one attempt
+ * (docs/adapters.md, "What the client must not do below the adapter"). The
+ * guard wraps the caller's `init.dispatcher`, else undici's global one. A
+ * `Request` input without `init.dispatcher` is sent as it is: it may carry a
+ * dispatcher of its own the adapter cannot see, and overriding it would send
+ * the request elsewhere (another proxy, another CA). Fetches other than
+ * undici's ignore the option.
+ */
+function guarded(
+  request: RequestLike | null,
+  init: RequestInitLike | undefined,
+): RequestInitLike | undefined {
+  const own = init?.dispatcher;
+  if (own === undefined) {
+    if (request !== null) {
+      return init;
+    }
+  } else if (!isDispatcher(own)) {
+    return init;
+  }
+  return { ...init, dispatcher: new ResendGuard(own) };
+}
+
+/** The little of undici's `Dispatcher` (its API version 1) the guard uses. */
+interface Dispatcher {
+  dispatch(options: unknown, handler: DispatchHandler): boolean;
+  readonly isMockActive?: unknown;
+}
+
+/** A response body chunk (a `Buffer`). */
+interface Chunk {
+  readonly byteLength: number;
+}
+
+/**
+ * A handler of undici's dispatcher API version 1, as the `fetch` of undici 5
+ * to 7 (Node 18 to 24) passes it. Handlers of the newer API
+ * (`onResponseStart` ...) are passed through unguarded.
+ */
+interface DispatchHandler {
+  onConnect?(abort: (reason?: unknown) => void): void;
+  onResponseStarted?(): void;
+  onHeaders?(
+    status: number,
+    headers: unknown,
+    resume: () => void,
+    statusText: string,
+  ): boolean;
+  onData?(chunk: Chunk): boolean;
+  onComplete?(trailers: unknown): void;
+  onError?(error: unknown): void;
+  onUpgrade?(status: number, headers: unknown, socket: unknown): void;
+  onBodySent?(chunk: unknown): void;
+  onRequestSent?(): void;
+}
+
+/** A `421` response the guard read whole before `fetch` saw it. */
+interface HeldResponse {
+  readonly status: number;
+  readonly headers: unknown;
+  readonly statusText: string;
+  readonly chunks: Chunk[];
+  trailers: unknown;
+}
+
+/** How much of a `421` body the guard holds back (it is replayed from memory). */
+const MAX_HELD_BYTES = 65536;
+
+/** Where undici keeps its global dispatcher (API version 1), shared by every copy of undici. */
+const GLOBAL_DISPATCHER = Symbol.for("undici.globalDispatcher.1");
+
+function isDispatcher(value: unknown): value is Dispatcher {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as Partial<Dispatcher>).dispatch === "function"
+  );
+}
+
+/**
+ * The dispatcher of one attempt. undici's `fetch` resends a request answered
+ * `421 Misdirected Request` by itself, on a new connection, when its body is
+ * null or can be extracted again (the Fetch standard's HTTP-network-or-cache
+ * fetch): a second arrival inside one attempt. The guard reads a `421` whole
+ * (up to `MAX_HELD_BYTES`) before `fetch` sees it, and answers that resend
+ * with the same response from memory, so the caller gets the server's `421`
+ * and the server sees one request. A longer `421` body goes to `fetch` as it
+ * comes, and its resend fails without reaching the network.
+ */
+class ResendGuard implements Dispatcher {
+  private held: HeldResponse | null = null;
+  private refused = false;
+
+  constructor(private readonly own: Dispatcher | undefined) {}
+
+  /** undici's `fetch` reads this of its dispatcher (its `MockAgent`). */
+  get isMockActive(): unknown {
+    return this.target().isMockActive;
+  }
+
+  dispatch(options: unknown, handler: DispatchHandler): boolean {
+    if (typeof handler.onHeaders !== "function") {
+      return this.target().dispatch(options, handler);
+    }
+    const held = this.held;
+    if (held !== null || this.refused) {
+      // The only dispatch that can follow a 421 within one fetch is its resend.
+      this.held = null;
+      this.refused = false;
+      Promise.resolve().then(() => answer(handler, held), ignore);
+      return true;
+    }
+    return this.target().dispatch(options, this.watch(handler));
+  }
+
+  /** The dispatcher that sends: the caller's, else undici's global one (read when sending). */
+  private target(): Dispatcher {
+    const target =
+      this.own ??
+      (globalThis as unknown as Record<symbol, unknown>)[GLOBAL_DISPATCHER];
+    if (!isDispatcher(target)) {
+      throw new TypeError("no undici dispatcher to send the request with");
+    }
+    return target;
+  }
+
+  /** `handler`, holding back a `421` until it is read whole. */
+  private watch(handler: DispatchHandler): DispatchHandler {
+    let held: HeldResponse | null = null;
+    let size = 0;
+    let done = false;
+    const release = (): void => {
+      if (held !== null) {
+        handler.onHeaders?.(held.status, held.headers, ignore, held.statusText);
+        for (const chunk of held.chunks) {
+          handler.onData?.(chunk);
+        }
+      }
+    };
+    return {
+      onConnect: (abort) =>
+        handler.onConnect?.((reason) => {
+          // fetch destroys the connection of the 421 it resends: the response was read already.
+          if (!done) {
+            abort(reason);
+          }
+        }),
+      onResponseStarted: () => handler.onResponseStarted?.(),
+      onHeaders: (status, headers, resume, statusText) => {
+        if (status === 421) {
+          held = { status, headers, statusText, chunks: [], trailers: null };
+          return true;
+        }
+        return handler.onHeaders?.(status, headers, resume, statusText) ?? true;
+      },
+      onData: (chunk) => {
+        if (held === null) {
+          return handler.onData?.(chunk) ?? true;
+        }
+        held.chunks.push(chunk);
+        size += chunk.byteLength;
+        if (size > MAX_HELD_BYTES) {
+          // Too long to hold: fetch gets it as it comes; its resend will be refused.
+          release();
+          held = null;
+          this.refused = true;
+        }
+        return true;
+      },
+      onComplete: (trailers) => {
+        if (held !== null) {
+          held.trailers = trailers;
+          this.held = held;
+          done = true;
+          release();
+        }
+        handler.onComplete?.(trailers);
+      },
+      onError: (error) => {
+        if (!done) {
+          handler.onError?.(error);
+        }
+      },
+      onUpgrade: (status, headers, socket) =>
+        handler.onUpgrade?.(status, headers, socket),
+      onBodySent: (chunk) => handler.onBodySent?.(chunk),
+      onRequestSent: () => handler.onRequestSent?.(),
+    };
+  }
+}
+
+/**
+ * Answers fetch's resend of a `421` with the response held, without the
+ * network; or fails it when the response could not be held.
+ */
+function answer(handler: DispatchHandler, held: HeldResponse | null): void {
+  if (held === null) {
+    handler.onError?.(
+      new TypeError(
+        "retrygen: fetch's own resend of a 421 response was not sent (one attempt, one arrival)",
+      ),
+    );
+    return;
+  }
+  let aborted = false;
+  handler.onConnect?.((reason) => {
+    // fetch aborts at once when it was cancelled meanwhile.
+    if (!aborted) {
+      aborted = true;
+      handler.onError?.(reason);
+    }
+  });
+  if (aborted) {
+    return;
+  }
+  aborted = true;
+  handler.onHeaders?.(held.status, held.headers, ignore, held.statusText);
+  for (const chunk of held.chunks) {
+    handler.onData?.(chunk);
+  }
+  handler.onComplete?.(held.trailers);
 }
 
 /**

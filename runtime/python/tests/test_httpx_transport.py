@@ -1,4 +1,4 @@
-"""Unit tests of the httpx adapter against a scripted HTTP/1.1 server on 127.0.0.1.
+"""Unit tests of the httpx adapter against scripted HTTP/1.1 and HTTP/2 servers on 127.0.0.1.
 
 The adapter imports the runtime relatively (``from ._runtime import``), as it
 sits in a generated package, so these tests import both relatively too: run
@@ -27,6 +27,10 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
 import httpx
 
 from .._runtime import (
@@ -377,6 +381,152 @@ class TlsServer:
         self._listener.close()
         self._thread.join(timeout=5)
         self._folder.cleanup()
+
+
+# The HTTP/2 server (h2c, prior knowledge), for the refusals of RFC 9113 section 8.7.
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """Reset the request's stream with REFUSED_STREAM: provably not processed."""
+
+
+@dataclass(frozen=True)
+class GoAway:
+    """Send GOAWAY and close: below the request's stream (unprocessed) or at it (maybe not)."""
+
+    processed: bool = False
+
+
+@dataclass(frozen=True)
+class ResetStream:
+    """Reset the request's stream with PROTOCOL_ERROR after reading it: maybe processed."""
+
+
+H2Step = Reply | Refuse | GoAway | ResetStream
+
+
+class H2Server:
+    """A scripted HTTP/2 server: request ``n`` (refused or not) gets ``script[min(n, len - 1)]``.
+
+    ``arrivals`` counts the requests it took (answered, reset after reading, or
+    at or below a GOAWAY's last stream id); ``refused`` those it provably left
+    unprocessed.
+    """
+
+    def __init__(self, *script: H2Step) -> None:
+        """Listen on an ephemeral port of 127.0.0.1 and serve ``script``."""
+        self.script = script
+        self.arrivals: list[Arrival] = []
+        self.refused = 0
+        self.connections = 0
+        self._requests = 0
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._open: list[socket.socket] = []
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._threads = [threading.Thread(target=self._accept, daemon=True)]
+        self._threads[0].start()
+
+    def close(self) -> None:
+        """Stop listening, drop every connection and wait for the threads."""
+        # shutdown wakes the threads blocked in accept() and recv(), where close would not.
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        with self._lock:
+            for connection in self._open:
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                self.connections += 1
+                self._open.append(connection)
+            thread = threading.Thread(
+                target=self._serve, args=(connection,), daemon=True
+            )
+            self._threads.append(thread)
+            thread.start()
+
+    def _serve(self, connection: socket.socket) -> None:
+        config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
+        state = h2.connection.H2Connection(config=config)
+        state.initiate_connection()
+        requests: dict[int, tuple[dict[str, str], bytes]] = {}
+        with connection:
+            connection.sendall(state.data_to_send())
+            closing = False
+            while data := connection.recv(65536):
+                if closing:
+                    continue
+                for event in state.receive_data(data):
+                    if isinstance(event, h2.events.RequestReceived):
+                        headers = {str(k): str(v) for k, v in event.headers or ()}
+                        requests[event.stream_id] = (headers, b"")
+                    elif isinstance(event, h2.events.DataReceived):
+                        headers, body = requests[event.stream_id]
+                        requests[event.stream_id] = (
+                            headers,
+                            body + (event.data or b""),
+                        )
+                        state.acknowledge_received_data(
+                            event.flow_controlled_length or 0, event.stream_id
+                        )
+                    elif isinstance(event, h2.events.StreamEnded):
+                        headers, body = requests.pop(event.stream_id)
+                        closing = self._answer(state, event.stream_id, headers, body)
+                        if closing:
+                            break
+                connection.sendall(state.data_to_send())
+                if closing:
+                    # The GOAWAY is out: no more writes, and read until the client goes, so
+                    # that no reset overtakes the frame.
+                    connection.shutdown(socket.SHUT_WR)
+
+    def _answer(
+        self,
+        state: h2.connection.H2Connection,
+        stream_id: int,
+        headers: dict[str, str],
+        body: bytes,
+    ) -> bool:
+        """Apply the next step to a request read in full; tell whether the connection ends."""
+        with self._lock:
+            step = self.script[min(self._requests, len(self.script) - 1)]
+            self._requests += 1
+            arrival = Arrival(headers[":method"], headers[":path"], headers, body)
+            if isinstance(step, Refuse) or (
+                isinstance(step, GoAway) and not step.processed
+            ):
+                self.refused += 1
+            else:
+                self.arrivals.append(arrival)
+        if isinstance(step, Reply):
+            state.send_headers(
+                stream_id,
+                [(":status", str(step.status)), *step.headers],
+            )
+            state.send_data(stream_id, step.body, end_stream=True)
+        elif isinstance(step, Refuse):
+            state.reset_stream(stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+        elif isinstance(step, ResetStream):
+            state.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
+        else:
+            # Client streams are odd: stream_id - 2 is the one before this request's (0, none,
+            # before stream 1).
+            state.close_connection(
+                last_stream_id=stream_id if step.processed else max(stream_id - 2, 0)
+            )
+            return True
+        return False
 
 
 def _closed_port() -> int:
@@ -811,6 +961,66 @@ class RetryTransportTest(unittest.TestCase):
         self.assertEqual(events.finish.attempts, server.handshakes)
         self.assertGreater(server.handshakes, 1)
 
+    # HTTP/2 (h2c): the refusals RFC 9113 section 8.7 says were not processed.
+
+    def serve_h2(self, *script: H2Step) -> tuple[H2Server, Events, httpx.Client]:
+        server = H2Server(*script)
+        self.addCleanup(server.close)
+        events = Events()
+        client, _ = self.client(
+            server.url, events, httpx.HTTPTransport(http1=False, http2=True)
+        )
+        return server, events, client
+
+    def test_a_refused_stream_is_retried_as_connect(self) -> None:
+        # Not processed, so even a non-replayable create is sent again, as after a refused
+        # connection; httpcore raises it as any protocol error.
+        server, events, client = self.serve_h2(Refuse(), Reply(201))
+        response = client.post("/items", content=b"{}")
+        self.assertEqual((response.status_code, response.http_version), (201, "HTTP/2"))
+        self.assertEqual(
+            (server.refused, [a.body for a in server.arrivals]), (1, [b"{}"])
+        )
+        self.assertEqual(events.reasons(), [(1, "connect_failure", 1)])
+        self.assertEqual((events.finish.attempts, events.finish.outcome), (2, "status"))
+
+    def test_a_goaway_below_the_stream_is_retried_as_connect(self) -> None:
+        # GOAWAY with last stream id 0 on the request's own connection (httpcore raises it
+        # rather than resending): no stream of that connection was processed.
+        server, events, client = self.serve_h2(GoAway(), Reply(201))
+        response = client.post("/items", content=b"{}")
+        self.assertEqual(response.status_code, 201)
+        self.assertEqual((server.refused, len(server.arrivals)), (1, 1))
+        self.assertEqual(server.connections, 2)
+        self.assertEqual(events.reasons(), [(1, "connect_failure", 1)])
+        self.assertEqual(events.finish.attempts, 2)
+
+    def test_httpcore_resends_a_stream_above_a_goaways_last_id_itself(self) -> None:
+        # A resend below the adapter, and a safe one: the GOAWAY names the warm-up's stream as
+        # the last processed, so httpcore sends the create again on a new connection.
+        server, events, client = self.serve_h2(Reply(200), GoAway(), Reply(201))
+        self.assertEqual(client.get("/items/7").status_code, 200)
+        events.finishes.clear()
+        response = client.post("/items", content=b"{}")
+        self.assertEqual(response.status_code, 201)
+        self.assertEqual((server.refused, len(server.arrivals)), (1, 2))
+        self.assertEqual(server.connections, 2)
+        self.assertEqual((events.retries, events.finish.attempts), ([], 1))
+
+    def test_a_stream_reset_or_goaway_after_the_request_stays_transport(self) -> None:
+        # PROTOCOL_ERROR after the request was read, or a GOAWAY whose last stream id is the
+        # request's: it may have been processed, so a create is not sent again.
+        for step in (ResetStream(), GoAway(processed=True)):
+            with self.subTest(step=step):
+                server, events, client = self.serve_h2(step, Reply(201))
+                with self.assertRaises(httpx.RemoteProtocolError):
+                    client.post("/items", content=b"{}")
+                self.assertEqual((server.refused, len(server.arrivals)), (0, 1))
+                self.assertEqual(
+                    (events.finish.reason, events.finish.outcome),
+                    (DecisionReason.NOT_REPLAYABLE, "transport"),
+                )
+
     def test_options_are_checked(self) -> None:
         with self.assertRaises(TypeError):
             RetryTransport(tables=Tables(), policy={"max_retries": 1})  # type: ignore[arg-type]
@@ -963,6 +1173,22 @@ class AsyncRetryTransportTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(len(events.retries), 10)
         self.assertEqual(adapter.budget_tokens, 0)
         self.assertEqual(len(events.finishes), 12)
+
+    async def test_a_refused_stream_is_retried_as_connect(self) -> None:
+        server = H2Server(Refuse(), GoAway(), Reply(201))
+        self.addCleanup(server.close)
+        events = Events()
+        client, _ = await self.client(
+            server.url, events, httpx.AsyncHTTPTransport(http1=False, http2=True)
+        )
+        # The adapter sends the refused create again on the same connection, where a GOAWAY
+        # naming stream 1 as the last processed makes httpcore resend it on a new one.
+        response = await client.post("/items", content=b"{}")
+        self.assertEqual((response.status_code, response.http_version), (201, "HTTP/2"))
+        self.assertEqual((server.refused, len(server.arrivals)), (2, 1))
+        self.assertEqual(server.connections, 2)
+        self.assertEqual(events.reasons(), [(1, "connect_failure", 1)])
+        self.assertEqual(events.finish.attempts, 2)
 
 
 if __name__ == "__main__":

@@ -114,9 +114,15 @@ impl Toolchain for Go {
         gofmt_check(&files)?;
         no_exported_vars(&files)?;
         std::fs::create_dir_all(work)?;
+        // The runtime needs Go 1.21; the net/http adapter Go 1.24 (http.Protocols): the lint
+        // module declares the least the files need, so that vet rejects any newer API.
+        let adapter = files
+            .iter()
+            .any(|f| f.file_name().is_some_and(|n| n == "roundtripper.go"));
+        let version = if adapter { "1.24" } else { "1.21" };
         std::fs::write(
             work.join("go.mod"),
-            "module retrygen.example/lint\n\ngo 1.21\n",
+            format!("module retrygen.example/lint\n\ngo {version}\n"),
         )?;
         place_module(module, &work.join(PACKAGE_DIR))?;
         run(go(work).args(["vet", "./..."]), "go vet")?;

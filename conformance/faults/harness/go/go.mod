@@ -1,3 +1,3 @@
 module retrygen.example/faultrunner
 
-go 1.22
+go 1.24

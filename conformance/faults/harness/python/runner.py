@@ -5,14 +5,23 @@ Runs every scenario of the file through a new ``httpx.AsyncClient`` with
 ``httpx.Client`` with ``RetryTransport`` (variant ``sync``, ``python-sync``)
 and prints one JSON line per scenario. A blocking httpx call cannot be
 cancelled by its caller, so the sync variant reports the scenarios that abort
-a request as unsupported. With ``RETRYGEN_FAULT_BENCH=N`` it measures the
+a request as unsupported. With ``RETRYGEN_FAULT_SOAK`` set the file is a soak
+plan, sent through one client; with ``RETRYGEN_FAULT_BENCH=N`` it measures the
 adapter's overhead instead.
+
+Protocols (``RETRYGEN_FAULT_PROTOCOL``): ``http1``; ``h2c``, HTTP/2 with prior
+knowledge (``http1=False, http2=True`` on an ``http://`` URL); ``http1-tls``;
+``h2`` (``http1=False, http2=True`` over TLS, ALPN ``h2``). Over TLS the client
+trusts exactly the CA of ``RETRYGEN_FAULT_CA_FILE``. Every response must come
+back over the protocol asked for, or the runner stops with an error.
 """
 
 import asyncio
 import enum
+import gc
 import json
 import os
+import ssl
 import statistics
 import sys
 import time
@@ -33,16 +42,19 @@ from retry_policy.httpx_transport import (
 
 Json = dict[str, Any]
 
+PROTOCOLS = ("http1", "h2c", "http1-tls", "h2")
+"""The protocols a run may be asked to speak."""
+
 
 @dataclass
 class Recorder:
-    """The callbacks' events of one scenario."""
+    """The callbacks' events of the request in flight."""
 
     events: list[RetryEvent] = field(default_factory=list)
     finishes: list[FinishEvent] = field(default_factory=list)
 
     def clear(self) -> None:
-        """Forget the events of the warm-up request."""
+        """Forget the events of an earlier request (the warm-up, the soak's previous one)."""
         self.events.clear()
         self.finishes.clear()
 
@@ -72,8 +84,10 @@ def operation_fields(event: RetryEvent | FinishEvent) -> Json:
 
 
 def report(scenario: Json, recorder: Recorder, result: Result, elapsed: float) -> Json:
-    """Build the scenario's line."""
-    finish = recorder.finishes[-1] if len(recorder.finishes) == 1 else None
+    """Build the line of a scenario or a soak request."""
+    finishes = recorder.finishes
+    # The last finish event: a redirect httpx's Client follows makes one per hop.
+    finish = finishes[-1] if finishes else None
     if result.error is None:
         error = None if finish is None or finish.outcome == "status" else "mismatch"
     elif finish is None or finish.outcome == "status":
@@ -104,33 +118,90 @@ def report(scenario: Json, recorder: Recorder, result: Result, elapsed: float) -
                 "outcome": finish.outcome,
                 "status": finish.status,
                 "timed_out": finish.timed_out,
+                "redirects": finish.redirects,
                 **operation_fields(finish),
             }
         ),
+        "finishes": len(finishes),
+        "reported_arrivals": sum(f.attempts + f.redirects for f in finishes),
         "error_type": None if result.error is None else type(result.error).__name__,
         "elapsed_ms": round(elapsed * 1000),
     }
 
 
+def variable(key: str) -> str:
+    """Return an environment variable the runner cannot do without."""
+    value = os.environ.get(key, "")
+    if value == "":
+        sys.exit(f"{key} is not set")
+    return value
+
+
 class Scenarios:
-    """The scenario file and the server's addresses."""
+    """The scenario file (or soak plan), the server's addresses and the protocol."""
 
     def __init__(self, path: str) -> None:
-        """Read the scenario file at ``path`` and the RETRYGEN_FAULT_* variables."""
+        """Read the file at ``path`` and the RETRYGEN_FAULT_* variables."""
         with open(path, encoding="utf-8") as f:
             document = json.load(f)
-        self.base_path: str = document["base_path"]
-        self.scenarios: list[Json] = document["scenarios"]
-        self.run = os.environ["RETRYGEN_FAULT_RUN"]
+        self.soak = os.environ.get("RETRYGEN_FAULT_SOAK", "") != ""
+        self.base_path: str = os.environ.get(
+            "RETRYGEN_FAULT_BASE_PATH", document.get("base_path", "/v1")
+        )
+        self.scenarios: list[Json] = (
+            document["requests"] if self.soak else document["scenarios"]
+        )
+        self.attempt_timeout_ms: int | None = document.get("attempt_timeout_ms")
+        self.run = variable("RETRYGEN_FAULT_RUN")
+        self.protocol = os.environ.get("RETRYGEN_FAULT_PROTOCOL", "http1")
+        if self.protocol not in PROTOCOLS:
+            sys.exit(
+                f"RETRYGEN_FAULT_PROTOCOL {self.protocol!r}: not one of {PROTOCOLS}"
+            )
+        self.http2 = self.protocol in ("h2c", "h2")
+        self.verify: ssl.SSLContext | bool = True
+        if self.protocol in ("http1-tls", "h2"):
+            # Exactly the test CA: never verification off, never the system's roots.
+            self.verify = ssl.create_default_context(
+                cafile=variable("RETRYGEN_FAULT_CA_FILE")
+            )
         self.targets = {
-            "server": os.environ["RETRYGEN_FAULT_URL"],
-            "closed_port": os.environ["RETRYGEN_FAULT_CLOSED_URL"],
-            "unresolvable": os.environ["RETRYGEN_FAULT_UNRESOLVABLE_URL"],
+            "server": variable("RETRYGEN_FAULT_URL"),
+            "closed_port": variable("RETRYGEN_FAULT_CLOSED_URL"),
+            "unresolvable": variable("RETRYGEN_FAULT_UNRESOLVABLE_URL"),
         }
+        for target, key in (
+            ("other_origin", "RETRYGEN_FAULT_OTHER_ORIGIN_URL"),
+            ("untrusted_tls", "RETRYGEN_FAULT_UNTRUSTED_URL"),
+            ("tls_mismatch", "RETRYGEN_FAULT_TLS_MISMATCH_URL"),
+        ):
+            url = os.environ.get(key, "")
+            if url != "":
+                self.targets[target] = url
+
+    def target(self, kind: str) -> str:
+        """Return the URL of a target, or stop when the server gave none."""
+        url = self.targets.get(kind)
+        if url is None:
+            sys.exit(f"target {kind}: its variable is not set")
+        return url
 
     def base_url(self, scenario: Json) -> str:
-        """Return the scenario's base URL: its target, then the base path."""
-        return self.targets[scenario.get("target", "server")] + self.base_path
+        """Return the base URL the adapter is configured with: the target, then the base path.
+
+        For ``other_origin`` the base stays the server's: the request goes elsewhere.
+        """
+        kind = scenario.get("target", "server")
+        return (
+            self.target("server" if kind == "other_origin" else kind) + self.base_path
+        )
+
+    def url(self, scenario: Json) -> str:
+        """Return the URL the scenario's request is sent to."""
+        path = str(scenario["path"])
+        if scenario.get("target") == "other_origin":
+            return self.target("other_origin") + self.base_path + path
+        return self.base_url(scenario) + path
 
     def headers(self, scenario: Json) -> dict[str, str]:
         """Return the scenario's headers and the runner's two."""
@@ -140,37 +211,79 @@ class Scenarios:
             "x-fault-scenario": scenario["id"],
         }
 
-    def warmup_headers(self, scenario: Json) -> dict[str, str]:
-        """Return the headers of a warm-up request."""
+    def warmup_headers(self, scenario_id: str, *, close: bool) -> dict[str, str]:
+        """Return the headers of a warm-up request; ``close`` asks for a stale connection."""
         return {
             "x-fault-run": self.run,
-            "x-fault-scenario": scenario["id"],
-            "x-fault-warmup": "1",
+            "x-fault-scenario": scenario_id,
+            "x-fault-warmup": "close" if close else "1",
         }
 
+    def transport_options(self) -> Json:
+        """Return the options of the httpx transport the adapter wraps, for the protocol."""
+        # HTTP/2 alone (http1=False): prior knowledge on http://, ALPN h2 only over TLS, so a
+        # run never passes by falling back to HTTP/1.1. retries stays 0: the adapter owns
+        # every replay.
+        return {"verify": self.verify, "http1": not self.http2, "http2": self.http2}
 
-def options(scenario: Json, recorder: Recorder) -> Json:
-    """Return the adapter's options for a scenario."""
-    timeout_ms = scenario.get("attempt_timeout_ms")
+    def check_version(self, response: httpx.Response) -> None:
+        """Stop the runner when a response came over another protocol than the run's."""
+        want = "HTTP/2" if self.http2 else "HTTP/1.1"
+        if response.http_version != want:
+            sys.exit(
+                f"protocol {self.protocol}: a response came over {response.http_version}"
+            )
+
+
+def options(
+    attempt_timeout_ms: int | None, recorder: Recorder, *, mint_keys: bool
+) -> Json:
+    """Return the adapter's options."""
     return {
         "tables": retry_policy,
         "on_retry": recorder.events.append,
         "on_finish": recorder.finishes.append,
-        "mint_idempotency_keys": scenario.get("mint_keys", True),
-        "attempt_timeout": None if timeout_ms is None else timeout_ms / 1000,
+        "mint_idempotency_keys": mint_keys,
+        "attempt_timeout": (
+            None if attempt_timeout_ms is None else attempt_timeout_ms / 1000
+        ),
     }
 
 
+def scenario_options(scenario: Json, recorder: Recorder) -> Json:
+    """Return the adapter's options for a scenario."""
+    return options(
+        scenario.get("attempt_timeout_ms"),
+        recorder,
+        mint_keys=scenario.get("mint_keys", True),
+    )
+
+
 def body_text(scenario: Json) -> bytes | None:
-    """Return the scenario's body, if any."""
+    """Return the request's body, if any."""
     body = scenario.get("body")
     return None if body is None else str(body["text"]).encode()
 
 
 def is_stream(scenario: Json) -> bool:
-    """Tell whether the scenario's body must be sent as a one-shot stream."""
+    """Tell whether the request's body must be sent as a one-shot stream."""
     body = scenario.get("body")
     return body is not None and body["kind"] == "stream"
+
+
+def emit(line: Json) -> None:
+    """Print one JSON line at once (xtask reads them as they come)."""
+    print(json.dumps(line), flush=True)
+
+
+def resources() -> Json:
+    """Return the open descriptors and the resident memory, from /proc/self."""
+    rss_kb = 0
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss_kb = int(line.split()[1])
+    return {"fds": len(os.listdir("/proc/self/fd")), "rss_kb": rss_kb}
 
 
 # The async variant.
@@ -181,56 +294,171 @@ async def one_shot(data: bytes) -> AsyncIterator[bytes]:
     yield data
 
 
+def async_client(transport: AsyncRetryTransport) -> httpx.AsyncClient:
+    """Return an ``httpx.AsyncClient`` over the adapter; it follows redirects, as SDKs do."""
+    return httpx.AsyncClient(transport=transport, follow_redirects=True)
+
+
+async def warm_up_async(
+    file: Scenarios,
+    client: httpx.AsyncClient,
+    base: str,
+    scenario_id: str,
+    *,
+    close: bool,
+) -> None:
+    """Send the warm-up request and read its body."""
+    response = await client.get(
+        base + "/health", headers=file.warmup_headers(scenario_id, close=close)
+    )
+    file.check_version(response)
+
+
+async def send_async(
+    file: Scenarios,
+    client: httpx.AsyncClient,
+    recorder: Recorder,
+    scenario: Json,
+    url: str,
+) -> Json:
+    """Send one request of a scenario or the soak; return its line."""
+    recorder.clear()
+    data = body_text(scenario)
+    request = client.build_request(
+        scenario["method"],
+        url,
+        headers=file.headers(scenario),
+        content=(one_shot(data) if data is not None and is_stream(scenario) else data),
+    )
+    result = Result()
+    started = time.monotonic()
+
+    async def call() -> None:
+        response = await client.send(request, stream=True)
+        file.check_version(response)
+        result.status = response.status_code
+        try:
+            result.body = (await response.aread()).decode("utf-8", "replace")
+        except httpx.HTTPError:
+            result.body_error = True
+        finally:
+            await response.aclose()
+
+    task = asyncio.ensure_future(call())
+    abort_ms = scenario.get("abort_after_ms")
+    timer = (
+        None
+        if abort_ms is None
+        else asyncio.get_running_loop().call_later(abort_ms / 1000, task.cancel)
+    )
+    try:
+        await task
+    except (Exception, asyncio.CancelledError) as error:
+        result.error = error
+    finally:
+        if timer is not None:
+            timer.cancel()
+    return report(scenario, recorder, result, time.monotonic() - started)
+
+
 async def run_async(file: Scenarios, scenario: Json) -> Json:
     """Run one scenario with ``AsyncRetryTransport``."""
     recorder = Recorder()
     base = file.base_url(scenario)
-    url = base + scenario["path"]
-    transport = AsyncRetryTransport(base_url=base, **options(scenario, recorder))
-    async with httpx.AsyncClient(transport=transport) as client:
+    transport = AsyncRetryTransport(
+        httpx.AsyncHTTPTransport(**file.transport_options()),
+        base_url=base,
+        **scenario_options(scenario, recorder),
+    )
+    async with async_client(transport) as client:
         if scenario.get("warm", False):
-            await client.get(url, headers=file.warmup_headers(scenario))
-            recorder.clear()
-        data = body_text(scenario)
-        request = client.build_request(
-            scenario["method"],
-            url,
-            headers=file.headers(scenario),
-            content=(
-                one_shot(data) if data is not None and is_stream(scenario) else data
-            ),
-        )
-        result = Result()
-        started = time.monotonic()
+            await warm_up_async(
+                file,
+                client,
+                base,
+                scenario["id"],
+                close=scenario.get("warm_close", False),
+            )
+            pause_ms = scenario.get("warm_pause_ms")
+            if pause_ms is not None:
+                await asyncio.sleep(pause_ms / 1000)
+        return await send_async(file, client, recorder, scenario, file.url(scenario))
 
-        async def call() -> None:
-            response = await client.send(request, stream=True)
-            result.status = response.status_code
-            try:
-                result.body = (await response.aread()).decode("utf-8", "replace")
-            except httpx.HTTPError:
-                result.body_error = True
-            finally:
-                await response.aclose()
 
-        task = asyncio.ensure_future(call())
-        abort_ms = scenario.get("abort_after_ms")
-        timer = (
-            None
-            if abort_ms is None
-            else asyncio.get_running_loop().call_later(abort_ms / 1000, task.cancel)
-        )
-        try:
-            await task
-        except (Exception, asyncio.CancelledError) as error:
-            result.error = error
-        finally:
-            if timer is not None:
-                timer.cancel()
-        return report(scenario, recorder, result, time.monotonic() - started)
+async def soak_async(file: Scenarios) -> None:
+    """Send every request of the soak plan through one ``AsyncRetryTransport``."""
+    recorder = Recorder()
+    base = file.target("server") + file.base_path
+    transport = AsyncRetryTransport(
+        httpx.AsyncHTTPTransport(**file.transport_options()),
+        base_url=base,
+        **options(file.attempt_timeout_ms, recorder, mint_keys=True),
+    )
+    async with async_client(transport) as client:
+        await warm_up_async(file, client, base, "soak-warmup", close=False)
+        emit({"soak_start": resources()})
+        for request in file.scenarios:
+            emit(
+                await send_async(
+                    file, client, recorder, request, base + request["path"]
+                )
+            )
+        # A full collection first, so that memory counts what is kept, not what is garbage.
+        gc.collect()
+        emit({"soak_end": resources()})
 
 
 # The sync variant.
+
+
+def sync_client(transport: RetryTransport) -> httpx.Client:
+    """Return an ``httpx.Client`` over the adapter; it follows redirects, as SDKs do."""
+    return httpx.Client(transport=transport, follow_redirects=True)
+
+
+def warm_up_sync(
+    file: Scenarios,
+    client: httpx.Client,
+    base: str,
+    scenario_id: str,
+    *,
+    close: bool,
+) -> None:
+    """Send the warm-up request and read its body."""
+    response = client.get(
+        base + "/health", headers=file.warmup_headers(scenario_id, close=close)
+    )
+    file.check_version(response)
+
+
+def send_sync(
+    file: Scenarios, client: httpx.Client, recorder: Recorder, scenario: Json, url: str
+) -> Json:
+    """Send one request of a scenario or the soak; return its line."""
+    recorder.clear()
+    data = body_text(scenario)
+    request = client.build_request(
+        scenario["method"],
+        url,
+        headers=file.headers(scenario),
+        content=iter([data]) if data is not None and is_stream(scenario) else data,
+    )
+    result = Result()
+    started = time.monotonic()
+    try:
+        response = client.send(request, stream=True)
+    except Exception as error:
+        result.error = error
+    else:
+        file.check_version(response)
+        result.status = response.status_code
+        try:
+            result.body = response.read().decode("utf-8", "replace")
+        except httpx.HTTPError:
+            result.body_error = True
+        finally:
+            response.close()
+    return report(scenario, recorder, result, time.monotonic() - started)
 
 
 def run_sync(file: Scenarios, scenario: Json) -> Json:
@@ -242,34 +470,42 @@ def run_sync(file: Scenarios, scenario: Json) -> Json:
         }
     recorder = Recorder()
     base = file.base_url(scenario)
-    url = base + scenario["path"]
-    transport = RetryTransport(base_url=base, **options(scenario, recorder))
-    with httpx.Client(transport=transport) as client:
+    transport = RetryTransport(
+        httpx.HTTPTransport(**file.transport_options()),
+        base_url=base,
+        **scenario_options(scenario, recorder),
+    )
+    with sync_client(transport) as client:
         if scenario.get("warm", False):
-            client.get(url, headers=file.warmup_headers(scenario))
-            recorder.clear()
-        data = body_text(scenario)
-        request = client.build_request(
-            scenario["method"],
-            url,
-            headers=file.headers(scenario),
-            content=iter([data]) if data is not None and is_stream(scenario) else data,
-        )
-        result = Result()
-        started = time.monotonic()
-        try:
-            response = client.send(request, stream=True)
-        except Exception as error:
-            result.error = error
-        else:
-            result.status = response.status_code
-            try:
-                result.body = response.read().decode("utf-8", "replace")
-            except httpx.HTTPError:
-                result.body_error = True
-            finally:
-                response.close()
-        return report(scenario, recorder, result, time.monotonic() - started)
+            warm_up_sync(
+                file,
+                client,
+                base,
+                scenario["id"],
+                close=scenario.get("warm_close", False),
+            )
+            pause_ms = scenario.get("warm_pause_ms")
+            if pause_ms is not None:
+                time.sleep(pause_ms / 1000)
+        return send_sync(file, client, recorder, scenario, file.url(scenario))
+
+
+def soak_sync(file: Scenarios) -> None:
+    """Send every request of the soak plan through one ``RetryTransport``."""
+    recorder = Recorder()
+    base = file.target("server") + file.base_path
+    transport = RetryTransport(
+        httpx.HTTPTransport(**file.transport_options()),
+        base_url=base,
+        **options(file.attempt_timeout_ms, recorder, mint_keys=True),
+    )
+    with sync_client(transport) as client:
+        warm_up_sync(file, client, base, "soak-warmup", close=False)
+        emit({"soak_start": resources()})
+        for request in file.scenarios:
+            emit(send_sync(file, client, recorder, request, base + request["path"]))
+        gc.collect()
+        emit({"soak_end": resources()})
 
 
 # The overhead mode.
@@ -394,6 +630,12 @@ def main(args: list[str]) -> int:
         return 2
     variant, path = args
     file = Scenarios(path)
+    if file.soak:
+        if variant == "sync":
+            soak_sync(file)
+        else:
+            asyncio.run(soak_async(file))
+        return 0
     bench = os.environ.get("RETRYGEN_FAULT_BENCH")
     if bench is not None:
         rounds = int(bench)
@@ -402,8 +644,8 @@ def main(args: list[str]) -> int:
             if variant == "sync"
             else asyncio.run(bench_async(file, rounds))
         )
-        print(json.dumps(line), flush=True)
+        emit(line)
         return 0
     for line in scenario_lines(variant, file):
-        print(json.dumps(line), flush=True)
+        emit(line)
     return 0
