@@ -38,6 +38,8 @@ const IDLE: Duration = Duration::from_secs(30);
 const HANDSHAKE: Duration = Duration::from_secs(10);
 /// Time for frames already queued to leave before the connection is closed under them.
 const FLUSH: Duration = Duration::from_millis(50);
+/// How long a closing connection waits for the client to close its side.
+const LINGER: Duration = Duration::from_secs(2);
 /// No GOAWAY rewrite wanted.
 const NO_REWRITE: u32 = u32::MAX;
 
@@ -172,19 +174,23 @@ async fn serve<T: AsyncRead + AsyncWrite + Unpin>(
             },
             Some(Command { order, keep }) = orders.recv() => {
                 match order {
-                    // Dropping the connection (on return) closes the socket: with a zero
-                    // linger that is a reset, else a FIN.
+                    // Dropping the connection (on return) closes the socket with a reset.
                     Order::Reset => set_zero_linger(fd)?,
-                    Order::Close => {}
+                    Order::Close => {
+                        // SAFETY: `fd` is the connection's socket, open while `conn` lives.
+                        unsafe { libc::shutdown(fd, libc::SHUT_WR) };
+                        linger(fd).await;
+                    }
                     Order::GoAway { last_stream_id } => {
                         rewrite.store(last_stream_id, Ordering::SeqCst);
                         conn.abrupt_shutdown(Reason::NO_ERROR);
-                        // Sends the GOAWAY; the connection then ends by itself.
+                        // Sends the GOAWAY and shuts the write side; the connection then ends.
                         let _ = tokio::time::timeout(
                             HANDSHAKE,
                             std::future::poll_fn(|cx| conn.poll_closed(cx)),
                         )
                         .await;
+                        linger(fd).await;
                     }
                 }
                 // The connection goes first: the stream's handles then have nothing to send on.
@@ -193,6 +199,29 @@ async fn serve<T: AsyncRead + AsyncWrite + Unpin>(
                 return Ok(());
             },
             () = tokio::time::sleep(IDLE) => return Ok(()),
+        }
+    }
+}
+
+/// After the server's FIN: reads and discards what the client still sends, until it closes or
+/// [`LINGER`] passes. Closing a socket with unread bytes sends a reset, and a client that gets
+/// the reset may lose the frames before it (the GOAWAY saying its stream was not processed).
+async fn linger(fd: std::os::fd::RawFd) {
+    let until = Instant::now() + LINGER;
+    let mut sink = [0u8; 4096];
+    while Instant::now() < until {
+        // SAFETY: `fd` is the connection's socket, open while the caller's connection lives;
+        // the buffer is valid for its length.
+        let n = unsafe { libc::recv(fd, sink.as_mut_ptr().cast(), sink.len(), libc::MSG_DONTWAIT) };
+        if n == 0 {
+            return;
+        }
+        if n < 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() != io::ErrorKind::WouldBlock {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 }
