@@ -4,6 +4,7 @@
 //!
 //! `cargo xtask fault-server` runs the server alone for a runner under development.
 
+mod h2;
 mod server;
 mod soak;
 mod tls;
@@ -141,8 +142,7 @@ pub enum Action {
     SseDrop {
         events: u32,
     },
-    // STOP-GAP: read once the HTTP/2 server lands.
-    #[allow(dead_code)]
+    /// HTTP/2 only: RST_STREAM with this code (`PROTOCOL_ERROR`, ...) after the whole request.
     RstStream {
         code: String,
     },
@@ -279,6 +279,13 @@ fn load() -> Result<ScenarioFile> {
                     "scenario {}: unsupported_in names no language: {language}",
                     s.id
                 );
+            }
+        }
+        for step in &s.script {
+            if let Step::Action(Action::RstStream { code }) = step {
+                if h2::reason(code).is_none() {
+                    bail!("scenario {}: unknown RST_STREAM code {code:?}", s.id);
+                }
             }
         }
         if let Some(body) = &s.body {

@@ -44,28 +44,130 @@ pub struct Arrival {
     pub fault: Option<String>,
 }
 
-type Key = (String, String);
+/// A run and a scenario (or soak request) id.
+pub(super) type Key = (String, String);
+
+/// The scripts by scenario id.
+pub(super) type Scripts = HashMap<String, Vec<Step>>;
 
 #[derive(Default)]
-struct State {
+pub(super) struct State {
     arrivals: Mutex<HashMap<Key, Vec<Arrival>>>,
-    last_activity: Mutex<Option<Instant>>,
+    /// HTTP/2 refusals that prove the request unprocessed (REFUSED_STREAM, GOAWAY below its
+    /// stream), by kind: not arrivals, but they advance the script.
+    refused: Mutex<HashMap<Key, Vec<String>>>,
+    /// The soak's faults are drawn for `#soak<seed>` runs once enabled.
+    soak: AtomicBool,
+    pub(super) last_activity: Mutex<Option<Instant>>,
 }
 
 impl State {
-    /// How many times the request of `key` reached the server so far: the index of the script
-    /// step its next arrival gets.
+    /// How many times the request of `key` reached the server so far, refusals included: the
+    /// index of the script step its next arrival gets (a refused-then-201 script could never get
+    /// past its refusal otherwise).
     fn reached(&self, key: &Key) -> usize {
-        self.arrivals.lock().unwrap().get(key).map_or(0, Vec::len)
+        let arrivals = self.arrivals.lock().unwrap().get(key).map_or(0, Vec::len);
+        let refused = self.refused.lock().unwrap().get(key).map_or(0, Vec::len);
+        arrivals + refused
     }
 
-    fn record(&self, key: Key, arrival: Arrival) {
+    /// The step the next arrival of `key` over `protocol` gets, and its soak fault kind (None:
+    /// neither a scenario nor a soak request).
+    pub(super) fn step(
+        &self,
+        key: &Key,
+        scripts: &Scripts,
+        protocol: &str,
+    ) -> Option<(Step, Option<String>)> {
+        let n = self.reached(key);
+        if let Some(script) = scripts.get(&key.1) {
+            return Some((script[n.min(script.len() - 1)].clone(), None));
+        }
+        let seed = key.0.split_once("#soak")?.1.parse().ok()?;
+        let index = key.1.strip_prefix("soak-")?.parse().ok()?;
+        if !self.soak.load(Ordering::SeqCst) {
+            return None;
+        }
+        let (kind, step) = soak_fault(seed, index, n, protocol);
+        Some((step, Some(kind.to_string())))
+    }
+
+    pub(super) fn record(&self, key: Key, arrival: Arrival) {
         self.arrivals
             .lock()
             .unwrap()
             .entry(key)
             .or_default()
             .push(arrival);
+    }
+
+    pub(super) fn refuse(&self, key: Key, kind: String) {
+        self.refused
+            .lock()
+            .unwrap()
+            .entry(key)
+            .or_default()
+            .push(kind);
+    }
+}
+
+/// The soak's fault for the `arrival`-th time (0-based, refusals included) request `index` of
+/// seed `seed` reached the server over `protocol`: drawn with splitmix64 from the three, so a
+/// seed replays the same faults; from the fifth arrival on, success (every retry budget ends).
+pub(super) fn soak_fault(
+    seed: u64,
+    index: u64,
+    arrival: usize,
+    protocol: &str,
+) -> (&'static str, Step) {
+    use super::Action;
+    let status = |status: u16, retry_after: bool| Step::Status {
+        status,
+        headers: if retry_after {
+            vec![("Retry-After".to_string(), "0".to_string())]
+        } else {
+            Vec::new()
+        },
+    };
+    let success = ("success", status(200, false));
+    if arrival >= 4 {
+        return success;
+    }
+    let mut rng = super::soak::SplitMix::new(
+        seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ (arrival as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
+    );
+    rng.next_u64();
+    let roll = rng.below(100);
+    let http2 = matches!(protocol, "h2c" | "h2");
+    // Weights out of 100; the stall (longer than the soak's 1500 ms attempt timeout) is rare
+    // so a run stays short.
+    match roll {
+        0..=29 => success,
+        30..=37 => ("503", status(503, false)),
+        38..=45 => ("503-retry-after-0", status(503, true)),
+        46..=53 => ("429-retry-after-0", status(429, true)),
+        54..=59 => ("421", status(421, false)),
+        60..=65 => ("500", status(500, false)),
+        66..=73 => ("reset", Step::Action(Action::Reset)),
+        74..=81 => ("close", Step::Action(Action::Close)),
+        82..=87 => (
+            "headers-then-close",
+            Step::Action(Action::CloseAfterHeaders { status: 200 }),
+        ),
+        88..=89 => ("stall", Step::Action(Action::Stall { ms: 2500 })),
+        _ if !http2 => ("close-after-head", Step::Action(Action::CloseAfterHead)),
+        90..=93 => (
+            "rst-stream-protocol-error",
+            Step::Action(Action::RstStream {
+                code: "PROTOCOL_ERROR".to_string(),
+            }),
+        ),
+        94..=96 => ("refused-stream", Step::Action(Action::RefusedStream)),
+        _ => (
+            "goaway-unprocessed",
+            Step::Action(Action::GoawayUnprocessed),
+        ),
     }
 }
 
@@ -89,6 +191,8 @@ pub struct Server {
     stop: Arc<AtomicBool>,
     accept: Vec<thread::JoinHandle<()>>,
     wake: Vec<SocketAddr>,
+    /// Runs the HTTP/2 listeners and connections.
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
 /// What a listener does with each connection it accepts.
@@ -101,9 +205,6 @@ enum Kind {
     },
     TlsMismatch,
 }
-
-/// The scripts by scenario id.
-type Scripts = HashMap<String, Vec<Step>>;
 
 fn spawn_acceptor(
     listener: TcpListener,
@@ -211,6 +312,42 @@ impl Server {
             },
         );
         let mismatch_addr = listen(Kind::TlsMismatch)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("fault-server-h2")
+            .enable_all()
+            .build()?;
+        for (protocol, tls) in [("h2c", None), ("h2", Some(&trusted))] {
+            let listen2 = |authority: Option<&Authority>| -> io::Result<SocketAddr> {
+                let (listener, addr) = bind()?;
+                let tls = authority.map(|a| a.server_config(b"h2")).transpose()?;
+                super::h2::spawn(
+                    &runtime,
+                    listener,
+                    super::h2::Listener {
+                        protocol,
+                        tls,
+                        state: state.clone(),
+                        scripts: scripts.clone(),
+                        stop: stop.clone(),
+                        started,
+                        lifetime,
+                    },
+                )?;
+                Ok(addr)
+            };
+            let main = listen2(tls)?;
+            let other = listen2(tls)?;
+            let untrusted = tls.map(|_| listen2(Some(&untrusted))).transpose()?;
+            ports.insert(
+                protocol,
+                Ports {
+                    main,
+                    other,
+                    untrusted,
+                },
+            );
+        }
         let wake: Vec<SocketAddr> = listeners
             .iter()
             .filter_map(|(l, _)| l.local_addr().ok())
@@ -239,6 +376,7 @@ impl Server {
             stop,
             accept,
             wake,
+            runtime: Some(runtime),
         })
     }
 
@@ -321,16 +459,27 @@ impl Server {
             .unwrap_or_default()
     }
 
+    /// Draws the soak's faults for `#soak<seed>` runs (conformance/faults/README.md "The soak");
+    /// the seed comes from the run name, so every seed of a soak shares this one switch.
+    pub fn enable_soak(&self, _seed: u64) {
+        self.state.soak.store(true, Ordering::SeqCst);
+    }
+
+    /// The HTTP/2 refusals (REFUSED_STREAM, GOAWAY below the stream) one request got, by kind, in
+    /// order: not arrivals, the request provably unprocessed.
+    pub fn refused_faults(&self, run: &str, scenario: &str) -> Vec<String> {
+        self.state
+            .refused
+            .lock()
+            .unwrap()
+            .get(&(run.to_string(), scenario.to_string()))
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// The last time a connection was accepted (None: never).
     pub fn last_activity(&self) -> Option<Instant> {
         *self.state.last_activity.lock().unwrap()
-    }
-
-    // STOP-GAP until the soak's faults land: every soak arrival is answered by its script.
-    pub fn enable_soak(&self, _seed: u64) {}
-
-    pub fn refused_faults(&self, _run: &str, _scenario: &str) -> Vec<String> {
-        Vec::new()
     }
 }
 
@@ -343,6 +492,10 @@ impl Drop for Server {
         }
         for accept in self.accept.drain(..) {
             let _ = accept.join();
+        }
+        // Drops every HTTP/2 connection and accept loop.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_timeout(Duration::from_secs(1));
         }
     }
 }
@@ -434,12 +587,12 @@ fn serve<C: Conn>(
             )?;
             return Ok(());
         };
-        let Some(script) = scripts.get(id) else {
+        let key: Key = (run.to_string(), id.to_string());
+        let Some((step, fault)) = state.step(&key, scripts, protocol) else {
             respond(reader.get_mut(), 404, &[], b"unknown scenario")?;
             return Ok(());
         };
-        let key: Key = (run.to_string(), id.to_string());
-        let step = &script[state.reached(&key).min(script.len() - 1)];
+        let step = &step;
         let body_read = !matches!(step, Step::Action(super::Action::CloseAfterHead));
         if body_read {
             read_body(&mut request, &mut reader)?;
@@ -458,7 +611,7 @@ fn serve<C: Conn>(
                     .collect(),
                 body_read,
                 protocol,
-                fault: None,
+                fault,
             },
         );
         let conn = reader.get_mut();
@@ -954,6 +1107,221 @@ mod tests {
         let h2_only = tls_exchange(tls_client(&server, b"h2"), "127.0.0.1", ports.main, get);
         assert!(h2_only.is_err(), "{h2_only:?}");
         assert_eq!(server.arrivals("t", "ok").len(), 2);
+    }
+
+    /// One HTTP/2 frame as read off the wire.
+    #[derive(Debug)]
+    struct Frame {
+        kind: u8,
+        flags: u8,
+        stream: u32,
+        payload: Vec<u8>,
+    }
+
+    fn write_frame(io: &mut impl Write, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
+        let len = (payload.len() as u32).to_be_bytes();
+        let mut frame = vec![len[1], len[2], len[3], kind, flags];
+        frame.extend_from_slice(&stream.to_be_bytes());
+        frame.extend_from_slice(payload);
+        io.write_all(&frame).unwrap();
+    }
+
+    /// A minimal HTTP/2 client on the wire, so the tests see the exact frames: the preface, a
+    /// request on stream 1 (HPACK literals without indexing), SETTINGS acknowledged; then the
+    /// frames until the stream ends, a GOAWAY or (with `to_eof`) the connection closes. The
+    /// bool says whether the connection closed.
+    fn h2_exchange(
+        io: &mut (impl Read + Write),
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        to_eof: bool,
+    ) -> (Vec<Frame>, bool) {
+        io.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
+        write_frame(io, 0x4, 0, 0, &[]);
+        let mut block = Vec::new();
+        let method = if body.is_empty() { "GET" } else { "POST" };
+        let pseudo = [
+            (":method", method),
+            (":scheme", "http"),
+            (":authority", "127.0.0.1"),
+            (":path", path),
+        ];
+        for (name, value) in pseudo.iter().chain(headers) {
+            block.push(0);
+            block.push(name.len() as u8);
+            block.extend_from_slice(name.as_bytes());
+            block.push(value.len() as u8);
+            block.extend_from_slice(value.as_bytes());
+        }
+        let end_stream = if body.is_empty() { 0x1 } else { 0 };
+        write_frame(io, 0x1, 0x4 | end_stream, 1, &block);
+        if !body.is_empty() {
+            write_frame(io, 0x0, 0x1, 1, body);
+        }
+        io.flush().unwrap();
+        let mut frames = Vec::new();
+        loop {
+            let mut head = [0u8; 9];
+            if io.read_exact(&mut head).is_err() {
+                return (frames, true);
+            }
+            let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+            let mut payload = vec![0u8; len];
+            if io.read_exact(&mut payload).is_err() {
+                return (frames, true);
+            }
+            let frame = Frame {
+                kind: head[3],
+                flags: head[4],
+                stream: u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff,
+                payload,
+            };
+            if frame.kind == 0x4 && frame.flags & 0x1 == 0 {
+                write_frame(io, 0x4, 0x1, 0, &[]);
+                io.flush().unwrap();
+            }
+            let ends = frame.stream == 1
+                && (frame.kind == 0x3
+                    || (matches!(frame.kind, 0x0 | 0x1) && frame.flags & 0x1 != 0));
+            let goaway = frame.kind == 0x7;
+            frames.push(frame);
+            if goaway || (ends && !to_eof) {
+                return (frames, false);
+            }
+        }
+    }
+
+    fn tcp(addr: SocketAddr) -> TcpStream {
+        let stream = TcpStream::connect(addr).expect("connects");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        stream
+    }
+
+    fn rst_code(frames: &[Frame]) -> Option<u32> {
+        frames
+            .iter()
+            .find(|f| f.kind == 0x3 && f.stream == 1)
+            .map(|f| u32::from_be_bytes(f.payload[..4].try_into().unwrap()))
+    }
+
+    /// Over h2c: REFUSED_STREAM is answered at the headers and is no arrival, yet advances the
+    /// script; RST_STREAM(PROTOCOL_ERROR) comes after the whole request was read and counted;
+    /// the GOAWAY of `goaway_unprocessed` names a last-stream-id below the request's stream (0
+    /// for stream 1) and then the connection closes.
+    #[test]
+    fn h2c_refused_stream_rst_stream_and_goaway() {
+        let server = Server::start(
+            vec![
+                scenario(
+                    "refuse",
+                    r#"[{"action": "refused_stream"}, {"status": 201}]"#,
+                ),
+                scenario(
+                    "rst",
+                    r#"[{"action": "rst_stream", "code": "PROTOCOL_ERROR"}, {"status": 201}]"#,
+                ),
+                scenario(
+                    "away",
+                    r#"[{"action": "goaway_unprocessed"}, {"status": 201}]"#,
+                ),
+            ],
+            Duration::from_secs(60),
+        )
+        .expect("binds");
+        let addr = server.ports["h2c"].main;
+        let run = |id: &'static str| [("x-fault-run", "a"), ("x-fault-scenario", id)];
+
+        let (frames, _) = h2_exchange(&mut tcp(addr), "/v1/x", &run("refuse"), b"abc", false);
+        assert_eq!(rst_code(&frames), Some(0x7), "REFUSED_STREAM: {frames:?}");
+        assert_eq!(server.arrivals("a", "refuse").len(), 0);
+        assert_eq!(server.refused_faults("a", "refuse"), ["refused-stream"]);
+        let (frames, _) = h2_exchange(&mut tcp(addr), "/v1/x", &run("refuse"), b"abc", false);
+        // The 2xx step's body (the status itself is Huffman-coded HPACK).
+        assert!(
+            frames.iter().any(|f| f.kind == 0x0 && f.payload == b"ok"),
+            "{frames:?}"
+        );
+        let arrivals = server.arrivals("a", "refuse");
+        assert_eq!(arrivals.len(), 1);
+        assert_eq!(arrivals[0].body, b"abc");
+        assert_eq!(arrivals[0].protocol, "h2c");
+
+        let (frames, _) = h2_exchange(&mut tcp(addr), "/v1/x", &run("rst"), b"abc", false);
+        assert_eq!(rst_code(&frames), Some(0x1), "PROTOCOL_ERROR: {frames:?}");
+        let arrivals = server.arrivals("a", "rst");
+        assert_eq!(arrivals.len(), 1);
+        assert_eq!(arrivals[0].body, b"abc");
+        assert!(server.refused_faults("a", "rst").is_empty());
+
+        let mut stream = tcp(addr);
+        let (frames, _) = h2_exchange(&mut stream, "/v1/x", &run("away"), b"", false);
+        let goaway = frames
+            .iter()
+            .find(|f| f.kind == 0x7)
+            .unwrap_or_else(|| panic!("a GOAWAY: {frames:?}"));
+        let last = u32::from_be_bytes(goaway.payload[..4].try_into().unwrap());
+        assert_eq!(last, 0, "the last-stream-id is below stream 1");
+        assert_eq!(rst_code(&frames), None, "no RST_STREAM besides: {frames:?}");
+        let mut rest = Vec::new();
+        stream
+            .read_to_end(&mut rest)
+            .expect("closed after the GOAWAY");
+        assert_eq!(server.arrivals("a", "away").len(), 0);
+        assert_eq!(server.refused_faults("a", "away"), ["goaway-unprocessed"]);
+    }
+
+    /// Over h2 (TLS, ALPN `h2`): the certificate verifies against the CA file, arrivals count as
+    /// `h2`, and a `close` warm-up is answered `ok` before the connection closes without GOAWAY.
+    #[test]
+    fn h2_over_tls_and_warm_up_close() {
+        let server = Server::start(
+            vec![scenario("ok", r#"[{"status": 200}]"#)],
+            Duration::from_secs(60),
+        )
+        .expect("binds");
+        let connect = || {
+            let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+            let conn = rustls::ClientConnection::new(tls_client(&server, b"h2"), name).unwrap();
+            StreamOwned::new(conn, tcp(server.ports["h2"].main))
+        };
+        let mut tls = connect();
+        let (frames, _) = h2_exchange(
+            &mut tls,
+            "/v1/x",
+            &[("x-fault-run", "t"), ("x-fault-scenario", "ok")],
+            b"",
+            false,
+        );
+        assert_eq!(tls.conn.alpn_protocol(), Some(&b"h2"[..]));
+        assert!(
+            frames.iter().any(|f| f.kind == 0x0 && f.payload == b"ok"),
+            "{frames:?}"
+        );
+        let arrivals = server.arrivals("t", "ok");
+        assert_eq!(arrivals.len(), 1);
+        assert_eq!(arrivals[0].protocol, "h2");
+        assert_eq!(arrivals[0].target, "/v1/x");
+
+        let mut tls = connect();
+        let (frames, closed) = h2_exchange(
+            &mut tls,
+            "/v1/health",
+            &[("x-fault-warmup", "close")],
+            b"",
+            true,
+        );
+        assert!(closed, "{frames:?}");
+        assert!(
+            frames.iter().any(|f| f.kind == 0x0 && f.payload == b"ok"),
+            "{frames:?}"
+        );
+        assert!(
+            !frames.iter().any(|f| f.kind == 0x7),
+            "no GOAWAY: {frames:?}"
+        );
     }
 
     /// The mismatch port answers a ClientHello with the fatal handshake_failure alert record.
