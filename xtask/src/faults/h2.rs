@@ -352,6 +352,16 @@ async fn stream(
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
         .collect();
     let body_read = !matches!(step, Step::Action(Action::CloseAfterHead));
+    let expects_continue =
+        header(&request, "expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
+    if body_read && expects_continue {
+        // As over HTTP/1.1: the client asked before sending its body.
+        let head = http::Response::builder()
+            .status(100)
+            .body(())
+            .expect("a valid head");
+        respond.send_informational(head)?;
+    }
     let mut recv = request.into_body();
     let body = if body_read {
         read_body(&mut recv).await?

@@ -1228,6 +1228,29 @@ fn short(name: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The run's protocol comes from its name, and an arrival over another protocol is a
+    /// problem (a client that fell back to HTTP/1.1 proves nothing about HTTP/2).
+    #[test]
+    fn arrivals_must_come_over_the_runs_protocol() {
+        assert_eq!(protocol_of("go"), "http1");
+        assert_eq!(protocol_of("kotlin-okhttp5@h2c"), "h2c");
+        assert_eq!(protocol_of("python-sync@http1-tls#soak2"), "http1-tls");
+        assert_eq!(protocol_of("go#soak1"), "http1");
+        let arrival = |protocol| Arrival {
+            method: "GET".into(),
+            target: "/v1/health".into(),
+            body: Vec::new(),
+            keys: Vec::new(),
+            body_read: true,
+            protocol,
+            fault: None,
+        };
+        assert!(protocol_problems(&[arrival("h2")], "h2").is_empty());
+        let problems = protocol_problems(&[arrival("h2"), arrival("http1-tls")], "h2");
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].starts_with("arrival 1: came over http1-tls"));
+    }
+
     /// The scenario file parses, every id is unique and the matrix keeps at least 40 scenarios.
     #[test]
     fn the_scenario_file_is_valid() {

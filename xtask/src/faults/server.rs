@@ -1324,6 +1324,62 @@ mod tests {
         );
     }
 
+    /// The soak's faults replay by (seed, request, arrival), succeed from the fifth arrival,
+    /// and draw HTTP/2 frames only over HTTP/2 and `close_after_head` only over HTTP/1.1.
+    #[test]
+    fn soak_faults_follow_the_seed_and_the_protocol() {
+        let kinds = |seed: u64, protocol: &str| -> Vec<&'static str> {
+            (0..200)
+                .flat_map(|index| (0..4).map(move |arrival| (index, arrival)))
+                .map(|(index, arrival)| soak_fault(seed, index, arrival, protocol).0)
+                .collect()
+        };
+        assert_eq!(kinds(1, "http1"), kinds(1, "http1"));
+        assert_ne!(kinds(1, "http1"), kinds(2, "http1"));
+        let http1 = kinds(1, "http1-tls");
+        let http2 = kinds(1, "h2c");
+        for kind in [
+            "success",
+            "503",
+            "reset",
+            "close",
+            "stall",
+            "headers-then-close",
+        ] {
+            assert!(http1.contains(&kind) && http2.contains(&kind), "{kind}");
+        }
+        assert!(http1.contains(&"close-after-head"));
+        assert!(!http2.contains(&"close-after-head"));
+        for kind in [
+            "rst-stream-protocol-error",
+            "refused-stream",
+            "goaway-unprocessed",
+        ] {
+            assert!(http2.contains(&kind) && !http1.contains(&kind), "{kind}");
+        }
+        // The stall outlasts the soak's attempt timeout, and stays rare.
+        assert!(http1.iter().filter(|k| **k == "stall").count() < http1.len() / 20);
+        for arrival in 4..8 {
+            assert_eq!(soak_fault(1, 3, arrival, "h2").0, "success");
+        }
+    }
+
+    /// A soak run's requests get their faults only once the soak is enabled, and the fault is
+    /// recorded on the arrival.
+    #[test]
+    fn soak_requests_get_faults_once_enabled() {
+        let server = Server::start(Vec::new(), Duration::from_secs(60)).expect("binds");
+        let get = "GET /v1/health HTTP/1.1\r\nHost: h\r\nx-fault-run: go#soak7\r\nx-fault-scenario: soak-0\r\nConnection: close\r\n\r\n";
+        let off = send(&server, get).expect("answers");
+        assert!(off.starts_with("HTTP/1.1 404 "), "{off}");
+        server.enable_soak(7);
+        let want = soak_fault(7, 0, 0, "http1").0;
+        let _ = send(&server, get);
+        let arrivals = server.arrivals("go#soak7", "soak-0");
+        assert_eq!(arrivals.len(), 1);
+        assert_eq!(arrivals[0].fault.as_deref(), Some(want));
+    }
+
     /// The mismatch port answers a ClientHello with the fatal handshake_failure alert record.
     #[test]
     fn the_mismatch_port_sends_the_alert() {
