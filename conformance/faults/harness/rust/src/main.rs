@@ -1,7 +1,8 @@
 //! The Rust runner of the fault matrix (conformance/faults/README.md): every scenario of the file
 //! given as the only argument through a fresh reqwest client with `RetryMiddleware` installed,
-//! one JSON line each; with `RETRYGEN_FAULT_BENCH=N`, the adapter's overhead over the bare client
-//! instead.
+//! one JSON line each, over the protocol `RETRYGEN_FAULT_PROTOCOL` names (http1, h2c, http1-tls,
+//! h2); with `RETRYGEN_FAULT_SOAK` set, the soak (one client, the plan's requests); with
+//! `RETRYGEN_FAULT_BENCH=N`, the adapter's overhead over the bare client instead.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::convert::Infallible;
@@ -53,12 +54,57 @@ struct Env {
     url: String,
     closed_url: String,
     unresolvable_url: String,
+    other_origin_url: Option<String>,
+    untrusted_url: Option<String>,
+    tls_mismatch_url: Option<String>,
     base_path: String,
     run: String,
+    protocol: String,
+    /// The test CA, the only one the client trusts over TLS.
+    ca: Option<reqwest::Certificate>,
 }
 
 fn var(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
+}
+
+fn optional(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+impl Env {
+    fn read() -> Env {
+        let ca = optional("RETRYGEN_FAULT_CA_FILE").map(|path| {
+            let pem = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            reqwest::Certificate::from_pem(&pem).expect("the test CA is PEM")
+        });
+        Env {
+            url: var("RETRYGEN_FAULT_URL"),
+            closed_url: var("RETRYGEN_FAULT_CLOSED_URL"),
+            unresolvable_url: var("RETRYGEN_FAULT_UNRESOLVABLE_URL"),
+            other_origin_url: optional("RETRYGEN_FAULT_OTHER_ORIGIN_URL"),
+            untrusted_url: optional("RETRYGEN_FAULT_UNTRUSTED_URL"),
+            tls_mismatch_url: optional("RETRYGEN_FAULT_TLS_MISMATCH_URL"),
+            base_path: std::env::var("RETRYGEN_FAULT_BASE_PATH").unwrap_or_else(|_| "/v1".into()),
+            run: var("RETRYGEN_FAULT_RUN"),
+            protocol: optional("RETRYGEN_FAULT_PROTOCOL").unwrap_or_else(|| "http1".into()),
+            ca,
+        }
+    }
+
+    /// The URL of a scenario's `target`.
+    fn target(&self, name: &str) -> &str {
+        let url = match name {
+            "server" => Some(&self.url),
+            "closed_port" => Some(&self.closed_url),
+            "unresolvable" => Some(&self.unresolvable_url),
+            "other_origin" => self.other_origin_url.as_ref(),
+            "untrusted_tls" => self.untrusted_url.as_ref(),
+            "tls_mismatch" => self.tls_mismatch_url.as_ref(),
+            other => panic!("unknown target {other}"),
+        };
+        url.unwrap_or_else(|| panic!("target {name}: its variable is not set"))
+    }
 }
 
 fn main() {
@@ -66,13 +112,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let env = Env {
-        url: var("RETRYGEN_FAULT_URL"),
-        closed_url: var("RETRYGEN_FAULT_CLOSED_URL"),
-        unresolvable_url: var("RETRYGEN_FAULT_UNRESOLVABLE_URL"),
-        base_path: std::env::var("RETRYGEN_FAULT_BASE_PATH").unwrap_or_else(|_| "/v1".into()),
-        run: var("RETRYGEN_FAULT_RUN"),
-    };
+    let env = Env::read();
     if let Ok(rounds) = std::env::var("RETRYGEN_FAULT_BENCH") {
         let rounds = rounds.parse().expect("RETRYGEN_FAULT_BENCH is a number");
         println!("{}", runtime.block_on(bench(&env, rounds)));
@@ -81,6 +121,10 @@ fn main() {
     let path = std::env::args().nth(1).expect("the scenario file");
     let text = std::fs::read_to_string(&path).expect("the scenario file is readable");
     let file: Value = serde_json::from_str(&text).expect("the scenario file is JSON");
+    if optional("RETRYGEN_FAULT_SOAK").is_some() {
+        runtime.block_on(soak(&env, &file));
+        return;
+    }
     let scenarios = file["scenarios"].as_array().expect("a list of scenarios");
     for scenario in scenarios {
         println!("{}", runtime.block_on(run_scenario(&env, scenario)));
@@ -102,12 +146,27 @@ impl http_body::Body for OneShot {
     }
 }
 
-/// The bare client: keep-alive, no proxy (the matrix talks to 127.0.0.1 only).
-fn bare_client() -> reqwest::Client {
-    reqwest::Client::builder()
+/// The bare client, as the adapter's README tells an SDK to build it: keep-alive, redirects
+/// followed and counted (`RetryMiddleware::redirect_policy`), reqwest's own resends of HTTP/2
+/// refusals off (the adapter retries them); no proxy (the matrix talks to 127.0.0.1 only); the
+/// run's protocol; over TLS, the test CA as the only trusted root.
+fn bare_client(env: &Env) -> reqwest::Client {
+    let mut builder = reqwest::Client::builder()
         .no_proxy()
-        .build()
-        .expect("a reqwest client")
+        .redirect(RetryMiddleware::redirect_policy(10))
+        .retry(reqwest::retry::never());
+    builder = match env.protocol.as_str() {
+        // Over TLS, ALPN then offers `http/1.1` only.
+        "http1" | "http1-tls" => builder.http1_only(),
+        "h2c" => builder.http2_prior_knowledge(),
+        // ALPN: the server's h2 port offers `h2` only.
+        "h2" => builder,
+        other => panic!("protocol {other}: this runner speaks http1, h2c, http1-tls and h2"),
+    };
+    if let Some(ca) = &env.ca {
+        builder = builder.tls_certs_only([ca.clone()]);
+    }
+    builder.build().expect("a reqwest client")
 }
 
 fn event_json(event: &RetryEvent<'_>) -> Value {
@@ -128,6 +187,7 @@ fn finish_json(event: &FinishEvent<'_>) -> Value {
         "outcome": event.outcome.as_str(),
         "status": event.status,
         "timed_out": event.timed_out,
+        "redirects": event.redirects,
         "method": event.method,
         "path_template": event.path_template,
         "operation_id": event.operation_id,
@@ -142,54 +202,59 @@ fn error_type(error: &reqwest_middleware::Error) -> String {
     }
 }
 
-/// What the callbacks of a scenario's client received.
+/// What the callbacks of a client received during one call.
 #[derive(Default)]
 struct Recorded {
     events: Vec<Value>,
-    finish: Option<Value>,
+    finishes: Vec<Value>,
+    /// The sum over the finish events of `attempts + redirects`.
+    reported_arrivals: i64,
 }
 
-/// A new client with the adapter for `scenario` (a fresh retry budget), recording its events.
-fn scenario_client(
-    scenario: &Value,
+/// A new client with the adapter (a fresh retry budget) under `base`, recording its events.
+fn recording_client(
+    env: &Env,
     base: &str,
+    attempt_timeout_ms: Option<u64>,
+    mint_keys: bool,
     recorded: &Arc<Mutex<Recorded>>,
 ) -> ClientWithMiddleware {
     let mut builder = RetryMiddleware::builder(&OPERATION_TABLE)
         .base_url(base)
+        .mint_idempotency_keys(mint_keys)
         .on_retry({
             let recorded = Arc::clone(recorded);
             move |event| recorded.lock().unwrap().events.push(event_json(event))
         })
         .on_finish({
             let recorded = Arc::clone(recorded);
-            move |event| recorded.lock().unwrap().finish = Some(finish_json(event))
+            move |event| {
+                let mut recorded = recorded.lock().unwrap();
+                recorded.reported_arrivals += event.attempts + event.redirects;
+                recorded.finishes.push(finish_json(event));
+            }
         });
-    if let Some(ms) = scenario["attempt_timeout_ms"].as_u64() {
+    if let Some(ms) = attempt_timeout_ms {
         builder = builder.attempt_timeout(Duration::from_millis(ms));
     }
-    if scenario["mint_keys"].as_bool() == Some(false) {
-        builder = builder.mint_idempotency_keys(false);
-    }
-    ClientBuilder::new(bare_client())
+    ClientBuilder::new(bare_client(env))
         .with(builder.build().expect("the spec's policy is valid"))
         .build()
 }
 
-/// The scenario's request: method, URL, headers and body.
+/// The request of a scenario or a soak entry to `url`: method, headers and body.
 fn scenario_request(
     client: &ClientWithMiddleware,
     scenario: &Value,
-    base: &str,
+    url: &str,
     env: &Env,
 ) -> RequestBuilder {
     let id = scenario["id"].as_str().expect("an id");
     let method = scenario["method"].as_str().expect("a method");
-    let path = scenario["path"].as_str().expect("a path");
     let mut request = client
         .request(
             reqwest::Method::from_bytes(method.as_bytes()).expect("a method"),
-            format!("{base}{path}"),
+            url,
         )
         .header("x-fault-run", &env.run)
         .header("x-fault-scenario", id);
@@ -198,7 +263,7 @@ fn scenario_request(
             request = request.header(name.as_str(), value.as_str().expect("a header value"));
         }
     }
-    if let Some(body) = scenario.get("body") {
+    if let Some(body) = scenario.get("body").filter(|b| !b.is_null()) {
         let text = body["text"].as_str().expect("a body text").to_owned();
         request = match body["kind"].as_str() {
             Some("stream") => request.body(reqwest::Body::wrap(OneShot(Some(Bytes::from(text))))),
@@ -208,30 +273,31 @@ fn scenario_request(
     request
 }
 
-async fn run_scenario(env: &Env, scenario: &Value) -> Value {
-    let id = scenario["id"].as_str().expect("an id");
-    let target = match scenario["target"].as_str() {
-        Some("closed_port") => &env.closed_url,
-        Some("unresolvable") => &env.unresolvable_url,
-        _ => &env.url,
-    };
-    let base = format!("{target}{}", env.base_path);
-    let recorded = Arc::new(Mutex::new(Recorded::default()));
-    let client = scenario_client(scenario, &base, &recorded);
-    if scenario["warm"].as_bool() == Some(true) {
-        let warm = client
-            .get(format!("{base}/health"))
-            .header("x-fault-run", &env.run)
-            .header("x-fault-scenario", id)
-            .header("x-fault-warmup", "1")
-            .send()
-            .await
-            .expect("the warm-up request succeeds");
-        warm.bytes().await.expect("the warm-up body");
-        *recorded.lock().unwrap() = Recorded::default();
-    }
-    let request = scenario_request(&client, scenario, &base, env);
+/// The warm-up `GET <base>/health` (not counted by the server; with `close`, the server closes
+/// the connection after answering), its body read.
+async fn warm_up(client: &ClientWithMiddleware, base: &str, env: &Env, id: &str, close: bool) {
+    let warm = client
+        .get(format!("{base}/health"))
+        .header("x-fault-run", &env.run)
+        .header("x-fault-scenario", id)
+        .header("x-fault-warmup", if close { "close" } else { "1" })
+        .send()
+        .await
+        .expect("the warm-up request succeeds");
+    warm.bytes().await.expect("the warm-up body");
+}
 
+/// Sends one request (a scenario's or a soak entry) and returns its report line.
+async fn send_one(
+    client: &ClientWithMiddleware,
+    recorded: &Arc<Mutex<Recorded>>,
+    scenario: &Value,
+    url: &str,
+    env: &Env,
+) -> Value {
+    let id = scenario["id"].as_str().expect("an id");
+    *recorded.lock().unwrap() = Recorded::default();
+    let request = scenario_request(client, scenario, url, env);
     let started = Instant::now();
     let sent = match scenario["abort_after_ms"].as_u64() {
         // Cancelling in Rust: the request's future is dropped when the timer fires.
@@ -252,7 +318,13 @@ async fn run_scenario(env: &Env, scenario: &Value) -> Value {
         }
     };
     let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let Recorded { events, finish } = std::mem::take(&mut *recorded.lock().unwrap());
+    let Recorded {
+        events,
+        mut finishes,
+        reported_arrivals,
+    } = std::mem::take(&mut *recorded.lock().unwrap());
+    let count = finishes.len();
+    let finish = finishes.pop();
     let outcome = finish.as_ref().and_then(|f| f["outcome"].as_str());
     // The call failed exactly when the finish event says the last attempt got no response.
     let error = match (outcome, failed) {
@@ -268,9 +340,78 @@ async fn run_scenario(env: &Env, scenario: &Value) -> Value {
         "body_error": body_error,
         "events": events,
         "finish": finish,
+        "finishes": count,
+        "reported_arrivals": reported_arrivals,
         "error_type": error_type,
         "elapsed_ms": elapsed_ms,
     })
+}
+
+async fn run_scenario(env: &Env, scenario: &Value) -> Value {
+    let id = scenario["id"].as_str().expect("an id");
+    let target = scenario["target"].as_str().unwrap_or("server");
+    // Another origin: the base URL stays the server's, the request goes elsewhere.
+    let base_target = if target == "other_origin" {
+        "server"
+    } else {
+        target
+    };
+    let base = format!("{}{}", env.target(base_target), env.base_path);
+    let path = scenario["path"].as_str().expect("a path");
+    let url = format!("{}{}{path}", env.target(target), env.base_path);
+    let recorded = Arc::new(Mutex::new(Recorded::default()));
+    let client = recording_client(
+        env,
+        &base,
+        scenario["attempt_timeout_ms"].as_u64(),
+        scenario["mint_keys"].as_bool() != Some(false),
+        &recorded,
+    );
+    if scenario["warm"].as_bool() == Some(true) {
+        let close = scenario["warm_close"].as_bool() == Some(true);
+        warm_up(&client, &base, env, id, close).await;
+        if let Some(ms) = scenario["warm_pause_ms"].as_u64() {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+    }
+    send_one(&client, &recorded, scenario, &url, env).await
+}
+
+/// The process's open descriptors and resident memory, from /proc/self.
+fn resources() -> Value {
+    let fds = std::fs::read_dir("/proc/self/fd").map_or(0, Iterator::count);
+    let rss_kb = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmRSS:"))
+                .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    json!({"fds": fds, "rss_kb": rss_kb})
+}
+
+/// The soak (conformance/faults/README.md): one client for every request of the plan.
+async fn soak(env: &Env, plan: &Value) {
+    let base = format!("{}{}", env.url, env.base_path);
+    let recorded = Arc::new(Mutex::new(Recorded::default()));
+    let client = recording_client(
+        env,
+        &base,
+        plan["attempt_timeout_ms"].as_u64(),
+        true,
+        &recorded,
+    );
+    warm_up(&client, &base, env, "soak-warmup", false).await;
+    println!("{}", json!({"soak_start": resources()}));
+    for request in plan["requests"].as_array().expect("the plan's requests") {
+        let path = request["path"].as_str().expect("a path");
+        let url = format!("{base}{path}");
+        println!("{}", send_one(&client, &recorded, request, &url, env).await);
+    }
+    // No collector to run: what is still held at the end is held.
+    println!("{}", json!({"soak_end": resources()}));
 }
 
 /// The time of one `GET /health` warm-up request (answered at once, never counted), from
@@ -303,8 +444,8 @@ fn median_us(times: &mut [Duration]) -> f64 {
 #[allow(clippy::cast_precision_loss)]
 async fn bench(env: &Env, rounds: usize) -> Value {
     let url = format!("{}{}/health", env.url, env.base_path);
-    let bare = bare_client();
-    let adapter = ClientBuilder::new(bare_client())
+    let bare = bare_client(env);
+    let adapter = ClientBuilder::new(bare_client(env))
         .with(RetryMiddleware::new(&OPERATION_TABLE))
         .build();
     let headers = [
