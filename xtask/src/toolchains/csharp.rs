@@ -165,19 +165,26 @@ impl Toolchain for CSharp {
     }
 
     /// `conformance/faults/harness/csharp/FaultRunner.cs` compiled with the module (tables,
-    /// runtime, `RetryHandler.cs`) into one exe, run by mono: one run, `csharp`.
+    /// runtime, `RetryHandler.cs`) into one exe, run by mono: one run, `csharp`, over HTTP/1.1
+    /// and HTTP/1.1 over TLS (mono's HttpClient has no HTTP/2 client: no h2c, no h2).
     fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
         let harness = root().join("conformance/faults/harness/csharp");
         let mut sources = module.files.clone();
         sources.push(harness.join("FaultRunner.cs"));
         let exe = work.join("fault-runner.exe");
+        // Mono.Security: the runner gives mono's TLS library the test CA as its trust anchor
+        // (MonoTlsSettings.TrustAnchors), as mono's X509Chain cannot read the CA's ECDSA key.
         mcs(
-            &["-target:exe".into(), format!("-out:{}", exe.display())],
+            &[
+                "-target:exe".into(),
+                "-r:Mono.Security.dll".into(),
+                format!("-out:{}", exe.display()),
+            ],
             &sources,
             "csharp fault runner: mcs",
         )?;
         Ok(vec![FaultRun {
-            protocols: &["http1"],
+            protocols: &["http1", "http1-tls"],
             name: "csharp".into(),
             built: Built {
                 argv: vec!["mono".into(), "--debug".into(), lossy(&exe)],

@@ -2,7 +2,22 @@
 // HttpClient with RetryHandler installed over mono's (or .NET's) HttpClientHandler, against the
 // real fault server. Compiled with the module rendered from conformance/faults/spec.yaml (namespace
 // Retrygen.Generated, class RetryPolicies) by `cargo xtask faults --lang csharp`.
-// Run as: mono fault-runner.exe SCENARIOS.json (RETRYGEN_FAULT_* variables set by xtask).
+// Run as: mono fault-runner.exe SCENARIOS.json (RETRYGEN_FAULT_* variables set by xtask); with
+// RETRYGEN_FAULT_SOAK set, the argument is the soak plan (one client for every request); with
+// RETRYGEN_FAULT_BENCH=N, the overhead mode.
+//
+// Protocols: http1 and http1-tls. mono's HttpClientHandler (SocketsHttpHandler of .NET Core 3.0's
+// era) has no HTTP/2 client: it sends HTTP/1.1 whatever the request's Version says, so h2c and h2
+// are not run. Over TLS the client trusts exactly the CA in RETRYGEN_FAULT_CA_FILE, never "accept
+// all": mono's own X509Chain cannot decode the test CA's ECDSA key ("Cannot decode public key from
+// unknown OID 1.2.840.10045.2.1"), so the chain is verified by mono's TLS library (BoringSSL), given
+// the CA as a trust anchor through Mono.Security's public MonoTlsSettings.TrustAnchors, and the
+// ServerCertificateCustomValidationCallback accepts a certificate only when that verification
+// reported no error (dates, chain) and the verified chain ends at exactly that CA, not at a
+// system root. One error is checked by hand instead: mono's BoringSSL binding matches the host
+// against DNS names only (X509_VERIFY_PARAM_set1_host), so the test certificate, issued for IP
+// address 127.0.0.1, is a RemoteCertificateNameMismatch there; the callback then requires the URL's
+// IP address among the certificate's iPAddress subject alternative names.
 
 namespace Retrygen.Faults
 {
@@ -11,10 +26,14 @@ namespace Retrygen.Faults
     using System.Diagnostics;
     using System.Globalization;
     using System.IO;
+    using System.Net;
     using System.Net.Http;
+    using System.Net.Security;
+    using System.Security.Cryptography.X509Certificates;
     using System.Text;
     using System.Threading;
     using System.Threading.Tasks;
+    using Mono.Security.Interface;
     using Retrygen.Generated;
 
     internal static class FaultRunner
@@ -36,54 +55,406 @@ namespace Retrygen.Faults
                 return 0;
             }
 
+            if (!string.IsNullOrEmpty(System.Environment.GetEnvironmentVariable("RETRYGEN_FAULT_SOAK")))
+            {
+                SoakAsync(env, file).GetAwaiter().GetResult();
+                return 0;
+            }
+
             foreach (object scenario in (List<object>)file["scenarios"])
             {
-                Console.WriteLine(RunAsync(env, (Dictionary<string, object>)scenario).GetAwaiter().GetResult());
+                Console.WriteLine(ScenarioAsync(env, (Dictionary<string, object>)scenario).GetAwaiter().GetResult());
                 Console.Out.Flush();
             }
 
             return 0;
         }
 
-        private static async Task<string> RunAsync(Environment env, Dictionary<string, object> scenario)
+        private static async Task<string> ScenarioAsync(Environment env, Dictionary<string, object> scenario)
         {
             string id = (string)scenario["id"];
-            string baseUrl = env.Target(Get<string>(scenario, "target") ?? "server") + env.BasePath;
-            var events = new List<RetryEvent>();
-            RetryFinishEvent finish = null;
-            var options = new RetryHandlerOptions
-            {
-                BaseAddress = new Uri(baseUrl),
-                OnRetry = e => events.Add(e),
-                OnFinish = f => finish = f,
-                MintIdempotencyKeys = Get<object>(scenario, "mint_keys") as bool? ?? true,
-            };
+            string kind = Get<string>(scenario, "target") ?? "server";
+            string baseUrl = env.Target(kind == "other_origin" ? "server" : kind) + env.BasePath;
+            string url = (kind == "other_origin" ? env.Target("other_origin") + env.BasePath : baseUrl) + (string)scenario["path"];
             object timeout = Get<object>(scenario, "attempt_timeout_ms");
-            if (timeout != null)
-            {
-                options.AttemptTimeout = TimeSpan.FromMilliseconds(Convert.ToDouble(timeout, CultureInfo.InvariantCulture));
-            }
-
-            var line = new Json.Writer();
-            line.Field("id", id);
-            using (var client = new HttpClient(new RetryHandler(RetryPolicies.Tables, options, new HttpClientHandler())))
+            bool mintKeys = Get<object>(scenario, "mint_keys") as bool? ?? true;
+            using (var client = new Recording(env, baseUrl, timeout == null ? (double?)null : Convert.ToDouble(timeout, CultureInfo.InvariantCulture), mintKeys))
             {
                 if (Get<object>(scenario, "warm") as bool? == true)
                 {
-                    using (HttpRequestMessage warmUp = env.Request(HttpMethod.Get, baseUrl + "/health", id))
+                    bool close = Get<object>(scenario, "warm_close") as bool? == true;
+                    await client.WarmUpAsync(baseUrl + "/health", close, id).ConfigureAwait(false);
+                    object pause = Get<object>(scenario, "warm_pause_ms");
+                    if (pause != null)
                     {
-                        warmUp.Headers.TryAddWithoutValidation("x-fault-warmup", "1");
-                        using (HttpResponseMessage warm = await client.SendAsync(warmUp, HttpCompletionOption.ResponseHeadersRead).ConfigureAwait(false))
-                        {
-                            await warm.Content.ReadAsStringAsync().ConfigureAwait(false);
-                        }
+                        await Task.Delay(TimeSpan.FromMilliseconds(Convert.ToDouble(pause, CultureInfo.InvariantCulture))).ConfigureAwait(false);
                     }
-
-                    events.Clear();
-                    finish = null;
                 }
 
-                HttpRequestMessage request = env.Request(new HttpMethod((string)scenario["method"]), baseUrl + (string)scenario["path"], id);
+                return await client.SendAsync(scenario, url).ConfigureAwait(false);
+            }
+        }
+
+        /// <summary>The soak (conformance/faults/README.md): one client for every request of the plan.</summary>
+        private static async Task SoakAsync(Environment env, Dictionary<string, object> plan)
+        {
+            string baseUrl = env.Target("server") + env.BasePath;
+            double timeout = Convert.ToDouble(plan["attempt_timeout_ms"], CultureInfo.InvariantCulture);
+            using (var client = new Recording(env, baseUrl, timeout, true))
+            {
+                await client.WarmUpAsync(baseUrl + "/health", false, "soak-warmup").ConfigureAwait(false);
+                Console.WriteLine("{\"soak_start\": " + Resources() + "}");
+                foreach (object request in (List<object>)plan["requests"])
+                {
+                    var r = (Dictionary<string, object>)request;
+                    Console.WriteLine(await client.SendAsync(r, baseUrl + (string)r["path"]).ConfigureAwait(false));
+                    Console.Out.Flush();
+                }
+
+                // A full collection first, so that memory counts what is kept, not what is garbage.
+                GC.Collect();
+                GC.WaitForPendingFinalizers();
+                GC.Collect();
+                Console.WriteLine("{\"soak_end\": " + Resources() + "}");
+                Console.Out.Flush();
+            }
+        }
+
+        /// <summary>Open descriptors (/proc/self/fd) and resident memory (VmRSS of /proc/self/status).</summary>
+        private static string Resources()
+        {
+            long rss = 0;
+            foreach (string line in File.ReadAllLines("/proc/self/status"))
+            {
+                if (line.StartsWith("VmRSS:", StringComparison.Ordinal))
+                {
+                    rss = long.Parse(line.Substring(6).Trim().Split(' ')[0], CultureInfo.InvariantCulture);
+                }
+            }
+
+            var item = new Json.Writer();
+            item.Field("fds", (long)Directory.GetFileSystemEntries("/proc/self/fd").Length);
+            item.Field("rss_kb", rss);
+            return item.ToString();
+        }
+
+        private static string EventsJson(List<RetryEvent> events)
+        {
+            var list = new StringBuilder("[");
+            foreach (RetryEvent e in events)
+            {
+                var item = new Json.Writer();
+                item.Field("attempt", e.Attempt);
+                item.Field("reason", e.Reason.ToWireName());
+                item.Field("delay_ms", e.DelayMs);
+                item.Field("method", e.Method);
+                item.Field("path_template", e.PathTemplate);
+                item.Field("operation_id", e.OperationId);
+                list.Append(list.Length > 1 ? "," : string.Empty).Append(item);
+            }
+
+            return list.Append(']').ToString();
+        }
+
+        private static string FinishJson(RetryFinishEvent f)
+        {
+            if (f == null)
+            {
+                return "null";
+            }
+
+            var item = new Json.Writer();
+            item.Field("attempts", f.Attempts);
+            item.Field("reason", f.Reason);
+            item.Field("outcome", f.Outcome);
+            item.Field("status", f.Status.HasValue ? (object)(long)f.Status.Value : null);
+            item.Field("timed_out", f.TimedOut);
+            item.Field("redirects", f.Redirects);
+            item.Field("method", f.Method);
+            item.Field("path_template", f.PathTemplate);
+            item.Field("operation_id", f.OperationId);
+            return item.ToString();
+        }
+
+        private static T Get<T>(Dictionary<string, object> map, string key)
+            where T : class
+        {
+            object value;
+            return map.TryGetValue(key, out value) ? value as T : null;
+        }
+
+        /// <summary>The RETRYGEN_FAULT_* variables.</summary>
+        internal sealed class Environment
+        {
+            private readonly Dictionary<string, string> targets = new Dictionary<string, string>();
+
+            internal Environment(Dictionary<string, object> file)
+            {
+                Url = Variable("RETRYGEN_FAULT_URL");
+                Run = Variable("RETRYGEN_FAULT_RUN");
+                Protocol = System.Environment.GetEnvironmentVariable("RETRYGEN_FAULT_PROTOCOL") ?? "http1";
+                if (Protocol != "http1" && Protocol != "http1-tls")
+                {
+                    throw new InvalidOperationException("protocol " + Protocol + ": mono's HttpClient speaks HTTP/1.1 only (http1, http1-tls)");
+                }
+
+                object basePath;
+                BasePath = System.Environment.GetEnvironmentVariable("RETRYGEN_FAULT_BASE_PATH")
+                    ?? (file.TryGetValue("base_path", out basePath) ? (string)basePath : "/v1");
+                targets["server"] = Url;
+                targets["closed_port"] = Variable("RETRYGEN_FAULT_CLOSED_URL");
+                targets["unresolvable"] = Variable("RETRYGEN_FAULT_UNRESOLVABLE_URL");
+                targets["other_origin"] = System.Environment.GetEnvironmentVariable("RETRYGEN_FAULT_OTHER_ORIGIN_URL");
+                targets["untrusted_tls"] = System.Environment.GetEnvironmentVariable("RETRYGEN_FAULT_UNTRUSTED_URL");
+                targets["tls_mismatch"] = System.Environment.GetEnvironmentVariable("RETRYGEN_FAULT_TLS_MISMATCH_URL");
+                string caFile = System.Environment.GetEnvironmentVariable("RETRYGEN_FAULT_CA_FILE");
+                if (Protocol == "http1-tls")
+                {
+                    if (string.IsNullOrEmpty(caFile))
+                    {
+                        throw new InvalidOperationException("RETRYGEN_FAULT_CA_FILE is not set: over TLS the runner trusts that CA only");
+                    }
+
+                    Authority = new X509Certificate2(caFile);
+
+                    // Added to the verifying store of every TLS connection this process makes (the system roots
+                    // stay in it: the callback below refuses a chain that ends at one of them).
+                    MonoTlsSettings.DefaultSettings.TrustAnchors = new X509CertificateCollection { Authority };
+                }
+            }
+
+            internal string Url { get; }
+
+            internal string Run { get; }
+
+            internal string Protocol { get; }
+
+            internal string BasePath { get; }
+
+            /// <summary>Gets the test CA over TLS, the one certificate the client trusts; <c>null</c> over plain TCP.</summary>
+            internal X509Certificate2 Authority { get; }
+
+            internal string Target(string name)
+            {
+                string url;
+                if (!targets.TryGetValue(name, out url))
+                {
+                    throw new InvalidDataException("unknown target " + name);
+                }
+
+                if (string.IsNullOrEmpty(url))
+                {
+                    throw new InvalidOperationException("target " + name + ": its variable is not set");
+                }
+
+                return url;
+            }
+
+            internal HttpRequestMessage Request(HttpMethod method, string url, string scenario)
+            {
+                var request = new HttpRequestMessage(method, new Uri(url));
+                request.Headers.TryAddWithoutValidation("x-fault-run", Run);
+                request.Headers.TryAddWithoutValidation("x-fault-scenario", scenario);
+                return request;
+            }
+
+            /// <summary>The client's own handler: HttpClientHandler, trusting exactly the test CA over TLS.</summary>
+            internal HttpClientHandler Handler()
+            {
+                var handler = new HttpClientHandler();
+                if (Authority != null)
+                {
+                    X509Certificate2 authority = Authority;
+                    handler.ServerCertificateCustomValidationCallback = (request, certificate, chain, errors) => TrustedBy(authority, request, certificate, chain, errors);
+                }
+
+                return handler;
+            }
+
+            /// <summary>
+            /// Whether the server's certificate is trusted by <paramref name="authority"/> alone: the TLS library verified
+            /// it with no error (chain, dates; a name mismatch only where the URL's host is an IP address the certificate
+            /// names), and the chain it verified ends at exactly that certificate.
+            /// </summary>
+            private static bool TrustedBy(X509Certificate2 authority, HttpRequestMessage request, X509Certificate2 certificate, X509Chain chain, SslPolicyErrors errors)
+            {
+                if (errors == SslPolicyErrors.RemoteCertificateNameMismatch && request != null && request.RequestUri != null
+                    && NamesAddress(certificate, request.RequestUri.Host))
+                {
+                    errors = SslPolicyErrors.None;
+                }
+
+                if (errors != SslPolicyErrors.None || chain == null || chain.ChainElements.Count == 0)
+                {
+                    return false;
+                }
+
+                byte[] root = chain.ChainElements[chain.ChainElements.Count - 1].Certificate.RawData;
+                byte[] expected = authority.RawData;
+                if (root.Length != expected.Length)
+                {
+                    return false;
+                }
+
+                for (int i = 0; i < root.Length; i++)
+                {
+                    if (root[i] != expected[i])
+                    {
+                        return false;
+                    }
+                }
+
+                return true;
+            }
+
+            /// <summary>Whether <paramref name="host"/> is an IP address among the certificate's iPAddress alternative names.</summary>
+            private static bool NamesAddress(X509Certificate2 certificate, string host)
+            {
+                IPAddress address;
+                if (certificate == null || !IPAddress.TryParse(host.Trim('[', ']'), out address))
+                {
+                    return false;
+                }
+
+                byte[] wanted = address.GetAddressBytes();
+                foreach (X509Extension extension in certificate.Extensions)
+                {
+                    if (extension.Oid == null || extension.Oid.Value != "2.5.29.17")
+                    {
+                        continue;
+                    }
+
+                    // GeneralNames ::= SEQUENCE OF GeneralName; iPAddress is [7] IMPLICIT OCTET STRING (tag 0x87).
+                    byte[] der = extension.RawData;
+                    int at = 0;
+                    if (der.Length < 2 || der[at++] != 0x30)
+                    {
+                        return false;
+                    }
+
+                    int end = ReadLength(der, ref at);
+                    end = end < 0 ? -1 : Math.Min(der.Length, at + end);
+                    while (end > 0 && at < end)
+                    {
+                        byte tag = der[at++];
+                        int length = ReadLength(der, ref at);
+                        if (length < 0 || at + length > end)
+                        {
+                            return false;
+                        }
+
+                        if (tag == 0x87 && length == wanted.Length)
+                        {
+                            bool same = true;
+                            for (int i = 0; i < length; i++)
+                            {
+                                same &= der[at + i] == wanted[i];
+                            }
+
+                            if (same)
+                            {
+                                return true;
+                            }
+                        }
+
+                        at += length;
+                    }
+                }
+
+                return false;
+            }
+
+            /// <summary>A DER length (short or long form, up to four bytes) at <paramref name="at"/>; -1 when malformed.</summary>
+            private static int ReadLength(byte[] der, ref int at)
+            {
+                if (at >= der.Length)
+                {
+                    return -1;
+                }
+
+                int first = der[at++];
+                if (first < 0x80)
+                {
+                    return first;
+                }
+
+                int count = first & 0x7F;
+                if (count == 0 || count > 4 || at + count > der.Length)
+                {
+                    return -1;
+                }
+
+                int length = 0;
+                for (int i = 0; i < count; i++)
+                {
+                    length = (length << 8) | der[at++];
+                }
+
+                return length < 0 ? -1 : length;
+            }
+
+            private static string Variable(string name)
+            {
+                string value = System.Environment.GetEnvironmentVariable(name);
+                if (string.IsNullOrEmpty(value))
+                {
+                    throw new InvalidOperationException(name + " is not set (run through `cargo xtask faults`)");
+                }
+
+                return value;
+            }
+        }
+
+        /// <summary>An HttpClient with RetryHandler over the environment's handler, recording the events of the request in flight.</summary>
+        private sealed class Recording : IDisposable
+        {
+            private readonly Environment env;
+            private readonly HttpClient client;
+            private readonly List<RetryEvent> events = new List<RetryEvent>();
+            private readonly List<RetryFinishEvent> finishes = new List<RetryFinishEvent>();
+
+            internal Recording(Environment env, string baseUrl, double? attemptTimeoutMs, bool mintKeys)
+            {
+                this.env = env;
+                var options = new RetryHandlerOptions
+                {
+                    BaseAddress = new Uri(baseUrl),
+                    OnRetry = e => events.Add(e),
+                    OnFinish = f => finishes.Add(f),
+                    MintIdempotencyKeys = mintKeys,
+                };
+                if (attemptTimeoutMs.HasValue)
+                {
+                    options.AttemptTimeout = TimeSpan.FromMilliseconds(attemptTimeoutMs.Value);
+                }
+
+                client = new HttpClient(new RetryHandler(RetryPolicies.Tables, options, env.Handler()));
+            }
+
+            public void Dispose()
+            {
+                client.Dispose();
+            }
+
+            internal async Task WarmUpAsync(string url, bool close, string id)
+            {
+                using (HttpRequestMessage warmUp = env.Request(HttpMethod.Get, url, id))
+                {
+                    warmUp.Headers.TryAddWithoutValidation("x-fault-warmup", close ? "close" : "1");
+                    using (HttpResponseMessage warm = await client.SendAsync(warmUp, HttpCompletionOption.ResponseHeadersRead).ConfigureAwait(false))
+                    {
+                        await warm.Content.ReadAsStringAsync().ConfigureAwait(false);
+                    }
+                }
+            }
+
+            /// <summary>Sends one request of a scenario or of the soak plan and gives its line.</summary>
+            internal async Task<string> SendAsync(Dictionary<string, object> scenario, string url)
+            {
+                events.Clear();
+                finishes.Clear();
+                string id = (string)scenario["id"];
+                HttpRequestMessage request = env.Request(new HttpMethod((string)scenario["method"]), url, id);
                 var headers = Get<Dictionary<string, object>>(scenario, "headers");
                 if (headers != null)
                 {
@@ -133,116 +504,29 @@ namespace Retrygen.Faults
                 long elapsed = clock.ElapsedMilliseconds;
                 abort.Dispose();
 
-                // The call failed exactly when the finish event says the last attempt did not end with a status.
+                // The call failed exactly when the last finish event says its last attempt did not end with a status.
+                RetryFinishEvent finish = finishes.Count == 0 ? null : finishes[finishes.Count - 1];
                 bool finishFailed = finish != null && finish.Outcome != "status";
-                string failure = (error != null) != finishFailed ? "mismatch" : (error != null ? finish.Outcome : null);
+                string failure = (error != null) != finishFailed || finish == null ? "mismatch" : (error != null ? finish.Outcome : null);
+                long reported = 0;
+                foreach (RetryFinishEvent f in finishes)
+                {
+                    reported += f.Attempts + f.Redirects;
+                }
+
+                var line = new Json.Writer();
+                line.Field("id", id);
                 line.Field("status", response == null ? null : (object)(long)(int)response.StatusCode);
                 line.Field("error", failure);
                 line.Field("body", text);
                 line.Field("body_error", bodyError);
                 line.Raw("events", EventsJson(events));
                 line.Raw("finish", FinishJson(finish));
+                line.Field("finishes", (long)finishes.Count);
+                line.Field("reported_arrivals", reported);
                 line.Field("error_type", error == null ? null : error.GetType().Name);
                 line.Field("elapsed_ms", elapsed);
-            }
-
-            return line.ToString();
-        }
-
-        private static string EventsJson(List<RetryEvent> events)
-        {
-            var list = new StringBuilder("[");
-            foreach (RetryEvent e in events)
-            {
-                var item = new Json.Writer();
-                item.Field("attempt", e.Attempt);
-                item.Field("reason", e.Reason.ToWireName());
-                item.Field("delay_ms", e.DelayMs);
-                item.Field("method", e.Method);
-                item.Field("path_template", e.PathTemplate);
-                item.Field("operation_id", e.OperationId);
-                list.Append(list.Length > 1 ? "," : string.Empty).Append(item);
-            }
-
-            return list.Append(']').ToString();
-        }
-
-        private static string FinishJson(RetryFinishEvent f)
-        {
-            if (f == null)
-            {
-                return "null";
-            }
-
-            var item = new Json.Writer();
-            item.Field("attempts", f.Attempts);
-            item.Field("reason", f.Reason);
-            item.Field("outcome", f.Outcome);
-            item.Field("status", f.Status.HasValue ? (object)(long)f.Status.Value : null);
-            item.Field("timed_out", f.TimedOut);
-            item.Field("method", f.Method);
-            item.Field("path_template", f.PathTemplate);
-            item.Field("operation_id", f.OperationId);
-            return item.ToString();
-        }
-
-        private static T Get<T>(Dictionary<string, object> map, string key)
-            where T : class
-        {
-            object value;
-            return map.TryGetValue(key, out value) ? value as T : null;
-        }
-
-        /// <summary>The RETRYGEN_FAULT_* variables.</summary>
-        internal sealed class Environment
-        {
-            internal Environment(Dictionary<string, object> file)
-            {
-                Url = Variable("RETRYGEN_FAULT_URL");
-                ClosedUrl = Variable("RETRYGEN_FAULT_CLOSED_URL");
-                UnresolvableUrl = Variable("RETRYGEN_FAULT_UNRESOLVABLE_URL");
-                Run = Variable("RETRYGEN_FAULT_RUN");
-                BasePath = System.Environment.GetEnvironmentVariable("RETRYGEN_FAULT_BASE_PATH") ?? (string)file["base_path"];
-            }
-
-            internal string Url { get; }
-
-            internal string ClosedUrl { get; }
-
-            internal string UnresolvableUrl { get; }
-
-            internal string Run { get; }
-
-            internal string BasePath { get; }
-
-            internal string Target(string name)
-            {
-                switch (name)
-                {
-                    case "server": return Url;
-                    case "closed_port": return ClosedUrl;
-                    case "unresolvable": return UnresolvableUrl;
-                    default: throw new InvalidDataException("unknown target " + name);
-                }
-            }
-
-            internal HttpRequestMessage Request(HttpMethod method, string url, string scenario)
-            {
-                var request = new HttpRequestMessage(method, new Uri(url));
-                request.Headers.TryAddWithoutValidation("x-fault-run", Run);
-                request.Headers.TryAddWithoutValidation("x-fault-scenario", scenario);
-                return request;
-            }
-
-            private static string Variable(string name)
-            {
-                string value = System.Environment.GetEnvironmentVariable(name);
-                if (string.IsNullOrEmpty(value))
-                {
-                    throw new InvalidOperationException(name + " is not set (run through `cargo xtask faults`)");
-                }
-
-                return value;
+                return line.ToString();
             }
         }
 
@@ -299,8 +583,8 @@ namespace Retrygen.Faults
         internal static async Task<string> Run(FaultRunner.Environment env, int rounds)
         {
             string url = env.Url + env.BasePath + "/health";
-            using (var bare = new HttpClient(new HttpClientHandler()))
-            using (var adapted = new HttpClient(new RetryHandler(RetryPolicies.Tables, new HttpClientHandler())))
+            using (var bare = new HttpClient(env.Handler()))
+            using (var adapted = new HttpClient(new RetryHandler(RetryPolicies.Tables, env.Handler())))
             {
                 for (int i = 0; i < WarmUp; i++)
                 {
