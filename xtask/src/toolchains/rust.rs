@@ -148,7 +148,7 @@ impl Toolchain for Rust {
         std::fs::copy(adapter_target().join("release").join(RUNNER), &binary)
             .context("copying the Rust fault runner")?;
         Ok(vec![FaultRun {
-            protocols: &["http1", "http1-tls"],
+            protocols: &["http1", "h2c", "http1-tls", "h2"],
             name: "rust".into(),
             built: Built {
                 argv: vec![lossy(&binary)],
