@@ -259,7 +259,10 @@ fn response(
 ) -> http::Response<()> {
     let mut builder = http::Response::builder().status(status);
     for (name, value) in headers {
-        builder = builder.header(name.to_ascii_lowercase(), value);
+        // HTTP/2 names are lower case, and a value may not begin or end with whitespace (RFC
+        // 9113 section 8.2.1): over HTTP/1.1 that whitespace is the field's OWS, not its value,
+        // so the same header arrives as the same value either way.
+        builder = builder.header(name.to_ascii_lowercase(), value.trim_matches([' ', '\t']));
     }
     if let Some(length) = length {
         builder = builder

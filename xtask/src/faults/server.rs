@@ -1324,6 +1324,44 @@ mod tests {
         );
     }
 
+    /// Through the `h2` crate's client over h2c: a scripted header keeps its value without the
+    /// surrounding whitespace HTTP/2 forbids (over HTTP/1.1 that whitespace is OWS).
+    #[test]
+    fn h2_headers_arrive_as_over_http1() {
+        let server = Server::start(
+            vec![scenario(
+                "hdr",
+                r#"[{"status": 400, "headers": {"X-Should-Retry": " TRUE "}}]"#,
+            )],
+            Duration::from_secs(60),
+        )
+        .expect("binds");
+        let addr = server.ports["h2c"].main;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (status, value) = runtime.block_on(async move {
+            let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let (mut client, conn) = ::h2::client::handshake(tcp).await.unwrap();
+            tokio::spawn(conn);
+            let request = http::Request::get(format!("http://{addr}/v1/x"))
+                .header("x-fault-run", "a")
+                .header("x-fault-scenario", "hdr")
+                .body(())
+                .unwrap();
+            let (response, _) = client.send_request(request, true).unwrap();
+            let response = response.await.unwrap();
+            let value = response.headers()["x-should-retry"]
+                .to_str()
+                .unwrap()
+                .to_string();
+            (response.status().as_u16(), value)
+        });
+        assert_eq!((status, value.as_str()), (400, "TRUE"));
+        assert_eq!(server.arrivals("a", "hdr")[0].protocol, "h2c");
+    }
+
     /// The soak's faults replay by (seed, request, arrival), succeed from the fifth arrival,
     /// and draw HTTP/2 frames only over HTTP/2 and `close_after_head` only over HTTP/1.1.
     #[test]
