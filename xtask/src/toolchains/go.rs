@@ -204,7 +204,7 @@ impl Toolchain for Go {
             "go build (fault runner)",
         )?;
         Ok(vec![FaultRun {
-            protocols: &["http1", "http1-tls"],
+            protocols: &["http1", "h2c", "http1-tls", "h2"],
             name: "go".to_string(),
             built: Built {
                 argv: vec![lossy(&runner.join("runner"))],
