@@ -36,7 +36,7 @@ namespace Retrygen.Generated
 
         /// <summary>
         /// Gets or sets the callback called with the event of every granted retry, before the handler sleeps; an
-        /// exception it throws ends the request with that exception.
+        /// exception it throws ends the request with that exception, after the finish event (no further attempt).
         /// </summary>
         public Action<RetryEvent> OnRetry { get; set; }
 
@@ -279,7 +279,8 @@ namespace Retrygen.Generated
 
         /// <summary>
         /// Whether <paramref name="error"/> proves that the request never left (docs/adapters.md, <c>connect</c>):
-        /// somewhere in its chain of inner exceptions (every branch of an <see cref="AggregateException"/>), a
+        /// .NET 8's <c>HttpRequestError</c> where an <see cref="HttpRequestException"/> carries one (its verdict wins);
+        /// else somewhere in its chain of inner exceptions (every branch of an <see cref="AggregateException"/>), a
         /// <see cref="SocketException"/> of the connect phase (refused, name not resolved, host or network unreachable or
         /// down, connect timed out) or an <see cref="AuthenticationException"/> (the TLS handshake failed), neither below an
         /// <see cref="IOException"/> (a read or write on an open connection), or a <see cref="WebException"/> of the
