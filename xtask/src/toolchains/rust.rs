@@ -265,7 +265,8 @@ fn render_adapter_module(dir: &Path) -> Result<Module> {
 
 /// The adapter checked like the runtime, in a copy of its project: rustfmt over the adapter,
 /// the runner and the unit tests, clippy pedantic with `-D warnings` (from the project's
-/// `[lints]`), rustdoc with `-D warnings`, and the unit tests against a local server.
+/// `[lints]`), clippy's `incompatible_msrv` against Rust 1.80 over the module, rustdoc with
+/// `-D warnings`, and the unit tests against local servers.
 fn adapter_tests(work: &Path) -> Result<()> {
     check_allows(&root().join("runtime/rust/reqwest_adapter.rs"))?;
     let module = render_adapter_module(&work.join("adapter-module"))?;
@@ -283,6 +284,21 @@ fn adapter_tests(work: &Path) -> Result<()> {
     run(
         adapter_cargo(&project, &["clippy", "--all-targets"]).args(["--", "-D", "warnings"]),
         "cargo clippy --locked --offline (reqwest adapter, pedantic; `bash scripts/bootstrap-toolchains.sh` fetches its crates)",
+    )?;
+    // The module (tables, runtime, adapter) supports Rust 1.80, older than what the project's
+    // locked crates need (its `rust-version`): clippy checks every standard-library item the
+    // library uses against 1.80 (`incompatible_msrv`; no 1.80 toolchain is installed here).
+    let msrv = work.join("clippy-msrv");
+    std::fs::create_dir_all(&msrv)?;
+    std::fs::write(
+        msrv.join("clippy.toml"),
+        "doc-valid-idents = [\"OpenAPI\", \"..\"]\nmsrv = \"1.80\"\n",
+    )?;
+    run(
+        adapter_cargo(&project, &["clippy", "--lib"])
+            .env("CLIPPY_CONF_DIR", &msrv)
+            .args(["--", "-D", "warnings", "-D", "clippy::incompatible_msrv"]),
+        "cargo clippy (the module against Rust 1.80, its declared MSRV: clippy::incompatible_msrv)",
     )?;
     run(
         adapter_cargo(&project, &["doc", "--no-deps", "--lib"]).env("RUSTDOCFLAGS", "-D warnings"),
