@@ -827,6 +827,17 @@ pub fn run_name(run: &str, protocol: &str) -> String {
     }
 }
 
+/// Removes this process's files when the run ends, however it ends.
+pub struct RemoveOnDrop(pub Vec<PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 /// Writes the scenario file of `protocol`: the selected scenarios that run over it. None when no
 /// selected scenario does.
 fn write_protocol_file(selected: &[&Scenario], protocol: &str) -> Result<Option<PathBuf>> {
@@ -845,7 +856,12 @@ fn write_protocol_file(selected: &[&Scenario], protocol: &str) -> Result<Option<
     if kept == 0 {
         return Ok(None);
     }
-    let path = toolchains::root().join(format!("target/faults/scenarios-{protocol}.json"));
+    // Per process: concurrent `cargo xtask faults` runs (say, `--only` beside a full run) must
+    // not overwrite each other's subsets between writing and the runner's reading.
+    let path = toolchains::root().join(format!(
+        "target/faults/scenarios-{protocol}-{}.json",
+        std::process::id()
+    ));
     std::fs::create_dir_all(path.parent().expect("has a parent"))?;
     std::fs::write(&path, serde_json::to_string_pretty(&subset)?)?;
     Ok(Some(path))
@@ -887,6 +903,7 @@ pub fn main(args: &[String]) -> Result<()> {
             protocol_files.insert(protocol, path);
         }
     }
+    let _remove = RemoveOnDrop(protocol_files.values().cloned().collect());
 
     let server = start_server()?;
     eprintln!(

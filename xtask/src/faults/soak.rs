@@ -112,7 +112,11 @@ fn write_plan(planned: &[Planned]) -> Result<PathBuf> {
             })
         })
         .collect();
-    let path = crate::toolchains::root().join("target/faults/soak-plan.json");
+    // Per process, as the matrix's scenario subsets: concurrent soaks must not share a plan.
+    let path = crate::toolchains::root().join(format!(
+        "target/faults/soak-plan-{}.json",
+        std::process::id()
+    ));
     std::fs::create_dir_all(path.parent().expect("has a parent"))?;
     std::fs::write(
         &path,
@@ -154,6 +158,7 @@ pub fn soak_run(
     let name = format!("{}#soak{seed}", run_name(&run.name, protocol));
     let mut env = server.env(protocol);
     env.push(("RETRYGEN_FAULT_SOAK", plan_path.display().to_string()));
+    let _remove = super::RemoveOnDrop(vec![plan_path.clone()]);
     let lines = run_soak_process(run, &name, &plan_path, &env)?;
     let start = lines
         .iter()

@@ -94,10 +94,32 @@ impl CaFile {
     pub fn write(dir: &Path, pem: &str) -> io::Result<CaFile> {
         static COUNT: AtomicUsize = AtomicUsize::new(0);
         std::fs::create_dir_all(dir)?;
+        remove_orphans(dir);
         let n = COUNT.fetch_add(1, Ordering::SeqCst);
         let path = dir.join(format!("fault-ca-{}-{n}.pem", std::process::id()));
         std::fs::write(&path, pem)?;
         Ok(CaFile { path })
+    }
+}
+
+/// Removes the CA files of processes that ended without dropping their server (killed).
+fn remove_orphans(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("fault-ca-"))
+            .and_then(|n| n.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
