@@ -71,6 +71,7 @@ namespace Retrygen.Generated.Tests
                 Test("another origin than the base address's: one attempt, no key, no budget, foreign_origin", OtherOriginOnce),
                 Test("redirects the handler follows are reported; a refused redirect is no connect failure", RedirectsCounted),
                 Test("a throwing OnRetry: one finish event, the response released, no further attempt", ThrowingOnRetryFinishesOnce),
+                Test("a throwing OnFinish: its exception, the response released", ThrowingOnFinishReleases),
             };
             int failed = 0;
             foreach (KeyValuePair<string, Action> test in tests)
@@ -803,6 +804,42 @@ namespace Retrygen.Generated.Tests
                 Equal((int?)503, finishes[0].Status, "the status");
                 Equal(500L - 5, handler.Budget.Tokens, "the budget as decided");
                 Throws<ObjectDisposedException>(() => recorder.Responses[0].Content.ReadAsStringAsync().GetAwaiter().GetResult(), "the 503 was released");
+            }
+        }
+
+        private static void ThrowingOnFinishReleases()
+        {
+            // An OnFinish that throws replaces the handler's result: the response it would have returned is released,
+            // for the base address's origin and for another alike.
+            using (var server = new Server(Step.Status(200)))
+            using (var other = new Server(Step.Status(200)))
+            {
+                foreach (string url in new[] { server.Url, other.Url })
+                {
+                    var recorder = new ResponseRecorder(new HttpClientHandler());
+                    var options = new RetryHandlerOptions
+                    {
+                        Policy = FastPolicy(),
+                        BaseAddress = new Uri(server.Url + "/api/"),
+                        OnFinish = f => { throw new InvalidOperationException("finish"); },
+                    };
+                    Exception error = null;
+                    using (var http = new HttpClient(new RetryHandler(TestTables.Table, options, recorder)))
+                    {
+                        try
+                        {
+                            http.GetAsync(url + "/api/users/7", HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult().Dispose();
+                        }
+                        catch (Exception e)
+                        {
+                            error = e;
+                        }
+                    }
+
+                    True(error is InvalidOperationException && error.Message == "finish", url + ": the callback's exception: " + error);
+                    Equal(1, recorder.Responses.Count, url + ": one attempt");
+                    Throws<ObjectDisposedException>(() => recorder.Responses[0].Content.ReadAsStringAsync().GetAwaiter().GetResult(), url + ": the response was released");
+                }
             }
         }
 
