@@ -1227,6 +1227,7 @@ mod tests {
                     "away",
                     r#"[{"action": "goaway_unprocessed"}, {"status": 201}]"#,
                 ),
+                scenario("close", r#"[{"action": "close"}]"#),
             ],
             Duration::from_secs(60),
         )
@@ -1271,6 +1272,16 @@ mod tests {
             .expect("closed after the GOAWAY");
         assert_eq!(server.arrivals("a", "away").len(), 0);
         assert_eq!(server.refused_faults("a", "away"), ["goaway-unprocessed"]);
+
+        // `close`: the request is counted, then the connection ends with no frame for it (no
+        // RST_STREAM, no GOAWAY): a FIN.
+        let (frames, closed) = h2_exchange(&mut tcp(addr), "/v1/x", &run("close"), b"abc", true);
+        assert!(closed);
+        assert!(
+            frames.iter().all(|f| f.stream == 0 && f.kind != 0x7),
+            "{frames:?}"
+        );
+        assert_eq!(server.arrivals("a", "close").len(), 1);
     }
 
     /// Over h2 (TLS, ALPN `h2`): the certificate verifies against the CA file, arrivals count as
