@@ -1018,6 +1018,14 @@ test("connect errors of every platform, and what may have been sent", () => {
     fetchFailed(
       systemError("Connect Timeout Error", "UND_ERR_CONNECT_TIMEOUT"),
     ),
+    // HTTP/2 (undici's allowH2): a stream the server refused unprocessed (RFC 9113, 8.7), as
+    // Node 20 and undici 6.24 reject it.
+    fetchFailed(
+      systemError(
+        "Stream closed with error code NGHTTP2_REFUSED_STREAM",
+        "ERR_HTTP2_STREAM_ERROR",
+      ),
+    ),
     // Happy eyeballs: one error per address.
     fetchFailed(
       new AggregateError([
@@ -1055,6 +1063,20 @@ test("connect errors of every platform, and what may have been sent", () => {
       systemError("self-signed certificate", "DEPTH_ZERO_SELF_SIGNED_CERT"),
     ),
     fetchFailed(systemError("other side closed", "UND_ERR_SOCKET")),
+    // HTTP/2: a stream reset after the request was read, and a GOAWAY (undici does not tell its
+    // last stream id, so the request may have been processed).
+    fetchFailed(
+      systemError(
+        "Stream closed with error code NGHTTP2_PROTOCOL_ERROR",
+        "ERR_HTTP2_STREAM_ERROR",
+      ),
+    ),
+    fetchFailed(
+      systemError(
+        'HTTP/2: "GOAWAY" frame received with code 0',
+        "UND_ERR_SOCKET",
+      ),
+    ),
     new TypeError("terminated"),
     // Browsers and workers say the same for every network failure.
     new TypeError("Failed to fetch"),

@@ -946,6 +946,15 @@ const TIMEOUT_CODES: ReadonlySet<string> = new Set([
   "UND_ERR_BODY_TIMEOUT",
 ]);
 
+/**
+ * Node's error for an HTTP/2 stream the server reset, and the end of its
+ * message for `REFUSED_STREAM`: the stream was not processed (RFC 9113,
+ * section 8.7), so it is a `connect` failure. undici passes it on as the
+ * cause of fetch's error and never resends it.
+ */
+const HTTP2_STREAM_ERROR = "ERR_HTTP2_STREAM_ERROR";
+const REFUSED_STREAM = "NGHTTP2_REFUSED_STREAM";
+
 /** Deno's connect failures (refused, DNS, TLS) all carry this in their message. */
 const DENO_CONNECT = "client error (Connect)";
 
@@ -974,7 +983,9 @@ function failureOf(
  * a code only a connect phase raises (`ENOTFOUND`, `EAI_AGAIN`,
  * `UND_ERR_CONNECT_TIMEOUT`, Bun's `ConnectionRefused`), is a TLS handshake
  * failure from OpenSSL (`ERR_SSL_*`: undici writes nothing before the
- * handshake ends), or Deno's `client error (Connect)` message. An errno such
+ * handshake ends), an HTTP/2 stream the server refused unprocessed (Node's
+ * `ERR_HTTP2_STREAM_ERROR` for `NGHTTP2_REFUSED_STREAM`), or Deno's
+ * `client error (Connect)` message. An errno such
  * as `EHOSTUNREACH` from `read` or `write` is not: the socket was already
  * sending. Anything else may have been sent: a reset, `terminated`, and the
  * opaque `TypeError: Failed to fetch` of browsers and
@@ -993,7 +1004,9 @@ export function isConnectError(error: unknown): boolean {
       syscall === "getaddrinfo" ||
       (typeof code === "string" &&
         (CONNECT_CODES.has(code) || code.startsWith("ERR_SSL_"))) ||
-      (typeof message === "string" && message.includes(DENO_CONNECT))
+      (typeof message === "string" &&
+        (message.includes(DENO_CONNECT) ||
+          (code === HTTP2_STREAM_ERROR && message.endsWith(REFUSED_STREAM))))
     );
   });
 }
