@@ -7,12 +7,14 @@
 # into $CACHE/node-undici, beside (not inside) the pinned tools of $CACHE/node, and linked into the
 # runner's folder by xtask/src/toolchains/typescript.rs. undici has no dependencies.
 #
-# The pin is the undici Node 20.20 bundles (`process.versions.undici`), so the Agent speaks the
-# same dispatcher API (version 1) as the fetch that calls it.
+# undici 7, not the 6.x Node 20 bundles: over HTTP/2 the Agent of undici 6 (6.24.1 as bundled,
+# 6.29.1 alike) never settles the next request to an origin whose connection was reset (the
+# matrix's reset scenarios hang), undici 7's recovers. It still takes the dispatcher handlers
+# (API version 1) Node 20's fetch passes. It needs Node >= 20.18.1.
 #
 # Sourced by scripts/bootstrap-toolchains.sh (say, die, run_logged, $CACHE, $LOGS, $STEP).
 
-TYPESCRIPT_UNDICI_VERSION="6.24.1"
+TYPESCRIPT_UNDICI_VERSION="7.30.3"
 
 step_typescript_undici() {
   STEP="typescript-undici"

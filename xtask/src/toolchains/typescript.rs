@@ -18,8 +18,8 @@ pub const TYPESCRIPT_VERSION: &str = "5.9.3";
 pub const TYPES_NODE_VERSION: &str = "20.19.43";
 pub const PRETTIER_VERSION: &str = "3.10.1";
 /// The npm undici the fault runner's TLS and HTTP/2 `Agent` comes from
-/// (scripts/bootstrap.d/typescript.sh): the one Node 20.20 bundles.
-pub const UNDICI_VERSION: &str = "6.24.1";
+/// (scripts/bootstrap.d/typescript.sh; 7.x: undici 6's HTTP/2 hangs after a reset).
+pub const UNDICI_VERSION: &str = "7.30.3";
 
 fn install_hint() -> String {
     format!(
@@ -339,7 +339,7 @@ impl Toolchain for TypeScript {
             "compiling the TypeScript fault runner",
         )?;
         Ok(vec![FaultRun {
-            protocols: &["http1", "http1-tls"],
+            protocols: &["http1", "http1-tls", "h2"],
             name: "typescript".into(),
             built: Built {
                 argv: vec!["node".into(), lossy(&work.join("out/runner.js"))],

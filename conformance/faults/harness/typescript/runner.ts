@@ -395,9 +395,18 @@ async function main(): Promise<void> {
     return;
   }
   for (const s of file.scenarios) {
+    current = s.id;
     await scenario(s, basePath);
   }
 }
+
+let current = "(none)";
+// undici's HTTP/2 sessions do not hold the event loop: a request that never settles would end
+// the process quietly, as if every scenario had been run.
+process.on("beforeExit", () => {
+  console.error(`the event loop drained with scenario ${current} in flight`);
+  process.exit(1);
+});
 
 main().then(
   // Idle keep-alive connections must not hold the process open: exit once stdout is flushed.
