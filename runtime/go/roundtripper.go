@@ -202,6 +202,11 @@ type FinishEvent struct {
 	// TimedOut reports that the last attempt ended by a timeout (the attempt timeout or the
 	// client's own, such as http.Transport.ResponseHeaderTimeout).
 	TimedOut bool
+	// Redirects counts the follow-ups the client sent by itself below the adapter: 0 with
+	// net/http, whose http.Client follows redirects above its Transport (each hop is a request
+	// of its own, with its own finish event). The server sees at most Attempts + Redirects
+	// requests per finish event.
+	Redirects int64
 	// Method, PathTemplate, OperationID and HasOperationID are the retry event's (RetryEvent);
 	// a request to a foreign origin has its method upper-cased and no operation.
 	Method         string

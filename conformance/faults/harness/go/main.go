@@ -227,6 +227,7 @@ func (r *recorder) onFinish(_ *http.Request, e retrypolicy.FinishEvent) {
 		Reason:       string(e.Reason),
 		Outcome:      string(e.Failure),
 		TimedOut:     e.TimedOut,
+		Redirects:    e.Redirects,
 		Method:       e.Method,
 		PathTemplate: optional(e.PathTemplate, e.PathTemplate != ""),
 		OperationID:  optional(e.OperationID, e.HasOperationID),
