@@ -5,6 +5,7 @@ mod bench;
 mod bless;
 mod conformance;
 mod corpus;
+mod dist;
 mod faults;
 mod harness;
 mod injection;
@@ -36,6 +37,13 @@ cargo xtask <command>
 
   fault-server
         the matrix's server alone (prints its URL; stops after 120 s without a connection)
+
+  dist [--check]
+        build the packages retrygen installs from into target/dist/: the wheel (maturin), the npm
+        launcher and this host's binary package, the crate (cargo package, built from the package);
+        --check installs each offline (venv, empty npm project, cargo root), runs --version and
+        init/generate/check with each (identical files required), and runs .pre-commit-hooks.yaml
+        with pre-commit on a throwaway repository (pass, then fail on drift)
 
   bless
         regenerate every file listed in retrygen.toml (the goldens under golden/)
@@ -115,6 +123,7 @@ fn main() -> Result<()> {
         "faults" => faults::main(rest),
         "fault-server" => faults::server_main(rest),
         "bless" => bless::main(),
+        "dist" => dist::main(rest),
         "help" | "--help" | "-h" => {
             print!("{HELP}");
             Ok(())
