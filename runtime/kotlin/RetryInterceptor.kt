@@ -2,25 +2,29 @@
 // @generated
 // retrygen's OkHttp 4 adapter for Kotlin/JVM (docs/adapters.md): the retry loop as an
 // okhttp3.Interceptor, copied verbatim beside RetryRuntime.kt when a target lists
-// adapters = ["okhttp"]; only the package line may differ. Needs com.squareup.okhttp3:okhttp 4.12.x.
+// adapters = ["okhttp"]; only the package line may differ. Needs com.squareup.okhttp3:okhttp 4.12.x
+// or okhttp(-jvm) 5.x: it uses only API the two lines share.
 
 package retrygen.generated
 
 import okhttp3.Call
+import okhttp3.Connection
 import okhttp3.Headers
 import okhttp3.Interceptor
 import okhttp3.OkHttpClient
+import okhttp3.Protocol
 import okhttp3.Response
-import okhttp3.internal.connection.RealCall
+import okhttp3.internal.http2.ConnectionShutdownException
+import okhttp3.internal.http2.ErrorCode
+import okhttp3.internal.http2.StreamResetException
 import java.io.IOException
 import java.io.InterruptedIOException
-import java.net.ConnectException
-import java.net.NoRouteToHostException
-import java.net.UnknownHostException
+import java.net.SocketTimeoutException
 import java.security.cert.CertPathValidatorException
 import java.security.cert.CertificateException
 import java.time.Duration
 import java.util.UUID
+import java.util.WeakHashMap
 import java.util.concurrent.ThreadLocalRandom
 import java.util.concurrent.TimeUnit
 import javax.net.ssl.SSLHandshakeException
@@ -46,59 +50,75 @@ public fun interface FinishListener {
  * (again) without reading the decision itself.
  *
  * @property attempts how many attempts were sent, at least 1.
- * @property reason the last decision's [DecisionReason.wireName], or [BODY_NOT_REPLAYABLE] when a
- *   retry was granted but the request body cannot be sent twice.
- * @property outcome what the last attempt ended with: `status`, `connect`, `transport` or
- *   `aborted` (also for a cancellation during the sleep before a retry).
+ * @property reason the last decision's [DecisionReason.wireName], [BODY_NOT_REPLAYABLE] when a
+ *   retry was granted but the request body cannot be sent twice, or [FOREIGN_ORIGIN] for a request
+ *   to another origin than the base URL's (sent once, untouched).
+ * @property outcome what the last attempt ended with: `status`, `connect`, `transport`,
+ *   `certificate` or `aborted` (also for a cancellation during the sleep before a retry).
  * @property status the returned response's status, or null when the request failed.
  * @property timedOut whether the last attempt ended by a timeout after connecting.
  * @property method the operation's method, or the request's method ASCII upper-cased when no
  *   operation matched.
  * @property pathTemplate the operation's path as the spec writes it, or null.
  * @property operationId the operation's operationId, or null.
+ * @property redirects the follow-ups OkHttp sent by itself below the interceptor over all attempts
+ *   (redirects it followed, authentication challenges it answered): the server saw at most
+ *   [attempts] + [redirects] requests.
  */
-public data class RetryFinish(
-    public val attempts: Int,
-    public val reason: String,
-    public val outcome: String,
-    public val status: Int?,
-    public val timedOut: Boolean,
-    public val method: String,
-    public val pathTemplate: String?,
-    public val operationId: String?,
-) {
-    /** The reason that is not a [DecisionReason]. */
-    public companion object {
-        /** [reason] when a retry was granted but the request body is one-shot or duplex. */
-        public const val BODY_NOT_REPLAYABLE: String = "body_not_replayable"
+public data class RetryFinish
+    @JvmOverloads
+    constructor(
+        public val attempts: Int,
+        public val reason: String,
+        public val outcome: String,
+        public val status: Int?,
+        public val timedOut: Boolean,
+        public val method: String,
+        public val pathTemplate: String?,
+        public val operationId: String?,
+        public val redirects: Int = 0,
+    ) {
+        /** The reasons that are not a [DecisionReason]. */
+        public companion object {
+            /** [reason] when a retry was granted but the request body is one-shot or duplex. */
+            public const val BODY_NOT_REPLAYABLE: String = "body_not_replayable"
+
+            /** [reason] for a request to another origin than the base URL's (docs/adapters.md rule 0). */
+            public const val FOREIGN_ORIGIN: String = "foreign_origin"
+        }
     }
-}
 
 /**
- * The retry loop for OkHttp 4 (docs/adapters.md): an application interceptor that classifies each
- * request with the API's operation table, mints an idempotency key where the operation takes one,
- * sends, maps OkHttp's failures to the retry contract's, asks [RetryRuntime.decide] and sends
- * again after the delay. One instance is one client's retry budget: build one per
- * [OkHttpClient] and install it with [install], which also turns off OkHttp's own replays.
+ * The retry loop for OkHttp 4.12 and 5 (docs/adapters.md): an application interceptor that
+ * classifies each request with the API's operation table, mints an idempotency key where the
+ * operation takes one, sends, maps OkHttp's failures to the retry contract's, asks
+ * [RetryRuntime.decide] and sends again after the delay. One instance is one client's retry
+ * budget: build one per [OkHttpClient] and install it with [install], which also turns off
+ * OkHttp's own replays and adds the network interceptor that watches each exchange.
  *
  * ```
  * val retries = RetryInterceptor(RetryPolicies.TABLE, RetryPolicies.DEFAULT_POLICY, baseUrl = "https://api.example.com/v1")
  * val client = retries.install(OkHttpClient.Builder()).build()
  * ```
  *
- * Errors: a failure rethrows OkHttp's own exception of the last attempt. It is `connect` (retried
- * for every class but no-retry) when OkHttp raised it while finding or opening a connection (DNS,
- * TCP connect, proxy tunnel, TLS handshake, the connect timeout) or when it is a
- * [ConnectException], [UnknownHostException], [NoRouteToHostException] or [SSLHandshakeException];
- * `aborted` when the call was cancelled ([Call.cancel], the call timeout) or the thread
- * interrupted; else `transport`, timed out when it is an [InterruptedIOException] (a read or write
+ * A request to another origin than [baseUrl]'s passes through once, untouched (finish reason
+ * [RetryFinish.FOREIGN_ORIGIN]).
+ *
+ * Errors: a failure rethrows OkHttp's own exception of the last attempt. It is `aborted` when the
+ * call was cancelled ([Call.cancel], the call timeout) or the thread interrupted; `certificate`
+ * (never retried) for a refused server certificate; `connect` (retried for every class but
+ * no-retry) when OkHttp failed before it had a connection for the attempt (DNS, TCP connect,
+ * proxy tunnel, TLS handshake, the connect timeout: the network interceptor [install] adds was
+ * never reached) or when an HTTP/2 server refused the attempt's only stream unprocessed
+ * (`REFUSED_STREAM`, which a GOAWAY below the stream also raises, or a connection already shut
+ * down); else `transport`, timed out when it is an [InterruptedIOException] (a read or write
  * timeout, the attempt timeout). A cancellation during the sleep throws `IOException("Canceled")`,
  * as OkHttp does for a cancelled call.
  *
  * @property table the API's operations: the tables object's `TABLE`.
  * @property policy the retry policy, checked here: usually the tables object's `DEFAULT_POLICY`.
  * @param baseUrl the base URL (or base path) the SDK sends requests under, for the classifier
- *   (contract C2); null for the spec's base path.
+ *   (contract C2) and the origin scope (C5); null for the spec's base path.
  * @param onRetry called with the event of every granted retry, before the sleep; null for none.
  * @param onFinish called once per request with how it ended; null for none.
  * @property mintIdempotencyKeys whether to set a fresh UUID v4 key on requests to keyed operations
@@ -117,7 +137,7 @@ public class RetryInterceptor
     constructor(
         public val table: OperationTable,
         public val policy: RetryPolicy,
-        baseUrl: String? = null,
+        private val baseUrl: String? = null,
         private val onRetry: RetryListener? = null,
         private val onFinish: FinishListener? = null,
         public val mintIdempotencyKeys: Boolean = true,
@@ -152,58 +172,92 @@ public class RetryInterceptor
 
         private val attemptTimeoutMillis: Int = attemptTimeout?.let(::timeoutMillis) ?: 0
 
+        // The network interceptor [install] adds: it sees every exchange OkHttp sends for an attempt.
+        private val exchanges: ExchangeGuard = ExchangeGuard(this)
+
+        // Whether [install] added this interceptor (and its network interceptor) to a client.
+        @Volatile
+        private var installed: Boolean = false
+
         /** The retry budget's tokens now (contract K1-K4), for metrics. */
         public val budgetTokens: Long
             get() = budget.tokens
 
         /**
          * Installs this interceptor in [builder]: turns off OkHttp's own replays after a failed
-         * connection (`retryOnConnectionFailure(false)`, which resends even a POST) and adds this as
-         * an application interceptor. Returns [builder].
+         * connection (`retryOnConnectionFailure(false)`, which resends even a POST), adds this as an
+         * application interceptor and adds its network interceptor, which tells the attempts that
+         * failed before a connection (`connect`) from the others, counts the redirects OkHttp
+         * follows, checks an HTTP/1 connection idle for a while before reusing it, and hides from
+         * OkHttp's follow-up logic the two statuses it would resend by itself (a `503` with
+         * `Retry-After`, a `421` on HTTP/2) while the caller still gets them unchanged. Returns
+         * [builder].
          */
-        public fun install(builder: OkHttpClient.Builder): OkHttpClient.Builder =
-            builder.retryOnConnectionFailure(false).addInterceptor(this)
+        public fun install(builder: OkHttpClient.Builder): OkHttpClient.Builder {
+            installed = true
+            return builder.retryOnConnectionFailure(false).addInterceptor(this).addNetworkInterceptor(exchanges)
+        }
 
         override fun intercept(chain: Interceptor.Chain): Response {
             val call = chain.call()
-            checkClient(chain, call)
+            checkClient(chain)
             var request = chain.request()
             val method = request.method
             // HttpUrl keeps its string form, so this allocates nothing.
-            val classification = classifier.classify(method, request.url.toString())
+            val url = request.url.toString()
+            // What the network interceptor sees of each attempt, carried there as a request tag.
+            val attempt = Attempt(this)
+            val attemptChain = if (attemptTimeoutMillis > 0) withAttemptTimeout(chain) else chain
+            if (baseUrl != null && !RetryRuntime.inScope(baseUrl, url)) {
+                // Rule 0: another origin than the base URL's passes through once, untouched.
+                request = request.newBuilder().tag(Attempt::class.java, attempt).build()
+                send(attemptChain, request, attempt, call)
+                val response = attempt.response
+                val failure = attempt.failure
+                val outcome = if (response != null) STATUS else outcomeName(failureOutcome(checkNotNull(failure), call, attempt))
+                val timedOut = outcome == TRANSPORT && failure is InterruptedIOException
+                return finish(response, failure, outcome, 0, RetryFinish.FOREIGN_ORIGIN, timedOut, null, method, attempt.redirects)
+            }
+            val classification = classifier.classify(method, url)
             val operation = classification.operation
             var hasKey = false
+            val builder = request.newBuilder().tag(Attempt::class.java, attempt)
             val keyHeader = operation?.idempotencyHeader
             if (keyHeader != null) {
                 hasKey = RetryRuntime.hasIdempotencyKey(operation, request.headers)
                 if (!hasKey && mintIdempotencyKeys && classification.replayClass == ReplayClass.KEYED) {
                     // Once per request: every attempt sends this value. UUID.randomUUID draws from
                     // SecureRandom and prints the canonical lower-case form.
-                    request = request.newBuilder().header(keyHeader, UUID.randomUUID().toString()).build()
+                    builder.header(keyHeader, UUID.randomUUID().toString())
                     hasKey = true
                 }
             }
+            request = builder.build()
             val body = request.body
             val replayableBody = body == null || !(body.isOneShot() || body.isDuplex())
-            val attemptChain = if (attemptTimeoutMillis > 0) withAttemptTimeout(chain) else chain
             val started = System.nanoTime()
             var retriesUsed = 0L
             var previousDelayMs = 0L
             var lastRetryCost = 0L
             while (true) {
-                var failure: IOException? = null
-                val response =
-                    try {
-                        attemptChain.proceed(request)
-                    } catch (e: IOException) {
-                        failure = e
-                        null
-                    }
-                val outcome = if (response != null) statusOutcome(response) else failureOutcome(checkNotNull(failure), call)
+                send(attemptChain, request, attempt, call)
+                val response = attempt.response
+                val failure = attempt.failure
+                val outcome = if (response != null) statusOutcome(response) else failureOutcome(checkNotNull(failure), call, attempt)
                 val timedOut = outcome == Outcome.Transport && failure is InterruptedIOException
                 if (outcome == null) {
                     // A status OkHttp reads but HTTP does not define (600-999): returned untouched.
-                    return finish(response, null, STATUS, retriesUsed, STATUS_NOT_RETRYABLE, false, classification, method)
+                    return finish(
+                        response,
+                        null,
+                        STATUS,
+                        retriesUsed,
+                        STATUS_NOT_RETRYABLE,
+                        false,
+                        classification.operation,
+                        method,
+                        attempt.redirects,
+                    )
                 }
                 // Every value is one the checks accept (contract V4-V7): a status of 100-599, at most
                 // maxRetries retries, clocks that do not go back, a draw in [0, 1), the cell's tokens.
@@ -240,21 +294,46 @@ public class RetryInterceptor
                     if (response != null && response.code < SUCCESS_BELOW && budget.tokens < checked.budgetCapacity) {
                         budget.recordSuccess(lastRetryCost)
                     }
-                    return finish(response, failure, outcomeName(outcome), retriesUsed, reason, timedOut, classification, method)
+                    return finish(
+                        response,
+                        failure,
+                        outcomeName(outcome),
+                        retriesUsed,
+                        reason,
+                        timedOut,
+                        classification.operation,
+                        method,
+                        attempt.redirects,
+                    )
                 }
                 try {
                     onRetry?.onRetry(RetryEvent.of(classification, method, retriesUsed, decision))
-                } finally {
-                    // OkHttp drains what the server already sent (at most 100 ms) so that the
-                    // connection can be reused, else drops the connection.
+                } catch (e: Throwable) {
+                    // The request ends here: one finish event, then the listener's error.
                     response?.close()
+                    reportFinish(
+                        finishEvent(
+                            retriesUsed + 1,
+                            decision.reason.wireName,
+                            outcomeName(outcome),
+                            response?.code,
+                            timedOut,
+                            operation,
+                            method,
+                            attempt.redirects,
+                        ),
+                        e,
+                    )
+                    throw e
                 }
+                // OkHttp drains what the server already sent (at most 100 ms) so that the
+                // connection can be reused, else drops the connection.
+                response?.close()
                 val cancelled = sleep(decision.delayMs, call)
                 if (cancelled != null) {
                     failure?.let(cancelled::addSuppressed)
-                    onFinish?.onFinish(
-                        finishEvent(retriesUsed + 1, DecisionReason.ABORTED.wireName, ABORTED, null, false, classification, method),
-                    )
+                    val aborted = DecisionReason.ABORTED.wireName
+                    onFinish?.onFinish(finishEvent(retriesUsed + 1, aborted, ABORTED, null, false, operation, method, attempt.redirects))
                     throw cancelled
                 }
                 lastRetryCost =
@@ -268,6 +347,41 @@ public class RetryInterceptor
             }
         }
 
+        /**
+         * Sends one attempt of [request] (tagged with [attempt]) and leaves its response or failure in
+         * [attempt]. A pooled connection the network interceptor found closed by the server, before
+         * anything was written on it, is no attempt: OkHttp is asked again and picks another one.
+         */
+        private fun send(
+            chain: Interceptor.Chain,
+            request: okhttp3.Request,
+            attempt: Attempt,
+            call: Call,
+        ) {
+            var stale = 0
+            while (true) {
+                attempt.start()
+                try {
+                    attempt.response = restore(chain.proceed(request))
+                    // A response from the network that the network interceptor never saw: it is not
+                    // installed, so failures could not be told apart (a cache hit has no network response).
+                    check(attempt.exchanges > 0 || attempt.response?.networkResponse == null) {
+                        attempt.response?.close()
+                        NOT_INSTALLED
+                    }
+                    return
+                } catch (e: StaleConnectionException) {
+                    if (++stale >= MAX_STALE_CONNECTIONS || call.isCanceled()) {
+                        attempt.failure = e
+                        return
+                    }
+                } catch (e: IOException) {
+                    attempt.failure = e
+                    return
+                }
+            }
+        }
+
         /** Reports the finish event and returns [response], or throws [failure] when there is none. */
         private fun finish(
             response: Response?,
@@ -276,12 +390,13 @@ public class RetryInterceptor
             retriesUsed: Long,
             reason: String,
             timedOut: Boolean,
-            classification: Classification,
+            operation: Operation?,
             method: String,
+            redirects: Int,
         ): Response {
             try {
                 onFinish?.onFinish(
-                    finishEvent(retriesUsed + 1, reason, outcome, response?.code, timedOut, classification, method),
+                    finishEvent(retriesUsed + 1, reason, outcome, response?.code, timedOut, operation, method, redirects),
                 )
             } catch (e: Throwable) {
                 // The caller never sees the response: close it, else its connection leaks.
@@ -292,17 +407,29 @@ public class RetryInterceptor
             return response ?: throw checkNotNull(failure)
         }
 
+        /** Reports [finish] after an onRetry listener threw [thrown]; an error of onFinish is suppressed in it. */
+        private fun reportFinish(
+            finish: RetryFinish,
+            thrown: Throwable,
+        ) {
+            try {
+                onFinish?.onFinish(finish)
+            } catch (e: Throwable) {
+                thrown.addSuppressed(e)
+            }
+        }
+
         private fun finishEvent(
             attempts: Long,
             reason: String,
             outcome: String,
             status: Int?,
             timedOut: Boolean,
-            classification: Classification,
+            operation: Operation?,
             method: String,
-        ): RetryFinish {
-            val operation = classification.operation
-            return RetryFinish(
+            redirects: Int,
+        ): RetryFinish =
+            RetryFinish(
                 attempts.toInt(),
                 reason,
                 outcome,
@@ -311,8 +438,8 @@ public class RetryInterceptor
                 operation?.method ?: RetryRuntime.asciiUpperCase(method),
                 operation?.path,
                 operation?.operationId,
+                redirects,
             )
-        }
 
         /**
          * The status outcome of [response], or null for a status outside 100-599. Decide reads the
@@ -351,18 +478,118 @@ public class RetryInterceptor
         }
 
         /** Refuses a client set up so that OkHttp replays requests below the adapter. */
-        private fun checkClient(
-            chain: Interceptor.Chain,
-            call: Call,
-        ) {
+        private fun checkClient(chain: Interceptor.Chain) {
             check(chain.connection() == null) {
                 "RetryInterceptor is an application interceptor: install it with RetryInterceptor.install(builder) " +
                     "(OkHttpClient.Builder.addInterceptor), not addNetworkInterceptor"
             }
-            // OkHttp 4 gives an interceptor no other way to see its client than the call's.
-            check(!(call is RealCall && call.client.retryOnConnectionFailure)) {
-                "RetryInterceptor needs OkHttpClient.Builder.retryOnConnectionFailure(false): OkHttp would otherwise " +
-                    "resend requests (POSTs included) the retry policy did not grant; install it with RetryInterceptor.install(builder)"
+            check(installed) { NOT_INSTALLED }
+        }
+
+        /** What the network interceptor saw of one attempt, and what the attempt ended with. */
+        private class Attempt(
+            val owner: RetryInterceptor,
+        ) {
+            // Exchanges the network interceptor let through in this attempt (the first and OkHttp's
+            // follow-ups), the status of the last one (0 while it is in flight or when it failed), and
+            // the follow-ups of the request's earlier attempts.
+            var exchanges: Int = 0
+            var lastStatus: Int = 0
+            private var earlierRedirects: Int = 0
+            var response: Response? = null
+            var failure: IOException? = null
+
+            /** The follow-ups OkHttp sent by itself over all attempts so far. */
+            val redirects: Int
+                get() = earlierRedirects + maxOf(exchanges - 1, 0)
+
+            fun start() {
+                earlierRedirects += maxOf(exchanges - 1, 0)
+                exchanges = 0
+                lastStatus = 0
+                response = null
+                failure = null
+            }
+        }
+
+        /** Thrown by the network interceptor, before writing, for a pooled connection the server closed. */
+        private class StaleConnectionException : IOException("retrygen: the server closed this pooled connection while it was idle")
+
+        /**
+         * The network interceptor of [owner]: runs once per exchange, after OkHttp has a connection
+         * for it and before a byte of the request is written.
+         */
+        private class ExchangeGuard(
+            private val owner: RetryInterceptor,
+        ) : Interceptor {
+            // When each HTTP/1 connection last started an exchange; weak keys, so closed connections go.
+            private val lastUsed: WeakHashMap<Connection, Long> = WeakHashMap()
+
+            override fun intercept(chain: Interceptor.Chain): Response {
+                val request = chain.request()
+                val attempt = request.tag(Attempt::class.java)
+                if (attempt == null || attempt.owner !== owner) {
+                    return chain.proceed(request)
+                }
+                val connection = chain.connection()
+                if (attempt.exchanges > 0 && !isFollowUp(attempt.lastStatus)) {
+                    // OkHttp is sending the attempt again by itself: after a failure
+                    // (retryOnConnectionFailure set back to true) or after a 408.
+                    throw IllegalStateException(NOT_INSTALLED)
+                }
+                // Only before the attempt's first exchange: after a follow-up nothing may be sent again.
+                if (connection != null && isStale(connection, attempt.exchanges == 0)) {
+                    throw StaleConnectionException()
+                }
+                attempt.exchanges++
+                attempt.lastStatus = 0
+                val response = chain.proceed(request)
+                attempt.lastStatus = response.code
+                return hideFollowUp(response, connection)
+            }
+
+            /**
+             * Whether [connection] is an HTTP/1 connection the server has closed, checked (when [check])
+             * only when it sat idle for [IDLE_CHECK_NANOS] or more (the check costs a 1 ms read timeout);
+             * a closed one is closed here too, so that OkHttp's pool drops it. OkHttp itself checks only
+             * after 10 s of idleness, and only for requests other than GET.
+             */
+            private fun isStale(
+                connection: Connection,
+                check: Boolean,
+            ): Boolean {
+                val protocol = connection.protocol()
+                if (protocol != Protocol.HTTP_1_1 && protocol != Protocol.HTTP_1_0) {
+                    // HTTP/2 reads its connection all the time: a closed one is never handed out.
+                    return false
+                }
+                val now = System.nanoTime()
+                val last = synchronized(lastUsed) { lastUsed.put(connection, now) } ?: return false
+                if (!check || now - last < IDLE_CHECK_NANOS) {
+                    return false
+                }
+                val socket = connection.socket()
+                val closed =
+                    try {
+                        val timeout = socket.soTimeout
+                        try {
+                            socket.soTimeout = 1
+                            // An idle HTTP/1 connection has nothing to read: an end of stream or a byte
+                            // means the server closed it or broke it.
+                            socket.getInputStream().read()
+                            true
+                        } finally {
+                            socket.soTimeout = timeout
+                        }
+                    } catch (e: SocketTimeoutException) {
+                        false
+                    } catch (e: IOException) {
+                        true
+                    }
+                if (closed) {
+                    socket.close()
+                }
+                return closed
             }
         }
 
@@ -373,12 +600,31 @@ public class RetryInterceptor
             const val MIN_STATUS: Int = 100
             const val MAX_STATUS: Int = 599
             const val STATUS: String = "status"
+            const val TRANSPORT: String = "transport"
             const val ABORTED: String = "aborted"
             const val STATUS_NOT_RETRYABLE: String = "status_not_retryable"
             const val MAX_CAUSE_DEPTH: Int = 16
 
-            /** Where OkHttp 4 finds or opens a connection: nothing of the request is written there. */
-            const val EXCHANGE_FINDER: String = "okhttp3.internal.connection.ExchangeFinder"
+            /** An HTTP/1 connection idle this long is checked before it is reused (50 ms). */
+            const val IDLE_CHECK_NANOS: Long = 50_000_000
+
+            /** Stale pooled connections skipped in one attempt before it counts as a `connect` failure. */
+            const val MAX_STALE_CONNECTIONS: Int = 16
+
+            const val MISDIRECTED: Int = 421
+            const val UNAVAILABLE: Int = 503
+
+            /** The status a `421` on HTTP/2 passes OkHttp's follow-up logic as: one it never resends. */
+            const val MISDIRECTED_IN_TRANSIT: Int = 400
+
+            /** The prefix of a header hidden from OkHttp's follow-up logic, and the carrier of a hidden status. */
+            const val HIDDEN: String = "Retrygen-Hidden-"
+            const val HIDDEN_STATUS: String = "Retrygen-Hidden-Status"
+
+            const val NOT_INSTALLED: String =
+                "RetryInterceptor needs OkHttpClient.Builder.retryOnConnectionFailure(false) and its network interceptor: " +
+                    "OkHttp would otherwise resend requests (POSTs included) the retry policy did not grant; " +
+                    "install it with RetryInterceptor.install(builder)"
 
             fun timeoutMillis(timeout: Duration): Int {
                 require(timeout >= Duration.ofMillis(1) && timeout <= Duration.ofMillis(Int.MAX_VALUE.toLong())) {
@@ -387,31 +633,107 @@ public class RetryInterceptor
                 return timeout.toMillis().toInt()
             }
 
-            /** The contract's failure for [failure], an attempt of [call]. */
+            /** Whether OkHttp sends a follow-up after [status] that the server asked for: a redirect or an auth challenge. */
+            fun isFollowUp(status: Int): Boolean = status in 300..303 || status == 307 || status == 308 || status == 401 || status == 407
+
+            /**
+             * [response] as OkHttp's follow-up logic may see it: a `503` without `Retry-After` (OkHttp
+             * resends a `503` whose `Retry-After` is `0` at once, any method) and a `421` on HTTP/2 as a
+             * `400` (OkHttp resends a `421` from a coalesced connection). [restore] undoes both.
+             */
+            fun hideFollowUp(
+                response: Response,
+                connection: Connection?,
+            ): Response {
+                val code = response.code
+                if (code == UNAVAILABLE && response.headers.names().any { it.equals("Retry-After", ignoreCase = true) }) {
+                    return response.newBuilder().headers(renamed(response.headers, true)).build()
+                }
+                val protocol = connection?.protocol()
+                if (code == MISDIRECTED && (protocol == Protocol.HTTP_2 || protocol == Protocol.H2_PRIOR_KNOWLEDGE)) {
+                    return response
+                        .newBuilder()
+                        .code(MISDIRECTED_IN_TRANSIT)
+                        .addHeader(HIDDEN_STATUS, code.toString())
+                        .build()
+                }
+                return response
+            }
+
+            /** [response] as the server sent it: what [hideFollowUp] changed, put back. */
+            fun restore(response: Response): Response {
+                val code = response.code
+                if (code == UNAVAILABLE && firstValue(response.headers, HIDDEN + "Retry-After") != null) {
+                    return response.newBuilder().headers(renamed(response.headers, false)).build()
+                }
+                if (code == MISDIRECTED_IN_TRANSIT) {
+                    val status = firstValue(response.headers, HIDDEN_STATUS) ?: return response
+                    return response
+                        .newBuilder()
+                        .code(status.toInt())
+                        .removeHeader(HIDDEN_STATUS)
+                        .build()
+                }
+                return response
+            }
+
+            /** [headers] in their order, each `Retry-After` renamed to its hidden name ([hide]) or back. */
+            fun renamed(
+                headers: Headers,
+                hide: Boolean,
+            ): Headers {
+                val out = Headers.Builder()
+                for (i in 0 until headers.size) {
+                    val name = headers.name(i)
+                    val hidden = name.startsWith(HIDDEN, ignoreCase = true)
+                    val renamed =
+                        if (hide && name.equals("Retry-After", ignoreCase = true)) {
+                            HIDDEN + name
+                        } else if (!hide && hidden && name.substring(HIDDEN.length).equals("Retry-After", ignoreCase = true)) {
+                            name.substring(HIDDEN.length)
+                        } else {
+                            name
+                        }
+                    out.addUnsafeNonAscii(renamed, headers.value(i))
+                }
+                return out.build()
+            }
+
+            /** The contract's failure for [failure], an attempt of [call] the network interceptor watched as [attempt]. */
             fun failureOutcome(
                 failure: IOException,
                 call: Call,
+                attempt: Attempt,
             ): Outcome =
                 when {
                     call.isCanceled() || Thread.currentThread().isInterrupted -> Outcome.Aborted
 
                     isCertificateFailure(failure) -> Outcome.Certificate
 
-                    failure is ConnectException ||
-                        failure is UnknownHostException ||
-                        failure is NoRouteToHostException ||
-                        failure is SSLHandshakeException -> Outcome.Connect
+                    // No exchange began: OkHttp failed while finding or opening the connection.
+                    attempt.exchanges == 0 -> Outcome.Connect
 
-                    raisedWhileConnecting(failure) -> Outcome.Connect
+                    // The attempt's only stream, refused unprocessed (RFC 9113 section 8.7).
+                    attempt.exchanges == 1 && attempt.lastStatus == 0 && isRefusal(failure) -> Outcome.Connect
 
                     else -> Outcome.Transport
                 }
+
+            /**
+             * Whether [failure] is an HTTP/2 refusal of a stream the server provably did not process:
+             * `REFUSED_STREAM` (OkHttp also raises it for the streams above a GOAWAY's last stream id)
+             * or a connection already shut down when the stream was to be opened. OkHttp's own
+             * `isRecoverable` treats both as not sent.
+             */
+            fun isRefusal(failure: IOException): Boolean =
+                failure is ConnectionShutdownException ||
+                    (failure is StreamResetException && failure.errorCode == ErrorCode.REFUSED_STREAM)
 
             fun outcomeName(outcome: Outcome): String =
                 when (outcome) {
                     is Outcome.Status -> STATUS
                     Outcome.Connect -> "connect"
-                    Outcome.Transport -> "transport"
+                    Outcome.Transport -> TRANSPORT
                     Outcome.Aborted -> ABORTED
                     Outcome.Certificate -> "certificate"
                 }
@@ -439,13 +761,6 @@ public class RetryInterceptor
                 }
                 return false
             }
-
-            /**
-             * Whether OkHttp raised [failure] while finding or opening a connection (DNS, TCP
-             * connect and its timeout, proxy tunnel, TLS handshake and its timeouts): the request
-             * provably never left. OkHttp 4 tells an application interceptor nothing else about it.
-             */
-            fun raisedWhileConnecting(failure: IOException): Boolean = failure.stackTrace.any { it.className == EXCHANGE_FINDER }
 
             /**
              * The first value of the header [name] (ASCII case-insensitive; OkHttp's names are

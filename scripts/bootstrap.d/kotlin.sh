@@ -8,6 +8,8 @@
 #   $CACHE/okhttp/$OKHTTP_VERSION/okhttp-$OKHTTP_VERSION.jar
 #   $CACHE/okhttp/$OKHTTP_VERSION/okio-jvm-$OKIO_VERSION.jar
 #   $CACHE/okhttp-classpath      (the two paths joined by ':', read by xtask)
+#   $CACHE/okhttp5/$OKHTTP5_VERSION/okhttp-jvm-$OKHTTP5_VERSION.jar, okio-jvm-$OKIO5_VERSION.jar
+#   $CACHE/okhttp5-classpath     (the same for OkHttp 5: the run kotlin-okhttp5)
 #
 # OkHttp's own dependencies are Okio and the Kotlin stdlib; the stdlib is the compiler's (Kotlin
 # 2.x), which runs code compiled for 1.8/1.9, so the older kotlin-stdlib-jdk7/jdk8 jars OkHttp's
@@ -20,10 +22,22 @@ OKIO_VERSION="3.6.0"
 OKHTTP_SHA256="86706f20171c58167b4acca46a66a4039d6b7927543b5ed944b7311c3cb52de0"   # okhttp-4.12.1.jar
 OKIO_SHA256="67543f0736fc422ae927ed0e504b98bc5e269fda0d3500579337cb713da28412"     # okio-jvm-3.6.0.jar
 
+# OkHttp 5 (what OpenAPI Generator's Kotlin client pins): the JVM artifact is okhttp-jvm, and Okio
+# exactly as okhttp-jvm-5.5.1.pom declares it. Its own folder ($CACHE/okhttp5/), its own classpath
+# file ($CACHE/okhttp5-classpath): the adapter is tested and run on both lines.
+OKHTTP5_VERSION="5.5.1"
+OKIO5_VERSION="3.18.1"
+OKHTTP5_SHA256="4039527bd1f2e40b66e20b0e52c689cf56074b938ea02678141495f5160f1047"  # okhttp-jvm-5.5.1.jar
+OKIO5_SHA256="b97b640557a650d15411f2be29aef558c4e422a83653cb18ba494311dbed18be"    # okio-jvm-3.18.1.jar
+
+# download_okhttp WHAT DIR ARTIFACT VERSION OKIO_VERSION ARTIFACT_SHA256 OKIO_SHA256
 download_okhttp() {
-  local what="$1" dir="$2" log="$LOGS/okhttp-maven.log"
+  local what="$1" dir="$2" artifact="$3" version="$4" okio="$5" artifact_sum="$6" okio_sum="$7"
+  local log="$LOGS/$artifact-$version-maven.log"
   command -v mvn >/dev/null 2>&1 || die "$what" "mvn is not on PATH (needed to download from Maven Central)"
-  local stage="$CACHE/okhttp/.staging" pomdir="$TMP/okhttp-pom"
+  local parent
+  parent="$(dirname "$dir")"
+  local stage="$parent/.staging" pomdir="$TMP/$artifact-$version-pom"
   rm -rf "$stage"
   mkdir -p "$stage" "$pomdir"
   cat >"$pomdir/pom.xml" <<EOF
@@ -45,8 +59,8 @@ download_okhttp() {
             <configuration>
               <outputDirectory>$stage</outputDirectory>
               <artifactItems>
-                <artifactItem><groupId>com.squareup.okhttp3</groupId><artifactId>okhttp</artifactId><version>$OKHTTP_VERSION</version></artifactItem>
-                <artifactItem><groupId>com.squareup.okio</groupId><artifactId>okio-jvm</artifactId><version>$OKIO_VERSION</version></artifactItem>
+                <artifactItem><groupId>com.squareup.okhttp3</groupId><artifactId>$artifact</artifactId><version>$version</version></artifactItem>
+                <artifactItem><groupId>com.squareup.okio</groupId><artifactId>okio-jvm</artifactId><version>$okio</version></artifactItem>
               </artifactItems>
             </configuration>
           </execution>
@@ -59,9 +73,9 @@ EOF
   # A throw-away local repository keeps ~/.m2 untouched, as for the compiler.
   run_logged "$log" mvn -B -q -Dstyle.color=never -f "$pomdir/pom.xml" -Dmaven.repo.local="$TMP/m2" \
     "org.apache.maven.plugins:maven-dependency-plugin:$MAVEN_DEPENDENCY_PLUGIN_VERSION:copy@okhttp" \
-    || die "$what" "Maven could not download okhttp $OKHTTP_VERSION and okio-jvm $OKIO_VERSION (is Maven Central reachable?)" "$log"
+    || die "$what" "Maven could not download $artifact $version and okio-jvm $okio (is Maven Central reachable?)" "$log"
   local jar sum want
-  for jar in "okhttp-$OKHTTP_VERSION.jar:$OKHTTP_SHA256" "okio-jvm-$OKIO_VERSION.jar:$OKIO_SHA256"; do
+  for jar in "$artifact-$version.jar:$artifact_sum" "okio-jvm-$okio.jar:$okio_sum"; do
     want="${jar#*:}" jar="${jar%%:*}"
     [[ -s "$stage/$jar" ]] || die "$what" "Maven finished but $jar is missing" "$log"
     sum="$(sha256sum "$stage/$jar" | awk '{ print $1 }')"
@@ -70,32 +84,36 @@ EOF
   done
   # Switch over; drop other (older) OkHttp versions.
   local other
-  for other in "$CACHE"/okhttp/*; do
+  for other in "$parent"/*; do
     [[ -d "$other" && "$other" != "$stage" ]] && rm -rf "$other"
   done
   mv "$stage" "$dir"
 }
 
-step_kotlin_okhttp() {
-  STEP="kotlin-okhttp"
-  local t0=$EPOCHREALTIME what="OkHttp $OKHTTP_VERSION + Okio $OKIO_VERSION (Kotlin adapter)" action="cached"
-  local dir="$CACHE/okhttp/$OKHTTP_VERSION" pins="$OKHTTP_SHA256 $OKIO_SHA256"
+# install_okhttp STEP CACHE_FOLDER CLASSPATH_FILE ARTIFACT VERSION OKIO_VERSION ARTIFACT_SHA256 OKIO_SHA256
+install_okhttp() {
+  STEP="$1"
+  local folder="$2" cpfile="$3" artifact="$4" version="$5" okio="$6" artifact_sum="$7" okio_sum="$8"
+  local t0=$EPOCHREALTIME what="OkHttp $version + Okio $okio (Kotlin adapter)" action="cached"
+  local dir="$CACHE/$folder/$version" pins="$artifact_sum $okio_sum"
   # .complete holds the checksums the jars were verified against: a pin bump downloads again.
   if [[ ! -f "$dir/.complete" || "$(cat "$dir/.complete")" != "$pins" \
-     || ! -s "$dir/okhttp-$OKHTTP_VERSION.jar" || ! -s "$dir/okio-jvm-$OKIO_VERSION.jar" ]]; then
+     || ! -s "$dir/$artifact-$version.jar" || ! -s "$dir/okio-jvm-$okio.jar" ]]; then
     action="installed"
-    download_okhttp "$what" "$dir"
+    mkdir -p "$CACHE/$folder"
+    download_okhttp "$what" "$dir" "$artifact" "$version" "$okio" "$artifact_sum" "$okio_sum"
     printf '%s' "$pins" >"$dir/.complete"
   fi
   # The physical path, so that a checkout whose .cache is a link (a git worktree) records a
   # classpath that outlives it.
   local real
   real="$(cd "$dir" && pwd -P)"
-  local cp="$real/okhttp-$OKHTTP_VERSION.jar:$real/okio-jvm-$OKIO_VERSION.jar"
-  if [[ ! -f "$CACHE/okhttp-classpath" || "$(cat "$CACHE/okhttp-classpath")" != "$cp" ]]; then
-    printf '%s\n' "$cp" >"$CACHE/okhttp-classpath"
+  local cp="$real/$artifact-$version.jar:$real/okio-jvm-$okio.jar"
+  if [[ ! -f "$CACHE/$cpfile" || "$(cat "$CACHE/$cpfile")" != "$cp" ]]; then
+    printf '%s\n' "$cp" >"$CACHE/$cpfile"
   fi
-  say "kotlin: okhttp $OKHTTP_VERSION + okio-jvm $OKIO_VERSION $action ($(elapsed "$t0"))"
+  say "kotlin: $artifact $version + okio-jvm $okio $action ($(elapsed "$t0"))"
 }
 
-step_kotlin_okhttp
+install_okhttp kotlin-okhttp okhttp okhttp-classpath okhttp "$OKHTTP_VERSION" "$OKIO_VERSION" "$OKHTTP_SHA256" "$OKIO_SHA256"
+install_okhttp kotlin-okhttp5 okhttp5 okhttp5-classpath okhttp-jvm "$OKHTTP5_VERSION" "$OKIO5_VERSION" "$OKHTTP5_SHA256" "$OKIO5_SHA256"

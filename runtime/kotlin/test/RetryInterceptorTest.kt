@@ -9,10 +9,12 @@ import okhttp3.Call
 import okhttp3.Callback
 import okhttp3.MediaType.Companion.toMediaType
 import okhttp3.OkHttpClient
+import okhttp3.Protocol
 import okhttp3.Request
 import okhttp3.RequestBody
 import okhttp3.RequestBody.Companion.toRequestBody
 import okhttp3.Response
+import okhttp3.ResponseBody
 import okio.BufferedSink
 import retrygen.generated.DecisionReason
 import retrygen.generated.Jitter
@@ -27,8 +29,10 @@ import retrygen.generated.RetryPolicy
 import retrygen.generated.RetryRuntime
 import java.io.BufferedInputStream
 import java.io.ByteArrayOutputStream
+import java.io.DataInputStream
 import java.io.IOException
 import java.io.InputStream
+import java.io.OutputStream
 import java.net.ConnectException
 import java.net.InetAddress
 import java.net.ServerSocket
@@ -107,7 +111,7 @@ private class Arrival(
     val body: String,
 )
 
-/** One answer of the server's script: a status, or `reset`, `close`, `stall`. */
+/** One answer of the server's script: a status, or `reset`, `close`, `stall`, `answer_then_close`. */
 private class Step(
     val status: Int = 200,
     val headers: Map<String, String> = emptyMap(),
@@ -189,6 +193,10 @@ private class TestServer(
             reply.append("Content-Length: 2\r\n\r\nok")
             output.write(reply.toString().toByteArray())
             output.flush()
+            if (step.action == "answer_then_close") {
+                // A keep-alive answer, then the server closes the idle connection: stale in the pool.
+                return
+            }
         }
     }
 
@@ -272,6 +280,7 @@ private class Run {
     val finishes: MutableList<RetryFinish> = Collections.synchronizedList(ArrayList())
     var status: Int? = null
     var body: String? = null
+    var headers: List<Pair<String, String>> = emptyList()
     var error: Exception? = null
     var elapsedMs: Long = 0
 
@@ -312,7 +321,10 @@ private fun send(
     try {
         call.execute().use { response ->
             run.status = response.code
-            run.body = response.body?.string()
+            run.headers = response.headers.map { it.first to it.second }
+            // Nullable in OkHttp 4, not in 5: the same code compiles warning-free on both.
+            val body: ResponseBody? = response.body
+            run.body = body?.string()
         }
     } catch (e: IOException) {
         run.error = e
@@ -640,6 +652,301 @@ private fun callTests() {
     }
 }
 
+/**
+ * OkHttp resends a `503` whose `Retry-After` is `0` by itself, below any application interceptor
+ * and whatever `retryOnConnectionFailure` says: the network interceptor hides the header from it.
+ */
+private fun followUpTests() {
+    val unavailable = listOf(Step(503, mapOf("Retry-After" to "0", "X-After" to "1")), Step(201))
+    exchange(unavailable, "POST", "/items", json("{}")) { run, server, _ ->
+        expect("POST 503 Retry-After 0: arrivals", server.arrivals.size, 1)
+        expect("POST 503 Retry-After 0: status", run.status, 503)
+        // As the server sent them: the name, its value and its place.
+        val sent = run.headers.filter { it.first == "Retry-After" || it.first == "X-After" }
+        expect("POST 503 Retry-After 0: the caller sees Retry-After", sent, listOf("Retry-After" to "0", "X-After" to "1"))
+        expectFinish("POST 503 Retry-After 0", run, 1, "not_replayable", "status")
+        expect("POST 503 Retry-After 0: no redirect", run.finish?.redirects, 0)
+    }
+    exchange(listOf(Step(503, mapOf("Retry-After" to "0"))), "GET", "/items/7") { run, server, _ ->
+        expect("GET 503 Retry-After 0: arrivals", server.arrivals.size, 4)
+        expect(
+            "GET 503 Retry-After 0: events",
+            run.eventPairs(),
+            listOf(
+                "retryable_status" to 0L,
+                "retryable_status" to 0L,
+                "retryable_status" to 0L,
+            ),
+        )
+        expectFinish("GET 503 Retry-After 0", run, 4, "exhausted", "status")
+    }
+    // OkHttp reads a Retry-After beyond Int as a NumberFormatException; hidden, decide reads it.
+    exchange(listOf(Step(503, mapOf("Retry-After" to "99999999999")), Step(200)), "POST", "/items", json("{}")) { run, server, _ ->
+        expect("503 Retry-After beyond Int: arrivals", server.arrivals.size, 1)
+        expectFinish("503 Retry-After beyond Int", run, 1, "not_replayable", "status")
+    }
+    // OkHttp resends a 421 only from a coalesced HTTP/2 connection; over HTTP/1 it is returned as is.
+    exchange(listOf(Step(421), Step(201)), "POST", "/items", json("{}")) { run, server, _ ->
+        expect("POST 421: arrivals", server.arrivals.size, 1)
+        expect("POST 421: status", run.status, 421)
+    }
+    // A 307 OkHttp follows below the interceptor is counted in the finish event.
+    exchange(listOf(Step(307, mapOf("Location" to "/v1/items")), Step(201)), "POST", "/items", json("{\"r\":1}")) { run, server, _ ->
+        expect("POST 307: arrivals", server.arrivals.size, 2)
+        expect("POST 307: the body followed", server.arrivals.map { it.body }, listOf("{\"r\":1}", "{\"r\":1}"))
+        expectFinish("POST 307", run, 1, "status_not_retryable", "status")
+        expect("POST 307: redirects", run.finish?.redirects, 1)
+    }
+    exchange(
+        listOf(Step(307, mapOf("Location" to "/v1/items/7")), Step(503), Step(307, mapOf("Location" to "/v1/items/7")), Step(200)),
+        "GET",
+        "/items/7",
+    ) { run, server, _ ->
+        expect("GET 307 503 307 200: arrivals", server.arrivals.size, 4)
+        expectFinish("GET 307 503 307 200", run, 2, "status_not_retryable", "status")
+        expect("GET 307 503 307 200: redirects over both attempts", run.finish?.redirects, 2)
+    }
+}
+
+/** Rule 0: a request to another origin than the base URL's is sent once, untouched. */
+private fun originTests() {
+    TestServer(listOf(Step(503), Step(201))).use { other ->
+        TestServer(listOf(Step(200))).use { server ->
+            for ((path, method) in listOf("/items" to "POST", "/items/7/snapshots" to "POST", "/items/7" to "GET")) {
+                val run = Run()
+                val client = interceptor(run, "${server.url}/v1").install(OkHttpClient.Builder()).build()
+                val body = if (method == "POST") json("{}") else null
+                send(
+                    client,
+                    Request
+                        .Builder()
+                        .url("${other.url}/v1$path")
+                        .method(method, body)
+                        .build(),
+                    run,
+                )
+                expectFinish("other origin $method $path", run, 1, RetryFinish.FOREIGN_ORIGIN, "status")
+                expect("other origin $method $path: no event", run.events.size, 0)
+                expect("other origin $method $path: no template", run.finish?.pathTemplate, null)
+                expect("other origin $method $path: no operation", run.finish?.operationId, null)
+                expect("other origin $method $path: method", run.finish?.method, method)
+            }
+            expect("other origin: one arrival each", other.arrivals.size, 3)
+            expect("other origin: no key minted", other.arrivals.map { it.headers["idempotency-key"] }, listOf<String?>(null, null, null))
+            expect("base origin: nothing", server.arrivals.size, 0)
+        }
+    }
+    // The same origin written another way (case, default port) is in scope.
+    TestServer(listOf(Step(503), Step(200))).use { server ->
+        val run = Run()
+        val client = interceptor(run, server.url.replace("http://", "HTTP://") + "/v1").install(OkHttpClient.Builder()).build()
+        send(client, Request.Builder().url("${server.url}/v1/items/7").build(), run)
+        expectFinish("same origin", run, 2, "status_not_retryable", "status")
+    }
+}
+
+/**
+ * A pooled HTTP/1 connection the server closed while it sat idle: OkHttp (retryOnConnectionFailure
+ * off) would write the request onto it and lose it; the interceptor finds it closed first.
+ */
+private fun staleConnectionTests() {
+    for ((method, path) in listOf("POST" to "/items", "GET" to "/items/7")) {
+        TestServer(listOf(Step(200, action = "answer_then_close"), Step(201))).use { server ->
+            val run = Run()
+            val retries = interceptor(run, "${server.url}/v1")
+            val client = retries.install(OkHttpClient.Builder()).build()
+            send(client, Request.Builder().url("${server.url}/v1/items/7").build(), run)
+            // The server has closed the pooled connection by the time the next request reuses it.
+            Thread.sleep(200)
+            run.events.clear()
+            run.finishes.clear()
+            val body = if (method == "POST") json("{}") else null
+            send(
+                client,
+                Request
+                    .Builder()
+                    .url("${server.url}/v1$path")
+                    .method(method, body)
+                    .build(),
+                run,
+            )
+            expect("stale $method: arrivals (warm-up and request)", server.arrivals.size, 2)
+            expect("stale $method: no retry", run.events.size, 0)
+            expectFinish("stale $method", run, 1, "status_not_retryable", "status")
+            expect("stale $method: delivered", run.status, 201)
+            expect("stale $method: budget untouched", retries.budgetTokens, 15L)
+            client.connectionPool.evictAll()
+        }
+    }
+}
+
+/**
+ * A minimal HTTP/2 server with prior knowledge (h2c): arrival n (a complete request stream) gets
+ * step min(n, last) of [script]: `refused` (RST_STREAM REFUSED_STREAM), `goaway` (GOAWAY with last
+ * stream id 0, then the connection closes), else the status with body `ok`.
+ */
+private class H2Server(
+    private val script: List<Step>,
+) : AutoCloseable {
+    private val listener = ServerSocket(0, 50, InetAddress.getLoopbackAddress())
+    val arrivals: MutableList<String> = Collections.synchronizedList(ArrayList())
+    val url: String = "http://127.0.0.1:${listener.localPort}"
+
+    init {
+        daemon {
+            while (true) {
+                val socket =
+                    try {
+                        listener.accept()
+                    } catch (e: IOException) {
+                        break
+                    }
+                daemon { runCatching { socket.use { serve(it) } } }
+            }
+        }
+    }
+
+    private fun frame(
+        out: OutputStream,
+        type: Int,
+        flags: Int,
+        stream: Int,
+        payload: ByteArray,
+    ) {
+        val n = payload.size
+        val head = byteArrayOf((n shr 16).toByte(), (n shr 8).toByte(), n.toByte(), type.toByte(), flags.toByte())
+        synchronized(out) {
+            out.write(head)
+            out.write(intBytes(stream))
+            out.write(payload)
+            out.flush()
+        }
+    }
+
+    private fun intBytes(v: Int): ByteArray = byteArrayOf((v shr 24).toByte(), (v shr 16).toByte(), (v shr 8).toByte(), v.toByte())
+
+    private fun serve(socket: Socket) {
+        val input = DataInputStream(BufferedInputStream(socket.getInputStream()))
+        val out = socket.getOutputStream()
+        input.readFully(ByteArray(24))
+        frame(out, 4, 0, 0, ByteArray(0))
+        while (true) {
+            val length = (input.readUnsignedByte() shl 16) or (input.readUnsignedByte() shl 8) or input.readUnsignedByte()
+            val type = input.readUnsignedByte()
+            val flags = input.readUnsignedByte()
+            val stream = input.readInt() and 0x7fffffff
+            input.readFully(ByteArray(length))
+            if (type == 4 && flags and 1 == 0) {
+                frame(out, 4, 1, 0, ByteArray(0))
+            }
+            // END_STREAM on HEADERS or DATA: the request is complete.
+            if ((type == 1 || type == 0) && flags and 1 == 1) {
+                val step =
+                    synchronized(arrivals) {
+                        val s = script[minOf(arrivals.size, script.size - 1)]
+                        arrivals += s.action ?: "status"
+                        s
+                    }
+                when (step.action) {
+                    "refused" -> {
+                        frame(out, 3, 0, stream, intBytes(7))
+                    }
+
+                    "goaway" -> {
+                        frame(out, 7, 0, 0, intBytes(0) + intBytes(0))
+                        Thread.sleep(100)
+                        return
+                    }
+
+                    else -> {
+                        // HPACK: ":status" (static index 8) as a literal without indexing.
+                        val status = step.status.toString().toByteArray()
+                        frame(out, 1, 4, stream, byteArrayOf(0x08, status.size.toByte()) + status)
+                        frame(out, 0, 1, stream, "ok".toByteArray())
+                    }
+                }
+            }
+        }
+    }
+
+    override fun close() {
+        listener.close()
+    }
+}
+
+/** HTTP/2 refusals the server provably did not process are `connect`: retried for every class. */
+private fun refusalTests() {
+    for ((refusal, label) in listOf("refused" to "REFUSED_STREAM", "goaway" to "GOAWAY below the stream")) {
+        H2Server(listOf(Step(action = refusal), Step(201))).use { server ->
+            val run = Run()
+            val client =
+                interceptor(run, "${server.url}/v1")
+                    .install(OkHttpClient.Builder().protocols(listOf(Protocol.H2_PRIOR_KNOWLEDGE)))
+                    .build()
+            send(
+                client,
+                Request
+                    .Builder()
+                    .url("${server.url}/v1/items")
+                    .post(json("{}"))
+                    .build(),
+                run,
+            )
+            expect("POST $label: status", run.status, 201)
+            expect("POST $label: events", run.eventPairs(), listOf("connect_failure" to 1L))
+            expectFinish("POST $label", run, 2, "status_not_retryable", "status")
+            expect("POST $label: requests seen", server.arrivals, listOf(refusal, "status"))
+            client.connectionPool.evictAll()
+        }
+    }
+    // A 421 over HTTP/2 reaches the caller as sent, though it passed OkHttp as another status.
+    H2Server(listOf(Step(421), Step(201))).use { server ->
+        val run = Run()
+        val client =
+            interceptor(run, "${server.url}/v1")
+                .install(OkHttpClient.Builder().protocols(listOf(Protocol.H2_PRIOR_KNOWLEDGE)))
+                .build()
+        send(
+            client,
+            Request
+                .Builder()
+                .url("${server.url}/v1/items")
+                .post(json("{}"))
+                .build(),
+            run,
+        )
+        expect("h2 421: status", run.status, 421)
+        expect("h2 421: no hidden header", run.headers.filter { it.first.startsWith("retrygen", ignoreCase = true) }, emptyList())
+        expectFinish("h2 421", run, 1, "status_not_retryable", "status")
+        expect("h2 421: arrivals", server.arrivals.size, 1)
+        client.connectionPool.evictAll()
+    }
+}
+
+/** An onRetry listener that throws ends the request: the response closed, one finish event. */
+private fun throwingRetryTest() {
+    TestServer(listOf(Step(503), Step(200))).use { server ->
+        val finishes = ArrayList<RetryFinish>()
+        val retries =
+            RetryInterceptor(
+                table,
+                policy,
+                "${server.url}/v1",
+                { throw IllegalStateException("retry listener") },
+                { finishes += it },
+            )
+        val client = retries.install(OkHttpClient.Builder()).build()
+        val run = Run()
+        send(client, Request.Builder().url("${server.url}/v1/items/7").build(), run)
+        expect("throwing onRetry: thrown to the caller", run.error?.message, "retry listener")
+        expect("throwing onRetry: one arrival", server.arrivals.size, 1)
+        expect("throwing onRetry: one finish event", finishes.map { it.attempts to it.reason }, listOf(1 to "retryable_status"))
+        val pool = client.connectionPool
+        expect("throwing onRetry: no connection left allocated", pool.connectionCount() - pool.idleConnectionCount(), 0)
+        pool.evictAll()
+    }
+}
+
 /** A throwing onFinish must not leak the connection of the response the caller never gets. */
 private fun throwingFinishTest() {
     TestServer(listOf(Step(200))).use { server ->
@@ -693,6 +1000,11 @@ public fun main() {
     timeoutTests()
     cancelTests()
     callTests()
+    followUpTests()
+    originTests()
+    staleConnectionTests()
+    refusalTests()
+    throwingRetryTest()
     throwingFinishTest()
     setupTests()
     if (failures.isNotEmpty()) {

@@ -6,7 +6,8 @@
 //! the same ktlint and kotlinc flags, its unit tests (a `main` runner, no test library), and its
 //! Java callers. The OkHttp adapter (runtime/kotlin/RetryInterceptor.kt) is checked with the
 //! runtime, in the same compile, against the OkHttp and Okio jars scripts/bootstrap.d/kotlin.sh
-//! installs, and drives the fault matrix's runner (conformance/faults/harness/kotlin/). ktlint and
+//! installs (OkHttp 4.12 and, compiled and unit-tested again, OkHttp 5), and drives the fault
+//! matrix's runner (conformance/faults/harness/kotlin/) once per OkHttp line. ktlint and
 //! kotlinc are installed by scripts/bootstrap-toolchains.sh; versions are pinned so findings never
 //! drift between machines.
 
@@ -57,7 +58,7 @@ impl Toolchain for Kotlin {
         std::fs::create_dir_all(work)?;
         ktlint(&module.files, &work.join("ktlint"))?;
         let classes = work.join("classes");
-        kotlinc(&module.files, &classes, "kotlin lint: kotlinc")?;
+        kotlinc(&module.files, &classes, "kotlin lint: kotlinc", OkHttp::V4)?;
         java_callers(module, &classes, &work.join("java"))
     }
 
@@ -93,16 +94,45 @@ impl Toolchain for Kotlin {
         }
         layout(&runtime)?;
         layout(&adapter)?;
-        let sources = [runtime, adapter, tests, adapter_tests];
+        let sources = [
+            runtime.clone(),
+            adapter.clone(),
+            tests,
+            adapter_tests.clone(),
+        ];
         ktlint(&sources, &work.join("ktlint"))?;
         let classes = work.join("classes");
-        kotlinc(&sources, &classes, "kotlin runtime: kotlinc")?;
+        kotlinc(&sources, &classes, "kotlin runtime: kotlinc", OkHttp::V4)?;
         let classpath = format!(
             "{}:{}:{}",
             classes.display(),
-            okhttp_classpath()?,
+            okhttp_classpath(OkHttp::V4)?,
             stdlib()?.display()
         );
+        // The adapter and its tests again on OkHttp 5: the same source must compile warning-free and
+        // behave the same on both lines.
+        let classes5 = work.join("classes-okhttp5");
+        kotlinc(
+            &[runtime, adapter, adapter_tests],
+            &classes5,
+            "kotlin runtime (OkHttp 5): kotlinc",
+            OkHttp::V5,
+        )?;
+        let classpath5 = format!(
+            "{}:{}:{}",
+            classes5.display(),
+            okhttp_classpath(OkHttp::V5)?,
+            stdlib()?.display()
+        );
+        let printed = run(
+            command("java").args([
+                "-cp",
+                &classpath5,
+                "retrygen.adaptertest.RetryInterceptorTestKt",
+            ]),
+            "kotlin OkHttp adapter unit tests (OkHttp 5)",
+        )?;
+        print!("OkHttp 5: {printed}");
         for (main, what) in [
             (
                 "retrygen.generated.RetryRuntimeTestKt",
@@ -159,27 +189,39 @@ impl Toolchain for Kotlin {
         )
         .context("copying conformance/faults/harness/kotlin/FaultRunner.kt")?;
         sources.push(runner);
-        let classes = work.join("classes");
-        kotlinc(&sources, &classes, "kotlin faults: kotlinc")?;
-        let classpath = format!(
-            "{}:{}:{}",
-            classes.display(),
-            okhttp_classpath()?,
-            stdlib()?.display()
-        );
-        Ok(vec![FaultRun {
-            protocols: &["http1"],
-            name: "kotlin".to_string(),
-            built: Built {
-                argv: vec![
-                    "java".into(),
-                    "-cp".into(),
-                    classpath,
-                    "FaultRunnerKt".into(),
-                ],
-                cwd: work.to_path_buf(),
-            },
-        }])
+        let mut runs = Vec::new();
+        for (okhttp, name, classes) in [
+            (OkHttp::V4, "kotlin", "classes"),
+            (OkHttp::V5, "kotlin-okhttp5", "classes-okhttp5"),
+        ] {
+            let classes = work.join(classes);
+            kotlinc(
+                &sources,
+                &classes,
+                &format!("{name} faults: kotlinc"),
+                okhttp,
+            )?;
+            let classpath = format!(
+                "{}:{}:{}",
+                classes.display(),
+                okhttp_classpath(okhttp)?,
+                stdlib()?.display()
+            );
+            runs.push(FaultRun {
+                protocols: &["http1"],
+                name: name.to_string(),
+                built: Built {
+                    argv: vec![
+                        "java".into(),
+                        "-cp".into(),
+                        classpath,
+                        "FaultRunnerKt".into(),
+                    ],
+                    cwd: work.to_path_buf(),
+                },
+            });
+        }
+        Ok(runs)
     }
 
     fn build(&self, module: &Module, work: &Path) -> Result<Built> {
@@ -192,7 +234,7 @@ impl Toolchain for Kotlin {
         }
         sources.push(work.join("Harness.kt"));
         let classes = work.join("classes");
-        kotlinc(&sources, &classes, "kotlin harness: kotlinc")?;
+        kotlinc(&sources, &classes, "kotlin harness: kotlinc", OkHttp::V4)?;
         let classpath = format!("{}:{}", classes.display(), stdlib()?.display());
         Ok(Built {
             argv: vec!["java".into(), "-cp".into(), classpath, "HarnessKt".into()],
@@ -341,12 +383,12 @@ fn ktlint(files: &[PathBuf], dir: &Path) -> Result<()> {
 }
 
 /// Compiles `sources` into `out`; any diagnostic (warnings are errors) fails. Sources that hold
-/// the OkHttp adapter ([`ADAPTER_FILE`]) compile against OkHttp.
-fn kotlinc(sources: &[PathBuf], out: &Path, what: &str) -> Result<()> {
+/// the OkHttp adapter ([`ADAPTER_FILE`]) compile against `okhttp`.
+fn kotlinc(sources: &[PathBuf], out: &Path, what: &str, okhttp: OkHttp) -> Result<()> {
     let mut cmd = command("kotlinc");
     cmd.args(KOTLINC_FLAGS);
     if sources.iter().any(|s| s.ends_with(ADAPTER_FILE)) {
-        cmd.arg("-cp").arg(okhttp_classpath()?);
+        cmd.arg("-cp").arg(okhttp_classpath(okhttp)?);
     }
     cmd.arg("-d").arg(out).args(sources);
     let output = cmd.output().with_context(|| format!("{what}: cannot start kotlinc; run `bash scripts/bootstrap-toolchains.sh` to install it"))?;
@@ -364,10 +406,21 @@ fn kotlinc(sources: &[PathBuf], out: &Path, what: &str) -> Result<()> {
 /// The OkHttp adapter's file name (runtime/kotlin/, and in a module rendered with `okhttp`).
 const ADAPTER_FILE: &str = "RetryInterceptor.kt";
 
-/// The OkHttp and Okio jars scripts/bootstrap.d/kotlin.sh records in
-/// `.cache/toolchains/okhttp-classpath`, joined by `:`.
-fn okhttp_classpath() -> Result<String> {
-    let file = root().join(".cache/toolchains/okhttp-classpath");
+/// The two OkHttp lines the adapter supports: 4.12 (`okhttp`) and 5 (`okhttp-jvm`).
+#[derive(Clone, Copy)]
+enum OkHttp {
+    V4,
+    V5,
+}
+
+/// The OkHttp and Okio jars of `okhttp` scripts/bootstrap.d/kotlin.sh records in
+/// `.cache/toolchains/okhttp-classpath` (4.12) or `okhttp5-classpath` (5), joined by `:`.
+fn okhttp_classpath(okhttp: OkHttp) -> Result<String> {
+    let name = match okhttp {
+        OkHttp::V4 => "okhttp-classpath",
+        OkHttp::V5 => "okhttp5-classpath",
+    };
+    let file = root().join(".cache/toolchains").join(name);
     let hint = "run `bash scripts/bootstrap-toolchains.sh` to install OkHttp";
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("reading {}; {hint}", file.display()))?;

@@ -1,13 +1,23 @@
 // The Kotlin runner of the fault matrix (conformance/faults/README.md): a real OkHttp client with
 // the generated module's RetryInterceptor installed, one fresh client per scenario, against the
 // matrix's server. Built by `cargo xtask faults` with the module rendered from
-// conformance/faults/spec.yaml (package retrygen.generated, object RetryPolicies). Kotlin stdlib,
-// OkHttp and Okio only; the scenario file is read with the small JSON reader at the end.
+// conformance/faults/spec.yaml (package retrygen.generated, object RetryPolicies), once against
+// OkHttp 4.12 (run `kotlin`) and once against OkHttp 5 (run `kotlin-okhttp5`): the same source.
+// Kotlin stdlib, OkHttp and Okio only; the scenario file is read with the small JSON reader at the
+// end. With RETRYGEN_FAULT_SOAK set, the soak (one client, the plan's requests); with
+// RETRYGEN_FAULT_BENCH=N, the overhead mode instead.
+//
+// Protocols (RETRYGEN_FAULT_PROTOCOL): http1 (HTTP/1.1 only), h2c (Protocol.H2_PRIOR_KNOWLEDGE),
+// http1-tls (HTTP/1.1 only over TLS), h2 (HTTP/2 and HTTP/1.1 offered by ALPN); over TLS the client
+// trusts exactly the CA in RETRYGEN_FAULT_CA_FILE.
 
 import okhttp3.OkHttpClient
+import okhttp3.Protocol
 import okhttp3.Request
 import okhttp3.RequestBody
 import okhttp3.RequestBody.Companion.toRequestBody
+import okhttp3.Response
+import okhttp3.ResponseBody
 import okio.BufferedSink
 import retrygen.generated.RetryEvent
 import retrygen.generated.RetryFinish
@@ -16,20 +26,29 @@ import retrygen.generated.RetryPolicies
 import java.io.File
 import java.io.IOException
 import java.lang.management.ManagementFactory
+import java.security.KeyStore
+import java.security.cert.CertificateFactory
 import java.time.Duration
 import java.util.Collections
 import java.util.concurrent.Executors
 import java.util.concurrent.TimeUnit
+import javax.net.ssl.SSLContext
+import javax.net.ssl.TrustManagerFactory
+import javax.net.ssl.X509TrustManager
 import kotlin.system.exitProcess
 
 private const val WARMUP_REQUESTS = 200
 
 private class Targets(
-    val server: String,
-    val closedPort: String,
-    val unresolvable: String,
+    val urls: Map<String, String?>,
+    val basePath: String,
     val run: String,
-)
+    val protocol: String,
+    val caFile: String?,
+) {
+    /** The URL of the target [name] (its variable), with the base path. */
+    fun base(name: String): String = (urls[name] ?: error("target $name: its variable is not set")) + basePath
+}
 
 public fun main(args: Array<String>) {
     if (args.size != 1) {
@@ -37,17 +56,32 @@ public fun main(args: Array<String>) {
         exitProcess(2)
     }
     val file = Json(File(args[0]).readText()).parse().asObject()
-    val basePath = System.getenv("RETRYGEN_FAULT_BASE_PATH") ?: (file["base_path"] as String)
+    val soak = !System.getenv("RETRYGEN_FAULT_SOAK").isNullOrEmpty()
+    val basePath = System.getenv("RETRYGEN_FAULT_BASE_PATH") ?: (if (soak) "/v1" else file["base_path"] as String)
+    val protocol = System.getenv("RETRYGEN_FAULT_PROTOCOL") ?: "http1"
+    check(protocol in listOf("http1", "h2c", "http1-tls", "h2")) { "unknown protocol $protocol" }
     val targets =
         Targets(
-            env("RETRYGEN_FAULT_URL") + basePath,
-            env("RETRYGEN_FAULT_CLOSED_URL") + basePath,
-            env("RETRYGEN_FAULT_UNRESOLVABLE_URL") + basePath,
+            mapOf(
+                "server" to env("RETRYGEN_FAULT_URL"),
+                "closed_port" to env("RETRYGEN_FAULT_CLOSED_URL"),
+                "unresolvable" to env("RETRYGEN_FAULT_UNRESOLVABLE_URL"),
+                "other_origin" to System.getenv("RETRYGEN_FAULT_OTHER_ORIGIN_URL"),
+                "untrusted_tls" to System.getenv("RETRYGEN_FAULT_UNTRUSTED_URL"),
+                "tls_mismatch" to System.getenv("RETRYGEN_FAULT_TLS_MISMATCH_URL"),
+            ),
+            basePath,
             env("RETRYGEN_FAULT_RUN"),
+            protocol,
+            System.getenv("RETRYGEN_FAULT_CA_FILE"),
         )
     val bench = System.getenv("RETRYGEN_FAULT_BENCH")
     if (bench != null) {
-        println(bench(targets.server, bench.toInt()))
+        println(bench(targets, bench.toInt()))
+        return
+    }
+    if (soak) {
+        soak(file, targets)
         return
     }
     for (scenario in file["scenarios"] as List<*>) {
@@ -60,6 +94,33 @@ private fun env(name: String): String = System.getenv(name) ?: error("$name is n
 
 @Suppress("UNCHECKED_CAST")
 private fun Any?.asObject(): Map<String, Any?> = this as Map<String, Any?>
+
+/** A builder speaking the run's protocol; over TLS it trusts exactly the CA file's certificates. */
+private fun builder(targets: Targets): OkHttpClient.Builder {
+    val builder = OkHttpClient.Builder()
+    when (targets.protocol) {
+        "http1", "http1-tls" -> builder.protocols(listOf(Protocol.HTTP_1_1))
+        "h2c" -> builder.protocols(listOf(Protocol.H2_PRIOR_KNOWLEDGE))
+        "h2" -> builder.protocols(listOf(Protocol.HTTP_2, Protocol.HTTP_1_1))
+    }
+    if (targets.protocol == "http1-tls" || targets.protocol == "h2") {
+        val ca = checkNotNull(targets.caFile) { "RETRYGEN_FAULT_CA_FILE is not set" }
+        val keys = KeyStore.getInstance(KeyStore.getDefaultType())
+        keys.load(null, null)
+        File(ca).inputStream().use { input ->
+            CertificateFactory.getInstance("X.509").generateCertificates(input).forEachIndexed { i, cert ->
+                keys.setCertificateEntry("ca-$i", cert)
+            }
+        }
+        val factory = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm())
+        factory.init(keys)
+        val trust = factory.trustManagers.filterIsInstance<X509TrustManager>().single()
+        val tls = SSLContext.getInstance("TLS")
+        tls.init(null, arrayOf(trust), null)
+        builder.sslSocketFactory(tls.socketFactory, trust)
+    }
+    return builder
+}
 
 /** A body OkHttp can write only once, of unknown length (sent chunked). */
 private class OneShotBody(
@@ -76,79 +137,107 @@ private class OneShotBody(
     }
 }
 
-private fun runScenario(
-    scenario: Map<String, Any?>,
+/** A client with the adapter installed, recording the events of the request in flight. */
+private class Recorder(
     targets: Targets,
-): String {
-    val id = scenario["id"] as String
-    val base =
-        when (val target = scenario["target"] as String? ?: "server") {
-            "server" -> targets.server
-            "closed_port" -> targets.closedPort
-            "unresolvable" -> targets.unresolvable
-            else -> error("unknown target $target")
-        }
+    base: String,
+    mintKeys: Boolean,
+    attemptTimeoutMs: Long?,
+) {
     val events: MutableList<RetryEvent> = Collections.synchronizedList(ArrayList())
     val finishes: MutableList<RetryFinish> = Collections.synchronizedList(ArrayList())
-    val retries =
+    val client: OkHttpClient =
         RetryInterceptor(
             RetryPolicies.TABLE,
             RetryPolicies.DEFAULT_POLICY,
             base,
             { events += it },
             { finishes += it },
-            scenario["mint_keys"] as Boolean? ?: true,
-            (scenario["attempt_timeout_ms"] as Long?)?.let(Duration::ofMillis),
-        )
-    val client = retries.install(OkHttpClient.Builder()).build()
-    val url = base + scenario["path"] as String
-    val method = scenario["method"] as String
-    try {
-        if (scenario["warm"] == true) {
-            val warmup =
-                Request
-                    .Builder()
-                    .url(url)
-                    .header("x-fault-run", targets.run)
-                    .header("x-fault-scenario", id)
-                    .header("x-fault-warmup", "1")
-                    .build()
-            client.newCall(warmup).execute().use { it.body?.string() }
-            events.clear()
-            finishes.clear()
-        }
-        val body = scenario["body"]?.asObject()
-        val text = body?.get("text") as String?
-        val requestBody =
-            when {
-                text == null && method in listOf("POST", "PUT", "PATCH") -> ByteArray(0).toRequestBody()
-                text == null -> null
-                body["kind"] == "stream" -> OneShotBody(text)
-                else -> text.toByteArray().toRequestBody()
-            }
-        val request = Request.Builder().url(url).method(method, requestBody)
-        (scenario["headers"]?.asObject() ?: emptyMap()).forEach { (name, value) -> request.addHeader(name, value as String) }
-        request.header("x-fault-run", targets.run).header("x-fault-scenario", id)
-        return send(client, request.build(), scenario, id, events, finishes)
-    } finally {
+            mintKeys,
+            attemptTimeoutMs?.let(Duration::ofMillis),
+        ).install(builder(targets)).build()
+
+    fun close() {
         client.dispatcher.executorService.shutdown()
         client.connectionPool.evictAll()
     }
 }
 
-private fun send(
-    client: OkHttpClient,
-    request: Request,
-    scenario: Map<String, Any?>,
+/** Reads [response]'s whole body (nullable in OkHttp 4, not in 5: this compiles on both). */
+private fun readBody(response: Response): String {
+    val body: ResponseBody? = response.body
+    return body?.string() ?: ""
+}
+
+private fun warmUp(
+    recorder: Recorder,
+    url: String,
+    close: Boolean,
     id: String,
-    events: List<RetryEvent>,
-    finishes: List<RetryFinish>,
+    targets: Targets,
+) {
+    val warmup =
+        Request
+            .Builder()
+            .url(url)
+            .header("x-fault-run", targets.run)
+            .header("x-fault-scenario", id)
+            .header("x-fault-warmup", if (close) "close" else "1")
+            .build()
+    recorder.client
+        .newCall(warmup)
+        .execute()
+        .use { readBody(it) }
+}
+
+private fun runScenario(
+    scenario: Map<String, Any?>,
+    targets: Targets,
 ): String {
-    val call = client.newCall(request)
+    val id = scenario["id"] as String
+    val kind = scenario["target"] as String? ?: "server"
+    val base = targets.base(if (kind == "other_origin") "server" else kind)
+    val url = targets.base(kind) + scenario["path"] as String
+    val recorder = Recorder(targets, base, scenario["mint_keys"] as Boolean? ?: true, scenario["attempt_timeout_ms"] as Long?)
+    try {
+        if (scenario["warm"] == true) {
+            warmUp(recorder, "$base/health", scenario["warm_close"] == true, id, targets)
+            (scenario["warm_pause_ms"] as Long?)?.let(Thread::sleep)
+        }
+        return request(scenario, url, recorder, targets)
+    } finally {
+        recorder.close()
+    }
+}
+
+/** Sends one request of a scenario or of the soak and returns its line. */
+private fun request(
+    scenario: Map<String, Any?>,
+    url: String,
+    recorder: Recorder,
+    targets: Targets,
+): String {
+    val id = scenario["id"] as String
+    val method = scenario["method"] as String
+    recorder.events.clear()
+    recorder.finishes.clear()
+    val body = scenario["body"]?.asObject()
+    val text = body?.get("text") as String?
+    val requestBody =
+        when {
+            text == null && method in listOf("POST", "PUT", "PATCH") -> ByteArray(0).toRequestBody()
+            text == null -> null
+            body["kind"] == "stream" -> OneShotBody(text)
+            else -> text.toByteArray().toRequestBody()
+        }
+    val builder = Request.Builder().url(url).method(method, requestBody)
+    (scenario["headers"]?.asObject() ?: emptyMap()).forEach { (name, value) -> builder.addHeader(name, value as String) }
+    builder.header("x-fault-run", targets.run).header("x-fault-scenario", id)
+    val call = recorder.client.newCall(builder.build())
     val canceller = Executors.newSingleThreadScheduledExecutor()
     (scenario["abort_after_ms"] as Long?)?.let { canceller.schedule({ call.cancel() }, it, TimeUnit.MILLISECONDS) }
     var status: Int? = null
-    var text: String? = null
+    var read: String? = null
     var bodyError = false
     var failure: Exception? = null
     val started = System.nanoTime()
@@ -156,7 +245,7 @@ private fun send(
         call.execute().use { response ->
             status = response.code
             try {
-                text = response.body?.string() ?: ""
+                read = readBody(response)
             } catch (e: IOException) {
                 bodyError = true
             }
@@ -167,18 +256,20 @@ private fun send(
         canceller.shutdownNow()
     }
     val elapsedMs = (System.nanoTime() - started) / 1_000_000
-    val finish = finishes.singleOrNull()
+    val events = recorder.events.toList()
+    val finishes = recorder.finishes.toList()
+    val finish = finishes.lastOrNull()
     val error =
         when {
-            failure == null && (finish == null || finish.outcome == "status") -> null
-            failure != null && finish != null && finish.outcome != "status" -> finish.outcome
-            else -> "mismatch"
+            finish == null || (failure != null) != (finish.outcome != "status") -> "mismatch"
+            failure != null -> finish.outcome
+            else -> null
         }
     val out = StringBuilder("{")
     field(out, "id", id)
     field(out, "status", status)
     field(out, "error", error)
-    field(out, "body", text)
+    field(out, "body", read)
     field(out, "body_error", bodyError)
     out.append("\"events\":[")
     events.forEachIndexed { i, event ->
@@ -191,7 +282,7 @@ private fun send(
         out.append('}')
     }
     out.append("],\"finish\":")
-    if (finish == null || finishes.size != 1) {
+    if (finish == null) {
         out.append("null,")
     } else {
         out.append('{')
@@ -200,12 +291,50 @@ private fun send(
         field(out, "outcome", finish.outcome)
         field(out, "status", finish.status)
         field(out, "timed_out", finish.timedOut)
+        field(out, "redirects", finish.redirects)
         operation(out, finish.method, finish.pathTemplate, finish.operationId)
         out.append("},")
     }
+    field(out, "finishes", finishes.size)
+    field(out, "reported_arrivals", finishes.sumOf { it.attempts + it.redirects })
     field(out, "error_type", failure?.javaClass?.name)
     out.append("\"elapsed_ms\":").append(elapsedMs).append('}')
     return out.toString()
+}
+
+/** Open descriptors and resident memory, from /proc/self. */
+private fun resources(): String {
+    val fds = File("/proc/self/fd").list()?.size ?: 0
+    val rss =
+        File("/proc/self/status")
+            .readLines()
+            .firstOrNull { it.startsWith("VmRSS:") }
+            ?.split(Regex("\\s+"))
+            ?.getOrNull(1) ?: "0"
+    return "{\"fds\":$fds,\"rss_kb\":$rss}"
+}
+
+/** The soak: one client for every request of the plan (conformance/faults/README.md). */
+private fun soak(
+    plan: Map<String, Any?>,
+    targets: Targets,
+) {
+    val base = targets.base("server")
+    val recorder = Recorder(targets, base, true, plan["attempt_timeout_ms"] as Long?)
+    try {
+        warmUp(recorder, "$base/health", false, "soak-warmup", targets)
+        println("{\"soak_start\":${resources()}}")
+        for (request in plan["requests"] as List<*>) {
+            val scenario = request.asObject()
+            println(request(scenario, base + scenario["path"] as String, recorder, targets))
+            System.out.flush()
+        }
+        // A full collection first, so that memory counts what is kept, not what is garbage.
+        System.gc()
+        println("{\"soak_end\":${resources()}}")
+    } finally {
+        recorder.close()
+    }
 }
 
 private fun operation(
@@ -264,11 +393,12 @@ private fun value(
  * warmed up, then [rounds] rounds of one request each in alternating order.
  */
 private fun bench(
-    server: String,
+    targets: Targets,
     rounds: Int,
 ): String {
-    val bare = OkHttpClient.Builder().build()
-    val adapted = RetryInterceptor(RetryPolicies.TABLE, RetryPolicies.DEFAULT_POLICY).install(OkHttpClient.Builder()).build()
+    val server = targets.base("server")
+    val bare = builder(targets).build()
+    val adapted = RetryInterceptor(RetryPolicies.TABLE, RetryPolicies.DEFAULT_POLICY).install(builder(targets)).build()
     val clients = listOf(bare, adapted)
     val request =
         Request
@@ -280,7 +410,7 @@ private fun bench(
     fun get(client: OkHttpClient) {
         client.newCall(request).execute().use { response ->
             check(response.code == 200) { "warm-up request answered ${response.code}" }
-            response.body?.string()
+            readBody(response)
         }
     }
     repeat(WARMUP_REQUESTS) { clients.forEach(::get) }
