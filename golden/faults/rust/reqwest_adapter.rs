@@ -872,10 +872,11 @@ impl<F: Future + Unpin> Future for CountRedirects<'_, F> {
     }
 }
 
-/// A hash of a URL, to tell whether a response's URL is the request's without keeping a copy.
+/// A hash of a URL without its fragment (which never reaches the server, nor the response's
+/// URL), to tell whether a response's URL is the request's without keeping a copy.
 fn hash_of(url: &str) -> u64 {
     let mut hasher = DefaultHasher::new();
-    url.hash(&mut hasher);
+    url.split('#').next().unwrap_or(url).hash(&mut hasher);
     hasher.finish()
 }
 

@@ -1207,6 +1207,20 @@ fn without_the_counting_policy_a_redirect_elsewhere_still_counts() {
     });
     assert_eq!(server.arrivals().len(), 2);
     assert_eq!(finished(&seen).redirects, 1);
+
+    // A fragment never reaches the server nor the response's URL: no redirect.
+    let server = Server::start(&[Step::Status(200, &[])]);
+    let (client, seen, _) =
+        new_client_over(&server.base(), reqwest::Client::builder().no_proxy(), |b| b);
+    block_on(async {
+        client
+            .get(format!("{}/sandboxes/sb-1#top", server.base()))
+            .send()
+            .await
+            .unwrap()
+    });
+    assert_eq!(server.arrivals().len(), 1);
+    assert_eq!(finished(&seen).redirects, 0);
 }
 
 /// What the HTTP/2 server does with a complete request (its stream ended).
