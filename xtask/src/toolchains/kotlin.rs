@@ -208,7 +208,7 @@ impl Toolchain for Kotlin {
                 stdlib()?.display()
             );
             runs.push(FaultRun {
-                protocols: &["http1"],
+                protocols: &["http1", "http1-tls"],
                 name: name.to_string(),
                 built: Built {
                     argv: vec![
