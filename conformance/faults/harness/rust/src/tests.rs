@@ -1400,3 +1400,31 @@ fn an_http2_reset_after_the_request_is_a_transport_failure() {
         )
     );
 }
+
+#[test]
+fn the_counting_redirect_policy_keeps_reqwests_limit() {
+    let server = Server::start(&[Step::Status(307, &[("location", "/v1/sandboxes/sb-1")])]);
+    let (client, seen, _) = new_client_over(
+        &server.base(),
+        reqwest::Client::builder()
+            .no_proxy()
+            .redirect(RetryMiddleware::redirect_policy(1)),
+        |b| b.mint_idempotency_keys(false),
+    );
+    let error = block_on(async {
+        client
+            .post(format!("{}/sandboxes/sb-1/snapshots", server.base()))
+            .body("{}")
+            .send()
+            .await
+            .unwrap_err()
+    });
+    // reqwest's own "too many redirects" error, after the one redirect the limit allows.
+    assert!(
+        matches!(&error, reqwest_middleware::Error::Reqwest(e) if e.is_redirect()),
+        "{error:?}"
+    );
+    assert_eq!(server.arrivals().len(), 2);
+    let f = finished(&seen);
+    assert_eq!((f.attempts, f.redirects), (1, 1));
+}
