@@ -354,6 +354,17 @@ async fn stream(
         .iter()
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
         .collect();
+    // HTTP/2 field names are lower-case on the wire already.
+    let headers = request
+        .headers()
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
     let body_read = !matches!(step, Step::Action(Action::CloseAfterHead));
     let expects_continue =
         header(&request, "expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
@@ -378,6 +389,7 @@ async fn stream(
             target,
             body,
             keys,
+            headers,
             body_read,
             protocol: config.protocol,
             fault,

@@ -82,6 +82,16 @@ pub struct Scenario {
     /// runs) -> why. Every other run is judged on the scenario as usual.
     #[serde(default)]
     pending_in: BTreeMap<String, String>,
+    /// Retry overrides the runner puts on this request (docs/adapters.md P1): `max_retries`,
+    /// `attempt_timeout_ms`, `read_body_max_bytes` (P6).
+    #[serde(default)]
+    overrides: Option<Overrides>,
+    /// The attempt header the runner's adapter is built with for this request (P3).
+    #[serde(default)]
+    attempt_header: Option<String>,
+    /// The adapter's body-read bound for this request (P6), set as an adapter option.
+    #[serde(default)]
+    read_body_max_bytes: Option<u64>,
     pub script: Vec<Step>,
     expect: Expect,
 }
@@ -103,6 +113,18 @@ impl Scenario {
             .as_ref()
             .is_none_or(|list| list.iter().any(|p| p == protocol))
     }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Overrides {
+    // Read by the runners; parsed here so a typo or a value out of range fails the file.
+    #[serde(default)]
+    max_retries: Option<u64>,
+    #[serde(default)]
+    attempt_timeout_ms: Option<u64>,
+    #[serde(default)]
+    read_body_max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -188,6 +210,13 @@ struct Expect {
     /// The sum over the call's finish events of `attempts + redirects` (when given).
     #[serde(default)]
     reported_arrivals: Option<u64>,
+    /// The value of the scenario's `attempt_header` on each arrival, in order (null: absent).
+    #[serde(default)]
+    attempt_header_values: Option<Vec<Option<String>>>,
+    /// The runner must print `finish_from_result`: the finish event read from what the call
+    /// returned or raised (P5), which must equal `finish`.
+    #[serde(default)]
+    finish_from_result: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -232,6 +261,25 @@ fn load() -> Result<ScenarioFile> {
         }
         if s.expect.status.is_some() == s.expect.error.is_some() {
             bail!("scenario {}: expect exactly one of status and error", s.id);
+        }
+        if let Some(o) = &s.overrides {
+            // The runners pass these to the adapter, which must refuse them out of range
+            // (docs/adapters.md P1): a scenario holds valid ones only.
+            if o.max_retries.is_some_and(|n| n > 100)
+                || o.attempt_timeout_ms == Some(0)
+                || o.read_body_max_bytes.is_some_and(|n| n > 1 << 20)
+            {
+                bail!("scenario {}: overrides out of range", s.id);
+            }
+        }
+        if s.read_body_max_bytes.is_some_and(|n| n > 1 << 20) {
+            bail!("scenario {}: read_body_max_bytes over 1 MiB", s.id);
+        }
+        if s.expect.attempt_header_values.is_some() != s.attempt_header.is_some() {
+            bail!(
+                "scenario {}: attempt_header and expect.attempt_header_values go together",
+                s.id
+            );
         }
         if let Some(target) = &s.target {
             let known = [
@@ -776,6 +824,61 @@ fn check(
             }
         }
     }
+    if let Some(want) = &e.attempt_header_values {
+        let name = scenario
+            .attempt_header
+            .as_deref()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let got: Vec<Value> = arrivals
+            .iter()
+            .map(|a| {
+                a.headers
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map_or(Value::Null, |(_, v)| Value::from(v.clone()))
+            })
+            .collect();
+        let want: Vec<Value> = want
+            .iter()
+            .map(|v| v.clone().map_or(Value::Null, Value::from))
+            .collect();
+        expect_eq(
+            &mut problems,
+            &format!("attempt header {name:?} per arrival"),
+            &Value::from(got),
+            &Value::from(want),
+        );
+    }
+    // P5: what the call returned or raised carries the finish the callback got.
+    match line.get("finish_from_result") {
+        Some(from_result) => expect_eq(
+            &mut problems,
+            "finish_from_result",
+            from_result,
+            &field(line, "finish"),
+        ),
+        None if e.finish_from_result => {
+            problems.push("no finish_from_result (the finish read from the result)".into());
+        }
+        None => {}
+    }
+    // P4: the delays the call slept, when the runner reports them.
+    if let Some(total) = line
+        .get("finish")
+        .and_then(|f| f.get("total_delay_ms"))
+        .and_then(Value::as_u64)
+    {
+        let slept: u64 = events
+            .iter()
+            .filter_map(|ev| ev.get("delay_ms").and_then(Value::as_u64))
+            .sum();
+        if e.finish.reason != "aborted" && total != slept {
+            problems.push(format!(
+                "finish.total_delay_ms: got {total}, want {slept} (the events' delays)"
+            ));
+        }
+    }
     if let Some(want) = e.reported_arrivals {
         expect_eq(
             &mut problems,
@@ -1258,6 +1361,7 @@ mod tests {
             target: "/v1/health".into(),
             body: Vec::new(),
             keys: Vec::new(),
+            headers: Vec::new(),
             body_read: true,
             protocol,
             fault: None,

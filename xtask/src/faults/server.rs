@@ -35,6 +35,9 @@ pub struct Arrival {
     pub body: Vec<u8>,
     /// The values of every `Idempotency-Key` field (name compared case-insensitively).
     pub keys: Vec<String>,
+    /// Every header field as received, names ASCII lower-cased, in order (the driver reads the
+    /// attempt header of a scenario from them).
+    pub headers: Vec<(String, String)>,
     /// False when the server closed the connection after the head, before reading the body
     /// (`close_after_head`): `body` is then empty and says nothing about what the client sent.
     pub body_read: bool,
@@ -608,6 +611,11 @@ fn serve<C: Conn>(
                     .iter()
                     .filter(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
                     .map(|(_, v)| v.clone())
+                    .collect(),
+                headers: request
+                    .headers
+                    .iter()
+                    .map(|(n, v)| (n.to_ascii_lowercase(), v.clone()))
                     .collect(),
                 body_read,
                 protocol,
