@@ -45,6 +45,14 @@ Json = dict[str, Any]
 PROTOCOLS = ("http1", "h2c", "http1-tls", "h2")
 """The protocols a run may be asked to speak."""
 
+KEEPALIVE_EXPIRY = 5.0
+"""httpx's default keep-alive expiry, in seconds, set explicitly so the soak knows it.
+
+httpcore closes an idle HTTP/2 connection whose socket failed (a reset, a close)
+only once this has passed, at the pool's next request; until then it holds its
+descriptor (at most ``max_keepalive_connections`` of them, 20 by default).
+"""
+
 
 @dataclass
 class Recorder:
@@ -224,7 +232,12 @@ class Scenarios:
         # HTTP/2 alone (http1=False): prior knowledge on http://, ALPN h2 only over TLS, so a
         # run never passes by falling back to HTTP/1.1. retries stays 0: the adapter owns
         # every replay.
-        return {"verify": self.verify, "http1": not self.http2, "http2": self.http2}
+        return {
+            "verify": self.verify,
+            "http1": not self.http2,
+            "http2": self.http2,
+            "limits": httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY),
+        }
 
     def check_version(self, response: httpx.Response) -> None:
         """Stop the runner when a response came over another protocol than the run's."""
@@ -284,6 +297,13 @@ def resources() -> Json:
             if line.startswith("VmRSS:"):
                 rss_kb = int(line.split()[1])
     return {"fds": len(os.listdir("/proc/self/fd")), "rss_kb": rss_kb}
+
+
+def settled(at_last_request: Json) -> Json:
+    """Return the resources after a collection, beside those measured at the last request."""
+    # A full collection first, so that memory counts what is kept, not what is garbage.
+    gc.collect()
+    return {**resources(), "at_last_request": at_last_request}
 
 
 # The async variant.
@@ -403,9 +423,15 @@ async def soak_async(file: Scenarios) -> None:
                     file, client, recorder, request, base + request["path"]
                 )
             )
-        # A full collection first, so that memory counts what is kept, not what is garbage.
-        gc.collect()
-        emit({"soak_end": resources()})
+        emit({"soak_end": await settled_async(file, client, base)})
+
+
+async def settled_async(file: Scenarios, client: httpx.AsyncClient, base: str) -> Json:
+    """Let the pool close what it keeps only until the keep-alive expiry; then measure."""
+    at_last_request = resources()
+    await asyncio.sleep(KEEPALIVE_EXPIRY + 0.5)
+    await warm_up_async(file, client, base, "soak-settle", close=False)
+    return settled(at_last_request)
 
 
 # The sync variant.
@@ -490,6 +516,14 @@ def run_sync(file: Scenarios, scenario: Json) -> Json:
         return send_sync(file, client, recorder, scenario, file.url(scenario))
 
 
+def settled_sync(file: Scenarios, client: httpx.Client, base: str) -> Json:
+    """Let the pool close what it keeps only until the keep-alive expiry; then measure."""
+    at_last_request = resources()
+    time.sleep(KEEPALIVE_EXPIRY + 0.5)
+    warm_up_sync(file, client, base, "soak-settle", close=False)
+    return settled(at_last_request)
+
+
 def soak_sync(file: Scenarios) -> None:
     """Send every request of the soak plan through one ``RetryTransport``."""
     recorder = Recorder()
@@ -504,8 +538,7 @@ def soak_sync(file: Scenarios) -> None:
         emit({"soak_start": resources()})
         for request in file.scenarios:
             emit(send_sync(file, client, recorder, request, base + request["path"]))
-        gc.collect()
-        emit({"soak_end": resources()})
+        emit({"soak_end": settled_sync(file, client, base)})
 
 
 # The overhead mode.
