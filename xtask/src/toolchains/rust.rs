@@ -103,8 +103,10 @@ impl Toolchain for Rust {
     }
 
     fn runtime_tests(&self, work: &Path) -> Result<()> {
-        let runtime = root().join("runtime/rust");
-        check_allows(&runtime.join("runtime.rs"))?;
+        // The crate's manifest sits in crate/, beside (not above) runtime.rs: a folder holding a
+        // Cargo.toml is left out of retrygen's own package, which embeds runtime.rs.
+        let runtime = root().join("runtime/rust/crate");
+        check_allows(&root().join("runtime/rust/runtime.rs"))?;
         // rustfmt follows the `mod`s of lib.rs: runtime.rs and the tests.
         run(
             command("rustfmt")

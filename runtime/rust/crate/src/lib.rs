@@ -55,7 +55,7 @@
 //! }
 //! ```
 
-#[path = "../runtime.rs"]
+#[path = "../../runtime.rs"]
 mod runtime;
 
 pub use runtime::*;
