@@ -208,7 +208,7 @@ impl Toolchain for Kotlin {
                 stdlib()?.display()
             );
             runs.push(FaultRun {
-                protocols: &["http1", "http1-tls"],
+                protocols: &["http1", "h2c", "http1-tls", "h2"],
                 name: name.to_string(),
                 built: Built {
                     argv: vec![
