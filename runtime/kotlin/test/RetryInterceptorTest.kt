@@ -947,6 +947,31 @@ private fun throwingRetryTest() {
     }
 }
 
+/**
+ * A client whose retryOnConnectionFailure was set back to true after install: OkHttp would resend
+ * a POST that failed on a pooled connection; the network interceptor refuses the resend.
+ */
+private fun replayBackstopTest() {
+    TestServer(listOf(Step(200), Step(action = "reset"), Step(201))).use { server ->
+        val run = Run()
+        val installed = interceptor(run, "${server.url}/v1").install(OkHttpClient.Builder()).build()
+        val client = installed.newBuilder().retryOnConnectionFailure(true).build()
+        send(client, Request.Builder().url("${server.url}/v1/items/7").build(), run)
+        send(
+            client,
+            Request
+                .Builder()
+                .url("${server.url}/v1/items")
+                .post(json("{}"))
+                .build(),
+            run,
+        )
+        expect("replay backstop: the POST arrived once (after the warm-up)", server.arrivals.map { it.method }, listOf("GET", "POST"))
+        expectTrue("replay backstop: refused, got ${run.error}", run.error is IllegalStateException)
+        client.connectionPool.evictAll()
+    }
+}
+
 /** A throwing onFinish must not leak the connection of the response the caller never gets. */
 private fun throwingFinishTest() {
     TestServer(listOf(Step(200))).use { server ->
@@ -1005,6 +1030,7 @@ public fun main() {
     staleConnectionTests()
     refusalTests()
     throwingRetryTest()
+    replayBackstopTest()
     throwingFinishTest()
     setupTests()
     if (failures.isNotEmpty()) {
