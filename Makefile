@@ -2,7 +2,7 @@
 CARGO ?= cargo
 CORPUS ?= ../shared/corpus
 
-.PHONY: build toolchains codegen check-codegen lint unit runtime-tests anchors conformance faults mutation mutation-full injection corpus bench bench-quick test
+.PHONY: build toolchains codegen check-codegen lint unit runtime-tests anchors conformance faults mutation mutation-full injection corpus bench bench-quick dist-check test
 
 build:
 	$(CARGO) build --release
@@ -55,12 +55,12 @@ injection: toolchains
 	$(CARGO) xtask injection --lint all
 
 # The fault matrix: every language's HTTP client adapter against a real fault-injecting server on
-# 127.0.0.1, the same scenarios for all over every protocol each client speaks (HTTP/1.1 today;
-# HTTP/2 and TLS are issue 19's open work, as is the seeded soak, `cargo xtask faults --soak N`,
-# which needs every runner's soak mode first); the server's arrival counts decide. Scenarios
-# marked `pending` in conformance/faults/scenarios.json are listed with their reason, not run.
+# 127.0.0.1, the same scenarios for all over every protocol each client speaks (HTTP/1.1, h2c,
+# HTTP/1.1 over TLS, h2), then the seeded soak (40 requests per run, protocol and seed, each arrival
+# given a fault drawn by the seed); the server's arrival counts decide. Scenarios marked `pending`
+# (or `pending_in` a language) in conformance/faults/scenarios.json are listed with their reason.
 faults: toolchains
-	$(CARGO) xtask faults
+	$(CARGO) xtask faults --with-soak 40 --seed 1 --seed 2
 
 # Every public document of the corpus read, classified and rendered, then compiled and run in all
 # six languages (skipped only when the corpus folder is absent, outside this workspace).
@@ -70,9 +70,15 @@ corpus:
 bench:
 	$(CARGO) xtask bench
 
+# The packages retrygen installs from (docs/distribution.md): the wheel, the npm launcher and this
+# host's binary package, the crate; each installed offline from its file and run, and the
+# pre-commit hooks run on a throwaway repository.
+dist-check: toolchains
+	$(CARGO) xtask dist --check
+
 # The benchmark programs of every language built and cross-checked with few iterations, so the
 # full `make bench` cannot rot; timings are reported, never asserted.
 bench-quick: toolchains
 	$(CARGO) xtask bench --quick
 
-test: toolchains lint unit check-codegen runtime-tests anchors conformance faults mutation injection corpus bench-quick
+test: toolchains lint unit check-codegen runtime-tests anchors conformance faults mutation injection corpus bench-quick dist-check
