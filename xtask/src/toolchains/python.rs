@@ -233,9 +233,9 @@ impl Toolchain for Python {
     /// `conformance/faults/harness/python/` beside the package (`retry_policy/`, with
     /// `httpx_transport.py`): run `python` drives `AsyncRetryTransport`, run `python-sync`
     /// `RetryTransport`. Nothing to compile: black, ruff and mypy --strict check the runner
-    /// first; httpx is put on the path by `main.py`. Protocols: httpx speaks all four (h2c as
-    /// `http1=False, http2=True` on `http://`, h2 with the `h2` package); each is listed once the
-    /// fault server serves it and both runs pass over it.
+    /// first; httpx is put on the path by `main.py`. Protocols: all four (h2c as `http1=False,
+    /// http2=True` on `http://`, h2 the same over TLS with the `h2` package, TLS trusting exactly
+    /// the test CA).
     fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
         require_httpx()?;
         let harness = root().join("conformance/faults/harness/python");
@@ -261,7 +261,7 @@ impl Toolchain for Python {
             &["main.py", "runner.py"],
         )?;
         let run = |name: &str, variant: &str| FaultRun {
-            protocols: &["http1", "http1-tls"],
+            protocols: &["http1", "h2c", "http1-tls", "h2"],
             name: name.to_string(),
             built: Built {
                 argv: vec![
