@@ -1,9 +1,10 @@
 # shellcheck shell=bash
-# The fetch adapter's fault runner (conformance/faults/harness/typescript/) speaks HTTP/1.1 over
-# TLS and HTTP/2 over TLS through Node's own fetch with a dispatcher of the npm `undici` package:
-# an `Agent` with `connect: {ca}` trusts exactly the test CA (Node's fetch offers no other way
-# short of NODE_EXTRA_CA_CERTS, which adds to the system roots), and `allowH2: true` lets ALPN pick
-# HTTP/2. Node's fetch has no public constructor for either. Installed with `npm install --prefix`
+# The fetch adapter's fault runner (conformance/faults/harness/typescript/) speaks h2c, HTTP/1.1
+# over TLS and HTTP/2 over TLS through Node's own fetch with a dispatcher of the npm `undici`
+# package: an `Agent` with `connect: {ca}` trusts exactly the test CA (Node's fetch offers no other
+# way short of NODE_EXTRA_CA_CERTS, which adds to the system roots), `allowH2: true` lets ALPN pick
+# HTTP/2, and `H2CClient` (undici 7) speaks HTTP/2 with prior knowledge. Node's fetch has no public
+# constructor for any of them. Installed with `npm install --prefix`
 # into $CACHE/node-undici, beside (not inside) the pinned tools of $CACHE/node, and linked into the
 # runner's folder by xtask/src/toolchains/typescript.rs. undici has no dependencies.
 #
@@ -32,12 +33,14 @@ step_typescript_undici() {
     run_logged "$log" npm install --prefix "$dir" --no-audit --no-fund --save-exact --prefer-offline \
       "undici@$TYPESCRIPT_UNDICI_VERSION" \
       || die "$what" "npm install failed (npm registry unreachable, or version missing?)" "$log"
-    # The Agent the runner builds: a CA of its own, HTTP/2 allowed.
+    # The dispatchers the runner builds: a CA of its own with HTTP/2 allowed, and h2c.
     run_logged "$log.check" node -e '
-      const { Agent } = require(process.argv[1]);
+      const { Agent, H2CClient } = require(process.argv[1]);
       const agent = new Agent({ connect: { ca: "" }, allowH2: true });
-      if (typeof agent.dispatch !== "function") process.exit(1);
-      agent.close();' "$dir/node_modules/undici" \
+      const h2c = new Agent({ factory: (origin, options) => new H2CClient(origin, options) });
+      if (typeof agent.dispatch !== "function" || typeof h2c.dispatch !== "function") process.exit(1);
+      agent.close();
+      h2c.close();' "$dir/node_modules/undici" \
       || die "$what" "after npm install, undici's Agent cannot be built" "$log.check"
   fi
   say "typescript undici: $TYPESCRIPT_UNDICI_VERSION $action ($(elapsed "$t0"))"

@@ -17,8 +17,9 @@ pub struct TypeScript;
 pub const TYPESCRIPT_VERSION: &str = "5.9.3";
 pub const TYPES_NODE_VERSION: &str = "20.19.43";
 pub const PRETTIER_VERSION: &str = "3.10.1";
-/// The npm undici the fault runner's TLS and HTTP/2 `Agent` comes from
-/// (scripts/bootstrap.d/typescript.sh; 7.x: undici 6's HTTP/2 hangs after a reset).
+/// The npm undici the fault runner's h2c, TLS and HTTP/2 dispatchers come from
+/// (scripts/bootstrap.d/typescript.sh; 7.x: undici 6 has no h2c, and its HTTP/2 hangs after a
+/// reset).
 pub const UNDICI_VERSION: &str = "7.30.3";
 
 fn install_hint() -> String {
@@ -313,9 +314,10 @@ impl Toolchain for TypeScript {
 
     /// conformance/faults/harness/typescript/ (runner.ts) beside the module (index.ts,
     /// runtime.ts, fetch.ts), compiled by tsc with Node's types and run by node: one run,
-    /// `typescript`, Node's own fetch (undici) through `retryingFetch`; over TLS with an `Agent`
-    /// of the pinned npm undici (its node_modules linked into `work`). No h2c: undici's fetch
-    /// has no HTTP/2 with prior knowledge.
+    /// `typescript`, Node's own fetch (undici) through `retryingFetch`, over all four protocols:
+    /// h2c and TLS through a dispatcher of the pinned npm undici (its node_modules linked into
+    /// `work`): an `Agent` trusting the test CA, with `allowH2` for h2, or building undici 7's
+    /// `H2CClient` for h2c.
     fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
         require("tsc", TYPESCRIPT_VERSION)?;
         let types = type_roots()?;
@@ -339,7 +341,7 @@ impl Toolchain for TypeScript {
             "compiling the TypeScript fault runner",
         )?;
         Ok(vec![FaultRun {
-            protocols: &["http1", "http1-tls", "h2"],
+            protocols: &["http1", "h2c", "http1-tls", "h2"],
             name: "typescript".into(),
             built: Built {
                 argv: vec!["node".into(), lossy(&work.join("out/runner.js"))],

@@ -3,16 +3,17 @@
 // against the fault server. One JSON line per scenario; with RETRYGEN_FAULT_SOAK set, the soak
 // (one client, the plan's requests); with RETRYGEN_FAULT_BENCH=N, the overhead mode instead.
 //
-// Protocols: `http1` with Node's default dispatcher; `http1-tls` and `h2` with an `Agent` of the
-// npm undici package (scripts/bootstrap.d/typescript.sh) passed as fetch's `dispatcher`, trusting
-// exactly the test CA (`connect: {ca}`; verification stays on), with `allowH2` for `h2` (ALPN
-// offers `http/1.1` and `h2`, the server picks). No `h2c`: undici's fetch cannot speak HTTP/2 with
-// prior knowledge over plain TCP (its Agent starts HTTP/2 only through TLS ALPN).
+// Protocols: `http1` with Node's default dispatcher; the others with a dispatcher of the npm
+// undici package (7.x, scripts/bootstrap.d/typescript.sh) passed as fetch's `dispatcher`:
+// `http1-tls` and `h2` an `Agent` trusting exactly the test CA (`connect: {ca}`; verification
+// stays on), with `allowH2` for `h2` (ALPN offers `http/1.1` and `h2`, the server picks); `h2c` an
+// `Agent` whose clients are undici 7's `H2CClient` (HTTP/2 with prior knowledge). Node's bundled
+// undici 6 has no h2c at all.
 
 import { readdirSync, readFileSync } from "node:fs";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { Agent } from "undici";
+import { Agent, H2CClient } from "undici";
 import { RETRY_TABLES, retryingFetch } from "./index.js";
 import type { FinishEvent, RetryEvent } from "./index.js";
 
@@ -60,19 +61,21 @@ function env(name: string): string {
 
 const run = env("RETRYGEN_FAULT_RUN");
 const protocol = process.env["RETRYGEN_FAULT_PROTOCOL"] ?? "http1";
-if (protocol !== "http1" && protocol !== "http1-tls" && protocol !== "h2") {
-  throw new Error(
-    `protocol ${protocol}: this runner speaks http1, http1-tls and h2 (undici's fetch has no h2c)`,
-  );
+if (!["http1", "h2c", "http1-tls", "h2"].includes(protocol)) {
+  throw new Error(`protocol ${protocol}: unknown`);
 }
-/** The dispatcher of every request over TLS: the test CA only, HTTP/2 for `h2`. */
+/** The dispatcher of every request but over `http1`. */
 const dispatcher =
   protocol === "http1"
     ? undefined
-    : new Agent({
-        connect: { ca: readFileSync(env("RETRYGEN_FAULT_CA_FILE"), "utf8") },
-        allowH2: protocol === "h2",
-      });
+    : protocol === "h2c"
+      ? new Agent({
+          factory: (origin, options) => new H2CClient(origin, options),
+        })
+      : new Agent({
+          connect: { ca: readFileSync(env("RETRYGEN_FAULT_CA_FILE"), "utf8") },
+          allowH2: protocol === "h2",
+        });
 
 /** `init` with the protocol's dispatcher (the adapter wraps it, see fetch.ts's guard). */
 function withDispatcher(init: RequestInit): RequestInit {
