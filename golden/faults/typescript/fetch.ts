@@ -803,10 +803,11 @@ class ResendGuard implements Dispatcher {
         if (held !== null) {
           held.trailers = trailers;
           this.held = held;
-          done = true;
           release();
         }
         handler.onComplete?.(trailers);
+        // Set last: when fetch's handler throws, undici reports it through onError.
+        done = true;
       },
       onError: (error) => {
         if (!done) {
@@ -846,11 +847,16 @@ function answer(handler: DispatchHandler, held: HeldResponse | null): void {
     return;
   }
   aborted = true;
-  handler.onHeaders?.(held.status, held.headers, ignore, held.statusText);
-  for (const chunk of held.chunks) {
-    handler.onData?.(chunk);
+  try {
+    handler.onHeaders?.(held.status, held.headers, ignore, held.statusText);
+    for (const chunk of held.chunks) {
+      handler.onData?.(chunk);
+    }
+    handler.onComplete?.(held.trailers);
+  } catch (error) {
+    // As undici does when a handler throws: the request fails, it does not hang.
+    handler.onError?.(error);
   }
-  handler.onComplete?.(held.trailers);
 }
 
 /**
