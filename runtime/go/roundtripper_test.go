@@ -205,7 +205,8 @@ func TestRetriesARetryableStatusAndReportsTheEvents(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 || body != "ok" {
 		t.Fatalf("got %v %q %v", resp, body, err)
 	}
-	if resp.Request != req {
+	// A copy of the caller's request (its context carries the finish event, P5).
+	if resp.Request.URL != req.URL || resp.Request.Method != req.Method || resp.Request.Header == nil || resp.Request.Body != req.Body {
 		t.Error("the response names the caller's request")
 	}
 	if got := e.reasons(); got != "retryable_status/1 retryable_status/2" {
@@ -215,7 +216,7 @@ func TestRetriesARetryableStatusAndReportsTheEvents(t *testing.T) {
 	if first.Attempt != 1 || first.Method != "GET" || first.PathTemplate != "/sandboxes/{sandboxID}" || first.OperationID != "getSandbox" || !first.HasOperationID {
 		t.Errorf("retry event %+v", first)
 	}
-	want := FinishEvent{Attempts: 3, Reason: ReasonStatusNotRetryable, Status: 200, Method: "GET", PathTemplate: "/sandboxes/{sandboxID}", OperationID: "getSandbox", HasOperationID: true}
+	want := FinishEvent{Attempts: 3, Reason: ReasonStatusNotRetryable, Status: 200, Method: "GET", PathTemplate: "/sandboxes/{sandboxID}", OperationID: "getSandbox", HasOperationID: true, TotalDelayMs: 1 + 2}
 	if got := e.finish(t); got != want {
 		t.Errorf("finish %+v, want %+v", got, want)
 	}

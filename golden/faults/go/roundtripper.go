@@ -7,6 +7,7 @@
 package retrypolicy
 
 import (
+	"bytes"
 	"context"
 	crand "crypto/rand"
 	"crypto/tls"
@@ -18,6 +19,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -70,6 +73,10 @@ type RoundTripper struct {
 	onFinish       func(*http.Request, FinishEvent)
 	mintKeys       bool
 	attemptTimeout time.Duration
+	// attemptHeader is the canonical name of the attempt header, "" for none (P3).
+	attemptHeader string
+	// readBody is the bound of the body read inside the loop, 0 for off (P6).
+	readBody int64
 }
 
 // RoundTripperOption configures NewRoundTripper.
@@ -83,6 +90,8 @@ type roundTripperConfig struct {
 	onFinish       func(*http.Request, FinishEvent)
 	mintKeys       bool
 	attemptTimeout time.Duration
+	attemptHeader  string
+	readBody       int64
 	next           http.RoundTripper
 }
 
@@ -123,6 +132,27 @@ func WithAttemptTimeout(d time.Duration) RoundTripperOption {
 	return func(c *roundTripperConfig) { c.attemptTimeout = d }
 }
 
+// WithAttemptHeader names a header field that every attempt carries with the number of earlier
+// attempts of the request in decimal ("0" on the first send, "1" on the first retry), replacing
+// a value the caller set (docs/adapters.md P3). The default, "", adds no header: a custom header
+// makes browsers send a CORS preflight, and servers must accept it. Requests to a foreign origin
+// never carry it. The name must be an HTTP token.
+func WithAttemptHeader(name string) RoundTripperOption {
+	return func(c *roundTripperConfig) { c.attemptHeader = name }
+}
+
+// WithReadBody reads the body of the response RoundTrip is about to return inside the retry
+// loop, up to maxBytes (0, the default, is off; docs/adapters.md P6), so that a body cut on a
+// replayable request is retried: a read that fails is the attempt's transport failure (timed
+// out when the attempt timeout ended it), decided like any other. A body read whole is handed
+// over buffered; a longer one as the bytes read followed by the rest of the stream, whose
+// failures are the caller's. Bodies of text/event-stream responses and of 1xx responses are
+// never read. The attempt timeout then covers the body read too. The per-request override is
+// Overrides.ReadBodyMaxBytes.
+func WithReadBody(maxBytes int64) RoundTripperOption {
+	return func(c *roundTripperConfig) { c.readBody = maxBytes }
+}
+
 // WithNext sets the RoundTripper that sends each attempt (default http.DefaultTransport).
 func WithNext(next http.RoundTripper) RoundTripperOption {
 	return func(c *roundTripperConfig) { c.next = next }
@@ -147,6 +177,12 @@ func NewRoundTripper(options ...RoundTripperOption) *RoundTripper {
 	}
 	if err != nil {
 		panic(err)
+	}
+	if config.attemptHeader != "" && !validToken(config.attemptHeader) {
+		panic(invalid("options.attempt_header"))
+	}
+	if config.readBody < 0 {
+		panic(invalid("options.read_body_max_bytes"))
 	}
 	next := config.next
 	if next == nil {
@@ -173,7 +209,27 @@ func NewRoundTripper(options ...RoundTripperOption) *RoundTripper {
 		onFinish:       config.onFinish,
 		mintKeys:       config.mintKeys,
 		attemptTimeout: config.attemptTimeout,
+		attemptHeader:  http.CanonicalHeaderKey(config.attemptHeader),
+		readBody:       config.readBody,
 	}
+}
+
+// validToken reports whether name is an HTTP token (RFC 9110 section 5.6.2), as a field name
+// must be.
+func validToken(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Budget returns the client's retry budget, for metrics.
@@ -213,6 +269,141 @@ type FinishEvent struct {
 	PathTemplate   string
 	OperationID    string
 	HasOperationID bool
+	// TotalDelayMs is the sum of the delays slept between the attempts (docs/adapters.md P4).
+	TotalDelayMs int64
+}
+
+// FinishOf returns the finish event of the request that gave resp or err, as the on-finish
+// callback got it (docs/adapters.md P5): call it with what http.Client.Do or RoundTrip returned,
+// FinishOf(client.Do(req)). It is false for a response or an error that did not come through a
+// RoundTripper (an error of http.Client's own, such as a redirect loop).
+func FinishOf(resp *http.Response, err error) (FinishEvent, bool) {
+	if err != nil {
+		var finished *FinishedError
+		if errors.As(err, &finished) {
+			return finished.Finish, true
+		}
+		return FinishEvent{}, false
+	}
+	if resp == nil || resp.Request == nil {
+		return FinishEvent{}, false
+	}
+	if event, ok := resp.Request.Context().Value(finishKey{}).(*FinishEvent); ok {
+		return *event, true
+	}
+	return FinishEvent{}, false
+}
+
+// FinishedError is the error RoundTrip returns when a request fails: the last attempt's error,
+// as the next RoundTripper returned it, with the request's finish event (FinishOf). Its text is
+// Err's, and errors.Is and errors.As see through it; http.Client wraps it in a *url.Error, whose
+// Timeout and Temporary report Err's.
+type FinishedError struct {
+	// Err is the last attempt's error (for an aborted request, the context's cause wrapping it).
+	Err error
+	// Finish is the request's finish event.
+	Finish FinishEvent
+}
+
+func (e *FinishedError) Error() string {
+	return e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *FinishedError) Unwrap() error {
+	return e.Err
+}
+
+// Timeout reports whether Err is a timeout (url.Error.Timeout asks the error it wraps directly).
+func (e *FinishedError) Timeout() bool {
+	var timeout interface{ Timeout() bool }
+	return errors.As(e.Err, &timeout) && timeout.Timeout()
+}
+
+// Temporary reports whether Err says it is temporary (url.Error.Temporary asks it directly).
+func (e *FinishedError) Temporary() bool {
+	var temporary interface{ Temporary() bool }
+	return errors.As(e.Err, &temporary) && temporary.Temporary()
+}
+
+// Overrides change the retries of one request (docs/adapters.md P1 and P6): put them on the
+// request's context with WithOverrides. Each applies only when its Has field is set; the
+// RoundTripper's policy and options give the rest. A request to a foreign origin ignores them.
+type Overrides struct {
+	// MaxRetries replaces the policy's MaxRetries, from 0 (one attempt) to 100 (the policy
+	// key's range); the budget, the deadline, the backoff and every other key stay as they are.
+	MaxRetries    int
+	HasMaxRetries bool
+	// AttemptTimeout replaces WithAttemptTimeout for this request: a positive duration, or 0
+	// for no attempt timeout.
+	AttemptTimeout    time.Duration
+	HasAttemptTimeout bool
+	// ReadBodyMaxBytes replaces WithReadBody for this request: a bound in bytes, 0 for off.
+	ReadBodyMaxBytes    int64
+	HasReadBodyMaxBytes bool
+}
+
+// overridesKey, attemptKey and finishKey are the context keys of this file.
+type (
+	overridesKey struct{}
+	attemptKey   struct{}
+	finishKey    struct{}
+)
+
+// WithOverrides returns a copy of ctx that carries o, for the request made with it
+// (http.NewRequestWithContext or Request.WithContext). RoundTrip checks them before anything is
+// sent: one out of range fails the request with an *InvalidInput (keys overrides.max_retries,
+// overrides.attempt_timeout, overrides.read_body_max_bytes), with no attempt and no event.
+func WithOverrides(ctx context.Context, o Overrides) context.Context {
+	return context.WithValue(ctx, overridesKey{}, o)
+}
+
+// OverridesFromContext returns the overrides WithOverrides put on ctx.
+func OverridesFromContext(ctx context.Context) (Overrides, bool) {
+	o, ok := ctx.Value(overridesKey{}).(Overrides)
+	return o, ok
+}
+
+// AttemptFromContext returns the number of the attempt a request below the RoundTripper belongs
+// to (docs/adapters.md P2): 1 for the first send, 2 for the first retry. The next RoundTripper
+// (WithNext) reads it from its request's context; an OpenTelemetry layer there sets
+// http.request.resend_count to the attempt minus 1 when that is not 0.
+func AttemptFromContext(ctx context.Context) (int64, bool) {
+	if a, ok := ctx.Value(attemptKey{}).(attemptNumber); ok {
+		return int64(a), true
+	}
+	return 0, false
+}
+
+// attemptNumber is the value of attemptKey.
+type attemptNumber int64
+
+// attemptContext is an attempt's context: its parent and the attempt's number, in one
+// allocation.
+type attemptContext struct {
+	context.Context
+	number attemptNumber
+}
+
+func (c *attemptContext) Value(key any) any {
+	if key == (attemptKey{}) {
+		return c.number
+	}
+	return c.Context.Value(key)
+}
+
+// finishContext is the context of the request a returned response names: the caller's, and the
+// finish event, in one allocation.
+type finishContext struct {
+	context.Context
+	event FinishEvent
+}
+
+func (c *finishContext) Value(key any) any {
+	if key == (finishKey{}) {
+		return &c.event
+	}
+	return c.Context.Value(key)
 }
 
 // AttemptTimeoutError is the error of an attempt that the attempt timeout ended
@@ -255,6 +446,13 @@ type request struct {
 	// caller's context deadline when that comes first.
 	policy *Policy
 	start  time.Time
+	// attemptTimeout and readBody are the RoundTripper's, or the request's overrides.
+	attemptTimeout time.Duration
+	readBody       int64
+	// foreign reports a request to another origin (rule 0): no attempt header.
+	foreign bool
+	// slept is the sum of the delays slept so far, in milliseconds (P4).
+	slept int64
 }
 
 // attempt is how one attempt ended: a response, or an error and its failure kind.
@@ -263,6 +461,13 @@ type attempt struct {
 	err      error
 	failure  FailureKind
 	timedOut bool
+	// duration runs from the send to the response head or the failure (P4).
+	duration time.Duration
+	// read reports a response whose body the loop reads when it returns it (P6); the attempt
+	// timeout, if any, then runs on until the read ends: timer and limit are its.
+	read  bool
+	timer *time.Timer
+	limit *AttemptTimeoutError
 }
 
 // RoundTrip sends the request and retries it as the policy says. It returns the last attempt's
@@ -276,15 +481,17 @@ func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Nothing to classify; the next RoundTripper reports the error.
 		return t.next.RoundTrip(req)
 	}
-	r := request{caller: req, ctx: req.Context(), method: req.Method, header: req.Header, policy: &t.policy, start: time.Now()}
+	r := request{caller: req, ctx: req.Context(), method: req.Method, header: req.Header, policy: &t.policy, start: time.Now(), attemptTimeout: t.attemptTimeout, readBody: t.readBody}
 	if r.method == "" {
 		r.method = http.MethodGet
 	}
 	if t.scoped && req.URL.Scheme != "" && !InScope(t.base, req.URL.Scheme+"://"+req.URL.Host) {
 		// [docs/adapters.md rule 0] Not the API's: one attempt as the caller wrote it (in the
-		// form net/http does not resend), no key, no budget, no retry event.
+		// form net/http does not resend), no key, no budget, no retry event, no override, no
+		// attempt header, no body read.
+		r.foreign, r.readBody = true, 0
 		r.prepareBody(t.next)
-		return t.finish(&r, 1, ReasonForeignOrigin, t.send(&r, req.Body))
+		return t.finish(&r, 1, ReasonForeignOrigin, t.send(&r, req.Body, 0))
 	}
 	var err error
 	r.classification, err = t.classifier.Classify(r.method, req.URL.EscapedPath())
@@ -303,8 +510,15 @@ func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		released    int64
 	)
 	for {
-		a := t.send(&r, body)
+		a := t.send(&r, body, retriesUsed)
 		decision := t.decide(&r, a, retriesUsed, previous)
+		if !decision.Retry && a.read {
+			// [P6] The response is the one to return: its body is read here, and a read that
+			// fails is this attempt's transport failure, decided like any other.
+			if a = t.bufferBody(&r, a); a.failure != "" {
+				decision = t.decide(&r, a, retriesUsed, previous)
+			}
+		}
 		if !decision.Retry {
 			if a.failure == "" && a.resp.StatusCode < 400 {
 				t.recordSuccess(released)
@@ -317,6 +531,9 @@ func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 				// The body cannot be had again after all: stop as for a one-shot body, and
 				// give back what the retry took.
 				t.refund(a)
+				if a.read {
+					a = t.bufferBody(&r, a)
+				}
 				return t.finish(&r, retriesUsed+1, ReasonBodyNotReplayable, a)
 			}
 			body = next
@@ -327,19 +544,56 @@ func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		if a.resp != nil {
 			discard(a.resp.Body)
 		}
+		asleep := time.Now()
 		if err := sleep(r.ctx, decision.Delay()); err != nil {
 			closeBody(body)
+			r.slept += min(time.Since(asleep), decision.Delay()).Milliseconds()
 			aborted := attempt{err: err, failure: FailureAborted}
 			return t.finish(&r, retriesUsed+1, ReasonAborted, aborted)
 		}
+		r.slept += decision.DelayMs
 		released = t.retryCost(a)
 		previous = decision.DelayMs
 		retriesUsed++
 	}
 }
 
+// applyOverrides applies the request's overrides (P1, P6), checked first.
+func (t *RoundTripper) applyOverrides(r *request) error {
+	o, ok := OverridesFromContext(r.ctx)
+	if !ok {
+		return nil
+	}
+	switch {
+	case o.HasMaxRetries && (o.MaxRetries < 0 || o.MaxRetries > maxRetriesLimit):
+		return invalid("overrides.max_retries")
+	case o.HasAttemptTimeout && o.AttemptTimeout < 0:
+		return invalid("overrides.attempt_timeout")
+	case o.HasReadBodyMaxBytes && o.ReadBodyMaxBytes < 0:
+		return invalid("overrides.read_body_max_bytes")
+	}
+	if o.HasMaxRetries && o.MaxRetries != r.policy.MaxRetries {
+		p := *r.policy
+		p.MaxRetries = o.MaxRetries
+		r.policy = &p
+	}
+	if o.HasAttemptTimeout {
+		r.attemptTimeout = o.AttemptTimeout
+	}
+	if o.HasReadBodyMaxBytes {
+		r.readBody = o.ReadBodyMaxBytes
+	}
+	return nil
+}
+
+// maxRetriesLimit is the largest max_retries a policy takes (contract V2).
+const maxRetriesLimit = 100
+
 // prepare sets the request's key, header, body form and policy before the first attempt.
 func (t *RoundTripper) prepare(r *request) error {
+	if err := t.applyOverrides(r); err != nil {
+		return err
+	}
 	op := r.classification.Operation
 	if r.classification.Class == ClassKeyed && t.mintKeys && !op.HasIdempotencyKey(r.header) {
 		key, err := newIdempotencyKey()
@@ -364,7 +618,7 @@ func (t *RoundTripper) prepare(r *request) error {
 		left := deadline.Sub(r.start).Milliseconds() - 1
 		if !t.policy.HasDeadline || left < t.policy.DeadlineMs {
 			if left <= msPerDay {
-				p := t.policy
+				p := *r.policy
 				p.DeadlineMs, p.HasDeadline = max(left, 1), true
 				r.policy = &p
 			}
@@ -426,23 +680,31 @@ func (t *RoundTripper) callOnRetry(r *request, a attempt, body io.ReadCloser, re
 		}
 		t.report(r, retriesUsed+1, decision.Reason, a)
 	}()
-	t.onRetry(r.caller, NewRetryEvent(r.classification, r.method, retriesUsed, decision))
+	event := NewRetryEvent(r.classification, r.method, retriesUsed, decision)
+	// [P4] What the attempt that is retried gave, and how long it took.
+	event.Failure, event.AttemptDurationMs = a.failure, a.duration.Milliseconds()
+	if a.resp != nil {
+		event.Status = a.resp.StatusCode
+	}
+	t.onRetry(r.caller, event)
 	returned = true
 }
 
 // send sends one attempt with body (the caller's, or one from GetBody) and maps its result.
-func (t *RoundTripper) send(r *request, body io.ReadCloser) attempt {
-	ctx := r.ctx
+// earlier is the number of attempts sent before this one.
+func (t *RoundTripper) send(r *request, body io.ReadCloser, earlier int64) attempt {
+	// [P2] The attempt's number, for the RoundTrippers below (AttemptFromContext).
+	var ctx context.Context = &attemptContext{Context: r.ctx, number: attemptNumber(earlier + 1)}
 	var (
 		cancel context.CancelCauseFunc
 		timer  *time.Timer
 		limit  *AttemptTimeoutError
 	)
-	if t.attemptTimeout > 0 {
+	if r.attemptTimeout > 0 {
 		// A child context, so that the timeout ends this attempt and not the request.
-		limit = &AttemptTimeoutError{After: t.attemptTimeout}
+		limit = &AttemptTimeoutError{After: r.attemptTimeout}
 		ctx, cancel = context.WithCancelCause(ctx)
-		timer = time.AfterFunc(t.attemptTimeout, func() { cancel(limit) })
+		timer = time.AfterFunc(r.attemptTimeout, func() { cancel(limit) })
 	}
 	var handshake *handshakeWatch
 	if r.caller.URL.Scheme == "https" {
@@ -453,23 +715,37 @@ func (t *RoundTripper) send(r *request, body io.ReadCloser) attempt {
 	// when the attempt ended, so nothing was written. A RoundTripper that never calls GetConn
 	// gives no such proof, and its timeouts stay transport. Only an attempt timeout asks.
 	var conn *connWatch
-	if t.attemptTimeout > 0 {
+	if r.attemptTimeout > 0 {
 		conn = new(connWatch)
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GetConn: conn.get, GotConn: conn.got})
 	}
 	out := r.caller.WithContext(ctx)
 	out.Header = r.header
+	if t.attemptHeader != "" && !r.foreign {
+		// [P3] A header of this attempt's own: an earlier attempt's may still be being written.
+		out.Header = cloneHeader(r.header)
+		for name := range out.Header {
+			if equalFoldASCII(name, t.attemptHeader) {
+				delete(out.Header, name)
+			}
+		}
+		out.Header[t.attemptHeader] = []string{strconv.FormatInt(earlier, 10)}
+	}
 	out.Body = body
 	out.GetBody = nil
 	if r.emptyBody {
 		out.Body, out.ContentLength, out.TransferEncoding = emptyBody{}, 0, identityEncoding
 	}
+	sent := time.Now()
 	resp, err := t.next.RoundTrip(out)
+	duration := time.Since(sent)
 	if resp == nil && err == nil {
 		// As http.Client reports it.
 		err = fmt.Errorf("retrypolicy: RoundTripper %T returned a nil *Response with a nil error", t.next)
 	}
-	expired := timer != nil && !timer.Stop()
+	// [P6] A response whose body the loop may read keeps its attempt timeout running.
+	read := err == nil && r.readBody > 0 && readable(resp)
+	expired := timer != nil && !read && !timer.Stop()
 	if expired {
 		// The timer fired, and its function may not have run yet: set the cause now.
 		cancel(limit)
@@ -480,12 +756,17 @@ func (t *RoundTripper) send(r *request, body io.ReadCloser) attempt {
 		}
 	}
 	if err == nil {
+		a := attempt{resp: resp, duration: duration, read: read}
 		if cancel != nil {
-			resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+			body := &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+			if read {
+				body.timer, a.timer, a.limit = timer, timer, limit
+			}
+			resp.Body = body
 		}
 		// The caller sees its own request, as from any RoundTripper.
 		resp.Request = r.caller
-		return attempt{resp: resp}
+		return a
 	}
 	if resp != nil && resp.Body != nil {
 		// A RoundTripper must not return both; release what it returned all the same.
@@ -494,6 +775,13 @@ func (t *RoundTripper) send(r *request, body io.ReadCloser) attempt {
 	if cancel != nil {
 		cancel(nil)
 	}
+	a := failed(r, err, expired, conn, handshake, limit)
+	a.duration = duration
+	return a
+}
+
+// failed maps the error of an attempt to its failure.
+func failed(r *request, err error, expired bool, conn *connWatch, handshake *handshakeWatch, limit *AttemptTimeoutError) attempt {
 	switch {
 	case r.ctx.Err() != nil:
 		// The caller's context ended: the request is aborted, with the context's cause.
@@ -513,6 +801,89 @@ func (t *RoundTripper) send(r *request, body io.ReadCloser) attempt {
 	}
 	var timeout interface{ Timeout() bool }
 	return attempt{err: err, failure: FailureTransport, timedOut: errors.As(err, &timeout) && timeout.Timeout()}
+}
+
+// readable reports whether the body of resp may be read inside the loop (P6): not an event
+// stream, which does not end, and not a 1xx response, whose body is the connection.
+func readable(resp *http.Response) bool {
+	if resp.StatusCode < 200 || resp.Body == nil || resp.Body == http.NoBody {
+		return false
+	}
+	media, _, _ := strings.Cut(firstValue(resp.Header["Content-Type"]), ";")
+	return !strings.EqualFold(strings.TrimSpace(media), "text/event-stream")
+}
+
+// bufferBody reads the body of the response the loop returns, up to the request's bound (P6). A
+// read that fails (or that the attempt timeout ends) makes the attempt a failure: the response
+// is released. A body read whole is handed over buffered; a longer one as the bytes read
+// followed by the rest of the stream.
+func (t *RoundTripper) bufferBody(r *request, a attempt) attempt {
+	body := a.resp.Body
+	buf, err := readPrefix(body, r.readBody, a.resp.ContentLength)
+	expired := a.timer != nil && !a.timer.Stop()
+	if err != nil || expired {
+		discard(body)
+		failure := attempt{err: err, failure: FailureTransport, duration: a.duration}
+		var timeout interface{ Timeout() bool }
+		switch {
+		case r.ctx.Err() != nil:
+			failure = attempt{err: withCause(err, context.Cause(r.ctx)), failure: FailureAborted, duration: a.duration}
+		case expired:
+			if err == nil {
+				// The body was read as the timeout fired: what is left can no longer be.
+				err = a.limit
+			}
+			failure.err, failure.timedOut = withCause(err, a.limit), true
+		case errors.As(err, &timeout) && timeout.Timeout():
+			failure.timedOut = true
+		}
+		return failure
+	}
+	resp := a.resp
+	if int64(len(buf)) <= r.readBody {
+		// The end of the body: the connection goes back to the pool.
+		_ = body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(buf))
+	} else {
+		resp.Body = &prefixedBody{Reader: io.MultiReader(bytes.NewReader(buf), body), body: body}
+	}
+	a.read, a.timer = false, nil
+	return a
+}
+
+// readPrefix reads body up to its end or bound+1 bytes, whichever comes first (one byte past the
+// bound tells a body longer than the bound). length is the length the response announced (-1
+// when unknown): the buffer starts at that size.
+func readPrefix(body io.Reader, bound, length int64) ([]byte, error) {
+	size := min(bound+1, 4<<10)
+	if length >= 0 && length < bound {
+		size = length + 1
+	}
+	buf := make([]byte, 0, size)
+	for int64(len(buf)) <= bound {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, int(min(int64(cap(buf)), bound+1-int64(len(buf)))))
+		}
+		n, err := body.Read(buf[len(buf):int(min(int64(cap(buf)), bound+1))])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// prefixedBody is a body longer than the read bound: the bytes read, then the rest.
+type prefixedBody struct {
+	io.Reader
+	body io.ReadCloser
+}
+
+func (b *prefixedBody) Close() error {
+	return b.body.Close()
 }
 
 // decide asks Decide about an attempt with the client's budget (contract K4: the decision is
@@ -605,7 +976,10 @@ func firstValue(values []string) string {
 
 // finish reports the finish event and returns the attempt's result. When the on-finish
 // callback panics, the response is closed before the panic goes on up.
+// [P5] The event is on what RoundTrip returns: the error is a *FinishedError, and the response
+// names a copy of the caller's request whose context carries it (FinishOf).
 func (t *RoundTripper) finish(r *request, attempts int64, reason Reason, a attempt) (*http.Response, error) {
+	event := finishEvent(r, attempts, reason, a)
 	if t.onFinish != nil {
 		returned := false
 		defer func() {
@@ -613,21 +987,31 @@ func (t *RoundTripper) finish(r *request, attempts int64, reason Reason, a attem
 				_ = a.resp.Body.Close()
 			}
 		}()
-		t.report(r, attempts, reason, a)
+		t.onFinish(r.caller, event)
 		returned = true
 	}
 	if a.failure != "" {
-		return nil, a.err
+		if _, ok := a.err.(tls.RecordHeaderError); ok {
+			// http.Client asserts this type on the error itself (an HTTP answer to a TLS
+			// handshake becomes http.ErrSchemeMismatch): returned as is, so FinishOf is false.
+			return nil, a.err
+		}
+		return nil, &FinishedError{Err: a.err, Finish: event}
 	}
+	a.resp.Request = r.caller.WithContext(&finishContext{Context: r.ctx, event: event})
 	return a.resp, nil
 }
 
 // report calls the on-finish callback, if any, with the finish event.
 func (t *RoundTripper) report(r *request, attempts int64, reason Reason, a attempt) {
-	if t.onFinish == nil {
-		return
+	if t.onFinish != nil {
+		t.onFinish(r.caller, finishEvent(r, attempts, reason, a))
 	}
-	event := FinishEvent{Attempts: attempts, Reason: reason, Failure: a.failure, TimedOut: a.timedOut}
+}
+
+// finishEvent is the finish event of a request that ends with a.
+func finishEvent(r *request, attempts int64, reason Reason, a attempt) FinishEvent {
+	event := FinishEvent{Attempts: attempts, Reason: reason, Failure: a.failure, TimedOut: a.timedOut, TotalDelayMs: r.slept}
 	if a.resp != nil {
 		event.Status = a.resp.StatusCode
 	}
@@ -635,7 +1019,7 @@ func (t *RoundTripper) report(r *request, attempts int64, reason Reason, a attem
 	op := NewRetryEvent(r.classification, r.method, 0, Decision{})
 	event.Method, event.PathTemplate = op.Method, op.PathTemplate
 	event.OperationID, event.HasOperationID = op.OperationID, op.HasOperationID
-	t.onFinish(r.caller, event)
+	return event
 }
 
 // isConnectError reports whether err proves that the request never left: the dial failed (DNS
@@ -881,9 +1265,14 @@ func (emptyBody) Close() error { return nil }
 type cancelOnClose struct {
 	io.ReadCloser
 	cancel context.CancelCauseFunc
+	// timer is the attempt timeout of a body the loop may read (P6), stopped on Close.
+	timer *time.Timer
 }
 
 func (b *cancelOnClose) Close() error {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
 	err := b.ReadCloser.Close()
 	b.cancel(nil)
 	return err

@@ -383,6 +383,14 @@ type RetryEvent struct {
 	OperationID string
 	// HasOperationID reports whether OperationID names an operation.
 	HasOperationID bool
+	// Status is the status of the attempt that is retried, 0 when it failed (docs/adapters.md
+	// P4). NewRetryEvent leaves it, Failure and AttemptDurationMs zero; the adapter sets them.
+	Status int
+	// Failure is how the attempt failed (FailureConnect or FailureTransport), "" for a status.
+	Failure FailureKind
+	// AttemptDurationMs is the attempt's duration on the monotonic clock, from the send to the
+	// response head or the failure.
+	AttemptDurationMs int64
 }
 
 // NewRetryEvent is the event of the retry d grants for a request classified as c, sent with

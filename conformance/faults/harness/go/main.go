@@ -52,6 +52,17 @@ type scenario struct {
 	Warm             bool              `json:"warm"`
 	WarmClose        bool              `json:"warm_close"`
 	WarmPauseMs      int64             `json:"warm_pause_ms"`
+	// Overrides go on the request's context (docs/adapters.md P1); AttemptHeader and
+	// ReadBodyMaxBytes configure the client (P3, P6).
+	Overrides        *overrides `json:"overrides"`
+	AttemptHeader    string     `json:"attempt_header"`
+	ReadBodyMaxBytes int64      `json:"read_body_max_bytes"`
+}
+
+type overrides struct {
+	MaxRetries       *int   `json:"max_retries"`
+	AttemptTimeoutMs *int64 `json:"attempt_timeout_ms"`
+	ReadBodyMaxBytes *int64 `json:"read_body_max_bytes"`
 }
 
 // soakPlan is the plan of the soak (conformance/faults/README.md, the soak).
@@ -76,8 +87,10 @@ type line struct {
 	Finish    *finish `json:"finish"`
 	// Finishes counts the finish events of the call (a redirect http.Client follows is a
 	// request of its own); ReportedArrivals sums their attempts and redirects.
-	Finishes         int     `json:"finishes"`
-	ReportedArrivals int64   `json:"reported_arrivals"`
+	Finishes         int   `json:"finishes"`
+	ReportedArrivals int64 `json:"reported_arrivals"`
+	// FinishFromResult is the finish event read back from what the call returned (P5).
+	FinishFromResult *finish `json:"finish_from_result,omitempty"`
 	ErrorType        *string `json:"error_type"`
 	ElapsedMs        int64   `json:"elapsed_ms"`
 }
@@ -101,6 +114,7 @@ type finish struct {
 	Method       string  `json:"method"`
 	PathTemplate *string `json:"path_template"`
 	OperationID  *string `json:"operation_id"`
+	TotalDelayMs int64   `json:"total_delay_ms"`
 }
 
 func main() {
@@ -222,6 +236,14 @@ func (r *recorder) onRetry(_ *http.Request, e retrypolicy.RetryEvent) {
 }
 
 func (r *recorder) onFinish(_ *http.Request, e retrypolicy.FinishEvent) {
+	f := finishLine(e)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.finishes = append(r.finishes, *f)
+}
+
+// finishLine is a finish event in the line's field names.
+func finishLine(e retrypolicy.FinishEvent) *finish {
 	f := &finish{
 		Attempts:     e.Attempts,
 		Reason:       string(e.Reason),
@@ -231,15 +253,14 @@ func (r *recorder) onFinish(_ *http.Request, e retrypolicy.FinishEvent) {
 		Method:       e.Method,
 		PathTemplate: optional(e.PathTemplate, e.PathTemplate != ""),
 		OperationID:  optional(e.OperationID, e.HasOperationID),
+		TotalDelayMs: e.TotalDelayMs,
 	}
 	if e.Failure == "" {
 		f.Outcome = "status"
 		status := e.Status
 		f.Status = &status
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.finishes = append(r.finishes, *f)
+	return f
 }
 
 func (r *recorder) reset() {
@@ -273,7 +294,7 @@ type oneShot struct {
 }
 
 // newClient is a client with the adapter (base URL base) over a transport of its own.
-func newClient(base string, rec *recorder, mintKeys *bool, attemptTimeoutMs int64) (*http.Client, *http.Transport) {
+func newClient(base string, rec *recorder, mintKeys *bool, attemptTimeoutMs int64, attemptHeader string, readBody int64) (*http.Client, *http.Transport) {
 	transport := newTransport()
 	options := []retrypolicy.RoundTripperOption{
 		retrypolicy.WithBaseURL(base),
@@ -286,6 +307,12 @@ func newClient(base string, rec *recorder, mintKeys *bool, attemptTimeoutMs int6
 	}
 	if attemptTimeoutMs > 0 {
 		options = append(options, retrypolicy.WithAttemptTimeout(time.Duration(attemptTimeoutMs)*time.Millisecond))
+	}
+	if attemptHeader != "" {
+		options = append(options, retrypolicy.WithAttemptHeader(attemptHeader))
+	}
+	if readBody > 0 {
+		options = append(options, retrypolicy.WithReadBody(readBody))
 	}
 	return &http.Client{Transport: retrypolicy.NewRoundTripper(options...)}, transport
 }
@@ -323,7 +350,7 @@ func run(basePath string, s scenario) line {
 		target = targetURL("other_origin") + basePath + s.Path
 	}
 	var rec recorder
-	client, transport := newClient(base, &rec, s.MintKeys, s.AttemptTimeoutMs)
+	client, transport := newClient(base, &rec, s.MintKeys, s.AttemptTimeoutMs, s.AttemptHeader, s.ReadBodyMaxBytes)
 	defer transport.CloseIdleConnections()
 	if s.Warm {
 		// Through the same client, so that the scenario's request goes over the kept-alive
@@ -343,6 +370,19 @@ func send(client *http.Client, rec *recorder, s scenario, target string) line {
 		ctx, cancel = context.WithCancel(ctx)
 	}
 	defer cancel()
+	if o := s.Overrides; o != nil {
+		var set retrypolicy.Overrides
+		if o.MaxRetries != nil {
+			set.MaxRetries, set.HasMaxRetries = *o.MaxRetries, true
+		}
+		if o.AttemptTimeoutMs != nil {
+			set.AttemptTimeout, set.HasAttemptTimeout = time.Duration(*o.AttemptTimeoutMs)*time.Millisecond, true
+		}
+		if o.ReadBodyMaxBytes != nil {
+			set.ReadBodyMaxBytes, set.HasReadBodyMaxBytes = *o.ReadBodyMaxBytes, true
+		}
+		ctx = retrypolicy.WithOverrides(ctx, set)
+	}
 	var content io.Reader
 	if s.Body != nil {
 		switch s.Body.Kind {
@@ -372,6 +412,9 @@ func send(client *http.Client, rec *recorder, s scenario, target string) line {
 		defer timer.Stop()
 	}
 	resp, err := client.Do(req)
+	if event, ok := retrypolicy.FinishOf(resp, err); ok {
+		out.FinishFromResult = finishLine(event)
+	}
 	if err == nil {
 		status := resp.StatusCode
 		out.Status = &status
@@ -446,7 +489,7 @@ func measureResources() resources {
 func soak(out *bufio.Writer, basePath string, plan soakPlan) {
 	base := targetURL("server") + basePath
 	var rec recorder
-	client, transport := newClient(base, &rec, nil, plan.AttemptTimeoutMs)
+	client, transport := newClient(base, &rec, nil, plan.AttemptTimeoutMs, "", 0)
 	defer transport.CloseIdleConnections()
 	warmUp(client, base+"/health", "soak-warmup", false)
 	writeLine(out, map[string]any{"soak_start": measureResources()})
