@@ -1,5 +1,5 @@
 use super::escape::{c_like, check_identifier, push_quoted, utf16_escape};
-use super::{Adapter, Backend, LanguageOptions, RuntimeFile};
+use super::{visibility, Adapter, Backend, LanguageOptions, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToUpperCamelCase;
@@ -34,9 +34,19 @@ impl Backend for CSharp {
         LanguageOptions::from([
             ("namespace".to_string(), DEFAULT_NAMESPACE.to_string()),
             ("class".to_string(), "RetryPolicies".to_string()),
+            (
+                visibility::OPTION.to_string(),
+                visibility::PUBLIC.to_string(),
+            ),
         ])
     }
     fn check_options(&self, options: &LanguageOptions) -> Result<(), String> {
+        visibility::check(options)?;
+        if visibility::is_internal(options) && options["namespace"] == DEFAULT_NAMESPACE {
+            return Err(format!(
+                "visibility \"internal\" needs a namespace of the SDK's own (the option `namespace`), not the default {DEFAULT_NAMESPACE:?}"
+            ));
+        }
         for part in options["namespace"].split('.') {
             check_identifier("namespace segment", part, &CSHARP_KEYWORDS)?;
             // The module's `using System...` directives sit inside the namespace, where a segment
@@ -77,6 +87,10 @@ impl Backend for CSharp {
         }
         file.source
             .replacen(NAMESPACE_LINE, &format!("\nnamespace {namespace}\n"), 1)
+    }
+    /// Types sit one indent inside the namespace block; nested types and members deeper.
+    fn internal_declarations(&self) -> Option<(&'static str, &'static str)> {
+        Some(("    public ", "    internal "))
     }
     /// A regular (not verbatim, not interpolated) string. `\x` is variable-length in C#, so only
     /// fixed-width `\uXXXX` escapes are used (a surrogate pair outside the BMP).

@@ -1,5 +1,5 @@
 use super::escape::{c_like, check_identifier, push_quoted, utf16_escape};
-use super::{Adapter, Backend, LanguageOptions, RuntimeFile};
+use super::{visibility, Adapter, Backend, LanguageOptions, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToShoutySnakeCase;
@@ -14,10 +14,22 @@ impl Backend for Kotlin {
         LanguageOptions::from([
             ("package".to_string(), DEFAULT_PACKAGE.to_string()),
             ("object".to_string(), "RetryPolicies".to_string()),
+            (
+                visibility::OPTION.to_string(),
+                visibility::PUBLIC.to_string(),
+            ),
         ])
     }
     fn check_options(&self, options: &LanguageOptions) -> Result<(), String> {
+        visibility::check(options)?;
         let package = &options["package"];
+        // Internal declarations of two SDKs in one default package would still be one package:
+        // an internal module names its own.
+        if visibility::is_internal(options) && package == DEFAULT_PACKAGE {
+            return Err(format!(
+                "visibility \"internal\" needs a package of the SDK's own (the option `package`), not the default {DEFAULT_PACKAGE:?}"
+            ));
+        }
         for part in package.split('.') {
             check_identifier("package segment", part, &KOTLIN_KEYWORDS)?;
             check_not_underscores("package segment", part)?;
@@ -61,6 +73,10 @@ impl Backend for Kotlin {
             &format!("\npackage {package}\n"),
             1,
         )
+    }
+    /// Top-level declarations start a line with `public `.
+    fn internal_declarations(&self) -> Option<(&'static str, &'static str)> {
+        Some(("public ", "internal "))
     }
     /// A plain string: `$` is escaped (it would start a string template), every character outside
     /// printable ASCII becomes a `\uXXXX` escape (a surrogate pair outside the BMP).

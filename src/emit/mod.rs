@@ -17,6 +17,7 @@ mod python;
 mod rust;
 mod templates;
 mod typescript;
+mod visibility;
 
 pub use escape::{comment_line, comment_safe, is_unsafe_in_source, push_comment_line};
 pub use templates::{TemplateSource, ENTRY_TEMPLATE};
@@ -52,6 +53,12 @@ pub trait Backend: Sync {
     /// declaration where the language's options rename it.
     fn runtime_text(&self, file: &RuntimeFile, _options: &LanguageOptions) -> String {
         file.source.to_string()
+    }
+    /// For a backend with the `visibility` option: the line start that marks a top-level
+    /// declaration's public modifier in its runtime, adapters and tables, and what `internal`
+    /// makes of it (see `visibility.rs`).
+    fn internal_declarations(&self) -> Option<(&'static str, &'static str)> {
+        None
     }
     /// Appends a string literal holding exactly `s` to `out`.
     fn push_string_literal(&self, out: &mut String, s: &str);
@@ -250,6 +257,17 @@ pub fn render(
             contents: backend.runtime_text(file, options),
         });
     }
+    // `visibility = "internal"`: the same rewrite of every file's top-level declarations. Spec
+    // strings cannot start a line (literals escape line breaks), so only the module's own
+    // declarations change.
+    if let Some((marker, replacement)) = backend.internal_declarations() {
+        if visibility::is_internal(options) {
+            for file in &mut files {
+                file.contents =
+                    visibility::rewrite_declarations(&file.contents, marker, replacement);
+            }
+        }
+    }
     Ok(files)
 }
 
@@ -306,6 +324,95 @@ mod tests {
             &[],
             &TemplateSource::Folder(root.path().to_path_buf()),
         )
+    }
+
+    /// `visibility = "internal"` changes exactly the top-level declarations' modifiers of every
+    /// file (tables, runtime, adapter) and nothing else; the default output is untouched. The
+    /// internal modules compile (golden/internal/, built by the conformance run's toolchains).
+    #[test]
+    fn internal_visibility_rewrites_top_level_declarations_only() {
+        let api = matching_api();
+        for (backend, package, marker, replacement) in [
+            (
+                &kotlin::Kotlin as &dyn Backend,
+                Some(("package", "com.example.retry")),
+                "public ",
+                "internal ",
+            ),
+            (
+                &csharp::CSharp,
+                Some(("namespace", "Example.Retry")),
+                "    public ",
+                "    internal ",
+            ),
+            (&rust::Rust, None, "pub ", "pub(crate) "),
+        ] {
+            let mut given = LanguageOptions::new();
+            if let Some((key, value)) = package {
+                given.insert(key.into(), value.into());
+            }
+            let adapters = resolve_adapters(backend, &[backend.adapters()[0].name.to_string()])
+                .expect("the adapter");
+            let public = render(
+                &api,
+                backend,
+                &resolve_options(backend, &given).expect("valid"),
+                &adapters,
+                &TemplateSource::Embedded,
+            )
+            .expect("renders");
+            given.insert("visibility".into(), "internal".into());
+            let internal = render(
+                &api,
+                backend,
+                &resolve_options(backend, &given).expect("valid"),
+                &adapters,
+                &TemplateSource::Embedded,
+            )
+            .expect("renders");
+            assert_eq!(public.len(), internal.len());
+            for (p, i) in public.iter().zip(&internal) {
+                let declarations = p.contents.lines().filter(|l| l.starts_with(marker)).count();
+                assert!(declarations > 0, "{} {}", backend.name(), p.name);
+                assert!(
+                    !i.contents.lines().any(|l| l.starts_with(marker)),
+                    "{} {}: a public declaration is left",
+                    backend.name(),
+                    i.name
+                );
+                let rewritten = i
+                    .contents
+                    .lines()
+                    .filter(|l| l.starts_with(replacement))
+                    .count();
+                assert!(rewritten >= declarations, "{} {}", backend.name(), i.name);
+                // Line for line the same file but for the modifier (Rust's tables add the one
+                // `allow(dead_code)` attribute and its comment).
+                let strip = |text: &str| -> Vec<String> {
+                    text.lines()
+                        .filter(|l| {
+                            !l.starts_with("#![allow(dead_code)]") && !l.contains("Crate-private")
+                        })
+                        .map(|l| match l.strip_prefix(replacement) {
+                            Some(rest) => format!("{marker}{rest}"),
+                            None => l.to_string(),
+                        })
+                        .filter(|l| l != "//!")
+                        .collect()
+                };
+                let (before, after) = (strip(&p.contents), strip(&i.contents));
+                assert_eq!(before.len(), after.len(), "{} {}", backend.name(), p.name);
+                if let Some((b, a)) = before.iter().zip(&after).find(|(b, a)| b != a) {
+                    panic!("{} {}: {b:?} became {a:?}", backend.name(), p.name);
+                }
+            }
+        }
+        // Kotlin and C# internal declarations need the SDK's own package or namespace.
+        for backend in [&kotlin::Kotlin as &dyn Backend, &csharp::CSharp] {
+            let given = LanguageOptions::from([("visibility".to_string(), "internal".to_string())]);
+            let error = resolve_options(backend, &given).unwrap_err().to_string();
+            assert!(error.contains("needs a"), "{error}");
+        }
     }
 
     /// The fields of a context struct, as a template lists them.

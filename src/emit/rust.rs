@@ -1,5 +1,5 @@
 use super::escape::{c_like, push_quoted};
-use super::{Adapter, Backend, LanguageOptions, RuntimeFile};
+use super::{visibility, Adapter, Backend, LanguageOptions, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToUpperCamelCase;
@@ -10,13 +10,21 @@ impl Backend for Rust {
     fn name(&self) -> &'static str {
         "rust"
     }
-    /// No options: the target is a module folder (`out = "src/retry_policy/"`), named by the
-    /// folder, which the SDK declares with `mod retry_policy;`.
+    /// One option, `visibility`: the target is a module folder (`out = "src/retry_policy/"`),
+    /// named by the folder, which the SDK declares with `mod retry_policy;`; `internal` makes its
+    /// items `pub(crate)`.
     fn default_options(&self) -> LanguageOptions {
-        LanguageOptions::new()
+        LanguageOptions::from([(
+            visibility::OPTION.to_string(),
+            visibility::PUBLIC.to_string(),
+        )])
     }
-    fn check_options(&self, _options: &LanguageOptions) -> Result<(), String> {
-        Ok(())
+    fn check_options(&self, options: &LanguageOptions) -> Result<(), String> {
+        visibility::check(options)
+    }
+    /// Items of the module start a line with `pub `.
+    fn internal_declarations(&self) -> Option<(&'static str, &'static str)> {
+        Some(("pub ", "pub(crate) "))
     }
     fn tables_file_name(&self, _options: &LanguageOptions) -> String {
         "mod.rs".into()
@@ -89,7 +97,7 @@ mod tests {
     #[test]
     fn runtime_is_copied_verbatim() {
         let options = Rust.default_options();
-        assert!(options.is_empty());
+        assert_eq!(options.keys().collect::<Vec<_>>(), ["visibility"]);
         let files = Rust.runtime_files();
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].name, "runtime.rs");
