@@ -60,6 +60,132 @@ namespace Retrygen.Generated
         /// caller's token stays uncancelled.
         /// </summary>
         public TimeSpan? AttemptTimeout { get; set; }
+
+        /// <summary>
+        /// Gets or sets the name of a request header that carries, on every attempt, the number of earlier attempts of
+        /// the call in decimal (<c>0</c> on the first send, like <c>X-Stainless-Retry-Count</c>), replacing a value the
+        /// caller set; <c>null</c> (the default) for none: a custom header makes browsers send a CORS preflight.
+        /// Requests to another origin never get it.
+        /// </summary>
+        public string AttemptHeader { get; set; }
+
+        /// <summary>
+        /// Gets or sets the bound in bytes of the body read inside the loop (docs/adapters.md, P6); 0 (the default) for
+        /// none. When set, a response the handler is about to return, unless its <c>Content-Type</c> is
+        /// <c>text/event-stream</c>, has its body read before it is returned: a read that fails is the attempt's
+        /// <c>transport</c> failure, retried like any other for a replayable request. A body read whole is returned
+        /// buffered; a longer one as the bytes read followed by the rest of the stream.
+        /// </summary>
+        public long ReadBodyMaxBytes { get; set; }
+    }
+
+    /// <summary>
+    /// Retry overrides of one request (docs/adapters.md, P1), set with
+    /// <see cref="RetryRequestExtensions.SetRetryOverrides"/> (the request option <see cref="RetryHandler.OverridesKey"/>):
+    /// the request is decided with the handler's policy with <see cref="MaxRetries"/> replaced, every other key and the
+    /// handler's budget unchanged. A request to another origin ignores them. Nothing of them is sent.
+    /// </summary>
+    public sealed class RetryOverrides
+    {
+        /// <summary>Gets or sets the retries allowed after the first attempt, 0 to 100 (0: one attempt); <c>null</c> for the policy's.</summary>
+        public int? MaxRetries { get; set; }
+
+        /// <summary>
+        /// Gets or sets the limit of each attempt of this request; <c>null</c> for the handler's
+        /// <see cref="RetryHandlerOptions.AttemptTimeout"/>, <see cref="Timeout.InfiniteTimeSpan"/> for none.
+        /// </summary>
+        public TimeSpan? AttemptTimeout { get; set; }
+
+        /// <summary>Gets or sets the bound of the body read inside the loop for this request, 0 for none; <c>null</c> for the handler's.</summary>
+        public long? ReadBodyMaxBytes { get; set; }
+    }
+
+    /// <summary>
+    /// The request-scoped data of <see cref="RetryHandler"/>, in the message options (<c>HttpRequestMessage.Options</c> on
+    /// .NET 5 and later, <c>Properties</c> on mono and .NET Framework: the same store).
+    /// </summary>
+    public static class RetryRequestExtensions
+    {
+        /// <summary>Sets the retry overrides of <paramref name="request"/> (option <see cref="RetryHandler.OverridesKey"/>).</summary>
+        /// <param name="request">The request.</param>
+        /// <param name="overrides">The overrides; <c>null</c> removes them.</param>
+        /// <returns>The request.</returns>
+        public static HttpRequestMessage SetRetryOverrides(this HttpRequestMessage request, RetryOverrides overrides)
+        {
+            if (request == null)
+            {
+                throw new ArgumentNullException(nameof(request));
+            }
+
+#pragma warning disable CS0618 // Properties is Options on .NET 5 and later, the only one of the two mono has.
+            if (overrides == null)
+            {
+                request.Properties.Remove(RetryHandler.OverridesKey);
+            }
+            else
+            {
+                request.Properties[RetryHandler.OverridesKey] = overrides;
+            }
+#pragma warning restore CS0618
+
+            return request;
+        }
+
+        /// <summary>
+        /// The attempt this message is sent as (1 for the first send, 2 for the first retry), for the handlers below
+        /// <see cref="RetryHandler"/>: OpenTelemetry's <c>http.request.resend_count</c> is this minus 1.
+        /// </summary>
+        /// <param name="request">A message a <see cref="RetryHandler"/> sent.</param>
+        /// <returns>The attempt number, or <c>null</c> when no <see cref="RetryHandler"/> sent the message.</returns>
+        public static int? GetRetryAttempt(this HttpRequestMessage request)
+        {
+            object value = Option(request, RetryHandler.AttemptKey);
+            return value is int ? (int)value : (int?)null;
+        }
+
+        /// <summary>The finish event of the call that returned <paramref name="response"/> (docs/adapters.md, P5).</summary>
+        /// <param name="response">A response a <see cref="RetryHandler"/> returned.</param>
+        /// <returns>The event <see cref="RetryHandlerOptions.OnFinish"/> got, or <c>null</c>.</returns>
+        public static RetryFinishEvent GetRetryFinish(this HttpResponseMessage response)
+        {
+            return response == null ? null : Option(response.RequestMessage, RetryHandler.FinishKey) as RetryFinishEvent;
+        }
+
+        /// <summary>
+        /// The finish event of the call that raised <paramref name="error"/> (in its <c>Data</c> under
+        /// <see cref="RetryHandler.FinishKey"/>, or in an inner exception's, as <see cref="HttpClient"/> wraps a
+        /// cancellation in an exception of its own).
+        /// </summary>
+        /// <param name="error">An exception a call through a <see cref="RetryHandler"/> raised.</param>
+        /// <returns>The event <see cref="RetryHandlerOptions.OnFinish"/> got, or <c>null</c>.</returns>
+        public static RetryFinishEvent GetRetryFinish(this Exception error)
+        {
+            for (int depth = 0; error != null && depth < 64; depth++)
+            {
+                var finish = error.Data[RetryHandler.FinishKey] as RetryFinishEvent;
+                if (finish != null)
+                {
+                    return finish;
+                }
+
+                error = error.InnerException;
+            }
+
+            return null;
+        }
+
+        private static object Option(HttpRequestMessage request, string key)
+        {
+            if (request == null)
+            {
+                return null;
+            }
+
+            object value;
+#pragma warning disable CS0618 // Properties is Options on .NET 5 and later.
+            return request.Properties.TryGetValue(key, out value) ? value : null;
+#pragma warning restore CS0618
+        }
     }
 
     /// <summary>
@@ -76,11 +202,13 @@ namespace Retrygen.Generated
             FailureKind? failure,
             bool timedOut,
             long redirects,
+            long totalDelayMs,
             string method,
             string pathTemplate,
             string operationId)
         {
             Attempts = attempts;
+            TotalDelayMs = totalDelayMs;
             DecisionReason = decisionReason;
             Reason = reason;
             Status = status;
@@ -116,6 +244,9 @@ namespace Retrygen.Generated
         /// many hops it took.
         /// </summary>
         public long Redirects { get; }
+
+        /// <summary>Gets the sum of the delays the handler slept between the attempts, in milliseconds.</summary>
+        public long TotalDelayMs { get; }
 
         /// <summary>Gets how the last attempt ended: <c>status</c>, <c>connect</c>, <c>transport</c>, <c>certificate</c> or <c>aborted</c>.</summary>
         public string Outcome { get; }
@@ -169,8 +300,37 @@ namespace Retrygen.Generated
         /// <summary><c>HttpRequestMessage.VersionPolicy</c> (.NET 5 and later), copied onto each replay; <c>null</c> on mono.</summary>
         private static readonly PropertyInfo VersionPolicyProperty = typeof(HttpRequestMessage).GetProperty("VersionPolicy");
 
+        /// <summary>
+        /// The request option of a request's <see cref="RetryOverrides"/> (docs/adapters.md, P1), set by
+        /// <see cref="RetryRequestExtensions.SetRetryOverrides"/>; on .NET 5 and later also
+        /// <c>request.Options.Set(new HttpRequestOptionsKey&lt;RetryOverrides&gt;(RetryHandler.OverridesKey), overrides)</c>.
+        /// </summary>
+        public const string OverridesKey = "retrygen.overrides";
+
+        /// <summary>
+        /// The request option holding the attempt number (an <see cref="int"/>: 1 for the first send) on each message the
+        /// handler sends (docs/adapters.md, P2); read it with <see cref="RetryRequestExtensions.GetRetryAttempt"/>.
+        /// </summary>
+        public const string AttemptKey = "retrygen.attempt";
+
+        /// <summary>
+        /// The key of the <see cref="RetryFinishEvent"/> in the options of the returned response's
+        /// <see cref="HttpResponseMessage.RequestMessage"/> and in the <see cref="Exception.Data"/> of a raised exception
+        /// (docs/adapters.md, P5); read it with <see cref="RetryRequestExtensions.GetRetryFinish(HttpResponseMessage)"/>.
+        /// </summary>
+        public const string FinishKey = "retrygen.finish";
+
         /// <summary>The finish reason of a request to another origin than the base address's (docs/adapters.md, rule 0).</summary>
         private const string ForeignOrigin = "foreign_origin";
+
+        /// <summary>The largest body bound and the largest override of it: what one buffer holds.</summary>
+        private const long MaxReadBodyBytes = int.MaxValue;
+
+        /// <summary>The attempt numbers 1 to 101, boxed once (an option value is an object).</summary>
+        private static readonly object[] AttemptNumbers = BoxedAttempts();
+
+        /// <summary>The decimal attempt header values 0 to 100.</summary>
+        private static readonly string[] EarlierAttempts = EarlierAttemptTexts();
 
         private readonly RetryPolicy policy;
         private readonly string baseUrl;
@@ -180,7 +340,12 @@ namespace Retrygen.Generated
         private readonly Action<RetryFinishEvent> onFinish;
         private readonly bool mintKeys;
         private readonly TimeSpan? attemptTimeout;
+        private readonly string attemptHeader;
+        private readonly long readBodyMaxBytes;
         private readonly Random random = new Random();
+
+        /// <summary>The policy with each overriding <see cref="RetryPolicy.MaxRetries"/>, built on first use.</summary>
+        private readonly RetryPolicy[] overridden = new RetryPolicy[101];
 
         /// <summary>Whether the inner handlers resend a bodiless request on their own: 0 not known yet, 1 yes, 2 no.</summary>
         private int innerResends;
@@ -219,7 +384,8 @@ namespace Retrygen.Generated
         /// </summary>
         /// <param name="tables">The generated module's tables (<c>RetryPolicies.Tables</c>).</param>
         /// <param name="options">The options, read now; <c>null</c> for the defaults.</param>
-        /// <exception cref="ArgumentOutOfRangeException"><see cref="RetryHandlerOptions.AttemptTimeout"/> is not positive or exceeds <see cref="int.MaxValue"/> milliseconds.</exception>
+        /// <exception cref="ArgumentOutOfRangeException"><see cref="RetryHandlerOptions.AttemptTimeout"/> is not positive or exceeds <see cref="int.MaxValue"/> milliseconds, or <see cref="RetryHandlerOptions.ReadBodyMaxBytes"/> is negative or exceeds <see cref="int.MaxValue"/>.</exception>
+        /// <exception cref="ArgumentException"><see cref="RetryHandlerOptions.AttemptHeader"/> is no request header name.</exception>
         /// <exception cref="InvalidInputException"><c>input.base</c>: the base address holds a lone surrogate.</exception>
         public RetryHandler(OperationTable tables, RetryHandlerOptions options)
         {
@@ -235,7 +401,19 @@ namespace Retrygen.Generated
                 throw new ArgumentOutOfRangeException(nameof(options), "AttemptTimeout must be positive and at most int.MaxValue milliseconds");
             }
 
+            if (options.ReadBodyMaxBytes < 0 || options.ReadBodyMaxBytes > MaxReadBodyBytes)
+            {
+                throw new ArgumentOutOfRangeException(nameof(options), "ReadBodyMaxBytes must be 0 (off) to int.MaxValue");
+            }
+
+            if (options.AttemptHeader != null && !IsHeaderName(options.AttemptHeader))
+            {
+                throw new ArgumentException("AttemptHeader must be a request header name (an RFC 9110 token, not a content header)", nameof(options));
+            }
+
             policy = options.Policy ?? RetryPolicy.Default;
+            attemptHeader = options.AttemptHeader;
+            readBodyMaxBytes = options.ReadBodyMaxBytes;
             Uri baseAddress = options.BaseAddress;
             baseUrl = baseAddress == null ? null : (baseAddress.IsAbsoluteUri ? baseAddress.AbsoluteUri : baseAddress.OriginalString);
             classifier = tables.CreateClassifier(baseUrl, policy.UnknownOperationClass);
@@ -578,6 +756,8 @@ namespace Retrygen.Generated
                 throw new ArgumentNullException(nameof(request));
             }
 
+            // P1: overrides out of range raise before anything is sent.
+            RetryOverrides overrides = OverridesOf(request);
             string method = request.Method.Method;
             Uri uri = request.RequestUri;
             bool socketsHandler = InnerResendsBodilessRequests();
@@ -586,6 +766,20 @@ namespace Retrygen.Generated
             if (baseUrl != null && uri != null && uri.IsAbsoluteUri && !RetryRuntime.InScope(baseUrl, uri.AbsoluteUri))
             {
                 return await SendForeignAsync(request, method, socketsHandler, cancellationToken, isAsync).ConfigureAwait(false);
+            }
+
+            RetryPolicy decided = policy;
+            TimeSpan? timeout = attemptTimeout;
+            long readBody = readBodyMaxBytes;
+            if (overrides != null)
+            {
+                decided = overrides.MaxRetries.HasValue ? PolicyWith(overrides.MaxRetries.Value) : policy;
+                if (overrides.AttemptTimeout.HasValue)
+                {
+                    timeout = overrides.AttemptTimeout.Value == Timeout.InfiniteTimeSpan ? (TimeSpan?)null : overrides.AttemptTimeout.Value;
+                }
+
+                readBody = overrides.ReadBodyMaxBytes ?? readBody;
             }
 
             // 1. Classify the method and the target as sent.
@@ -609,7 +803,7 @@ namespace Retrygen.Generated
             }
 
             // 3. The body: replayable, made replayable by buffering it once, or sent once.
-            bool mayRetry = replayClass != ReplayClass.NoRetry && policy.MaxRetries > 0;
+            bool mayRetry = replayClass != ReplayClass.NoRetry && decided.MaxRetries > 0;
             bool replayable = true;
             HttpContent content = request.Content;
             HttpContent emptyBody = null;
@@ -646,44 +840,116 @@ namespace Retrygen.Generated
             long start = Stopwatch.GetTimestamp();
             long retriesUsed = 0;
             long previousDelayMs = 0;
+            long totalDelayMs = 0;
             long lastRetryCost = 0;
             long redirects = 0;
             HttpRequestMessage attempt = request;
             while (true)
             {
-                // 4. One attempt: a response, or a failure mapped to the contract's.
+                // 4. One attempt: a response, or a failure mapped to the contract's. P2 and P3: its number below and,
+                // when configured, the number of earlier attempts in a header.
+                MarkAttempt(attempt, retriesUsed);
                 HttpResponseMessage response = null;
                 Exception error = null;
                 FailureKind failure = FailureKind.Transport;
                 bool timedOut = false;
                 bool attemptTimedOut = false;
                 Uri sentUri = attempt.RequestUri;
-                CancellationTokenSource limit = attemptTimeout.HasValue ? CancellationTokenSource.CreateLinkedTokenSource(cancellationToken) : null;
+                CancellationTokenSource limit = timeout.HasValue ? CancellationTokenSource.CreateLinkedTokenSource(cancellationToken) : null;
+                CancellationToken attemptToken = limit == null ? cancellationToken : limit.Token;
                 WirePatch patch = socketsHandler && attempt == request ? WirePatch.Apply(request, emptyBody) : null;
+                long sentAt = Stopwatch.GetTimestamp();
+                long durationMs;
+                Decision decision;
+                int status;
                 try
                 {
-                    if (limit != null)
+                    try
                     {
-                        limit.CancelAfter(attemptTimeout.Value);
+                        if (limit != null)
+                        {
+                            limit.CancelAfter(timeout.Value);
+                        }
+
+                        response = await SendInnerAsync(attempt, attemptToken, isAsync).ConfigureAwait(false);
+                    }
+                    catch (Exception e) when (IsExchangeFailure(e) || cancellationToken.IsCancellationRequested || (limit != null && limit.IsCancellationRequested))
+                    {
+                        error = e;
+                        if (cancellationToken.IsCancellationRequested)
+                        {
+                            failure = FailureKind.Aborted;
+                        }
+                        else if (limit != null && limit.IsCancellationRequested)
+                        {
+                            timedOut = attemptTimedOut = true;
+                        }
+                        else
+                        {
+                            failure = FailureOf(e, socketsHandler);
+                            timedOut = failure == FailureKind.Transport && IsClientTimeout(e);
+                        }
+                    }
+                    finally
+                    {
+                        if (patch != null)
+                        {
+                            patch.Undo();
+                        }
                     }
 
-                    response = await SendInnerAsync(attempt, limit == null ? cancellationToken : limit.Token, isAsync).ConfigureAwait(false);
-                }
-                catch (Exception e) when (IsExchangeFailure(e) || cancellationToken.IsCancellationRequested || (limit != null && limit.IsCancellationRequested))
-                {
-                    error = e;
-                    if (cancellationToken.IsCancellationRequested)
+                    durationMs = ElapsedMs(sentAt);
+
+                    // A redirect the inner handler followed rewrote the message's address (a new Uri, even for the same
+                    // one): the server saw one more request. A later hop that could not connect is no proof for the first.
+                    if (!ReferenceEquals(attempt.RequestUri, sentUri))
                     {
-                        failure = FailureKind.Aborted;
+                        redirects++;
+                        if (failure == FailureKind.Connect)
+                        {
+                            failure = FailureKind.Transport;
+                        }
                     }
-                    else if (limit != null && limit.IsCancellationRequested)
+
+                    // 5-6. Decide, with the budget of this handler (only a replayable request takes from it).
+                    status = response == null ? 0 : (int)response.StatusCode;
+                    decision = DecideAttempt(decided, response, status, failure, replayClass, hasKey, retriesUsed, start, previousDelayMs, timedOut, replayable);
+
+                    // P6: the body of a response about to be returned, read inside the loop when asked; a read that
+                    // fails is this attempt's transport failure (timed out when the attempt timeout ended it).
+                    if (readBody > 0 && response != null && decision != null && (!decision.Retry || !replayable) && HasReadableBody(response, method))
                     {
-                        timedOut = attemptTimedOut = true;
-                    }
-                    else
-                    {
-                        failure = FailureOf(e, socketsHandler);
-                        timedOut = failure == FailureKind.Transport && IsClientTimeout(e);
+                        try
+                        {
+                            await BufferBodyAsync(response, readBody, attemptToken, isAsync).ConfigureAwait(false);
+                        }
+                        catch (Exception e) when (IsBodyReadFailure(e) || cancellationToken.IsCancellationRequested || (limit != null && limit.IsCancellationRequested))
+                        {
+                            response.Dispose();
+                            response = null;
+                            status = 0;
+                            timedOut = false;
+                            failure = FailureKind.Transport;
+                            if (cancellationToken.IsCancellationRequested)
+                            {
+                                // The caller's cancellation, whatever the read of the disposed response threw.
+                                failure = FailureKind.Aborted;
+                                error = e as OperationCanceledException ?? new OperationCanceledException("The request was canceled while its body was read.", e, cancellationToken);
+                            }
+                            else if (limit != null && limit.IsCancellationRequested)
+                            {
+                                timedOut = attemptTimedOut = true;
+                                error = e;
+                            }
+                            else
+                            {
+                                // What HttpClient raises when the body it buffers fails: an HttpRequestException.
+                                error = e is HttpRequestException ? e : new HttpRequestException("Error while copying content to a stream.", e);
+                            }
+
+                            durationMs = ElapsedMs(sentAt);
+                            decision = DecideAttempt(decided, null, 0, failure, replayClass, hasKey, retriesUsed, start, previousDelayMs, timedOut, replayable);
+                        }
                     }
                 }
                 finally
@@ -692,47 +958,6 @@ namespace Retrygen.Generated
                     {
                         limit.Dispose();
                     }
-
-                    if (patch != null)
-                    {
-                        patch.Undo();
-                    }
-                }
-
-                // A redirect the inner handler followed rewrote the message's address (a new Uri, even for the same
-                // one): the server saw one more request. A later hop that could not connect is no proof for the first.
-                if (!ReferenceEquals(attempt.RequestUri, sentUri))
-                {
-                    redirects++;
-                    if (failure == FailureKind.Connect)
-                    {
-                        failure = FailureKind.Transport;
-                    }
-                }
-
-                // 5-6. Decide, with the budget of this handler (only a replayable request takes from it).
-                int status = response == null ? 0 : (int)response.StatusCode;
-                Decision decision;
-                if (response != null && (status < 100 || status > 599))
-                {
-                    // Not an HTTP status the contract knows: returned as it is.
-                    decision = null;
-                }
-                else
-                {
-                    Outcome outcome = response == null ? Outcome.FromFailure(failure) : OutcomeOf(response, status);
-                    var input = new DecisionInput(
-                        replayClass,
-                        hasKey,
-                        outcome,
-                        retriesUsed,
-                        ElapsedMs(start),
-                        previousDelayMs,
-                        outcome.RetryAfter == null ? 0 : DateTimeOffset.UtcNow.ToUnixTimeMilliseconds(),
-                        NextRandom(),
-                        budget.Tokens,
-                        timedOut);
-                    decision = replayable ? budget.Decide(input) : RetryRuntime.Decide(policy, input);
                 }
 
                 // 8. Finish: return the response or rethrow the error of this attempt.
@@ -750,7 +975,7 @@ namespace Retrygen.Generated
 
                         try
                         {
-                            Finish(classification, method, retriesUsed + 1, reason, reasonName, status, null, false, redirects);
+                            Finish(classification, method, retriesUsed + 1, reason, reasonName, status, null, false, redirects, totalDelayMs, response, attempt, null);
                         }
                         catch
                         {
@@ -762,14 +987,16 @@ namespace Retrygen.Generated
                         return response;
                     }
 
-                    Finish(classification, method, retriesUsed + 1, reason, reasonName, null, failure, timedOut, redirects);
                     if (attemptTimedOut)
                     {
                         string message = "The request was canceled after the RetryHandler's attempt timeout of "
-                            + attemptTimeout.Value.TotalMilliseconds.ToString(System.Globalization.CultureInfo.InvariantCulture) + " ms.";
-                        throw new TaskCanceledException(message, new TimeoutException(message, error));
+                            + timeout.Value.TotalMilliseconds.ToString(System.Globalization.CultureInfo.InvariantCulture) + " ms.";
+                        error = new TaskCanceledException(message, new TimeoutException(message, error));
+                        Finish(classification, method, retriesUsed + 1, reason, reasonName, null, failure, timedOut, redirects, totalDelayMs, null, attempt, error);
+                        throw error;
                     }
 
+                    Finish(classification, method, retriesUsed + 1, reason, reasonName, null, failure, timedOut, redirects, totalDelayMs, null, attempt, error);
                     ExceptionDispatchInfo.Capture(error).Throw();
                     throw error;
                 }
@@ -780,10 +1007,11 @@ namespace Retrygen.Generated
                 {
                     if (onRetry != null)
                     {
-                        onRetry(RetryEvent.Create(classification, method, retriesUsed, decision));
+                        onRetry(RetryEvent.Create(classification, method, retriesUsed, decision)
+                            .WithAttempt(response == null ? (int?)null : status, response == null ? failure : (FailureKind?)null, durationMs));
                     }
                 }
-                catch
+                catch (Exception thrown)
                 {
                     // A throwing callback ends the request (docs/adapters.md): the response released, the budget as
                     // decided, the finish event once, no further attempt; the callback's exception propagates.
@@ -792,7 +1020,7 @@ namespace Retrygen.Generated
                         response.Dispose();
                     }
 
-                    Finish(classification, method, retriesUsed + 1, decision.Reason, decision.Reason.ToWireName(), response == null ? (int?)null : status, response == null ? failure : (FailureKind?)null, timedOut, redirects);
+                    Finish(classification, method, retriesUsed + 1, decision.Reason, decision.Reason.ToWireName(), response == null ? (int?)null : status, response == null ? failure : (FailureKind?)null, timedOut, redirects, totalDelayMs, null, attempt, thrown);
                     throw;
                 }
 
@@ -813,22 +1041,53 @@ namespace Retrygen.Generated
                         Sleep(decision.DelayMs, cancellationToken);
                     }
                 }
-                catch (OperationCanceledException)
+                catch (OperationCanceledException canceled)
                 {
-                    Finish(classification, method, retriesUsed + 1, DecisionReason.Aborted, DecisionReason.Aborted.ToWireName(), null, FailureKind.Aborted, false, redirects);
+                    Finish(classification, method, retriesUsed + 1, DecisionReason.Aborted, DecisionReason.Aborted.ToWireName(), null, FailureKind.Aborted, false, redirects, totalDelayMs, null, attempt, canceled);
                     throw;
                 }
 
                 previousDelayMs = decision.DelayMs;
+                totalDelayMs += decision.DelayMs;
                 retriesUsed++;
                 attempt = template.Create(request);
             }
         }
 
+        /// <summary>Steps 5-6 for one attempt: its outcome decided with <paramref name="decided"/> (the budget's state for a replayable request).</summary>
+        private Decision DecideAttempt(RetryPolicy decided, HttpResponseMessage response, int status, FailureKind failure, ReplayClass replayClass, bool hasKey, long retriesUsed, long start, long previousDelayMs, bool timedOut, bool replayable)
+        {
+            if (response != null && (status < 100 || status > 599))
+            {
+                // Not an HTTP status the contract knows: returned as it is.
+                return null;
+            }
+
+            Outcome outcome = response == null ? Outcome.FromFailure(failure) : OutcomeOf(response, status);
+            var input = new DecisionInput(
+                replayClass,
+                hasKey,
+                outcome,
+                retriesUsed,
+                ElapsedMs(start),
+                previousDelayMs,
+                outcome.RetryAfter == null ? 0 : DateTimeOffset.UtcNow.ToUnixTimeMilliseconds(),
+                NextRandom(),
+                budget.Tokens,
+                timedOut);
+            if (!replayable)
+            {
+                return RetryRuntime.Decide(decided, input);
+            }
+
+            return ReferenceEquals(decided, policy) ? budget.Decide(input) : budget.Decide(input, decided);
+        }
+
         /// <summary>
         /// Rule 0 of docs/adapters.md: a request to another origin than the base address's. One attempt, no key, no
-        /// budget, no retry event, no attempt timeout; one finish event with reason <c>foreign_origin</c>. Only the
-        /// wire changes that keep SocketsHttpHandler from resending it are made (and undone on the caller's message).
+        /// budget, no retry event, no attempt timeout, no attempt header, no overrides; one finish event with reason
+        /// <c>foreign_origin</c>. Only the wire changes that keep SocketsHttpHandler from resending it are made (and
+        /// undone on the caller's message).
         /// </summary>
         private async Task<HttpResponseMessage> SendForeignAsync(HttpRequestMessage request, string method, bool socketsHandler, CancellationToken cancellationToken, bool isAsync)
         {
@@ -837,6 +1096,7 @@ namespace Retrygen.Generated
             FailureKind failure = FailureKind.Transport;
             bool timedOut = false;
             Uri sentUri = request.RequestUri;
+            MarkAttemptBelow(request, 0);
             WirePatch patch = socketsHandler ? WirePatch.Apply(request, request.Content == null ? new ByteArrayContent(Array.Empty<byte>()) : null) : null;
             try
             {
@@ -869,19 +1129,21 @@ namespace Retrygen.Generated
                 failure = FailureKind.Transport;
             }
 
+            var finish = new RetryFinishEvent(
+                1,
+                DecisionReason.NotReplayable,
+                ForeignOrigin,
+                response == null ? (int?)null : (int)response.StatusCode,
+                response == null ? failure : (FailureKind?)null,
+                timedOut,
+                redirects,
+                0,
+                AsciiUpper(method),
+                null,
+                null);
+            Attach(finish, response, request, error);
             if (onFinish != null)
             {
-                var finish = new RetryFinishEvent(
-                    1,
-                    DecisionReason.NotReplayable,
-                    ForeignOrigin,
-                    response == null ? (int?)null : (int)response.StatusCode,
-                    response == null ? failure : (FailureKind?)null,
-                    timedOut,
-                    redirects,
-                    AsciiUpper(method),
-                    null,
-                    null);
                 try
                 {
                     onFinish(finish);
@@ -1099,17 +1361,258 @@ namespace Retrygen.Generated
             }
         }
 
-        private void Finish(Classification classification, string method, long attempts, DecisionReason reason, string reasonName, int? status, FailureKind? failure, bool timedOut, long redirects)
+        private void Finish(Classification classification, string method, long attempts, DecisionReason reason, string reasonName, int? status, FailureKind? failure, bool timedOut, long redirects, long totalDelayMs, HttpResponseMessage response, HttpRequestMessage attempt, Exception error)
         {
-            if (onFinish == null)
+            // P5: the event is on the result whether or not OnFinish is set.
+            Operation operation = classification.Operation;
+            RetryFinishEvent finish = operation != null
+                ? new RetryFinishEvent(attempts, reason, reasonName, status, failure, timedOut, redirects, totalDelayMs, operation.Method, operation.Path, operation.OperationId)
+                : new RetryFinishEvent(attempts, reason, reasonName, status, failure, timedOut, redirects, totalDelayMs, AsciiUpper(method), null, null);
+            Attach(finish, response, attempt, error);
+            if (onFinish != null)
+            {
+                onFinish(finish);
+            }
+        }
+
+        /// <summary>
+        /// P5: the finish event in the options of the response's request message (the attempt's message when the inner
+        /// handler set none) or in the exception's <see cref="Exception.Data"/>.
+        /// </summary>
+        private static void Attach(RetryFinishEvent finish, HttpResponseMessage response, HttpRequestMessage attempt, Exception error)
+        {
+            if (response != null)
+            {
+                if (response.RequestMessage == null)
+                {
+                    response.RequestMessage = attempt;
+                }
+
+#pragma warning disable CS0618 // Properties is Options on .NET 5 and later.
+                response.RequestMessage.Properties[FinishKey] = finish;
+#pragma warning restore CS0618
+                return;
+            }
+
+            if (error == null)
             {
                 return;
             }
 
-            Operation operation = classification.Operation;
-            onFinish(operation != null
-                ? new RetryFinishEvent(attempts, reason, reasonName, status, failure, timedOut, redirects, operation.Method, operation.Path, operation.OperationId)
-                : new RetryFinishEvent(attempts, reason, reasonName, status, failure, timedOut, redirects, AsciiUpper(method), null, null));
+            try
+            {
+                error.Data[FinishKey] = finish;
+            }
+            catch (Exception e) when (e is NotSupportedException || e is ArgumentException)
+            {
+                // An exception type with a read-only Data: the finish stays with OnFinish only.
+            }
+        }
+
+        /// <summary>P1: the request's overrides, checked; <c>null</c> for none.</summary>
+        private static RetryOverrides OverridesOf(HttpRequestMessage request)
+        {
+            object value;
+#pragma warning disable CS0618 // Properties is Options on .NET 5 and later.
+            if (!request.Properties.TryGetValue(OverridesKey, out value) || value == null)
+            {
+                return null;
+            }
+#pragma warning restore CS0618
+
+            var overrides = value as RetryOverrides;
+            if (overrides == null)
+            {
+                throw new ArgumentException("the request option " + OverridesKey + " must be a RetryOverrides, not " + value.GetType().FullName, nameof(request));
+            }
+
+            if (overrides.MaxRetries.HasValue && (overrides.MaxRetries.Value < 0 || overrides.MaxRetries.Value > 100))
+            {
+                throw new ArgumentOutOfRangeException(nameof(request), "RetryOverrides.MaxRetries must be 0 to 100");
+            }
+
+            TimeSpan? timeout = overrides.AttemptTimeout;
+            if (timeout.HasValue && timeout.Value != Timeout.InfiniteTimeSpan && (timeout.Value <= TimeSpan.Zero || timeout.Value.TotalMilliseconds > int.MaxValue))
+            {
+                throw new ArgumentOutOfRangeException(nameof(request), "RetryOverrides.AttemptTimeout must be positive and at most int.MaxValue milliseconds, or Timeout.InfiniteTimeSpan");
+            }
+
+            if (overrides.ReadBodyMaxBytes.HasValue && (overrides.ReadBodyMaxBytes.Value < 0 || overrides.ReadBodyMaxBytes.Value > MaxReadBodyBytes))
+            {
+                throw new ArgumentOutOfRangeException(nameof(request), "RetryOverrides.ReadBodyMaxBytes must be 0 (off) to int.MaxValue");
+            }
+
+            return overrides;
+        }
+
+        /// <summary>The handler's policy with <paramref name="maxRetries"/> retries, built once per value (a race builds an equal one).</summary>
+        private RetryPolicy PolicyWith(int maxRetries)
+        {
+            RetryPolicy with = Volatile.Read(ref overridden[maxRetries]);
+            if (with == null)
+            {
+                with = policy.WithMaxRetries(maxRetries);
+                Volatile.Write(ref overridden[maxRetries], with);
+            }
+
+            return with;
+        }
+
+        /// <summary>P2 and P3 on the message of one attempt.</summary>
+        private void MarkAttempt(HttpRequestMessage message, long retriesUsed)
+        {
+            MarkAttemptBelow(message, retriesUsed);
+            if (attemptHeader != null)
+            {
+                message.Headers.Remove(attemptHeader);
+                message.Headers.TryAddWithoutValidation(attemptHeader, EarlierAttempts[retriesUsed]);
+            }
+        }
+
+        private static void MarkAttemptBelow(HttpRequestMessage message, long retriesUsed)
+        {
+#pragma warning disable CS0618 // Properties is Options on .NET 5 and later.
+            message.Properties[AttemptKey] = AttemptNumbers[retriesUsed];
+#pragma warning restore CS0618
+        }
+
+        private static object[] BoxedAttempts()
+        {
+            var numbers = new object[101];
+            for (int i = 0; i < numbers.Length; i++)
+            {
+                numbers[i] = i + 1;
+            }
+
+            return numbers;
+        }
+
+        private static string[] EarlierAttemptTexts()
+        {
+            var texts = new string[101];
+            for (int i = 0; i < texts.Length; i++)
+            {
+                texts[i] = i.ToString(System.Globalization.CultureInfo.InvariantCulture);
+            }
+
+            return texts;
+        }
+
+        /// <summary>Whether <paramref name="name"/> is an RFC 9110 token that a request's headers accept (no content header).</summary>
+        private static bool IsHeaderName(string name)
+        {
+            if (name.Length == 0)
+            {
+                return false;
+            }
+
+            foreach (char c in name)
+            {
+                bool token = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || "!#$%&'*+-.^_`|~".IndexOf(c) >= 0;
+                if (!token)
+                {
+                    return false;
+                }
+            }
+
+            using (var probe = new HttpRequestMessage())
+            {
+                return probe.Headers.TryAddWithoutValidation(name, "0");
+            }
+        }
+
+        /// <summary>
+        /// Whether P6 reads the response's body: not a server-sent event stream (it may never end), and not a response
+        /// that has none (to <c>HEAD</c>, <c>204</c>, <c>304</c>), whose <c>Content-Length</c> may announce bytes never sent.
+        /// </summary>
+        private static bool HasReadableBody(HttpResponseMessage response, string method)
+        {
+            HttpContent content = response.Content;
+            int status = (int)response.StatusCode;
+            if (content == null || status == 204 || status == 304 || string.Equals(method, "HEAD", StringComparison.OrdinalIgnoreCase))
+            {
+                return false;
+            }
+
+            return content.Headers.ContentType == null
+                || !string.Equals(content.Headers.ContentType.MediaType, "text/event-stream", StringComparison.OrdinalIgnoreCase);
+        }
+
+        /// <summary>Whether a body read failed on the wire (a read of a disposed response: the token's registration closed it).</summary>
+        private static bool IsBodyReadFailure(Exception error)
+        {
+            return IsExchangeFailure(error) || error is ObjectDisposedException;
+        }
+
+        /// <summary>
+        /// P6: reads the response's body up to <paramref name="max"/> bytes; a body read whole replaces the content with
+        /// its bytes (the content headers kept), a longer one with the bytes read followed by the rest of the stream.
+        /// Throws what the read threw; a body shorter than its <c>Content-Length</c> is an <see cref="IOException"/>.
+        /// </summary>
+        private static async Task BufferBodyAsync(HttpResponseMessage response, long max, CancellationToken cancellationToken, bool isAsync)
+        {
+            HttpContent content = response.Content;
+            if (content == null)
+            {
+                return;
+            }
+
+            // A read that does not watch the token ends when the response is disposed.
+            using (cancellationToken.Register(r => ((HttpResponseMessage)r).Dispose(), response))
+            {
+                cancellationToken.ThrowIfCancellationRequested();
+#if NET5_0_OR_GREATER
+                Stream stream = isAsync ? await content.ReadAsStreamAsync(cancellationToken).ConfigureAwait(false) : content.ReadAsStream(cancellationToken);
+#else
+                Stream stream = isAsync ? await content.ReadAsStreamAsync().ConfigureAwait(false) : content.ReadAsStreamAsync().GetAwaiter().GetResult();
+#endif
+                long? declared = content.Headers.ContentLength;
+                var buffer = new MemoryStream(declared.HasValue && declared.Value <= max ? (int)declared.Value : (int)Math.Min(max, 16384));
+                var chunk = new byte[(int)Math.Min(max + 1, 16384)];
+                bool ended = false;
+
+                // At most max + 1 bytes: one more than the bound says the body is longer.
+                while (buffer.Length <= max)
+                {
+                    int want = (int)Math.Min(chunk.Length, max + 1 - buffer.Length);
+                    int n = isAsync ? await stream.ReadAsync(chunk, 0, want, cancellationToken).ConfigureAwait(false) : stream.Read(chunk, 0, want);
+                    if (n <= 0)
+                    {
+                        ended = true;
+                        break;
+                    }
+
+                    buffer.Write(chunk, 0, n);
+                }
+
+                cancellationToken.ThrowIfCancellationRequested();
+                if (ended && declared.HasValue && buffer.Length != declared.Value)
+                {
+                    throw new IOException("The response ended prematurely: " + buffer.Length + " of " + declared.Value + " body bytes.");
+                }
+
+                HttpContent replacement;
+                if (ended)
+                {
+                    replacement = new ByteArrayContent(buffer.GetBuffer(), 0, (int)buffer.Length);
+                    stream.Dispose();
+                }
+                else
+                {
+                    replacement = new StreamContent(new PrefixedStream(buffer.ToArray(), stream, content));
+                }
+
+                foreach (KeyValuePair<string, IEnumerable<string>> header in content.Headers)
+                {
+                    replacement.Headers.TryAddWithoutValidation(header.Key, header.Value);
+                }
+
+                response.Content = replacement;
+                if (ended)
+                {
+                    content.Dispose();
+                }
+            }
         }
 
         private static void Sleep(long delayMs, CancellationToken cancellationToken)
@@ -1221,6 +1724,106 @@ namespace Retrygen.Generated
 #pragma warning restore CS0618
 
                 return replay;
+            }
+        }
+
+        /// <summary>The bytes read inside the loop, then the rest of the body (P6); disposing it releases the original content.</summary>
+        private sealed class PrefixedStream : Stream
+        {
+            private readonly byte[] prefix;
+            private readonly Stream rest;
+            private readonly HttpContent original;
+            private int position;
+
+            internal PrefixedStream(byte[] prefix, Stream rest, HttpContent original)
+            {
+                this.prefix = prefix;
+                this.rest = rest;
+                this.original = original;
+            }
+
+            public override bool CanRead
+            {
+                get { return true; }
+            }
+
+            public override bool CanSeek
+            {
+                get { return false; }
+            }
+
+            public override bool CanWrite
+            {
+                get { return false; }
+            }
+
+            public override long Length
+            {
+                get { throw new NotSupportedException(); }
+            }
+
+            public override long Position
+            {
+                get { throw new NotSupportedException(); }
+                set { throw new NotSupportedException(); }
+            }
+
+            public override int Read(byte[] buffer, int offset, int count)
+            {
+                if (position < prefix.Length)
+                {
+                    return FromPrefix(buffer, offset, count);
+                }
+
+                return rest.Read(buffer, offset, count);
+            }
+
+            public override Task<int> ReadAsync(byte[] buffer, int offset, int count, CancellationToken cancellationToken)
+            {
+                if (position < prefix.Length)
+                {
+                    return Task.FromResult(FromPrefix(buffer, offset, count));
+                }
+
+                return rest.ReadAsync(buffer, offset, count, cancellationToken);
+            }
+
+            public override void Flush()
+            {
+            }
+
+            public override long Seek(long offset, SeekOrigin origin)
+            {
+                throw new NotSupportedException();
+            }
+
+            public override void SetLength(long value)
+            {
+                throw new NotSupportedException();
+            }
+
+            public override void Write(byte[] buffer, int offset, int count)
+            {
+                throw new NotSupportedException();
+            }
+
+            protected override void Dispose(bool disposing)
+            {
+                if (disposing)
+                {
+                    rest.Dispose();
+                    original.Dispose();
+                }
+
+                base.Dispose(disposing);
+            }
+
+            private int FromPrefix(byte[] buffer, int offset, int count)
+            {
+                int n = Math.Min(count, prefix.Length - position);
+                Array.Copy(prefix, position, buffer, offset, n);
+                position += n;
+                return n;
             }
         }
 

@@ -2111,6 +2111,42 @@ namespace Retrygen.Generated
             BudgetSuccessRefund = budgetSuccessRefund;
         }
 
+        /// <summary>
+        /// This policy with another <see cref="MaxRetries"/> and every other key unchanged: the policy of a request that
+        /// overrides its retries (docs/adapters.md, P1).
+        /// </summary>
+        /// <param name="maxRetries">The retries allowed after the first attempt, 0 to 100.</param>
+        /// <returns>This instance when the value is the same, else a new policy.</returns>
+        /// <exception cref="InvalidInputException"><c>policy.max_retries</c>: the value is out of range.</exception>
+        public RetryPolicy WithMaxRetries(int maxRetries)
+        {
+            if (maxRetries == MaxRetries)
+            {
+                return this;
+            }
+
+            return new RetryPolicy(
+                maxRetries,
+                InitialBackoffMs,
+                MaxBackoffMs,
+                Multiplier,
+                Jitter,
+                Copy(retryableStatuses),
+                Copy(rejectedStatuses),
+                RetryAfterCapMs,
+                DeadlineMs,
+                Copy(retryOnlyWithServerDelay),
+                Copy(keyInFlightStatuses),
+                Copy(keyReusedStatuses),
+                new List<string>(serverDirectiveHeaders).ToArray(),
+                RetryAfterOverCap,
+                UnknownOperationClass,
+                BudgetCapacity,
+                BudgetRetryCost,
+                BudgetTimeoutCost,
+                BudgetSuccessRefund);
+        }
+
         /// <summary>Gets the retries allowed after the first attempt; 0 disables retries.</summary>
         public int MaxRetries { get; }
 
@@ -2256,6 +2292,13 @@ namespace Retrygen.Generated
             }
 
             return true;
+        }
+
+        private static int[] Copy(ReadOnlyCollection<int> statuses)
+        {
+            var copy = new int[statuses.Count];
+            statuses.CopyTo(copy, 0);
+            return copy;
         }
 
         private ReadOnlyCollection<int> Flag(int[] statuses, byte flag)
@@ -3501,6 +3544,44 @@ namespace Retrygen.Generated
         }
 
         /// <summary>
+        /// Decides with <paramref name="with"/>, a policy with this cell's budget values (such as one from
+        /// <see cref="RetryPolicy.WithMaxRetries"/>), and the cell's state, as <see cref="Decide(DecisionInput)"/> does.
+        /// </summary>
+        /// <param name="input">The decision input.</param>
+        /// <param name="with">The policy of this decision.</param>
+        /// <returns>The decision, with the state it left in the cell.</returns>
+        /// <exception cref="ArgumentException">The policy's budget values differ from the cell's.</exception>
+        public Decision Decide(DecisionInput input, RetryPolicy with)
+        {
+            if (with == null)
+            {
+                throw new ArgumentNullException(nameof(with));
+            }
+
+            if (with.BudgetCapacity != policy.BudgetCapacity || with.BudgetRetryCost != policy.BudgetRetryCost
+                || with.BudgetTimeoutCost != policy.BudgetTimeoutCost || with.BudgetSuccessRefund != policy.BudgetSuccessRefund)
+            {
+                throw new ArgumentException("the policy's budget values differ from the cell's", nameof(with));
+            }
+
+            if (input == null)
+            {
+                throw new ArgumentNullException(nameof(input));
+            }
+
+            while (true)
+            {
+                long state = Interlocked.Read(ref tokens);
+                Decision decided = RetryRuntime.DecideWith(with, input, state);
+                long left = decided.BudgetTokens.GetValueOrDefault(state);
+                if (left == state || Interlocked.CompareExchange(ref tokens, left, state) == state)
+                {
+                    return decided;
+                }
+            }
+        }
+
+        /// <summary>
         /// Decides with the cell's state (the input's own <see cref="DecisionInput.BudgetTokens"/> is ignored) and
         /// stores the new state only if the cell still holds the value read; else decides again.
         /// </summary>
@@ -3559,6 +3640,36 @@ namespace Retrygen.Generated
 
         /// <summary>Gets the operation's operationId, or <c>null</c>.</summary>
         public string OperationId { get; }
+
+        /// <summary>Gets the status of the attempt the retry follows, or <c>null</c> after a failure (set by an adapter).</summary>
+        public int? Status { get; private set; }
+
+        /// <summary>
+        /// Gets the failure of the attempt the retry follows (<see cref="FailureKind.Connect"/> or
+        /// <see cref="FailureKind.Transport"/>), or <c>null</c> after a status (set by an adapter).
+        /// </summary>
+        public FailureKind? Failure { get; private set; }
+
+        /// <summary>
+        /// Gets how long the attempt the retry follows took, in milliseconds of a monotonic clock, from its send to its
+        /// response head or its failure; <c>null</c> when no adapter measured it.
+        /// </summary>
+        public long? AttemptDurationMs { get; private set; }
+
+        /// <summary>This event with the facts of the attempt it follows (docs/adapters.md, P4).</summary>
+        /// <param name="status">The attempt's status, or <c>null</c> after a failure.</param>
+        /// <param name="failure">The attempt's failure, or <c>null</c> after a status.</param>
+        /// <param name="attemptDurationMs">How long the attempt took, in milliseconds.</param>
+        /// <returns>A new event.</returns>
+        public RetryEvent WithAttempt(int? status, FailureKind? failure, long attemptDurationMs)
+        {
+            return new RetryEvent(Attempt, Reason, DelayMs, Method, PathTemplate, OperationId)
+            {
+                Status = status,
+                Failure = failure,
+                AttemptDurationMs = attemptDurationMs,
+            };
+        }
 
         /// <summary>The event of a granted retry.</summary>
         /// <param name="classification">What the request was classified as.</param>

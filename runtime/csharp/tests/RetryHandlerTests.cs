@@ -72,6 +72,15 @@ namespace Retrygen.Generated.Tests
                 Test("redirects the handler follows are reported; a refused redirect is no connect failure", RedirectsCounted),
                 Test("a throwing OnRetry: one finish event, the response released, no further attempt", ThrowingOnRetryFinishesOnce),
                 Test("a throwing OnFinish: its exception, the response released", ThrowingOnFinishReleases),
+                Test("P1 overrides: max retries and attempt timeout per request, the handler's budget", OverridesApplied),
+                Test("P1 overrides out of range: the argument error before anything is sent", OverridesChecked),
+                Test("P1/P3 another origin ignores overrides and gets no attempt header", ForeignIgnoresOverrides),
+                Test("P2 the attempt number on each message the handlers below get", AttemptBelow),
+                Test("P3 the attempt header: off by default, earlier attempts, the caller's value replaced", AttemptHeader),
+                Test("P4 retry events carry status, failure and duration; the finish its total delay", RicherEvents),
+                Test("P5 the finish event on the response and on the exception", FinishOnResult),
+                Test("P6 a body cut inside the loop: retried for a GET, raised for a POST, off by default", BodyReadInLoop),
+                Test("P6 bounds, event streams and the attempt timeout of the body read", BodyReadBounds),
             };
             int failed = 0;
             foreach (KeyValuePair<string, Action> test in tests)
@@ -843,6 +852,352 @@ namespace Retrygen.Generated.Tests
             }
         }
 
+        private static HttpRequestMessage WithOverrides(HttpMethod method, string url, RetryOverrides overrides)
+        {
+            return new HttpRequestMessage(method, url).SetRetryOverrides(overrides);
+        }
+
+        private static void OverridesApplied()
+        {
+            // max_retries 0: one attempt, the 503 returned (the policy allows 3).
+            using (var server = new Server(Step.Status(503), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                Result result = client.Send(WithOverrides(HttpMethod.Get, server.Url + "/api/users/7", new RetryOverrides { MaxRetries = 0 }));
+                Equal(503, result.Status, "the 503");
+                Equal(1, server.Arrivals.Count, "one attempt");
+                Equal("exhausted 1 status 503 False GET /users/{id} getUser", client.FinishText, "finish");
+                Equal(500L, client.Handler.Budget.Tokens, "no retry, no budget taken");
+            }
+
+            // max_retries 5 above the policy's 3: six attempts, from the handler's budget.
+            using (var server = new Server(Step.Status(503)))
+            {
+                var client = new Client(server, FastPolicy());
+                Equal(503, client.Send(WithOverrides(HttpMethod.Get, server.Url + "/api/users/7", new RetryOverrides { MaxRetries = 5 })).Status, "status");
+                Equal(6, server.Arrivals.Count, "six attempts");
+                Equal("exhausted 6 status 503 False GET /users/{id} getUser", client.FinishText, "finish");
+                Equal(500L - (5 * 5), client.Handler.Budget.Tokens, "five retries from the handler's budget");
+                Equal(3, client.Handler.Policy.MaxRetries, "the handler's policy unchanged");
+
+                // The next request without overrides has the policy's 3 retries.
+                client.Send(HttpMethod.Get, "/api/users/7");
+                Equal(10, server.Arrivals.Count, "four more attempts");
+            }
+
+            // attempt_timeout per request: the stalled attempt is ended and retried.
+            using (var server = new Server(Step.Stall(3000), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                var clock = Stopwatch.StartNew();
+                Result result = client.Send(WithOverrides(HttpMethod.Get, server.Url + "/api/users/7", new RetryOverrides { AttemptTimeout = TimeSpan.FromMilliseconds(150) }));
+                Equal(200, result.Status, "status");
+                Equal(2, server.Arrivals.Count, "arrivals");
+                Equal("transport_failure:1:1", client.EventList, "events");
+                True(clock.ElapsedMilliseconds < 2000, "the override ended the attempt: " + clock.ElapsedMilliseconds);
+            }
+
+            // Timeout.InfiniteTimeSpan lifts the handler's attempt timeout for this request.
+            using (var server = new Server(Step.Stall(400), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy(), attemptTimeout: TimeSpan.FromMilliseconds(100));
+                Result result = client.Send(WithOverrides(HttpMethod.Get, server.Url + "/api/users/7", new RetryOverrides { AttemptTimeout = Timeout.InfiniteTimeSpan }));
+                Equal(200, result.Status, "status");
+                Equal(1, server.Arrivals.Count, "no timeout, one attempt");
+            }
+        }
+
+        private static void OverridesChecked()
+        {
+            using (var server = new Server(Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                var invalid = new[]
+                {
+                    new RetryOverrides { MaxRetries = -1 },
+                    new RetryOverrides { MaxRetries = 101 },
+                    new RetryOverrides { AttemptTimeout = TimeSpan.Zero },
+                    new RetryOverrides { AttemptTimeout = TimeSpan.FromMilliseconds(-5) },
+                    new RetryOverrides { AttemptTimeout = TimeSpan.FromDays(30) },
+                    new RetryOverrides { ReadBodyMaxBytes = -1 },
+                    new RetryOverrides { ReadBodyMaxBytes = int.MaxValue + 1L },
+                };
+                using (var http = new HttpClient(client.Handler, false))
+                {
+                    foreach (RetryOverrides overrides in invalid)
+                    {
+                        HttpRequestMessage request = WithOverrides(HttpMethod.Get, server.Url + "/api/users/7", overrides);
+                        Throws<ArgumentOutOfRangeException>(() => http.SendAsync(request).GetAwaiter().GetResult(), "out of range");
+                        Equal("(no finish event)", client.FinishText, "no finish event");
+                    }
+
+                    var wrong = new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/users/7");
+#pragma warning disable CS0618
+                    wrong.Properties[RetryHandler.OverridesKey] = "max_retries=0";
+#pragma warning restore CS0618
+                    Throws<ArgumentException>(() => http.SendAsync(wrong).GetAwaiter().GetResult(), "not a RetryOverrides");
+                }
+
+                Equal(0, server.Arrivals.Count, "nothing sent");
+                Equal(string.Empty, client.EventList, "no event");
+
+                // The boundaries are valid.
+                Equal(200, client.Send(WithOverrides(HttpMethod.Get, server.Url + "/api/users/7", new RetryOverrides { MaxRetries = 100, ReadBodyMaxBytes = 0 })).Status, "100 retries, 0 bytes");
+            }
+        }
+
+        private static void ForeignIgnoresOverrides()
+        {
+            using (var server = new Server(Step.Status(200)))
+            using (var other = new Server(Step.Stall(400, 200)))
+            {
+                var recorder = new Recorder(new HttpClientHandler());
+                var client = new Client(server.Url, FastPolicy(), baseAddress: new Uri(server.Url + "/api/"), inner: recorder, configure: o => o.AttemptHeader = "X-Retry-Attempt");
+                Result result = client.Send(WithOverrides(HttpMethod.Get, other.Url + "/api/users/7", new RetryOverrides { AttemptTimeout = TimeSpan.FromMilliseconds(50) }));
+                Equal(200, result.Status, "the override's timeout is not applied to another origin");
+                Equal("foreign_origin 1 status 200 False GET - -", client.FinishText, "finish");
+                Equal(null, other.Arrivals[0].Header("x-retry-attempt"), "no attempt header to another origin");
+                Equal((int?)1, recorder.Seen[0].GetRetryAttempt(), "the attempt below");
+                True(ReferenceEquals(client.Finish, result.FromResult), "the finish on the response");
+            }
+        }
+
+        private static void AttemptBelow()
+        {
+            using (var server = new Server(Step.Status(503), Step.Reset(), Step.Status(200)))
+            {
+                var recorder = new Recorder(new HttpClientHandler());
+                var client = new Client(server.Url, FastPolicy(), inner: recorder);
+                var request = new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/users/7");
+                Equal((int?)null, request.GetRetryAttempt(), "not sent yet");
+                Equal(200, client.Send(request).Status, "status");
+                Equal(3, recorder.Seen.Count, "three messages below");
+                for (int i = 0; i < 3; i++)
+                {
+                    Equal((int?)(i + 1), recorder.Seen[i].GetRetryAttempt(), "attempt of message " + i);
+                }
+            }
+        }
+
+        private static void AttemptHeader()
+        {
+            using (var server = new Server(Step.Status(503), Step.Status(503), Step.Status(200)))
+            {
+                var client = new Client(server.Url, FastPolicy(), configure: o => o.AttemptHeader = "X-Retry-Attempt");
+                var request = new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/users/7");
+                request.Headers.TryAddWithoutValidation("X-Retry-Attempt", "9");
+                Equal(200, client.Send(request).Status, "status");
+                Equal(3, server.Arrivals.Count, "arrivals");
+                for (int i = 0; i < 3; i++)
+                {
+                    Equal(i.ToString(), server.Arrivals[i].Header("x-retry-attempt"), "earlier attempts on arrival " + i);
+                    Equal(1, server.Arrivals[i].Count("x-retry-attempt"), "the caller's value replaced on arrival " + i);
+                }
+            }
+
+            using (var server = new Server(Step.Status(503), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                client.Send(HttpMethod.Get, "/api/users/7");
+                Equal(2, server.Arrivals.Count, "arrivals");
+                foreach (Arrival arrival in server.Arrivals)
+                {
+                    Equal(null, arrival.Header("x-retry-attempt"), "off by default");
+                }
+            }
+
+            foreach (string bad in new[] { string.Empty, "Bad Name", "X-R\u00e9try", "Content-Type" })
+            {
+                Throws<ArgumentException>(() => new RetryHandler(TestTables.Table, new RetryHandlerOptions { AttemptHeader = bad }), "header name " + bad);
+            }
+        }
+
+        private static void RicherEvents()
+        {
+            using (var server = new Server(Step.Stall(300, 503), Step.Reset(), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                Equal(200, client.Send(HttpMethod.Get, "/api/users/7").Status, "status");
+                Equal(2, client.Events.Count, "two retries");
+                RetryEvent first = client.Events[0];
+                Equal((int?)503, first.Status, "the first attempt's status");
+                Equal((FailureKind?)null, first.Failure, "no failure after a status");
+                True(first.AttemptDurationMs >= 280 && first.AttemptDurationMs < 2000, "the first attempt's duration: " + first.AttemptDurationMs);
+                RetryEvent second = client.Events[1];
+                Equal((int?)null, second.Status, "no status after a reset");
+                Equal((FailureKind?)FailureKind.Transport, second.Failure, "the reset's failure");
+                True(second.AttemptDurationMs >= 0 && second.AttemptDurationMs < 280, "the second attempt's duration: " + second.AttemptDurationMs);
+                Equal(1L + 2L, client.Finish.TotalDelayMs, "the delays slept");
+            }
+
+            using (var server = new Server(Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                client.Send(HttpMethod.Get, "/api/users/7");
+                Equal(0L, client.Finish.TotalDelayMs, "no sleep");
+            }
+        }
+
+        private static void FinishOnResult()
+        {
+            using (var server = new Server(Step.Status(503), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                Result result = client.Send(HttpMethod.Get, "/api/users/7");
+                True(result.FromResult != null && ReferenceEquals(result.FromResult, client.Finish), "the response's finish is OnFinish's");
+                Equal(2L, result.FromResult.Attempts, "attempts");
+            }
+
+            // Refused: the client's own exception, with the finish in its Data.
+            var listener = new TcpListener(IPAddress.Loopback, 0);
+            listener.Start();
+            string closed = "http://127.0.0.1:" + ((IPEndPoint)listener.LocalEndpoint).Port;
+            listener.Stop();
+            var refused = new Client(closed, FastPolicy());
+            Result failed = refused.Send(HttpMethod.Get, "/api/users/7");
+            True(failed.Error is HttpRequestException, "the client's exception type: " + failed.Error);
+            True(failed.FromResult != null && ReferenceEquals(failed.FromResult, refused.Finish), "the exception's finish is OnFinish's");
+            Equal("connect", failed.FromResult.Outcome, "outcome");
+
+            // The attempt timeout's exception carries it too, and HttpClient's cancellation wrapper finds it below.
+            using (var server = new Server(Step.Stall(3000)))
+            {
+                var client = new Client(server, new RetryPolicy(maxRetries: 0), attemptTimeout: TimeSpan.FromMilliseconds(100));
+                Result result = client.Send(HttpMethod.Get, "/api/users/7");
+                True(result.Error is TaskCanceledException, "timeout: " + result.Error);
+                True(ReferenceEquals(result.FromResult, client.Finish), "the timeout's finish");
+                True(new InvalidOperationException("wrapper", result.Error).GetRetryFinish() == client.Finish, "found below a wrapper");
+            }
+
+            // Without OnFinish the response still carries it.
+            using (var server = new Server(Step.Status(200)))
+            using (var http = new HttpClient(new RetryHandler(TestTables.Table, new HttpClientHandler())))
+            using (HttpResponseMessage response = http.GetAsync(server.Url + "/api/users/7").GetAwaiter().GetResult())
+            {
+                RetryFinishEvent finish = response.GetRetryFinish();
+                True(finish != null && finish.Attempts == 1 && finish.Status == 200, "finish without OnFinish");
+            }
+        }
+
+        private static void BodyReadInLoop()
+        {
+            Action<RetryHandlerOptions> read = o => o.ReadBodyMaxBytes = 65536;
+
+            // A GET whose body is cut: the attempt's transport failure, retried, the whole body of the retry returned.
+            using (var server = new Server(Step.Partial(200, 0), Step.Status(200)))
+            {
+                var client = new Client(server.Url, FastPolicy(), configure: read);
+                Result result = client.Send(HttpMethod.Get, "/api/users/7");
+                Equal(200, result.Status, "status");
+                Equal("ok", result.Body, "the retry's body");
+                Equal(2, server.Arrivals.Count, "arrivals");
+                Equal("transport_failure:1:1", client.EventList, "events");
+                Equal((FailureKind?)FailureKind.Transport, client.Events[0].Failure, "the read's failure");
+                True(result.Content is ByteArrayContent, "returned buffered: " + result.Content.GetType().Name);
+            }
+
+            // A POST (non_replayable): one attempt, the read's failure raised as HttpClient raises it.
+            using (var server = new Server(Step.Partial(201, 0), Step.Status(201)))
+            {
+                var client = new Client(server.Url, FastPolicy(), configure: read);
+                Result result = client.Send(HttpMethod.Post, "/api/users", new StringContent("{}"));
+                True(result.Error is HttpRequestException, "an HttpRequestException: " + result.Error);
+                Equal(1, server.Arrivals.Count, "one arrival");
+                Equal("not_replayable 1 transport - False POST /users createUser", client.FinishText, "finish");
+                True(ReferenceEquals(result.FromResult, client.Finish), "the finish on the exception");
+            }
+
+            // Off by default, on per request, off per request.
+            using (var server = new Server(Step.Partial(200, 0), Step.Partial(200, 0), Step.Status(200), Step.Partial(200, 0)))
+            using (var http = new HttpClient(new RetryHandler(TestTables.Table, new RetryHandlerOptions { Policy = FastPolicy() }, new HttpClientHandler())))
+            {
+                Throws<Exception>(() => http.GetStringAsync(server.Url + "/api/users/7").GetAwaiter().GetResult(), "the default: the caller's read fails");
+                Equal(1, server.Arrivals.Count, "the default: one arrival");
+                var on = WithOverrides(HttpMethod.Get, server.Url + "/api/users/7", new RetryOverrides { ReadBodyMaxBytes = 65536 });
+                using (HttpResponseMessage response = http.SendAsync(on).GetAwaiter().GetResult())
+                {
+                    Equal("ok", response.Content.ReadAsStringAsync().GetAwaiter().GetResult(), "the override reads inside the loop");
+                }
+
+                Equal(3, server.Arrivals.Count, "the override: retried");
+            }
+
+            using (var server = new Server(Step.Partial(200, 0), Step.Status(200)))
+            using (var http = new HttpClient(new RetryHandler(TestTables.Table, new RetryHandlerOptions { Policy = FastPolicy(), ReadBodyMaxBytes = 65536 }, new HttpClientHandler())))
+            {
+                var off = WithOverrides(HttpMethod.Get, server.Url + "/api/users/7", new RetryOverrides { ReadBodyMaxBytes = 0 });
+                Throws<HttpRequestException>(() => http.SendAsync(off).GetAwaiter().GetResult(), "override 0: HttpClient's own read fails");
+                Equal(1, server.Arrivals.Count, "override 0: one arrival");
+            }
+        }
+
+        private static void BodyReadBounds()
+        {
+            // Longer than the bound: the bytes read, then the rest of the stream, headers untouched.
+            using (var server = new Server(Step.Body(200, "0123456789", "Content-Type: text/plain")))
+            {
+                var client = new Client(server.Url, FastPolicy(), configure: o => o.ReadBodyMaxBytes = 4);
+                Result result = client.Send(HttpMethod.Get, "/api/users/7");
+                Equal("0123456789", result.Body, "prefix and rest");
+                True(!(result.Content is ByteArrayContent), "not buffered whole");
+                Equal("text/plain", result.Content.Headers.ContentType.MediaType, "content headers kept");
+                Equal((long?)10, result.Content.Headers.ContentLength, "content length kept");
+            }
+
+            // A cut after the bound is the caller's: one arrival.
+            using (var server = new Server(Step.Partial(200, 0), Step.Status(200)))
+            {
+                var client = new Client(server.Url, FastPolicy(), configure: o => o.ReadBodyMaxBytes = 5);
+                var request = new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/users/7");
+                using (var http = new HttpClient(client.Handler, false))
+                {
+                    Throws<HttpRequestException>(() => http.SendAsync(request).GetAwaiter().GetResult(), "the caller's read fails");
+                }
+
+                Equal(1, server.Arrivals.Count, "one arrival");
+            }
+
+            // An event stream is never read inside the loop.
+            using (var server = new Server(Step.Partial(200, 0, "Content-Type: text/event-stream"), Step.Status(200)))
+            {
+                var client = new Client(server.Url, FastPolicy(), configure: o => o.ReadBodyMaxBytes = 65536);
+                var request = new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/users/7");
+                using (var http = new HttpClient(client.Handler, false))
+                using (HttpResponseMessage response = http.SendAsync(request, HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult())
+                {
+                    Equal(200, (int)response.StatusCode, "returned unread");
+                }
+
+                Equal(1, server.Arrivals.Count, "one arrival");
+            }
+
+            // The attempt timeout covers the read: a body that stalls is ended and retried.
+            using (var server = new Server(Step.Partial(200, 3000), Step.Status(200)))
+            {
+                var client = new Client(server.Url, FastPolicy(), attemptTimeout: TimeSpan.FromMilliseconds(200), configure: o => o.ReadBodyMaxBytes = 65536);
+                var clock = Stopwatch.StartNew();
+                Result result = client.Send(HttpMethod.Get, "/api/users/7");
+                Equal("ok", result.Body, "the retry's body");
+                Equal(2, server.Arrivals.Count, "arrivals");
+                True(clock.ElapsedMilliseconds < 2000, "the stalled read was ended: " + clock.ElapsedMilliseconds);
+                Equal("transport_failure:1:1", client.EventList, "events");
+            }
+
+            // A HEAD response announces a length it never sends: not read.
+            using (var server = new Server(Step.Status(200)))
+            {
+                var client = new Client(server.Url, FastPolicy(), configure: o => o.ReadBodyMaxBytes = 65536);
+                var request = new HttpRequestMessage(HttpMethod.Head, server.Url + "/api/users/7");
+                using (var http = new HttpClient(client.Handler, false))
+                using (HttpResponseMessage response = http.SendAsync(request).GetAwaiter().GetResult())
+                {
+                    Equal(200, (int)response.StatusCode, "HEAD");
+                }
+
+                Equal(1, server.Arrivals.Count, "one arrival");
+            }
+        }
+
         /// <summary>What one request through a <see cref="Client"/> gave.</summary>
         private sealed class Result
         {
@@ -851,6 +1206,12 @@ namespace Retrygen.Generated.Tests
             internal string Body { get; set; }
 
             internal Exception Error { get; set; }
+
+            /// <summary>Gets or sets the finish event read from the response or the exception (P5).</summary>
+            internal RetryFinishEvent FromResult { get; set; }
+
+            /// <summary>Gets or sets the returned response's content (disposed).</summary>
+            internal HttpContent Content { get; set; }
         }
 
         /// <summary>An HttpClient with RetryHandler over HttpClientHandler, recording the events of its last request.</summary>
@@ -867,7 +1228,7 @@ namespace Retrygen.Generated.Tests
             {
             }
 
-            internal Client(string url, RetryPolicy policy, bool mintKeys = true, TimeSpan? attemptTimeout = null, Uri baseAddress = null, HttpMessageHandler inner = null)
+            internal Client(string url, RetryPolicy policy, bool mintKeys = true, TimeSpan? attemptTimeout = null, Uri baseAddress = null, HttpMessageHandler inner = null, Action<RetryHandlerOptions> configure = null)
             {
                 this.url = url;
                 var options = new RetryHandlerOptions
@@ -883,6 +1244,11 @@ namespace Retrygen.Generated.Tests
                     MintIdempotencyKeys = mintKeys,
                     AttemptTimeout = attemptTimeout,
                 };
+                if (configure != null)
+                {
+                    configure(options);
+                }
+
                 Handler = new RetryHandler(TestTables.Table, options, inner ?? new HttpClientHandler());
                 client = new HttpClient(Handler);
             }
@@ -891,6 +1257,9 @@ namespace Retrygen.Generated.Tests
 
             /// <summary>Gets the last finish event.</summary>
             internal RetryFinishEvent Finish => finish;
+
+            /// <summary>Gets the retry events of the last request.</summary>
+            internal List<RetryEvent> Events => events;
 
             /// <summary>Gets how many finish events the last request produced.</summary>
             internal int Finishes => finishes;
@@ -955,12 +1324,15 @@ namespace Retrygen.Generated.Tests
                     using (HttpResponseMessage response = client.SendAsync(request, HttpCompletionOption.ResponseHeadersRead, token).GetAwaiter().GetResult())
                     {
                         result.Status = (int)response.StatusCode;
+                        result.FromResult = response.GetRetryFinish();
+                        result.Content = response.Content;
                         result.Body = response.Content.ReadAsStringAsync().GetAwaiter().GetResult();
                     }
                 }
                 catch (Exception e)
                 {
                     result.Error = e;
+                    result.FromResult = e.GetRetryFinish();
                 }
 
                 True((result.Error != null) == (finish != null && finish.Failure.HasValue), "the call failed exactly when the finish event says so: " + result.Error);
@@ -1270,10 +1642,15 @@ namespace Retrygen.Generated.Tests
             /// <summary>Reads the request head only (a body stays unread), counts the arrival, sends no 100 Continue and closes.</summary>
             internal static Step CloseAfterHead() => new Step("close_after_head", 0, 0, null);
 
-            internal static Step Stall(int ms) => new Step("stall", 200, ms, null);
+            internal static Step Stall(int ms, int status = 200) => new Step("stall", status, ms, null);
 
-            /// <summary>The status line and headers announcing 1000000 body bytes, 10 of them, then nothing for <paramref name="ms"/>.</summary>
-            internal static Step Partial(int status, int ms) => new Step("partial", status, ms, null);
+            /// <summary>The status line and headers announcing 1000000 body bytes, 10 of them, then nothing for <paramref name="ms"/>, then a close.</summary>
+            internal static Step Partial(int status, int ms, string headers = null) => new Step("partial", status, ms, headers);
+
+            /// <summary>A whole response with <paramref name="body"/> (ASCII) and its Content-Length.</summary>
+            internal static Step Body(int status, string body, string headers = null) => new Step("body", status, 0, headers) { Text = body };
+
+            internal string Text { get; private set; }
         }
 
         /// <summary>One request as the server read it.</summary>
@@ -1530,9 +1907,17 @@ namespace Retrygen.Generated.Tests
                             break;
                         }
 
+                        if (step.Action == "body")
+                        {
+                            string extra = step.Headers == null ? string.Empty : step.Headers + "\r\n";
+                            Write(stream, "HTTP/1.1 " + step.StatusCode + " X\r\n" + extra + "Content-Length: " + step.Text.Length + "\r\n\r\n" + step.Text);
+                            continue;
+                        }
+
                         if (step.Action == "partial")
                         {
-                            Write(stream, "HTTP/1.1 " + step.StatusCode + " X\r\nContent-Length: 1000000\r\n\r\n0123456789");
+                            string extra = step.Headers == null ? string.Empty : step.Headers + "\r\n";
+                            Write(stream, "HTTP/1.1 " + step.StatusCode + " X\r\n" + extra + "Content-Length: 1000000\r\n\r\n0123456789");
                             Thread.Sleep(step.Ms);
                             break;
                         }

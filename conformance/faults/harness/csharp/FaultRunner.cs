@@ -78,7 +78,8 @@ namespace Retrygen.Faults
             string url = (kind == "other_origin" ? env.Target("other_origin") + env.BasePath : baseUrl) + (string)scenario["path"];
             object timeout = Get<object>(scenario, "attempt_timeout_ms");
             bool mintKeys = Get<object>(scenario, "mint_keys") as bool? ?? true;
-            using (var client = new Recording(env, baseUrl, timeout == null ? (double?)null : Convert.ToDouble(timeout, CultureInfo.InvariantCulture), mintKeys))
+            object readBody = Get<object>(scenario, "read_body_max_bytes");
+            using (var client = new Recording(env, baseUrl, timeout == null ? (double?)null : Convert.ToDouble(timeout, CultureInfo.InvariantCulture), mintKeys, Get<string>(scenario, "attempt_header"), readBody == null ? 0 : Convert.ToInt64(readBody, CultureInfo.InvariantCulture)))
             {
                 if (Get<object>(scenario, "warm") as bool? == true)
                 {
@@ -100,7 +101,7 @@ namespace Retrygen.Faults
         {
             string baseUrl = env.Target("server") + env.BasePath;
             double timeout = Convert.ToDouble(plan["attempt_timeout_ms"], CultureInfo.InvariantCulture);
-            using (var client = new Recording(env, baseUrl, timeout, true))
+            using (var client = new Recording(env, baseUrl, timeout, true, null, 0))
             {
                 await client.WarmUpAsync(baseUrl + "/health", false, "soak-warmup").ConfigureAwait(false);
                 Console.WriteLine("{\"soak_start\": " + Resources() + "}");
@@ -150,6 +151,9 @@ namespace Retrygen.Faults
                 item.Field("method", e.Method);
                 item.Field("path_template", e.PathTemplate);
                 item.Field("operation_id", e.OperationId);
+                item.Field("status", e.Status.HasValue ? (object)(long)e.Status.Value : null);
+                item.Field("failure", e.Failure.HasValue ? e.Failure.Value.ToWireName() : null);
+                item.Field("attempt_duration_ms", e.AttemptDurationMs);
                 list.Append(list.Length > 1 ? "," : string.Empty).Append(item);
             }
 
@@ -170,6 +174,7 @@ namespace Retrygen.Faults
             item.Field("status", f.Status.HasValue ? (object)(long)f.Status.Value : null);
             item.Field("timed_out", f.TimedOut);
             item.Field("redirects", f.Redirects);
+            item.Field("total_delay_ms", f.TotalDelayMs);
             item.Field("method", f.Method);
             item.Field("path_template", f.PathTemplate);
             item.Field("operation_id", f.OperationId);
@@ -413,7 +418,7 @@ namespace Retrygen.Faults
             private readonly List<RetryEvent> events = new List<RetryEvent>();
             private readonly List<RetryFinishEvent> finishes = new List<RetryFinishEvent>();
 
-            internal Recording(Environment env, string baseUrl, double? attemptTimeoutMs, bool mintKeys)
+            internal Recording(Environment env, string baseUrl, double? attemptTimeoutMs, bool mintKeys, string attemptHeader, long readBodyMaxBytes)
             {
                 this.env = env;
                 var options = new RetryHandlerOptions
@@ -422,6 +427,8 @@ namespace Retrygen.Faults
                     OnRetry = e => events.Add(e),
                     OnFinish = f => finishes.Add(f),
                     MintIdempotencyKeys = mintKeys,
+                    AttemptHeader = attemptHeader,
+                    ReadBodyMaxBytes = readBodyMaxBytes,
                 };
                 if (attemptTimeoutMs.HasValue)
                 {
@@ -471,6 +478,30 @@ namespace Retrygen.Faults
                     request.Content = (string)body["kind"] == "stream" ? (HttpContent)new StreamContent(new OneShotStream(bytes)) : new ByteArrayContent(bytes);
                 }
 
+                // P1: the request's own overrides, in the request's options.
+                var overrides = Get<Dictionary<string, object>>(scenario, "overrides");
+                if (overrides != null)
+                {
+                    var set = new RetryOverrides();
+                    object value;
+                    if (overrides.TryGetValue("max_retries", out value))
+                    {
+                        set.MaxRetries = Convert.ToInt32(value, CultureInfo.InvariantCulture);
+                    }
+
+                    if (overrides.TryGetValue("attempt_timeout_ms", out value))
+                    {
+                        set.AttemptTimeout = value == null ? Timeout.InfiniteTimeSpan : TimeSpan.FromMilliseconds(Convert.ToDouble(value, CultureInfo.InvariantCulture));
+                    }
+
+                    if (overrides.TryGetValue("read_body_max_bytes", out value))
+                    {
+                        set.ReadBodyMaxBytes = Convert.ToInt64(value, CultureInfo.InvariantCulture);
+                    }
+
+                    request.SetRetryOverrides(set);
+                }
+
                 object abortAfter = Get<object>(scenario, "abort_after_ms");
                 var abort = abortAfter == null ? new CancellationTokenSource() : new CancellationTokenSource(TimeSpan.FromMilliseconds(Convert.ToDouble(abortAfter, CultureInfo.InvariantCulture)));
                 Stopwatch clock = Stopwatch.StartNew();
@@ -487,6 +518,8 @@ namespace Retrygen.Faults
                     error = e;
                 }
 
+                // P5: the finish read back from what the call returned or raised.
+                RetryFinishEvent fromResult = response != null ? response.GetRetryFinish() : (error == null ? null : error.GetRetryFinish());
                 if (response != null)
                 {
                     try
@@ -522,6 +555,7 @@ namespace Retrygen.Faults
                 line.Field("body_error", bodyError);
                 line.Raw("events", EventsJson(events));
                 line.Raw("finish", FinishJson(finish));
+                line.Raw("finish_from_result", FinishJson(fromResult));
                 line.Field("finishes", (long)finishes.Count);
                 line.Field("reported_arrivals", reported);
                 line.Field("error_type", error == null ? null : error.GetType().Name);
