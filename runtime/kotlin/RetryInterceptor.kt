@@ -25,6 +25,7 @@ import java.security.cert.CertificateException
 import java.time.Duration
 import java.util.UUID
 import java.util.WeakHashMap
+import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.ThreadLocalRandom
 import java.util.concurrent.TimeUnit
 import javax.net.ssl.SSLHandshakeException
@@ -175,6 +176,9 @@ public class RetryInterceptor
         // The network interceptor [install] adds: it sees every exchange OkHttp sends for an attempt.
         private val exchanges: ExchangeGuard = ExchangeGuard(this)
 
+        // The attempt in flight of each call this interceptor is running.
+        private val attempts: ConcurrentHashMap<Call, Attempt> = ConcurrentHashMap()
+
         // Whether [install] added this interceptor (and its network interceptor) to a client.
         @Volatile
         private var installed: Boolean = false
@@ -201,16 +205,30 @@ public class RetryInterceptor
         override fun intercept(chain: Interceptor.Chain): Response {
             val call = chain.call()
             checkClient(chain)
+            // What the network interceptor sees of each attempt, found there by the call (the same
+            // object at both levels; a request tag would copy every request).
+            val attempt = Attempt()
+            attempts[call] = attempt
+            try {
+                return retry(chain, call, attempt)
+            } finally {
+                attempts.remove(call)
+            }
+        }
+
+        /** The retry loop of one request ([intercept]'s call), its attempts watched as [attempt]. */
+        private fun retry(
+            chain: Interceptor.Chain,
+            call: Call,
+            attempt: Attempt,
+        ): Response {
             var request = chain.request()
             val method = request.method
             // HttpUrl keeps its string form, so this allocates nothing.
             val url = request.url.toString()
-            // What the network interceptor sees of each attempt, carried there as a request tag.
-            val attempt = Attempt(this)
             val attemptChain = if (attemptTimeoutMillis > 0) withAttemptTimeout(chain) else chain
             if (baseUrl != null && !RetryRuntime.inScope(baseUrl, url)) {
                 // Rule 0: another origin than the base URL's passes through once, untouched.
-                request = request.newBuilder().tag(Attempt::class.java, attempt).build()
                 send(attemptChain, request, attempt, call)
                 val response = attempt.response
                 val failure = attempt.failure
@@ -221,18 +239,16 @@ public class RetryInterceptor
             val classification = classifier.classify(method, url)
             val operation = classification.operation
             var hasKey = false
-            val builder = request.newBuilder().tag(Attempt::class.java, attempt)
             val keyHeader = operation?.idempotencyHeader
             if (keyHeader != null) {
                 hasKey = RetryRuntime.hasIdempotencyKey(operation, request.headers)
                 if (!hasKey && mintIdempotencyKeys && classification.replayClass == ReplayClass.KEYED) {
                     // Once per request: every attempt sends this value. UUID.randomUUID draws from
                     // SecureRandom and prints the canonical lower-case form.
-                    builder.header(keyHeader, UUID.randomUUID().toString())
+                    request = request.newBuilder().header(keyHeader, UUID.randomUUID().toString()).build()
                     hasKey = true
                 }
             }
-            request = builder.build()
             val body = request.body
             val replayableBody = body == null || !(body.isOneShot() || body.isDuplex())
             val started = System.nanoTime()
@@ -348,7 +364,7 @@ public class RetryInterceptor
         }
 
         /**
-         * Sends one attempt of [request] (tagged with [attempt]) and leaves its response or failure in
+         * Sends one attempt of [request] and leaves its response or failure in
          * [attempt]. A pooled connection the network interceptor found closed by the server, before
          * anything was written on it, is no attempt: OkHttp is asked again and picks another one.
          */
@@ -487,9 +503,7 @@ public class RetryInterceptor
         }
 
         /** What the network interceptor saw of one attempt, and what the attempt ended with. */
-        private class Attempt(
-            val owner: RetryInterceptor,
-        ) {
+        private class Attempt {
             // Exchanges the network interceptor let through in this attempt (the first and OkHttp's
             // follow-ups), the status of the last one (0 while it is in flight or when it failed), and
             // the follow-ups of the request's earlier attempts.
@@ -527,10 +541,7 @@ public class RetryInterceptor
 
             override fun intercept(chain: Interceptor.Chain): Response {
                 val request = chain.request()
-                val attempt = request.tag(Attempt::class.java)
-                if (attempt == null || attempt.owner !== owner) {
-                    return chain.proceed(request)
-                }
+                val attempt = owner.attempts[chain.call()] ?: return chain.proceed(request)
                 val connection = chain.connection()
                 if (attempt.exchanges > 0 && !isFollowUp(attempt.lastStatus)) {
                     // OkHttp is sending the attempt again by itself: after a failure
