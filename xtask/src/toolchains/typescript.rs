@@ -48,6 +48,35 @@ fn undici_modules() -> Result<PathBuf> {
     Ok(modules)
 }
 
+/// `work/node_modules` as a folder of links to every package of each of `sources` (the tools,
+/// and undici for the HTTP/2 unit tests).
+fn merge_modules(work: &Path, sources: &[PathBuf]) -> Result<()> {
+    let folder = work.join("node_modules");
+    if let Ok(meta) = folder.symlink_metadata() {
+        if meta.file_type().is_symlink() {
+            std::fs::remove_file(&folder)?;
+        } else {
+            std::fs::remove_dir_all(&folder)?;
+        }
+    }
+    std::fs::create_dir_all(&folder)?;
+    for source in sources {
+        for entry in
+            std::fs::read_dir(source).with_context(|| format!("reading {}", source.display()))?
+        {
+            let entry = entry?;
+            let link = folder.join(entry.file_name());
+            if link.symlink_metadata().is_err() {
+                #[cfg(unix)]
+                std::os::unix::fs::symlink(entry.path(), &link)?;
+                #[cfg(windows)]
+                std::os::windows::fs::symlink_dir(entry.path(), &link)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Links `work/node_modules` to `modules` (once).
 fn link_modules(work: &Path, modules: &Path) -> Result<()> {
     let link = work.join("node_modules");
@@ -226,8 +255,9 @@ impl Toolchain for TypeScript {
     /// runtime/typescript as its own project: tsc over runtime.ts and the fetch adapter
     /// (fetch.ts) with the module's options (tsconfig.json: no DOM or Node types), prettier over
     /// every .ts, then the unit tests (`node:test`, `*.test.ts`; fetch.test.ts against a local
-    /// server) compiled by tsc with Node's types and run by node. node_modules is the
-    /// bootstrapped toolchain's (the tests read runtime.ts with the TypeScript parser).
+    /// server, fetch-h2.test.ts over HTTP/2 with the pinned npm undici) compiled by tsc with
+    /// Node's types and run by node. node_modules links the bootstrapped toolchain's packages
+    /// (the tests read runtime.ts with the TypeScript parser) and undici.
     fn runtime_tests(&self, work: &Path) -> Result<()> {
         require("tsc", TYPESCRIPT_VERSION)?;
         let source = root().join("runtime/typescript");
@@ -243,13 +273,7 @@ impl Toolchain for TypeScript {
             }
         }
         sources.sort();
-        let link = work.join("node_modules");
-        if !link.exists() {
-            #[cfg(unix)]
-            std::os::unix::fs::symlink(node_modules(), &link)?;
-            #[cfg(windows)]
-            std::os::windows::fs::symlink_dir(node_modules(), &link)?;
-        }
+        merge_modules(work, &[node_modules(), undici_modules()?])?;
         run(
             command("tsc")
                 .args(["-p", "tsconfig.json"])
