@@ -698,8 +698,13 @@ interface HeldResponse {
 /** How much of a `421` body the guard holds back (it is replayed from memory). */
 const MAX_HELD_BYTES = 65536;
 
-/** Where undici keeps its global dispatcher (API version 1), shared by every copy of undici. */
+/**
+ * Where undici keeps its global dispatcher, shared by every copy of undici:
+ * for handlers of its dispatcher API version 1 (undici 5 to 7, and undici 8's
+ * wrapper for them), and version 2 (undici 8).
+ */
 const GLOBAL_DISPATCHER = Symbol.for("undici.globalDispatcher.1");
+const GLOBAL_DISPATCHER_2 = Symbol.for("undici.globalDispatcher.2");
 
 function isDispatcher(value: unknown): value is Dispatcher {
   return (
@@ -732,7 +737,8 @@ class ResendGuard implements Dispatcher {
 
   dispatch(options: unknown, handler: DispatchHandler): boolean {
     if (typeof handler.onHeaders !== "function") {
-      return this.target().dispatch(options, handler);
+      // A handler of the newer API: passed on as it is.
+      return this.target(GLOBAL_DISPATCHER_2).dispatch(options, handler);
     }
     const held = this.held;
     if (held !== null || this.refused) {
@@ -745,11 +751,13 @@ class ResendGuard implements Dispatcher {
     return this.target().dispatch(options, this.watch(handler));
   }
 
-  /** The dispatcher that sends: the caller's, else undici's global one (read when sending). */
-  private target(): Dispatcher {
-    const target =
-      this.own ??
-      (globalThis as unknown as Record<symbol, unknown>)[GLOBAL_DISPATCHER];
+  /**
+   * The dispatcher that sends: the caller's, else undici's global one (read
+   * when sending), the one under `first` when there is one.
+   */
+  private target(first: symbol = GLOBAL_DISPATCHER): Dispatcher {
+    const globals = globalThis as unknown as Record<symbol, unknown>;
+    const target = this.own ?? globals[first] ?? globals[GLOBAL_DISPATCHER];
     if (!isDispatcher(target)) {
       throw new TypeError("no undici dispatcher to send the request with");
     }
