@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -42,7 +43,11 @@ const ReasonForeignOrigin Reason = "foreign_origin"
 // connect, transport or aborted failure, asks Decide, sleeps and sends again. Install it as the
 // Transport of an http.Client:
 //
-//	client := &http.Client{Transport: retrypolicy.NewRoundTripper()}
+//	retries, err := retrypolicy.NewRoundTripper(retrypolicy.WithBaseURL(baseURL))
+//	if err != nil {
+//		return nil, err
+//	}
+//	client := &http.Client{Transport: retries}
 //
 // It keeps the client's retry budget, so build one per client and share it between the
 // client's requests. It is safe for concurrent use.
@@ -60,7 +65,20 @@ const ReasonForeignOrigin Reason = "foreign_origin"
 //
 // With WithBaseURL set to a URL with an origin, a request to another origin is passed through:
 // one attempt, no key, no budget, no retry event, a FinishEvent with ReasonForeignOrigin.
+//
+// The zero value is a RoundTripper with every option at its default (DefaultPolicy, BasePath,
+// http.DefaultTransport, keys minted); NewRoundTripper builds one with options. A RoundTripper
+// must not be copied after first use.
 type RoundTripper struct {
+	once sync.Once
+	rt   *roundTripper
+	// err is the zero value's configuration error, which only a DefaultPolicy that fails its
+	// own checks can give.
+	err error
+}
+
+// roundTripper is what a RoundTripper holds: its configuration, checked, and its budget.
+type roundTripper struct {
 	next       http.RoundTripper
 	policy     Policy
 	classifier Classifier
@@ -159,30 +177,82 @@ func WithNext(next http.RoundTripper) RoundTripperOption {
 }
 
 // NewRoundTripper returns a RoundTripper with a full retry budget. The API's tables are this
-// package's. It panics with the *InvalidInput error when the policy or the base URL is not
-// valid, as these are fixed by the program; check a policy read from configuration with
-// Policy.Validate first.
-func NewRoundTripper(options ...RoundTripperOption) *RoundTripper {
+// package's. It fails with an *InvalidInput when an option is not valid: the policy (its
+// contract key, such as policy.max_retries), the base URL (input.base), the attempt header
+// name (options.attempt_header) or the read bound (options.read_body_max_bytes).
+func NewRoundTripper(options ...RoundTripperOption) (*RoundTripper, error) {
 	config := roundTripperConfig{policy: DefaultPolicy(), mintKeys: true, next: http.DefaultTransport}
 	for _, option := range options {
 		option(&config)
 	}
+	rt, err := newRoundTripper(config)
+	if err != nil {
+		return nil, err
+	}
+	t := &RoundTripper{rt: rt}
+	t.once.Do(func() {})
+	return t, nil
+}
+
+// get returns what t holds, building the zero value's defaults on first use.
+func (t *RoundTripper) get() *roundTripper {
+	t.once.Do(func() {
+		t.rt, t.err = newRoundTripper(roundTripperConfig{policy: DefaultPolicy(), mintKeys: true, next: http.DefaultTransport})
+	})
+	return t.rt
+}
+
+// RoundTrip sends the request and retries it as the policy says. It returns the last attempt's
+// response, untouched and unread (with WithAttemptTimeout its Body is wrapped to release the
+// attempt's context on Close; with WithReadBody it may be buffered), or the last attempt's error
+// as the next RoundTripper returned it, in a *FinishedError. When the caller's context ends, it
+// returns the context's cause, and it never sleeps past the context's deadline: a retry that
+// would wait beyond it is not made (the finish reason is ReasonDeadline).
+func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	rt := t.get()
+	if rt == nil {
+		closeBody(req.Body)
+		return nil, t.err
+	}
+	return rt.roundTrip(req)
+}
+
+// Budget returns the client's retry budget, for metrics.
+func (t *RoundTripper) Budget() *Budget {
+	if rt := t.get(); rt != nil {
+		return rt.budget
+	}
+	return nil
+}
+
+// CloseIdleConnections closes the idle connections of the next RoundTripper when it has such a
+// method (http.Client.CloseIdleConnections calls it).
+func (t *RoundTripper) CloseIdleConnections() {
+	if rt := t.get(); rt != nil {
+		if closer, ok := rt.next.(interface{ CloseIdleConnections() }); ok {
+			closer.CloseIdleConnections()
+		}
+	}
+}
+
+// newRoundTripper checks config and builds what a RoundTripper holds.
+func newRoundTripper(config roundTripperConfig) (*roundTripper, error) {
 	budget, err := NewBudget(config.policy)
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
 	classifier, err := DefaultClassifier(config.policy.UnknownOperationClass)
 	if config.hasBaseURL {
 		classifier, err = NewClassifier(config.baseURL, config.policy.UnknownOperationClass)
 	}
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
 	if config.attemptHeader != "" && !validToken(config.attemptHeader) {
-		panic(invalid("options.attempt_header"))
+		return nil, invalid("options.attempt_header")
 	}
 	if config.readBody < 0 {
-		panic(invalid("options.read_body_max_bytes"))
+		return nil, invalid("options.read_body_max_bytes")
 	}
 	next := config.next
 	if next == nil {
@@ -197,7 +267,7 @@ func NewRoundTripper(options ...RoundTripperOption) *RoundTripper {
 		keys[i] = http.CanonicalHeaderKey(name)
 	}
 	_, scoped := originOf(config.baseURL)
-	return &RoundTripper{
+	return &roundTripper{
 		next:           next,
 		policy:         policy,
 		classifier:     classifier,
@@ -211,7 +281,7 @@ func NewRoundTripper(options ...RoundTripperOption) *RoundTripper {
 		attemptTimeout: config.attemptTimeout,
 		attemptHeader:  http.CanonicalHeaderKey(config.attemptHeader),
 		readBody:       config.readBody,
-	}
+	}, nil
 }
 
 // validToken reports whether name is an HTTP token (RFC 9110 section 5.6.2), as a field name
@@ -230,19 +300,6 @@ func validToken(name string) bool {
 		}
 	}
 	return true
-}
-
-// Budget returns the client's retry budget, for metrics.
-func (t *RoundTripper) Budget() *Budget {
-	return t.budget
-}
-
-// CloseIdleConnections closes the idle connections of the next RoundTripper when it has such a
-// method (http.Client.CloseIdleConnections calls it).
-func (t *RoundTripper) CloseIdleConnections() {
-	if closer, ok := t.next.(interface{ CloseIdleConnections() }); ok {
-		closer.CloseIdleConnections()
-	}
 }
 
 // FinishEvent tells how a request ended, so that an SDK can log why it was not retried.
@@ -470,13 +527,8 @@ type attempt struct {
 	limit *AttemptTimeoutError
 }
 
-// RoundTrip sends the request and retries it as the policy says. It returns the last attempt's
-// response, untouched and unread (with WithAttemptTimeout its Body is wrapped to release the
-// attempt's context on Close), or the last attempt's error as the next RoundTripper returned it.
-// When the caller's context ends, it returns the context's cause, and it never sleeps past the
-// context's deadline: a retry that would wait beyond it is not made (the finish reason is
-// ReasonDeadline).
-func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+// roundTrip is RoundTrip.
+func (t *roundTripper) roundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL == nil {
 		// Nothing to classify; the next RoundTripper reports the error.
 		return t.next.RoundTrip(req)
@@ -559,7 +611,7 @@ func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // applyOverrides applies the request's overrides (P1, P6), checked first.
-func (t *RoundTripper) applyOverrides(r *request) error {
+func (t *roundTripper) applyOverrides(r *request) error {
 	o, ok := OverridesFromContext(r.ctx)
 	if !ok {
 		return nil
@@ -590,7 +642,7 @@ func (t *RoundTripper) applyOverrides(r *request) error {
 const maxRetriesLimit = 100
 
 // prepare sets the request's key, header, body form and policy before the first attempt.
-func (t *RoundTripper) prepare(r *request) error {
+func (t *roundTripper) prepare(r *request) error {
 	if err := t.applyOverrides(r); err != nil {
 		return err
 	}
@@ -665,7 +717,7 @@ func onlyHTTP1(next http.RoundTripper, req *http.Request) bool {
 // request ends there: the attempt's response and the next body are released, the finish
 // event is reported (attempts as sent, the decision's reason), no attempt follows and the
 // panic goes on up (docs/adapters.md, callbacks that throw). The budget stays as decided.
-func (t *RoundTripper) callOnRetry(r *request, a attempt, body io.ReadCloser, retriesUsed int64, decision Decision) {
+func (t *roundTripper) callOnRetry(r *request, a attempt, body io.ReadCloser, retriesUsed int64, decision Decision) {
 	returned := false
 	defer func() {
 		if returned {
@@ -692,7 +744,7 @@ func (t *RoundTripper) callOnRetry(r *request, a attempt, body io.ReadCloser, re
 
 // send sends one attempt with body (the caller's, or one from GetBody) and maps its result.
 // earlier is the number of attempts sent before this one.
-func (t *RoundTripper) send(r *request, body io.ReadCloser, earlier int64) attempt {
+func (t *roundTripper) send(r *request, body io.ReadCloser, earlier int64) attempt {
 	// [P2] The attempt's number, for the RoundTrippers below (AttemptFromContext).
 	var ctx context.Context = &attemptContext{Context: r.ctx, number: attemptNumber(earlier + 1)}
 	var (
@@ -817,7 +869,7 @@ func readable(resp *http.Response) bool {
 // read that fails (or that the attempt timeout ends) makes the attempt a failure: the response
 // is released. A body read whole is handed over buffered; a longer one as the bytes read
 // followed by the rest of the stream.
-func (t *RoundTripper) bufferBody(r *request, a attempt) attempt {
+func (t *roundTripper) bufferBody(r *request, a attempt) attempt {
 	body := a.resp.Body
 	buf, err := readPrefix(body, r.readBody, a.resp.ContentLength)
 	expired := a.timer != nil && !a.timer.Stop()
@@ -888,7 +940,7 @@ func (b *prefixedBody) Close() error {
 
 // decide asks Decide about an attempt with the client's budget (contract K4: the decision is
 // taken with the tokens read and stored only if the cell still holds them, else taken again).
-func (t *RoundTripper) decide(r *request, a attempt, retriesUsed, previous int64) Decision {
+func (t *roundTripper) decide(r *request, a attempt, retriesUsed, previous int64) Decision {
 	var outcome Outcome
 	if a.failure != "" {
 		outcome = FailedOutcome(a.failure)
@@ -935,7 +987,7 @@ func (t *RoundTripper) decide(r *request, a attempt, retriesUsed, previous int64
 }
 
 // retryCost is what a retry after the attempt takes from the budget (contract K2).
-func (t *RoundTripper) retryCost(a attempt) int64 {
+func (t *roundTripper) retryCost(a attempt) int64 {
 	if a.timedOut {
 		return t.policy.BudgetTimeoutCost
 	}
@@ -945,7 +997,7 @@ func (t *RoundTripper) retryCost(a attempt) int64 {
 // recordSuccess gives the budget back what the last retry of a request that succeeded cost, or
 // the refund when it was not retried (contract K3; the policy was checked when the RoundTripper
 // was built).
-func (t *RoundTripper) recordSuccess(released int64) {
+func (t *roundTripper) recordSuccess(released int64) {
 	if t.policy.BudgetCapacity == 0 {
 		return
 	}
@@ -956,7 +1008,7 @@ func (t *RoundTripper) recordSuccess(released int64) {
 
 // refund gives back to the budget what the retry granted after the attempt took, when that
 // retry is not made after all.
-func (t *RoundTripper) refund(a attempt) {
+func (t *roundTripper) refund(a attempt) {
 	if t.policy.BudgetCapacity == 0 {
 		return
 	}
@@ -978,7 +1030,7 @@ func firstValue(values []string) string {
 // callback panics, the response is closed before the panic goes on up.
 // [P5] The event is on what RoundTrip returns: the error is a *FinishedError, and the response
 // names a copy of the caller's request whose context carries it (FinishOf).
-func (t *RoundTripper) finish(r *request, attempts int64, reason Reason, a attempt) (*http.Response, error) {
+func (t *roundTripper) finish(r *request, attempts int64, reason Reason, a attempt) (*http.Response, error) {
 	event := finishEvent(r, attempts, reason, a)
 	if t.onFinish != nil {
 		returned := false
@@ -1003,7 +1055,7 @@ func (t *RoundTripper) finish(r *request, attempts int64, reason Reason, a attem
 }
 
 // report calls the on-finish callback, if any, with the finish event.
-func (t *RoundTripper) report(r *request, attempts int64, reason Reason, a attempt) {
+func (t *roundTripper) report(r *request, attempts int64, reason Reason, a attempt) {
 	if t.onFinish != nil {
 		t.onFinish(r.caller, finishEvent(r, attempts, reason, a))
 	}

@@ -198,7 +198,7 @@ func TestHTTP2DoesNotResendAfterAProtocolError(t *testing.T) {
 			p := fastPolicy()
 			p.MaxRetries = 0
 			var e events
-			c := &http.Client{Transport: NewRoundTripper(append(e.options(), WithPolicy(p), WithNext(h2cTransport(t)))...)}
+			c := &http.Client{Transport: newRT(t, append(e.options(), WithPolicy(p), WithNext(h2cTransport(t)))...)}
 			if _, _, err := do(t, c, newReq(s.url())); err == nil {
 				t.Fatal("the reset stream succeeded")
 			}
@@ -212,7 +212,7 @@ func TestHTTP2DoesNotResendAfterAProtocolError(t *testing.T) {
 	}
 	s := newH2Server(t, h2Protocol, h2OK)
 	var e events
-	c := &http.Client{Transport: NewRoundTripper(append(e.options(), WithPolicy(fastPolicy()), WithNext(h2cTransport(t)))...)}
+	c := &http.Client{Transport: newRT(t, append(e.options(), WithPolicy(fastPolicy()), WithNext(h2cTransport(t)))...)}
 	resp, _, err := do(t, c, newRequest(t, context.Background(), "GET", s.url()+"/v1/sandboxes/sb-1", nil))
 	if err != nil || resp.StatusCode != 200 || e.reasons() != "transport_failure/1" {
 		t.Fatalf("GET: %v %v %s", resp, err, e.reasons())
@@ -236,7 +236,7 @@ func TestHTTP2RefusalsAreConnectFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newH2Server(t, tc.step, h2OK)
 			var e events
-			c := &http.Client{Transport: NewRoundTripper(append(e.options(), WithPolicy(fastPolicy()), WithNext(h2cTransport(t)))...)}
+			c := &http.Client{Transport: newRT(t, append(e.options(), WithPolicy(fastPolicy()), WithNext(h2cTransport(t)))...)}
 			var body io.Reader
 			if tc.body != "" {
 				body = bytes.NewReader([]byte(tc.body))

@@ -169,7 +169,7 @@ func client(t *testing.T, e *events, options ...RoundTripperOption) (*http.Clien
 	transport := &http.Transport{}
 	t.Cleanup(transport.CloseIdleConnections)
 	all := append([]RoundTripperOption{WithPolicy(fastPolicy()), WithNext(transport)}, e.options()...)
-	rt := NewRoundTripper(append(all, options...)...)
+	rt := newRT(t, append(all, options...)...)
 	return &http.Client{Transport: rt}, rt
 }
 
@@ -459,7 +459,7 @@ func TestNetHTTPDoesNotResendAnAttempt(t *testing.T) {
 			p.MaxRetries = 0
 			next := &http.Transport{}
 			defer next.CloseIdleConnections()
-			arrivals := send(NewRoundTripper(WithPolicy(p), WithNext(next)))
+			arrivals := send(newRT(t, WithPolicy(p), WithNext(next)))
 			if len(arrivals) != 1 {
 				t.Fatalf("%d arrivals through the RoundTripper, want 1", len(arrivals))
 			}
@@ -621,7 +621,7 @@ func TestAnAttemptTimeoutWhileDialingIsAConnectFailure(t *testing.T) {
 	}}
 	defer next.CloseIdleConnections()
 	var e events
-	c := &http.Client{Transport: NewRoundTripper(append(e.options(), WithPolicy(fastPolicy()), WithNext(next), WithAttemptTimeout(100*time.Millisecond))...)}
+	c := &http.Client{Transport: newRT(t, append(e.options(), WithPolicy(fastPolicy()), WithNext(next), WithAttemptTimeout(100*time.Millisecond))...)}
 	resp, _, err := do(t, c, newRequest(t, context.Background(), "POST", s.URL+"/v1/sandboxes", strings.NewReader("{}")))
 	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("got %v %v", resp, err)
@@ -675,7 +675,7 @@ func TestTLSFailureAfterTheHandshakeIsATransportFailure(t *testing.T) {
 	defer s.Close()
 	var e events
 	next := s.Client().Transport.(*http.Transport)
-	c := &http.Client{Transport: NewRoundTripper(append(e.options(), WithPolicy(fastPolicy()), WithNext(next))...)}
+	c := &http.Client{Transport: newRT(t, append(e.options(), WithPolicy(fastPolicy()), WithNext(next))...)}
 	if _, _, err := do(t, c, newRequest(t, context.Background(), "POST", s.URL+"/v1/sandboxes", strings.NewReader("{}"))); err == nil {
 		t.Fatal("the hang-up succeeded")
 	}
@@ -703,7 +703,7 @@ func TestHTTP2(t *testing.T) {
 	s.StartTLS()
 	defer s.Close()
 	var e events
-	c := &http.Client{Transport: NewRoundTripper(append(e.options(), WithPolicy(fastPolicy()), WithNext(s.Client().Transport))...)}
+	c := &http.Client{Transport: newRT(t, append(e.options(), WithPolicy(fastPolicy()), WithNext(s.Client().Transport))...)}
 	for _, req := range []*http.Request{
 		newRequest(t, context.Background(), "GET", s.URL+"/v1/sandboxes/sb-1", nil),
 		newRequest(t, context.Background(), "PUT", s.URL+"/v1/things/7", strings.NewReader("{}")),
@@ -912,24 +912,51 @@ func TestBaseURL(t *testing.T) {
 	}
 }
 
-func TestInvalidConfigurationPanics(t *testing.T) {
+// An invalid option is an error, never a panic (a panic here fails the test run).
+func TestInvalidConfigurationIsAnError(t *testing.T) {
 	for _, tc := range []struct {
 		option RoundTripperOption
 		key    string
 	}{
 		{WithPolicy(Policy{}), "policy.initial_backoff_ms"},
 		{WithBaseURL("/v1/\xff"), "input.base"},
+		{WithAttemptHeader("X Retry"), "options.attempt_header"},
+		{WithReadBody(-1), "options.read_body_max_bytes"},
 	} {
-		func() {
-			defer func() {
-				var invalid *InvalidInput
-				if err, _ := recover().(error); !errors.As(err, &invalid) || invalid.Key != tc.key {
-					t.Errorf("panic %v, want %s", err, tc.key)
-				}
-			}()
-			NewRoundTripper(tc.option)
-		}()
+		rt, err := NewRoundTripper(tc.option)
+		var invalid *InvalidInput
+		if rt != nil || !errors.As(err, &invalid) || invalid.Key != tc.key {
+			t.Errorf("got %v %v, want %s", rt, err, tc.key)
+		}
 	}
+}
+
+// The zero value is a RoundTripper with the defaults: the spec's policy and base path, net/http's
+// default transport, its own budget.
+func TestTheZeroValueRetries(t *testing.T) {
+	s := newServer(t, status(503, "Retry-After", "0"), status(200))
+	var zero RoundTripper
+	c := &http.Client{Transport: &zero}
+	resp, err := c.Do(newRequest(t, context.Background(), "GET", s.URL+"/v1/sandboxes/sb-1", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	finish, ok := FinishOf(resp, nil)
+	if resp.StatusCode != 200 || len(s.arrivals()) != 2 || !ok || finish.OperationID != "getSandbox" || zero.Budget().Tokens() != 500 {
+		t.Errorf("got %d, %d arrivals, finish %+v", resp.StatusCode, len(s.arrivals()), finish)
+	}
+	zero.CloseIdleConnections()
+}
+
+// newRT is NewRoundTripper with options the test knows to be valid.
+func newRT(t testing.TB, options ...RoundTripperOption) *RoundTripper {
+	t.Helper()
+	rt, err := NewRoundTripper(options...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
 }
 
 // benchmarkGet measures a GET answered 200 at once through rt, on loopback.
@@ -959,7 +986,7 @@ func BenchmarkGet(b *testing.B) {
 		benchmarkGet(b, func(next http.RoundTripper) http.RoundTripper { return next })
 	})
 	b.Run("adapter", func(b *testing.B) {
-		benchmarkGet(b, func(next http.RoundTripper) http.RoundTripper { return NewRoundTripper(WithNext(next)) })
+		benchmarkGet(b, func(next http.RoundTripper) http.RoundTripper { return newRT(b, WithNext(next)) })
 	})
 }
 
@@ -973,7 +1000,7 @@ func BenchmarkOverhead(b *testing.B) {
 		}
 		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
 	})
-	rt := NewRoundTripper(WithNext(answer))
+	rt := newRT(b, WithNext(answer))
 	b.Run("GET", func(b *testing.B) {
 		req, _ := http.NewRequest("GET", "http://api.example/v1/sandboxes/sb-1", nil)
 		b.ReportAllocs()
@@ -1032,7 +1059,7 @@ func TestOverheadOnASuccessIsSmall(t *testing.T) {
 		return float64(after.Mallocs-before.Mallocs) / n, float64(after.TotalAlloc-before.TotalAlloc) / n
 	}
 	bareAllocs, bareBytes := measure(func(next http.RoundTripper) http.RoundTripper { return next })
-	allocs, bytes := measure(func(next http.RoundTripper) http.RoundTripper { return NewRoundTripper(WithNext(next)) })
+	allocs, bytes := measure(func(next http.RoundTripper) http.RoundTripper { return newRT(t, WithNext(next)) })
 	if allocs-bareAllocs > 8 || bytes-bareBytes > 16<<10 {
 		t.Errorf("the RoundTripper adds %.1f allocations and %.0f bytes per request (bare: %.1f, %.0f)", allocs-bareAllocs, bytes-bareBytes, bareAllocs, bareBytes)
 	}
@@ -1050,7 +1077,7 @@ func TestTheKeyIsVisibleBelowTheAdapter(t *testing.T) {
 			seen = append(seen, req.Header.Get("Idempotency-Key"))
 			return transport.RoundTrip(req)
 		})
-		c := &http.Client{Transport: NewRoundTripper(WithPolicy(fastPolicy()), WithNext(below))}
+		c := &http.Client{Transport: newRT(t, WithPolicy(fastPolicy()), WithNext(below))}
 		var content io.Reader
 		if body != "" {
 			content = strings.NewReader(body)
@@ -1163,7 +1190,7 @@ func TestCallbacksThatPanic(t *testing.T) {
 		return resp, err
 	})
 	options := append(e.options(), WithPolicy(fastPolicy()), WithNext(below), WithOnRetry(func(*http.Request, RetryEvent) { panic("on retry") }))
-	c := &http.Client{Transport: NewRoundTripper(options...)}
+	c := &http.Client{Transport: newRT(t, options...)}
 	recovered := func(f func()) (value any) {
 		defer func() { value = recover() }()
 		f()
@@ -1187,7 +1214,7 @@ func TestCallbacksThatPanic(t *testing.T) {
 	}
 
 	closed.Store(false)
-	c = &http.Client{Transport: NewRoundTripper(WithNext(below), WithOnFinish(func(*http.Request, FinishEvent) { panic("on finish") }))}
+	c = &http.Client{Transport: newRT(t, WithNext(below), WithOnFinish(func(*http.Request, FinishEvent) { panic("on finish") }))}
 	value = recovered(func() {
 		_, _ = c.Do(newRequest(t, context.Background(), "GET", s.URL+"/v1/sandboxes/sb-1", nil))
 	})

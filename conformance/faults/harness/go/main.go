@@ -314,7 +314,11 @@ func newClient(base string, rec *recorder, mintKeys *bool, attemptTimeoutMs int6
 	if readBody > 0 {
 		options = append(options, retrypolicy.WithReadBody(readBody))
 	}
-	return &http.Client{Transport: retrypolicy.NewRoundTripper(options...)}, transport
+	retries, err := retrypolicy.NewRoundTripper(options...)
+	if err != nil {
+		fail(err)
+	}
+	return &http.Client{Transport: retries}, transport
 }
 
 // warmUp sends the warm-up request through the client and reads its body: with close, the
@@ -519,7 +523,11 @@ func bench(basePath string, rounds int) overhead {
 	defer bareTransport.CloseIdleConnections()
 	defer adapterTransport.CloseIdleConnections()
 	bare := &http.Client{Transport: bareTransport}
-	adapter := &http.Client{Transport: retrypolicy.NewRoundTripper(retrypolicy.WithNext(adapterTransport))}
+	retries, err := retrypolicy.NewRoundTripper(retrypolicy.WithNext(adapterTransport))
+	if err != nil {
+		fail(err)
+	}
+	adapter := &http.Client{Transport: retries}
 	req, err := http.NewRequest(http.MethodGet, target, nil)
 	if err != nil {
 		fail(err)
