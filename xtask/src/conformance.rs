@@ -9,7 +9,7 @@
 use crate::harness;
 use crate::toolchains::{self, root, Built};
 use anyhow::{anyhow, bail, Context, Result};
-use retrygen::emit::{self, TemplateSource};
+use retrygen::emit::{self, LanguageOptions, TemplateSource};
 use retrygen::model::policy::{Policy, RawValue};
 use retrygen::model::{Api, ModelOptions};
 use serde_json::Value;
@@ -329,6 +329,34 @@ pub fn load_vectors(path: &Path) -> Result<Vec<(String, Value)>> {
     Ok(cases)
 }
 
+/// A job of the project's retrygen.toml as a conformance suite: its short name, its spec, and
+/// the languages it has targets for with their options.
+pub struct ProjectSuite {
+    pub name: String,
+    pub spec: PathBuf,
+    pub options: BTreeMap<String, LanguageOptions>,
+}
+
+/// Every job of the project's retrygen.toml, named like [`project_specs`].
+pub fn project_suites() -> Result<Vec<ProjectSuite>> {
+    let config =
+        retrygen::config::load(&root().join("retrygen.toml")).map_err(|d| anyhow!("{d}"))?;
+    Ok(config
+        .jobs
+        .iter()
+        .zip(project_specs()?)
+        .map(|(job, (name, spec))| ProjectSuite {
+            name,
+            spec,
+            options: job
+                .targets
+                .iter()
+                .map(|t| (t.language.clone(), t.options.clone()))
+                .collect(),
+        })
+        .collect())
+}
+
 /// The specs of the project's retrygen.toml with a short name for each (its golden folder).
 pub fn project_specs() -> Result<Vec<(String, PathBuf)>> {
     let config =
@@ -351,7 +379,7 @@ pub struct Options {
     pub vectors: PathBuf,
     pub languages: Vec<String>,
     pub templates: TemplateSource,
-    pub specs: Vec<(String, PathBuf)>,
+    pub specs: Vec<ProjectSuite>,
 }
 
 /// One spec and the probes every language's module must answer for it.
@@ -360,6 +388,8 @@ pub struct Suite {
     pub name: String,
     pub spec: PathBuf,
     pub probes: Vec<Probe>,
+    /// Language options by language (a retrygen.toml job's targets'); defaults for the others.
+    pub options: BTreeMap<String, LanguageOptions>,
 }
 
 /// How one language did on one suite.
@@ -383,11 +413,13 @@ impl LanguageResult {
 
 /// [`harness::prepare_with`] with the lint optional and each step timed: the corpus run builds
 /// every document in every language but may lint only some of them.
+#[allow(clippy::too_many_arguments)]
 fn prepare_timed(
     language: &str,
     spec: &Path,
     work: &Path,
     templates: &TemplateSource,
+    options: &LanguageOptions,
     lint: bool,
     result: &mut LanguageResult,
 ) -> Result<Built> {
@@ -399,7 +431,7 @@ fn prepare_timed(
     std::fs::create_dir_all(work)?;
     // Times are recorded before any error is returned, so that a failure still shows its cost.
     let started = Instant::now();
-    let module = harness::render(language, spec, work, templates)?;
+    let module = harness::render_with(language, spec, work, templates, options)?;
     let linted = if lint {
         toolchain
             .lint(&module, &work.join("lint"))
@@ -503,6 +535,10 @@ pub fn run_suite(
             &suite.spec,
             &work.join(language),
             templates,
+            suite
+                .options
+                .get(language)
+                .unwrap_or(&LanguageOptions::new()),
             lint.contains(language),
             &mut result,
         );
@@ -574,7 +610,12 @@ pub fn run(options: &Options) -> Result<usize> {
     let mut failures = 0;
     let mut table =
         String::from("| spec | language | cases | result | seconds |\n|---|---|---:|---|---:|\n");
-    for (name, spec) in &options.specs {
+    for ProjectSuite {
+        name,
+        spec,
+        options: target_options,
+    } in &options.specs
+    {
         let (api, _) = retrygen::load_api(spec, &ModelOptions::default())
             .map_err(|d| anyhow!("{}:\n{d}", spec.display()))?;
         let spec_key = spec
@@ -626,11 +667,20 @@ pub fn run(options: &Options) -> Result<usize> {
             name: name.clone(),
             spec: spec.clone(),
             probes,
+            options: target_options.clone(),
         };
+        // A job's targets say which languages it is built in (every job of the project's but
+        // golden/internal/ has all six), each with its target's options.
+        let languages: Vec<String> = options
+            .languages
+            .iter()
+            .filter(|l| target_options.contains_key(*l))
+            .cloned()
+            .collect();
         let work = root().join("target/xtask/conformance").join(name);
         let results = run_suite(
             &suite,
-            &options.languages,
+            &languages,
             &options.templates,
             &work,
             &options.languages,
@@ -737,6 +787,7 @@ pub fn run_corpus(
                         name: shown.clone(),
                         spec: doc.clone(),
                         probes: derived_probes(&api)?,
+                        options: BTreeMap::new(),
                     };
                     let results = run_suite(
                         &suite,
@@ -863,9 +914,9 @@ pub fn main(args: &[String]) -> Result<()> {
         println!("corpus conformance: every document builds and agrees in every language");
         return Ok(());
     }
-    let mut specs = project_specs()?;
+    let mut specs = project_suites()?;
     if let Some(only) = crate::flag(args, "--spec") {
-        specs.retain(|(name, path)| name == only || path.ends_with(only));
+        specs.retain(|s| s.name == only || s.spec.ends_with(only));
     }
     let failures = run(&Options {
         vectors,

@@ -3,7 +3,7 @@
 
 use crate::toolchains::{self, Built, Module};
 use anyhow::{anyhow, Context, Result};
-use retrygen::emit::{self, TemplateSource};
+use retrygen::emit::{self, LanguageOptions, TemplateSource};
 use retrygen::model::ModelOptions;
 use std::path::Path;
 
@@ -30,10 +30,32 @@ pub fn render(
     work: &Path,
     templates: &TemplateSource,
 ) -> Result<Module> {
+    render_with(language, spec, work, templates, &LanguageOptions::new())
+}
+
+/// [`render`] with language options (a retrygen.toml target's). A package, namespace, object or
+/// class name other than the default is also given to [`toolchains::copy_harness`], so the
+/// harness this thread builds next names the module's.
+pub fn render_with(
+    language: &str,
+    spec: &Path,
+    work: &Path,
+    templates: &TemplateSource,
+    given: &LanguageOptions,
+) -> Result<Module> {
     let backend = emit::backend(language).ok_or_else(|| anyhow!("unknown language {language}"))?;
     let (api, _) = retrygen::load_api(spec, &ModelOptions::default())
         .map_err(|d| anyhow!("{}: {d}", spec.display()))?;
-    let options = emit::resolve_options(backend, &Default::default())?;
+    let options = emit::resolve_options(backend, given)?;
+    let defaults = backend.default_options();
+    let renames = ["package", "namespace", "object", "class"]
+        .iter()
+        .filter_map(|key| {
+            let (default, chosen) = (defaults.get(*key)?, options.get(*key)?);
+            (default != chosen).then(|| (default.clone(), chosen.clone()))
+        })
+        .collect();
+    toolchains::set_harness_renames(renames);
     let rendered = emit::render(&api, backend, &options, &[], templates)?;
     let dir = work.join("module");
     std::fs::create_dir_all(&dir)?;

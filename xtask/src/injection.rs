@@ -486,6 +486,7 @@ pub fn main(args: &[String]) -> Result<()> {
             name: name.clone(),
             spec: spec.clone(),
             probes,
+            options: Default::default(),
         };
         let results = conformance::run_suite(
             &suite,

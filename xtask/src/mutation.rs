@@ -101,6 +101,7 @@ pub fn main(args: &[String]) -> Result<()> {
         name: spec_name,
         spec,
         probes,
+        options: Default::default(),
     };
     let languages: Vec<&str> = TOOLCHAINS
         .iter()

@@ -174,7 +174,41 @@ pub fn run(cmd: &mut Command, what: &str) -> Result<String> {
 /// Copies the harness sources of `language` into `work`.
 pub fn copy_harness(language: &str, work: &Path) -> Result<()> {
     let src = root().join("conformance/harness").join(language);
-    copy_dir(&src, work).with_context(|| format!("copying {}", src.display()))
+    copy_dir(&src, work).with_context(|| format!("copying {}", src.display()))?;
+    let renames = HARNESS_RENAMES.with(|r| r.borrow().clone());
+    if !renames.is_empty() {
+        rename_in_dir(work, &renames)?;
+    }
+    Ok(())
+}
+
+thread_local! {
+    /// The names the module being built on this thread gives its package, namespace, object or
+    /// class, where they differ from the defaults the harnesses are written against: `(default,
+    /// name)`. Set by [`crate::harness::render_with`] before the same thread builds the harness.
+    static HARNESS_RENAMES: std::cell::RefCell<Vec<(String, String)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Sets the renames [`copy_harness`] applies on this thread (empty: the harness as written).
+pub fn set_harness_renames(renames: Vec<(String, String)>) {
+    HARNESS_RENAMES.with(|r| *r.borrow_mut() = renames);
+}
+
+/// Every default name in the harness sources under `dir` replaced by the module's.
+fn rename_in_dir(dir: &Path, renames: &[(String, String)]) -> Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            rename_in_dir(&path, renames)?;
+        } else if let Ok(mut text) = std::fs::read_to_string(&path) {
+            for (from, to) in renames {
+                text = text.replace(from.as_str(), to);
+            }
+            std::fs::write(&path, text)?;
+        }
+    }
+    Ok(())
 }
 
 fn copy_dir(src: &Path, dst: &Path) -> std::io::Result<()> {
