@@ -247,6 +247,8 @@ fn config(args: &GenerateArgs) -> Result<Config, Diagnostic> {
                 out_is_folder,
                 options,
                 adapters: args.adapters.clone(),
+                runtime: None,
+                runtime_path: None,
             };
             Config {
                 path: None,
@@ -259,6 +261,7 @@ fn config(args: &GenerateArgs) -> Result<Config, Diagnostic> {
                     targets: vec![target],
                     overlays: Vec::new(),
                 }],
+                runtimes: Vec::new(),
             }
         } else {
             let path = match &args.config {

@@ -15,6 +15,20 @@ pub const FILE_NAME: &str = "retrygen.toml";
 struct RawConfig {
     #[serde(default)]
     job: Vec<RawJob>,
+    /// Shared runtimes: each language's runtime written once, for the targets that name it.
+    #[serde(default)]
+    runtime: Vec<RawRuntime>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRuntime {
+    language: String,
+    out: toml::Spanned<PathBuf>,
+    #[serde(default)]
+    options: BTreeMap<String, String>,
+    #[serde(default)]
+    adapters: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -42,7 +56,22 @@ struct RawTarget {
     #[serde(default)]
     options: BTreeMap<String, String>,
     #[serde(default)]
-    adapters: Vec<String>,
+    adapters: Option<toml::Spanned<Vec<String>>>,
+    /// The `out` of a `[[runtime]]` of the same language: the target writes its tables only.
+    runtime: Option<toml::Spanned<PathBuf>>,
+}
+
+/// A `[[runtime]]`: one language's runtime (runtime/<language>/) and adapters, written once into
+/// `out` for every target that names it with `runtime = "<out>"`.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    pub language: String,
+    /// The folder the runtime is written into.
+    pub out: PathBuf,
+    /// The runtime's own options (the package or namespace it declares; visibility).
+    pub options: LanguageOptions,
+    /// The HTTP client adapters written beside the shared runtime.
+    pub adapters: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -55,6 +84,12 @@ pub struct Target {
     pub options: LanguageOptions,
     /// The HTTP client adapters emitted beside the runtime (docs/adapters.md).
     pub adapters: Vec<String>,
+    /// The index in [`Config::runtimes`] of the shared runtime the tables use; None for a
+    /// self-contained target (its own copy of the runtime beside the tables).
+    pub runtime: Option<usize>,
+    /// Rust's `runtime_path` option (the shared runtime's module path, `crate::retry_runtime`),
+    /// kept out of the language options.
+    pub runtime_path: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -74,6 +109,8 @@ pub struct Config {
     /// The config file, or None for a config built in memory (the command line's ad hoc mode).
     pub path: Option<PathBuf>,
     pub jobs: Vec<Job>,
+    /// The shared runtimes (`[[runtime]]`), each written once.
+    pub runtimes: Vec<Runtime>,
 }
 
 fn line_column(text: &str, offset: usize) -> (usize, usize) {
@@ -142,10 +179,83 @@ pub fn load(path: &Path) -> Result<Config, Diagnostic> {
             base.join(p)
         }
     };
-    let jobs = raw
-        .job
-        .into_iter()
-        .map(|job| Job {
+    let at = |span: std::ops::Range<usize>| {
+        let (line, column) = line_column(&text, span.start);
+        whole(line, column)
+    };
+    let mut runtimes: Vec<Runtime> = Vec::new();
+    for runtime in raw.runtime {
+        let out = resolve(runtime.out.get_ref());
+        if runtimes.iter().any(|r| r.out == out) {
+            return Err(Diagnostic::error(
+                at(runtime.out.span()),
+                format!(
+                    "a second [[runtime]] writes into {:?}",
+                    runtime.out.get_ref().to_string_lossy()
+                ),
+                "give each [[runtime]] a folder of its own",
+            ));
+        }
+        let written_as_folder = runtime.out.get_ref().to_string_lossy().ends_with(['/', '\\']);
+        if !written_as_folder && !out.is_dir() {
+            return Err(Diagnostic::error(
+                at(runtime.out.span()),
+                format!(
+                    "runtime out {:?} is not a folder",
+                    runtime.out.get_ref().to_string_lossy()
+                ),
+                "end the path with `/` (see \"Shared runtimes\" in README.md)",
+            ));
+        }
+        runtimes.push(Runtime {
+            language: runtime.language,
+            out,
+            options: runtime.options,
+            adapters: runtime.adapters,
+        });
+    }
+    let mut jobs = Vec::new();
+    for job in raw.job {
+        let mut targets = Vec::new();
+        for t in job.target {
+            let written_as_folder = t.out.to_string_lossy().ends_with(['/', '\\']);
+            let out = resolve(&t.out);
+            let mut options = t.options;
+            let runtime_path = options.remove("runtime_path");
+            let adapters_span = t.adapters.as_ref().map(toml::Spanned::span);
+            let adapters = t.adapters.map(toml::Spanned::into_inner).unwrap_or_default();
+            let runtime = match &t.runtime {
+                None => {
+                    if runtime_path.is_some() {
+                        return Err(Diagnostic::error(
+                            whole(1, 1),
+                            "option `runtime_path` without `runtime`",
+                            "name the target's shared runtime with `runtime = \"<its out>\"`",
+                        ));
+                    }
+                    None
+                }
+                Some(named) => Some(shared_runtime(
+                    &runtimes,
+                    named,
+                    &resolve(named.get_ref()),
+                    &t.language,
+                    (&adapters, adapters_span),
+                    runtime_path.is_some(),
+                    &at,
+                )?),
+            };
+            targets.push(Target {
+                language: t.language,
+                out_is_folder: written_as_folder || out.is_dir(),
+                out,
+                options,
+                adapters,
+                runtime,
+                runtime_path,
+            });
+        }
+        jobs.push(Job {
             spec: resolve(&job.spec),
             strict: job.strict,
             idempotency_headers: job.idempotency_headers,
@@ -156,25 +266,67 @@ pub fn load(path: &Path) -> Result<Config, Diagnostic> {
                 .iter()
                 .map(|(k, v)| (k.clone(), raw_value(v)))
                 .collect(),
-            targets: job
-                .target
-                .into_iter()
-                .map(|t| {
-                    let written_as_folder = t.out.to_string_lossy().ends_with(['/', '\\']);
-                    let out = resolve(&t.out);
-                    Target {
-                        language: t.language,
-                        out_is_folder: written_as_folder || out.is_dir(),
-                        out,
-                        options: t.options,
-                        adapters: t.adapters,
-                    }
-                })
-                .collect(),
-        })
-        .collect();
+            targets,
+        });
+    }
     Ok(Config {
         path: Some(path.to_path_buf()),
         jobs,
+        runtimes,
     })
+}
+
+/// The index of the `[[runtime]]` a target names with `runtime = "<out>"`, checked: one of the
+/// same language, and the target lists no adapters of its own (they live with the runtime).
+fn shared_runtime(
+    runtimes: &[Runtime],
+    named: &toml::Spanned<PathBuf>,
+    resolved: &Path,
+    language: &str,
+    (adapters, adapters_span): (&[String], Option<std::ops::Range<usize>>),
+    has_runtime_path: bool,
+    at: &dyn Fn(std::ops::Range<usize>) -> Location,
+) -> Result<usize, Diagnostic> {
+    let shown = named.get_ref().to_string_lossy();
+    let Some(index) = runtimes.iter().position(|r| r.out == resolved) else {
+        let known: Vec<String> = runtimes
+            .iter()
+            .map(|r| r.out.to_string_lossy().into_owned())
+            .collect();
+        return Err(Diagnostic::error(
+            at(named.span()),
+            format!("runtime {shown:?} is the `out` of no [[runtime]]"),
+            if known.is_empty() {
+                "declare it: [[runtime]] with its language and out".to_string()
+            } else {
+                format!("the [[runtime]] folders: {}", known.join(", "))
+            },
+        ));
+    };
+    let runtime = &runtimes[index];
+    if runtime.language != language {
+        return Err(Diagnostic::error(
+            at(named.span()),
+            format!(
+                "runtime {shown:?} is a {} runtime; this target is {language}",
+                runtime.language
+            ),
+            "name the [[runtime]] of the target's language",
+        ));
+    }
+    if !adapters.is_empty() {
+        return Err(Diagnostic::error(
+            at(adapters_span.unwrap_or_else(|| named.span())),
+            "a target with a shared `runtime` lists no `adapters`: they are written with the runtime",
+            "move `adapters` to the [[runtime]] it names",
+        ));
+    }
+    if language == "rust" && !has_runtime_path {
+        return Err(Diagnostic::error(
+            at(named.span()),
+            "a Rust target with a shared `runtime` needs the option `runtime_path`",
+            "add options = { runtime_path = \"crate::retry_runtime\" } (the runtime's module path)",
+        ));
+    }
+    Ok(index)
 }

@@ -129,8 +129,12 @@ record! {
         operations: Value,
         policy: Value,
         options: Value,
-        /// The names of the adapters the target opted into (`adapters = [...]`).
+        /// The names of the adapters the target opted into (`adapters = [...]`), or for a
+        /// target with a shared runtime, the runtime's.
         adapters: Vec<&'static str>,
+        /// How the tables reach a shared runtime (the backend's [`super::Backend::runtime_link`]:
+        /// a module path, an import path, a package); none for a self-contained target.
+        runtime: Option<String>,
     }
 }
 
@@ -140,6 +144,7 @@ pub(super) fn context(
     backend: &dyn Backend,
     options: &LanguageOptions,
     adapters: &[&'static Adapter],
+    runtime: Option<&str>,
 ) -> Value {
     let mut buffer = String::new();
     let mut literal = |push: &dyn Fn(&mut String)| {
@@ -239,5 +244,6 @@ pub(super) fn context(
                 .collect::<BTreeMap<String, Value>>(),
         ),
         adapters: adapters.iter().map(|a| a.name).collect(),
+        runtime: runtime.map(str::to_string),
     })
 }

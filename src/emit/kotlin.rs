@@ -1,5 +1,5 @@
 use super::escape::{c_like, check_identifier, push_quoted, utf16_escape};
-use super::{visibility, Adapter, Backend, LanguageOptions, RuntimeFile};
+use super::{visibility, Adapter, Backend, LanguageOptions, LinkRequest, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToShoutySnakeCase;
@@ -57,6 +57,11 @@ impl Backend for Kotlin {
     }
     fn runtime_files(&self) -> &'static [RuntimeFile] {
         &RUNTIME
+    }
+    /// The shared runtime's package (its `package` option): the tables import the runtime's
+    /// names from it when their own package is another.
+    fn runtime_link(&self, link: &LinkRequest<'_>) -> Result<String, String> {
+        Ok(link.runtime_options["package"].clone())
     }
     fn adapters(&self) -> &'static [Adapter] {
         &ADAPTERS

@@ -60,6 +60,25 @@ pub trait Backend: Sync {
     fn internal_declarations(&self) -> Option<(&'static str, &'static str)> {
         None
     }
+    /// How a thin tables file in `tables_dir` reaches the shared runtime in `runtime_dir`
+    /// (declared with `runtime_options`): what the template sees as `runtime`. `runtime_path` is
+    /// the target's `runtime_path` option (Rust). An error when the language cannot share its
+    /// runtime, or the two folders cannot be linked.
+    fn runtime_link(&self, _link: &LinkRequest<'_>) -> Result<String, String> {
+        Err(format!(
+            "{} cannot share a runtime yet: its runtime refers to declarations of the tables file",
+            self.name()
+        ))
+    }
+    /// Files a shared runtime's folder needs beyond the runtime and adapter files (a package's
+    /// `__init__.py`, a Rust module's `mod.rs`), each carrying the generated marker.
+    fn runtime_folder_files(
+        &self,
+        _options: &LanguageOptions,
+        _adapters: &[&'static Adapter],
+    ) -> Vec<RenderedFile> {
+        Vec::new()
+    }
     /// Appends a string literal holding exactly `s` to `out`.
     fn push_string_literal(&self, out: &mut String, s: &str);
     /// Appends a regular expression literal or constructor argument for `pattern` to `out`.
@@ -96,6 +115,20 @@ pub trait Backend: Sync {
         self.push_comment_text(&mut out, s);
         out
     }
+}
+
+/// What [`Backend::runtime_link`] links: a target's tables folder to a shared runtime's folder.
+#[derive(Debug, Clone, Copy)]
+pub struct LinkRequest<'a> {
+    /// The tables' folder and the runtime's, as written in the config (relative to it) or
+    /// absolute, both resolved the same way.
+    pub tables_dir: &'a std::path::Path,
+    pub runtime_dir: &'a std::path::Path,
+    /// The target's options and the runtime's (package, namespace).
+    pub tables_options: &'a LanguageOptions,
+    pub runtime_options: &'a LanguageOptions,
+    /// The target's `runtime_path` option, for Rust.
+    pub runtime_path: Option<&'a str>,
 }
 
 /// One spec-independent runtime file, embedded from `runtime/<language>/`.
@@ -217,6 +250,7 @@ fn render_tables(
     backend: &dyn Backend,
     options: &LanguageOptions,
     adapters: &[&'static Adapter],
+    runtime: Option<&str>,
     templates: &TemplateSource,
 ) -> Result<String, EmitError> {
     let compiled = templates.compiled(backend.name())?;
@@ -227,7 +261,7 @@ fn render_tables(
             template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
             message: format!("{e:#}"),
         })?;
-    let context = context::context(api, backend, options, adapters);
+    let context = context::context(api, backend, options, adapters, runtime);
     let mut text = template.render(context).map_err(|e| EmitError::Template {
         template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
         message: format!("{e:#}"),
@@ -248,21 +282,70 @@ pub fn render(
 ) -> Result<Vec<RenderedFile>, EmitError> {
     let mut files = vec![RenderedFile {
         name: backend.tables_file_name(options),
-        contents: render_tables(api, backend, options, adapters, templates)?,
+        contents: render_tables(api, backend, options, adapters, None, templates)?,
     }];
+    files.extend(runtime_copies(backend, options, adapters));
+    make_internal(backend, options, &mut files);
+    Ok(files)
+}
+
+/// Renders the thin tables file of a target whose runtime is shared: `link` is what
+/// [`Backend::runtime_link`] gave, `adapters` the shared runtime's (the tables export what they
+/// take). One file: the runtime is written by [`render_runtime`].
+pub fn render_thin_tables(
+    api: &Api,
+    backend: &dyn Backend,
+    options: &LanguageOptions,
+    adapters: &[&'static Adapter],
+    link: &str,
+    templates: &TemplateSource,
+) -> Result<RenderedFile, EmitError> {
+    let mut files = vec![RenderedFile {
+        name: backend.tables_file_name(options),
+        contents: render_tables(api, backend, options, adapters, Some(link), templates)?,
+    }];
+    make_internal(backend, options, &mut files);
+    Ok(files.remove(0))
+}
+
+/// The files of a shared runtime's folder (`[[runtime]]`): the runtime files, the chosen
+/// adapters' files and what the folder needs besides ([`Backend::runtime_folder_files`]).
+pub fn render_runtime(
+    backend: &dyn Backend,
+    options: &LanguageOptions,
+    adapters: &[&'static Adapter],
+) -> Vec<RenderedFile> {
+    let mut files = backend.runtime_folder_files(options, adapters);
+    files.extend(runtime_copies(backend, options, adapters));
+    make_internal(backend, options, &mut files);
+    files
+}
+
+/// The runtime files in the backend's order, then the files of `adapters`.
+fn runtime_copies(
+    backend: &dyn Backend,
+    options: &LanguageOptions,
+    adapters: &[&'static Adapter],
+) -> Vec<RenderedFile> {
     let adapter_files = adapters.iter().flat_map(|a| a.files.iter());
-    for file in backend.runtime_files().iter().chain(adapter_files) {
-        files.push(RenderedFile {
+    backend
+        .runtime_files()
+        .iter()
+        .chain(adapter_files)
+        .map(|file| RenderedFile {
             name: file.name.to_string(),
             contents: backend.runtime_text(file, options),
-        });
-    }
-    // `visibility = "internal"`: the same rewrite of every file's top-level declarations. Spec
-    // strings cannot start a line (literals escape line breaks), so only the module's own
-    // declarations change.
+        })
+        .collect()
+}
+
+/// `visibility = "internal"`: the same rewrite of every file's top-level declarations. Spec
+/// strings cannot start a line (literals escape line breaks), so only the module's own
+/// declarations change.
+fn make_internal(backend: &dyn Backend, options: &LanguageOptions, files: &mut [RenderedFile]) {
     if let Some((marker, replacement)) = backend.internal_declarations() {
         if visibility::is_internal(options) {
-            for file in &mut files {
+            for file in files {
                 file.contents =
                     visibility::rewrite_declarations(&file.contents, marker, replacement);
                 // The longer modifier can push a signature past rustfmt's width.
@@ -272,7 +355,37 @@ pub fn render(
             }
         }
     }
-    Ok(files)
+}
+
+/// The relative path from folder `from` to folder `to`, as path components (`..` for each step
+/// up); None when one is absolute and the other not, or a `..` cannot be undone.
+pub fn relative_components(from: &std::path::Path, to: &std::path::Path) -> Option<Vec<String>> {
+    use std::path::Component;
+    fn normal(p: &std::path::Path) -> Option<Vec<String>> {
+        let mut out: Vec<String> = Vec::new();
+        for c in p.components() {
+            match c {
+                Component::CurDir => {}
+                Component::ParentDir => match out.last() {
+                    Some(last) if last != "/" => {
+                        out.pop();
+                    }
+                    _ => return None,
+                },
+                Component::RootDir | Component::Prefix(_) => out.push("/".into()),
+                Component::Normal(n) => out.push(n.to_string_lossy().into_owned()),
+            }
+        }
+        Some(out)
+    }
+    let (from, to) = (normal(from)?, normal(to)?);
+    if from.first().is_some_and(|f| f == "/") != to.first().is_some_and(|t| t == "/") {
+        return None;
+    }
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut out = vec!["..".to_string(); from.len() - common];
+    out.extend(to[common..].iter().cloned());
+    Some(out)
 }
 
 #[cfg(test)]
@@ -326,6 +439,7 @@ mod tests {
             &rust::Rust,
             &options,
             &[],
+            None,
             &TemplateSource::Folder(root.path().to_path_buf()),
         )
     }

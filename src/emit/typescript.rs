@@ -1,5 +1,5 @@
 use super::escape::{c_like, push_quoted, utf16_escape};
-use super::{Adapter, Backend, LanguageOptions, RuntimeFile};
+use super::{relative_components, Adapter, Backend, LanguageOptions, LinkRequest, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 
@@ -40,6 +40,27 @@ impl Backend for TypeScript {
     }
     fn adapters(&self) -> &'static [Adapter] {
         &ADAPTERS
+    }
+    /// The shared runtime's folder relative to the tables' (`../retry_runtime`): the tables
+    /// import `<it>/runtime.js` (and `<it>/fetch.js` with the fetch adapter).
+    fn runtime_link(&self, link: &LinkRequest<'_>) -> Result<String, String> {
+        let steps = relative_components(link.tables_dir, link.runtime_dir)
+            .filter(|steps| !steps.is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "the shared runtime's folder {:?} cannot be imported relatively from {:?}",
+                    link.runtime_dir.display(),
+                    link.tables_dir.display()
+                )
+            })?;
+        if let Some(bad) = steps
+            .iter()
+            .find(|s| s.chars().any(|c| c.is_control() || matches!(c, '"' | '\\' | '/')))
+        {
+            return Err(format!("the shared runtime's folder name {bad:?} cannot be written in an import"));
+        }
+        let path = steps.join("/");
+        Ok(if steps[0] == ".." { path } else { format!("./{path}") })
     }
     fn push_string_literal(&self, out: &mut String, s: &str) {
         push_quoted(out, s, c_like, utf16_escape)
@@ -116,6 +137,24 @@ mod tests {
             with[2].contents,
             include_str!("../../runtime/typescript/fetch.ts")
         );
+    }
+
+    #[test]
+    fn runtime_link_is_the_relative_folder() {
+        let options = LanguageOptions::new();
+        let link = |tables: &str, runtime: &str| {
+            TypeScript.runtime_link(&LinkRequest {
+                tables_dir: std::path::Path::new(tables),
+                runtime_dir: std::path::Path::new(runtime),
+                tables_options: &options,
+                runtime_options: &options,
+                runtime_path: None,
+            })
+        };
+        assert_eq!(link("src/a/", "src/retry_runtime/").unwrap(), "../retry_runtime");
+        assert_eq!(link("src/", "src/rt/").unwrap(), "./rt");
+        assert!(link("src/", "src/").is_err());
+        assert!(link("/abs/", "rel/").is_err());
     }
 
     #[test]
