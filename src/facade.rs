@@ -282,8 +282,14 @@ fn render_files(config: &Config, sink: &mut dyn FnMut(Planned)) -> Result<Diagno
             Ok((options, emit::resolve_adapters(backend, &runtime.adapters)?))
         }) {
             Ok((options, adapters)) => {
-                for file in emit::render_runtime(backend, &options, &adapters) {
-                    plan_file(&runtime.out, file, &mut problems, sink);
+                match emit::render_runtime(backend, &options, &adapters, &TemplateSource::Embedded)
+                {
+                    Ok(files) => {
+                        for file in files {
+                            plan_file(&runtime.out, file, &mut problems, sink);
+                        }
+                    }
+                    Err(e) => render_errors.push(e),
                 }
                 runtimes.push(Some((options, adapters)));
             }

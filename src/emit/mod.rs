@@ -70,14 +70,11 @@ pub trait Backend: Sync {
             self.name()
         ))
     }
-    /// Files a shared runtime's folder needs beyond the runtime and adapter files (a package's
-    /// `__init__.py`, a Rust module's `mod.rs`), each carrying the generated marker.
-    fn runtime_folder_files(
-        &self,
-        _options: &LanguageOptions,
-        _adapters: &[&'static Adapter],
-    ) -> Vec<RenderedFile> {
-        Vec::new()
+    /// The file a shared runtime's folder needs beyond the runtime and adapter files (a
+    /// package's `__init__.py`, a Rust module's `mod.rs`), rendered from
+    /// `templates/<language>/runtime.j2` with no operations and the contract's default policy.
+    fn runtime_entry_file(&self) -> Option<&'static str> {
+        None
     }
     /// Appends a string literal holding exactly `s` to `out`.
     fn push_string_literal(&self, out: &mut String, s: &str);
@@ -253,17 +250,41 @@ fn render_tables(
     runtime: Option<&str>,
     templates: &TemplateSource,
 ) -> Result<String, EmitError> {
+    render_template(
+        ENTRY_TEMPLATE,
+        api,
+        backend,
+        options,
+        adapters,
+        runtime,
+        templates,
+    )
+}
+
+/// The template a shared runtime's entry file is rendered from ([`Backend::runtime_entry_file`]).
+pub const RUNTIME_TEMPLATE: &str = "runtime.j2";
+
+/// Renders the template `name` of one language for `api`.
+fn render_template(
+    name: &str,
+    api: &Api,
+    backend: &dyn Backend,
+    options: &LanguageOptions,
+    adapters: &[&'static Adapter],
+    runtime: Option<&str>,
+    templates: &TemplateSource,
+) -> Result<String, EmitError> {
     let compiled = templates.compiled(backend.name())?;
     let template = compiled
         .env
-        .get_template(ENTRY_TEMPLATE)
+        .get_template(name)
         .map_err(|e| EmitError::Template {
-            template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
+            template: format!("{}/{name}", backend.name()),
             message: format!("{e:#}"),
         })?;
     let context = context::context(api, backend, options, adapters, runtime);
     let mut text = template.render(context).map_err(|e| EmitError::Template {
-        template: format!("{}/{ENTRY_TEMPLATE}", backend.name()),
+        template: format!("{}/{name}", backend.name()),
         message: format!("{e:#}"),
     })?;
     text.truncate(text.trim_end().len());
@@ -314,11 +335,35 @@ pub fn render_runtime(
     backend: &dyn Backend,
     options: &LanguageOptions,
     adapters: &[&'static Adapter],
-) -> Vec<RenderedFile> {
-    let mut files = backend.runtime_folder_files(options, adapters);
+    templates: &TemplateSource,
+) -> Result<Vec<RenderedFile>, EmitError> {
+    let mut files = Vec::new();
+    if let Some(name) = backend.runtime_entry_file() {
+        // No API: no operations, the contract's default policy.
+        let api = Api {
+            source_name: String::new(),
+            version: crate::read::SpecVersion::OpenApi31,
+            base_path: String::new(),
+            operations: Vec::new(),
+            policy: crate::model::policy::Policy::default(),
+            matcher: crate::model::matcher::Matcher::build(&[]),
+        };
+        files.push(RenderedFile {
+            name: name.to_string(),
+            contents: render_template(
+                RUNTIME_TEMPLATE,
+                &api,
+                backend,
+                options,
+                adapters,
+                None,
+                templates,
+            )?,
+        });
+    }
     files.extend(runtime_copies(backend, options, adapters));
     make_internal(backend, options, &mut files);
-    files
+    Ok(files)
 }
 
 /// The runtime files in the backend's order, then the files of `adapters`.

@@ -1,5 +1,5 @@
 use super::escape::{c_like, push_quoted};
-use super::{visibility, Adapter, Backend, LanguageOptions, RuntimeFile};
+use super::{visibility, Adapter, Backend, LanguageOptions, LinkRequest, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToUpperCamelCase;
@@ -31,6 +31,29 @@ impl Backend for Rust {
     }
     fn runtime_files(&self) -> &'static [RuntimeFile] {
         &RUNTIME_FILES
+    }
+    /// A shared runtime is a module folder too: `mod.rs` declares `runtime.rs` (and the adapter)
+    /// and holds the one `impl Default for RetryPolicy`.
+    fn runtime_entry_file(&self) -> Option<&'static str> {
+        Some("mod.rs")
+    }
+    /// The target's `runtime_path` option, a Rust path (`crate::retry_runtime`,
+    /// `super::retry_runtime`): folders alone do not say where a module is declared.
+    fn runtime_link(&self, link: &LinkRequest<'_>) -> Result<String, String> {
+        let path = link
+            .runtime_path
+            .ok_or("a Rust target with a shared runtime needs the option `runtime_path`")?;
+        let valid = !path.is_empty()
+            && path.split("::").all(|segment| {
+                segment.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && segment.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            });
+        if !valid {
+            return Err(format!(
+                "runtime_path {path:?} is not a Rust path such as `crate::retry_runtime`"
+            ));
+        }
+        Ok(path.to_string())
     }
     /// `reqwest`: `RetryMiddleware`, a `reqwest_middleware::Middleware`, in `reqwest_adapter.rs`
     /// (declared by `mod.rs` as `pub mod reqwest_adapter;`).
