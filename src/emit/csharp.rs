@@ -1,5 +1,5 @@
 use super::escape::{c_like, check_identifier, push_quoted, utf16_escape};
-use super::{visibility, Adapter, Backend, LanguageOptions, RuntimeFile};
+use super::{visibility, Adapter, Backend, LanguageOptions, LinkRequest, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToUpperCamelCase;
@@ -77,6 +77,16 @@ impl Backend for CSharp {
     }
     fn adapters(&self) -> &'static [Adapter] {
         &ADAPTERS
+    }
+    /// A shared runtime's folder also declares the `RetryPolicy` constructor with the contract's
+    /// defaults (a self-contained target's tables declare it with the spec's).
+    fn runtime_entry_file(&self) -> Option<&'static str> {
+        Some("RetryPolicyDefaults.cs")
+    }
+    /// The shared runtime's namespace (its `namespace` option): the tables add `using` it when
+    /// their own namespace is another.
+    fn runtime_link(&self, link: &LinkRequest<'_>) -> Result<String, String> {
+        Ok(link.runtime_options["namespace"].clone())
     }
     /// The runtime (or the adapter) with its one namespace line renamed when the `namespace`
     /// option differs.

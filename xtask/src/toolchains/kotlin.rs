@@ -311,7 +311,7 @@ fn javac(sources: &[PathBuf], classpath: &str, out: &Path) -> Result<()> {
 
 /// Runs ktlint (default rules, [`KTLINT_EDITORCONFIG`]) over copies of `files` in `dir`; any
 /// finding fails, and the error lists every finding line (`File.kt:LINE:COL: message (rule)`).
-fn ktlint(files: &[PathBuf], dir: &Path) -> Result<()> {
+pub(crate) fn ktlint(files: &[PathBuf], dir: &Path) -> Result<()> {
     let version = command("ktlint")
         .arg("--version")
         .output()
@@ -384,7 +384,7 @@ fn ktlint(files: &[PathBuf], dir: &Path) -> Result<()> {
 
 /// Compiles `sources` into `out`; any diagnostic (warnings are errors) fails. Sources that hold
 /// the OkHttp adapter ([`ADAPTER_FILE`]) compile against `okhttp`.
-fn kotlinc(sources: &[PathBuf], out: &Path, what: &str, okhttp: OkHttp) -> Result<()> {
+pub(crate) fn kotlinc(sources: &[PathBuf], out: &Path, what: &str, okhttp: OkHttp) -> Result<()> {
     let mut cmd = command("kotlinc");
     cmd.args(KOTLINC_FLAGS);
     if sources.iter().any(|s| s.ends_with(ADAPTER_FILE)) {
@@ -408,7 +408,7 @@ const ADAPTER_FILE: &str = "RetryInterceptor.kt";
 
 /// The two OkHttp lines the adapter supports: 4.12 (`okhttp`) and 5 (`okhttp-jvm`).
 #[derive(Clone, Copy)]
-enum OkHttp {
+pub(crate) enum OkHttp {
     V4,
     V5,
 }

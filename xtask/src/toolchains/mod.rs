@@ -2,12 +2,12 @@
 //! tools and how to build the conformance harness against it. A missing tool is an error with
 //! the command that installs it, never a skip.
 
-mod csharp;
+pub(crate) mod csharp;
 mod go;
-mod kotlin;
-mod python;
-mod rust;
-mod typescript;
+pub(crate) mod kotlin;
+pub(crate) mod python;
+pub(crate) mod rust;
+pub(crate) mod typescript;
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};

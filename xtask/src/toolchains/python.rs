@@ -70,7 +70,7 @@ fn install_hint() -> String {
 
 /// `python3 -m <tool>` with the pinned tools importable, and httpx, whose type hints mypy reads
 /// for a package that has the adapter.
-fn tool(module: &str) -> Command {
+pub(crate) fn tool(module: &str) -> Command {
     let path = std::env::join_paths([tools_dir(), httpx_dir()]).expect("paths without separators");
     let mut cmd = command("python3");
     cmd.env("PYTHONPATH", path)
@@ -306,7 +306,7 @@ fn require_tools() -> Result<()> {
 
 /// black --check, ruff check and mypy --strict in `dir` with `config`; black and ruff get
 /// `paths`, mypy `mypy_args`.
-fn check(dir: &Path, config: &Path, paths: &[&str], mypy_args: &[&str]) -> Result<()> {
+pub(crate) fn check(dir: &Path, config: &Path, paths: &[&str], mypy_args: &[&str]) -> Result<()> {
     run(
         tool("black")
             .args(["--check", "--diff", "--config"])

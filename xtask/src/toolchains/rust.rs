@@ -38,7 +38,7 @@ path = "src/lib.rs"
 const LINT_LIB: &str = "//! Includes the generated module the way an SDK crate does.\n\n#![deny(missing_docs)]\n\npub mod retry_policy;\n";
 
 /// `cargo` working in `work` only: its own target folder, no network, no inherited flags.
-fn cargo(work: &Path) -> Command {
+pub(crate) fn cargo(work: &Path) -> Command {
     let mut cmd = command("cargo");
     cmd.current_dir(work)
         .env("CARGO_TARGET_DIR", work.join("target"))

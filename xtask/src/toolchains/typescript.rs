@@ -94,7 +94,7 @@ fn link_modules(work: &Path, modules: &Path) -> Result<()> {
 }
 
 /// Runs `program --version` and checks it prints `version`.
-fn require(program: &str, version: &str) -> Result<()> {
+pub(crate) fn require(program: &str, version: &str) -> Result<()> {
     let output = command(program)
         .arg("--version")
         .output()
@@ -113,7 +113,7 @@ fn require(program: &str, version: &str) -> Result<()> {
 /// The options every check of the module uses: tsc's strictest useful set, ES2020, no ambient
 /// types (the module must not need Node's or the DOM's). The runtime's own `tsconfig.json`
 /// (runtime/typescript/) holds the same options.
-const MODULE_TSCONFIG: &str = r#"{
+pub(crate) const MODULE_TSCONFIG: &str = r#"{
   "compilerOptions": {
     "strict": true,
     "noEmit": true,
@@ -162,7 +162,7 @@ fn copy_module(module: &Module, work: &Path) -> Result<Vec<String>> {
 /// `prettier --check` with prettier's defaults over `files` in `work`: no config file, no
 /// .editorconfig, and no ignore file (prettier reads .gitignore by default, which ignores
 /// everything under target/).
-fn prettier_check(work: &Path, files: &[String]) -> Result<()> {
+pub(crate) fn prettier_check(work: &Path, files: &[String]) -> Result<()> {
     require("prettier", PRETTIER_VERSION)?;
     let ignore = work.join(".prettierignore-empty");
     std::fs::write(&ignore, "")?;
