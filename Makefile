@@ -2,7 +2,7 @@
 CARGO ?= cargo
 CORPUS ?= ../shared/corpus
 
-.PHONY: build toolchains codegen check-codegen lint unit runtime-tests anchors conformance faults mutation mutation-full injection corpus bench bench-quick dist-check test
+.PHONY: build toolchains codegen check-codegen lint unit runtime-tests anchors conformance shared-runtime faults mutation mutation-full injection corpus bench bench-quick dist-check test
 
 build:
 	$(CARGO) build --release
@@ -67,6 +67,11 @@ faults: toolchains
 corpus:
 	@if [ -d "$(CORPUS)" ]; then $(CARGO) xtask corpus "$(CORPUS)" && $(CARGO) xtask conformance --corpus "$(CORPUS)" --lint rust,python,go,csharp; else echo "no corpus at $(CORPUS)"; fi
 
+# Two specs' thin tables on one shared runtime ([[runtime]]) per language, each layout formatted,
+# linted and compiled with the language's real toolchain.
+shared-runtime: toolchains
+	$(CARGO) xtask shared-runtime
+
 bench:
 	$(CARGO) xtask bench
 
@@ -81,4 +86,4 @@ dist-check: toolchains
 bench-quick: toolchains
 	$(CARGO) xtask bench --quick
 
-test: toolchains lint unit check-codegen runtime-tests anchors conformance faults mutation injection corpus bench-quick dist-check
+test: toolchains lint unit check-codegen runtime-tests anchors conformance shared-runtime faults mutation injection corpus bench-quick dist-check

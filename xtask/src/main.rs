@@ -12,6 +12,7 @@ mod injection;
 mod mutation;
 mod registry;
 mod runtime_tests;
+mod shared;
 mod toolchains;
 
 use anyhow::{bail, Result};
@@ -44,6 +45,11 @@ cargo xtask <command>
         --check installs each offline (venv, empty npm project, cargo root), runs --version and
         init/generate/check with each (identical files required), and runs .pre-commit-hooks.yaml
         with pre-commit on a throwaway repository (pass, then fail on drift)
+
+  shared-runtime [--lang L[,L...]]
+        a two-spec SDK per language on one shared runtime ([[runtime]]) rendered into
+        target/xtask/shared-runtime/<language>/, then formatted, linted, compiled and called;
+        Go expects its `cannot share a runtime yet` diagnostic
 
   bless
         regenerate every file listed in retrygen.toml (the goldens under golden/)
@@ -123,6 +129,7 @@ fn main() -> Result<()> {
         "faults" => faults::main(rest),
         "fault-server" => faults::server_main(rest),
         "bless" => bless::main(),
+        "shared-runtime" => shared::main(rest),
         "dist" => dist::main(rest),
         "help" | "--help" | "-h" => {
             print!("{HELP}");

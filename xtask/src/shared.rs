@@ -1,0 +1,307 @@
+//! `cargo xtask shared-runtime`: one SDK per language built on a shared runtime (`[[runtime]]` in
+//! retrygen.toml, README "Shared runtimes"). A two-spec config (specs/sandbox.yaml and
+//! specs/matching.yaml) is rendered into target/xtask/shared-runtime/<language>/ with one runtime
+//! per language and two thin tables files using it; then each language's formatter, linter and
+//! compiler run over the whole layout as the conformance run runs them over one module, and a
+//! small program (or import) calls both APIs' tables through the one runtime.
+//!
+//! Go cannot share its runtime yet (runtime/go/runtime.go reads the tables' package-level
+//! `operationTable`, `BasePath` and `DefaultPolicy`): its case proves that retrygen refuses such
+//! a target with a diagnostic, writing nothing.
+
+use crate::toolchains::{self, command, root, run};
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+
+/// The languages with a shared-runtime layout, in the backends' order.
+const LANGUAGES: [&str; 6] = ["rust", "typescript", "python", "go", "kotlin", "csharp"];
+
+/// The two APIs of every layout: the tables folder name and the spec.
+const SPECS: [(&str, &str); 2] = [
+    ("sandbox", "specs/sandbox.yaml"),
+    ("matching", "specs/matching.yaml"),
+];
+
+pub fn main(args: &[String]) -> Result<()> {
+    let mut languages: Vec<String> = LANGUAGES.iter().map(|l| l.to_string()).collect();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--lang" => {
+                let list = rest.next().context("--lang needs a list")?;
+                languages = list.split(',').map(str::to_string).collect();
+                if let Some(bad) = languages.iter().find(|l| !LANGUAGES.contains(&l.as_str())) {
+                    bail!("--lang: unknown language {bad:?}");
+                }
+            }
+            other => bail!("shared-runtime: unknown argument {other:?}"),
+        }
+    }
+    let work = root().join("target/xtask/shared-runtime");
+    let mut failed = Vec::new();
+    for language in &languages {
+        let dir = work.join(language);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        std::fs::create_dir_all(&dir)?;
+        match layout(language, &dir) {
+            Ok(what) => println!("shared-runtime {language}: ok ({what})"),
+            Err(e) => {
+                println!("shared-runtime {language}: FAILED\n{e:#}");
+                failed.push(language.clone());
+            }
+        }
+    }
+    if !failed.is_empty() {
+        bail!("shared-runtime failed for {}", failed.join(", "));
+    }
+    Ok(())
+}
+
+/// The config of one language's layout: the `[[runtime]]` and one target per spec naming it.
+/// Folders are relative to `dir` (the config's folder); specs are absolute.
+fn config_text(language: &str) -> String {
+    let (runtime_out, tables_out, runtime_options, adapters): (&str, &str, &str, &str) =
+        match language {
+            "rust" => ("src/retry_runtime/", "src/", "", ""),
+            "python" => ("sdk/retry_runtime/", "sdk/", "", "\"httpx\""),
+            "typescript" => ("src/retry_runtime/", "src/", "", "\"fetch\""),
+            "go" => ("retrypolicy/", "", "", ""),
+            "kotlin" => (
+                "src/runtime/",
+                "src/",
+                "package = \"com.example.retry\"",
+                "",
+            ),
+            _ => (
+                "src/Runtime/",
+                "src/",
+                "namespace = \"Example.Retry\"",
+                "\"httpclient\"",
+            ),
+        };
+    let mut text = format!(
+        "[[runtime]]\nlanguage = \"{language}\"\nout = \"{runtime_out}\"\nadapters = [{adapters}]\noptions = {{ {runtime_options} }}\n"
+    );
+    for (name, spec) in SPECS {
+        let upper = format!("{}{}", name[..1].to_uppercase(), &name[1..]);
+        let options = match language {
+            "rust" => "runtime_path = \"crate::retry_runtime\"".to_string(),
+            "kotlin" => {
+                format!("package = \"com.example.{name}\", object = \"{upper}Retries\"")
+            }
+            "csharp" => format!("namespace = \"Example.{upper}\", class = \"{upper}Retries\""),
+            _ => String::new(),
+        };
+        let spec = root().join(spec);
+        text.push_str(&format!(
+            "\n[[job]]\nspec = {spec:?}\n\n[[job.target]]\nlanguage = \"{language}\"\nout = \"{tables_out}{name}/\"\nruntime = \"{runtime_out}\"\noptions = {{ {options} }}\n",
+            spec = spec.to_string_lossy()
+        ));
+    }
+    text
+}
+
+/// Renders the layout of `language` into `dir` with retrygen's library (as `retrygen generate`
+/// does), then builds and checks it. Returns what was checked.
+fn layout(language: &str, dir: &Path) -> Result<String> {
+    let config_path = dir.join("retrygen.toml");
+    std::fs::write(&config_path, config_text(language))?;
+    let config = retrygen::config::load(&config_path).map_err(|d| anyhow::anyhow!("{d}"))?;
+    let plan = match retrygen::generate(&config) {
+        Ok(plan) => plan,
+        Err(e) if language == "go" => {
+            let message = e.to_string();
+            if !message.contains("go cannot share a runtime yet") {
+                bail!("go: expected the \"cannot share a runtime\" diagnostic, got:\n{message}");
+            }
+            return Ok("refused with a diagnostic, as expected: the Go runtime reads the tables' declarations".into());
+        }
+        Err(e) => bail!("retrygen generate:\n{e}"),
+    };
+    if language == "go" {
+        bail!("go: a shared runtime was accepted; update this test (and the README) for Go");
+    }
+    retrygen::write(&plan).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let runtimes = plan
+        .files
+        .iter()
+        .filter(|f| f.path.starts_with(&config.runtimes[0].out))
+        .count();
+    let files: Vec<PathBuf> = plan.files.iter().map(|f| f.path.clone()).collect();
+    let checked = match language {
+        "rust" => rust(dir)?,
+        "python" => python(dir)?,
+        "typescript" => typescript(dir, &files)?,
+        "kotlin" => kotlin(dir, &files)?,
+        _ => csharp(dir, &files)?,
+    };
+    Ok(format!(
+        "{} files, {runtimes} of them the one runtime; {checked}",
+        files.len()
+    ))
+}
+
+fn rust(dir: &Path) -> Result<String> {
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"shared_runtime_sdk\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[lib]\npath = \"src/lib.rs\"\n\n# Not a member of the retrygen workspace this folder sits in.\n[workspace]\n",
+    )?;
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        r#"//! An SDK of two APIs whose tables share one retry runtime.
+
+#![deny(missing_docs)]
+
+pub mod matching;
+pub mod retry_runtime;
+pub mod sandbox;
+
+#[cfg(test)]
+mod tests {
+    /// Both APIs' tables run on the one runtime: the same types, each API's own operations and
+    /// policy.
+    #[test]
+    fn two_apis_one_runtime() {
+        let a: crate::retry_runtime::Classification =
+            crate::sandbox::classify("POST", "/v1/sandboxes");
+        assert_eq!(a.class, crate::retry_runtime::ReplayClass::NonReplayable);
+        assert_ne!(
+            crate::sandbox::OPERATIONS.len(),
+            crate::matching::OPERATIONS.len()
+        );
+        let contract = crate::retry_runtime::RetryPolicy::default();
+        crate::sandbox::default_policy().validate().expect("valid");
+        crate::matching::default_policy().validate().expect("valid");
+        contract.validate().expect("valid");
+    }
+}
+"#,
+    )?;
+    run(
+        command("rustfmt")
+            .args(["--check", "--edition", "2021", "src/lib.rs"])
+            .current_dir(dir),
+        "rustfmt --check",
+    )?;
+    run(
+        toolchains::rust::cargo(dir).args([
+            "clippy",
+            "--quiet",
+            "--offline",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+        "cargo clippy -D warnings",
+    )?;
+    run(
+        toolchains::rust::cargo(dir).args(["test", "--quiet", "--offline"]),
+        "cargo test",
+    )?;
+    Ok("rustfmt, clippy -D warnings, a test over both APIs".into())
+}
+
+fn python(dir: &Path) -> Result<String> {
+    std::fs::write(
+        dir.join("sdk/__init__.py"),
+        "\"\"\"An SDK of two APIs whose tables share one retry runtime.\"\"\"\n",
+    )?;
+    let config = dir.join("pyproject.toml");
+    std::fs::copy(root().join("runtime/python/pyproject.toml"), &config)?;
+    toolchains::python::check(dir, &config, &["sdk"], &["-p", "sdk"])?;
+    run(
+        command("python3")
+            .args(["-W", "error", "-c"])
+            .arg(
+                "import sdk.sandbox as s, sdk.matching as m, sdk.retry_runtime._runtime as r\n\
+                 assert s.classify('POST', '/v1/sandboxes').replay_class is r.ReplayClass.NON_REPLAYABLE\n\
+                 assert s.Operation is m.Operation is r.Operation\n\
+                 assert len(s.OPERATIONS) != len(m.OPERATIONS)\n",
+            )
+            .env("PYTHONPATH", dir)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .current_dir(dir),
+        "importing both tables packages",
+    )?;
+    Ok("black, ruff, mypy --strict, both packages imported".into())
+}
+
+/// Paths of `files` relative to `dir`, as strings.
+fn relative(dir: &Path, files: &[PathBuf]) -> Result<Vec<String>> {
+    files
+        .iter()
+        .map(|f| {
+            let rel = f
+                .strip_prefix(dir)
+                .with_context(|| format!("{} is outside {}", f.display(), dir.display()))?;
+            Ok(rel.to_string_lossy().replace('\\', "/"))
+        })
+        .collect()
+}
+
+fn typescript(dir: &Path, files: &[PathBuf]) -> Result<String> {
+    toolchains::typescript::require("tsc", toolchains::typescript::TYPESCRIPT_VERSION)?;
+    let names = relative(dir, files)?;
+    let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    std::fs::write(
+        dir.join("tsconfig.json"),
+        toolchains::typescript::MODULE_TSCONFIG.replace("FILES", &quoted.join(", ")),
+    )?;
+    run(
+        command("tsc").arg("-p").arg(dir).current_dir(dir),
+        "tsc --strict over the layout",
+    )?;
+    toolchains::typescript::prettier_check(dir, &names)?;
+    Ok("tsc --strict, prettier --check".into())
+}
+
+fn kotlin(dir: &Path, files: &[PathBuf]) -> Result<String> {
+    toolchains::kotlin::ktlint(files, &dir.join("ktlint"))?;
+    toolchains::kotlin::kotlinc(
+        files,
+        &dir.join("classes"),
+        "kotlinc over the layout",
+        toolchains::kotlin::OkHttp::V4,
+    )?;
+    Ok("ktlint, kotlinc -Werror -Xexplicit-api=strict".into())
+}
+
+fn csharp(dir: &Path, files: &[PathBuf]) -> Result<String> {
+    for file in files {
+        toolchains::csharp::check_style(file)?;
+    }
+    let doc = format!("-doc:{}", dir.join("sdk.xml").display());
+    let out = format!("-out:{}", dir.join("sdk.dll").display());
+    toolchains::csharp::mcs(
+        &["-target:library".into(), doc, out],
+        files,
+        "mcs over the layout",
+    )?;
+    Ok("style, mcs -warnaserror with XML docs".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every layout's config loads: one runtime, one target per spec naming it.
+    #[test]
+    fn every_config_loads() {
+        let dir = std::env::temp_dir().join(format!("retrygen-shared-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary folder");
+        for language in LANGUAGES {
+            let path = dir.join(format!("{language}.toml"));
+            std::fs::write(&path, config_text(language)).expect("config");
+            let config = retrygen::config::load(&path).unwrap_or_else(|d| panic!("{d}"));
+            assert_eq!(config.runtimes.len(), 1, "{language}");
+            assert_eq!(config.jobs.len(), 2, "{language}");
+            assert!(config
+                .jobs
+                .iter()
+                .all(|j| j.targets.iter().all(|t| t.runtime == Some(0))));
+        }
+    }
+}
