@@ -7,11 +7,14 @@
 //!
 //! [`classify`] (or [`operation_by_id`]) gives the [`ReplayClass`] of a request; after each
 //! failed attempt, [`decide`] tells whether to retry and after how long. This file holds the
-//! API's tables; `runtime.rs` beside it is the same for every API.
+//! API's tables; the runtime, `crate::retry_runtime`, is the same for every API. The API's policy is
+//! [`default_policy`].
+//!
+//! [`reqwest_adapter::RetryMiddleware`] is the retry loop for reqwest (a `reqwest-middleware`
+//! middleware); unlike the rest of the module, it needs reqwest, reqwest-middleware, http, tokio
+//! and uuid.
 
-mod runtime;
-
-pub use runtime::*;
+pub use crate::retry_runtime::*;
 use std::sync::LazyLock;
 
 /// The path of the API's first server URL, without a trailing slash (empty when there is none).
@@ -101,30 +104,29 @@ pub fn classifier(base: Option<&str>, unknown: UnknownOperationClass) -> Classif
     Classifier::new(&OPERATION_TABLE, base, unknown)
 }
 
-impl Default for RetryPolicy {
-    /// The retry policy the API declares.
-    #[rustfmt::skip]
-    fn default() -> Self {
-        RetryPolicy {
-            max_retries: 3,
-            initial_backoff_ms: 500,
-            max_backoff_ms: 30000,
-            multiplier: 2.0,
-            jitter: Jitter::Full,
-            retryable_statuses: vec![408, 425, 429, 500, 502, 503, 504],
-            rejected_statuses: vec![429],
-            retry_after_cap_ms: 60000,
-            deadline_ms: None,
-            retry_only_with_server_delay: vec![],
-            key_in_flight_statuses: vec![409],
-            key_reused_statuses: vec![422],
-            server_directive_headers: vec!["x-should-retry".to_string()],
-            retry_after_over_cap: OverCapMode::Refuse,
-            unknown_operation_class: UnknownOperationClass::MethodDefault,
-            budget_capacity: 500,
-            budget_retry_cost: 5,
-            budget_timeout_cost: 10,
-            budget_success_refund: 1,
-        }
+/// The retry policy the API declares.
+#[must_use]
+#[rustfmt::skip]
+pub fn default_policy() -> RetryPolicy {
+    RetryPolicy {
+        max_retries: 3,
+        initial_backoff_ms: 500,
+        max_backoff_ms: 30000,
+        multiplier: 2.0,
+        jitter: Jitter::Full,
+        retryable_statuses: vec![408, 425, 429, 500, 502, 503, 504],
+        rejected_statuses: vec![429],
+        retry_after_cap_ms: 60000,
+        deadline_ms: None,
+        retry_only_with_server_delay: vec![],
+        key_in_flight_statuses: vec![409],
+        key_reused_statuses: vec![422],
+        server_directive_headers: vec!["x-should-retry".to_string()],
+        retry_after_over_cap: OverCapMode::Refuse,
+        unknown_operation_class: UnknownOperationClass::MethodDefault,
+        budget_capacity: 500,
+        budget_retry_cost: 5,
+        budget_timeout_cost: 10,
+        budget_success_refund: 1,
     }
 }

@@ -9,11 +9,11 @@
   how long, and why.
 
 Both follow retrygen's retry contract (docs/contract.md) to the letter. This
-file holds the API's tables; the code is ``_runtime.py``, the same in every
-package retrygen generates.
+file holds the API's tables; the code is the shared runtime
+``...runtime.python._runtime``, the same for every API.
 """
 
-from ._runtime import (
+from ...runtime.python._runtime import (
     BudgetKind,
     Classification,
     Classifier,

@@ -7,7 +7,7 @@ namespace Retrygen.Generated
     using System.Collections.Generic;
 
     /// <summary>The retry policy of the API: its operations, the path matcher and the retry decision.</summary>
-    public static class RetryPolicies
+    public static partial class RetryPolicies
     {
         /// <summary>The base path of the API's first server; <see cref="Classify"/> removes it from request paths.</summary>
         public const string BasePath = "/store/v1";
@@ -28,6 +28,9 @@ namespace Retrygen.Generated
 
         /// <summary>Gets the methods whose requests are idempotent when no operation matches.</summary>
         public static IReadOnlyCollection<string> IdempotentMethods => OperationTable.IdempotentMethods;
+
+        /// <summary>Gets the operation table, from which a <see cref="RetryHandler"/> builds its classifier.</summary>
+        public static OperationTable Tables => Table;
 
         /// <summary>Gets the classifier of the spec's base path that <see cref="Classify"/> uses.</summary>
         public static Classifier DefaultClassifier => Table.DefaultClassifier;
@@ -79,74 +82,29 @@ namespace Retrygen.Generated
         }
     }
 
-    /// <content>The spec's policy values, the defaults of every <see cref="RetryPolicy"/>.</content>
-    public sealed partial class RetryPolicy
+    /// <content>The spec's policy.</content>
+    public static partial class RetryPolicies
     {
-        /// <summary>Initializes a new instance of the <see cref="RetryPolicy"/> class; every value defaults to the spec's.</summary>
-        /// <param name="maxRetries">Retries allowed after the first attempt; 0 disables retries.</param>
-        /// <param name="initialBackoffMs">The backoff before the first retry, in milliseconds.</param>
-        /// <param name="maxBackoffMs">The largest backoff, in milliseconds.</param>
-        /// <param name="multiplier">The growth of the backoff from one retry to the next.</param>
-        /// <param name="jitter">How the backoff is randomized.</param>
-        /// <param name="retryableStatuses">Statuses retried when the request is replayable; <c>null</c> for the spec's.</param>
-        /// <param name="rejectedStatuses">Statuses retried for every class but <see cref="ReplayClass.NoRetry"/>; <c>null</c> for the spec's.</param>
-        /// <param name="retryAfterCapMs">The longest server-requested delay to honour.</param>
-        /// <param name="deadlineMs">The time since the first attempt after which no retry may end, or <c>null</c> for none.</param>
-        /// <param name="retryOnlyWithServerDelay">Statuses retried only with a server delay; <c>null</c> for the spec's.</param>
-        /// <param name="keyInFlightStatuses">Statuses retried when the request carries its idempotency key; <c>null</c> for the spec's.</param>
-        /// <param name="keyReusedStatuses">Statuses never retried when the request carries its idempotency key; <c>null</c> for the spec's.</param>
-        /// <param name="serverDirectiveHeaders">Response headers holding the server's <c>true</c>/<c>false</c> directive, in order; <c>null</c> for the spec's, empty for none.</param>
-        /// <param name="retryAfterOverCap">What a server delay above <paramref name="retryAfterCapMs"/> does.</param>
-        /// <param name="unknownOperationClass">The class of requests no operation matches.</param>
-        /// <param name="budgetCapacity">The retry budget's capacity in tokens; 0 disables it.</param>
-        /// <param name="budgetRetryCost">The tokens a retry takes.</param>
-        /// <param name="budgetTimeoutCost">The tokens a retry after a timeout takes.</param>
-        /// <param name="budgetSuccessRefund">The tokens a success without retries gives back.</param>
-        /// <exception cref="InvalidInputException">A value is out of range; <see cref="InvalidInputException.Key"/> names the first one, in the policy table's order.</exception>
-        public RetryPolicy(
-            int maxRetries = 3,
-            long initialBackoffMs = 500,
-            long maxBackoffMs = 30000,
-            double multiplier = 2.0,
-            Jitter jitter = Jitter.Full,
-            IEnumerable<int> retryableStatuses = null,
-            IEnumerable<int> rejectedStatuses = null,
-            long retryAfterCapMs = 60000,
-            long? deadlineMs = null,
-            IEnumerable<int> retryOnlyWithServerDelay = null,
-            IEnumerable<int> keyInFlightStatuses = null,
-            IEnumerable<int> keyReusedStatuses = null,
-            IEnumerable<string> serverDirectiveHeaders = null,
-            OverCapMode retryAfterOverCap = OverCapMode.Refuse,
-            UnknownOperationClass unknownOperationClass = UnknownOperationClass.MethodDefault,
-            long budgetCapacity = 500,
-            long budgetRetryCost = 5,
-            long budgetTimeoutCost = 10,
-            long budgetSuccessRefund = 1)
-            : this(
-                maxRetries,
-                initialBackoffMs,
-                maxBackoffMs,
-                multiplier,
-                jitter,
-                Statuses(retryableStatuses, 408, 425, 429, 500, 502, 503, 504),
-                Statuses(rejectedStatuses, 429),
-                retryAfterCapMs,
-                deadlineMs,
-                Statuses(retryOnlyWithServerDelay),
-                Statuses(keyInFlightStatuses, 409),
-                Statuses(keyReusedStatuses, 422),
-                Headers(serverDirectiveHeaders, "x-should-retry"),
-                retryAfterOverCap,
-                unknownOperationClass,
-                budgetCapacity,
-                budgetRetryCost,
-                budgetTimeoutCost,
-                budgetSuccessRefund)
-        {
-        }
-
-        /// <summary>Gets the policy the spec declares.</summary>
-        public static RetryPolicy Default { get; } = new RetryPolicy();
+        /// <summary>Gets the policy the spec declares (<see cref="RetryPolicy.Default"/> is the shared runtime's, the contract's).</summary>
+        public static RetryPolicy DefaultPolicy { get; } = new RetryPolicy(
+            maxRetries: 3,
+            initialBackoffMs: 500,
+            maxBackoffMs: 30000,
+            multiplier: 2.0,
+            jitter: Jitter.Full,
+            retryableStatuses: new int[] {408, 425, 429, 500, 502, 503, 504},
+            rejectedStatuses: new int[] {429},
+            retryAfterCapMs: 60000,
+            deadlineMs: null,
+            retryOnlyWithServerDelay: new int[] {},
+            keyInFlightStatuses: new int[] {409},
+            keyReusedStatuses: new int[] {422},
+            serverDirectiveHeaders: new string[] {"x-should-retry"},
+            retryAfterOverCap: OverCapMode.Refuse,
+            unknownOperationClass: UnknownOperationClass.MethodDefault,
+            budgetCapacity: 500,
+            budgetRetryCost: 5,
+            budgetTimeoutCost: 10,
+            budgetSuccessRefund: 1);
     }
 }
