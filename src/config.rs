@@ -196,7 +196,11 @@ pub fn load(path: &Path) -> Result<Config, Diagnostic> {
                 "give each [[runtime]] a folder of its own",
             ));
         }
-        let written_as_folder = runtime.out.get_ref().to_string_lossy().ends_with(['/', '\\']);
+        let written_as_folder = runtime
+            .out
+            .get_ref()
+            .to_string_lossy()
+            .ends_with(['/', '\\']);
         if !written_as_folder && !out.is_dir() {
             return Err(Diagnostic::error(
                 at(runtime.out.span()),
@@ -223,7 +227,10 @@ pub fn load(path: &Path) -> Result<Config, Diagnostic> {
             let mut options = t.options;
             let runtime_path = options.remove("runtime_path");
             let adapters_span = t.adapters.as_ref().map(toml::Spanned::span);
-            let adapters = t.adapters.map(toml::Spanned::into_inner).unwrap_or_default();
+            let adapters = t
+                .adapters
+                .map(toml::Spanned::into_inner)
+                .unwrap_or_default();
             let runtime = match &t.runtime {
                 None => {
                     if runtime_path.is_some() {

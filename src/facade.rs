@@ -278,9 +278,9 @@ fn render_files(config: &Config, sink: &mut dyn FnMut(Planned)) -> Result<Diagno
             runtimes.push(None);
             continue;
         };
-        match emit::resolve_options(backend, &runtime.options).and_then(|options| {
-            Ok((options, emit::resolve_adapters(backend, &runtime.adapters)?))
-        }) {
+        match emit::resolve_options(backend, &runtime.options)
+            .and_then(|options| Ok((options, emit::resolve_adapters(backend, &runtime.adapters)?)))
+        {
             Ok((options, adapters)) => {
                 match emit::render_runtime(backend, &options, &adapters, &TemplateSource::Embedded)
                 {
@@ -381,9 +381,8 @@ fn render_files(config: &Config, sink: &mut dyn FnMut(Planned)) -> Result<Diagno
                 runtime_path: target.runtime_path.as_deref(),
             });
             // Public tables cannot show a crate-private (internal) runtime's types.
-            let internal = |o: &emit::LanguageOptions| {
-                o.get("visibility").is_some_and(|v| v == "internal")
-            };
+            let internal =
+                |o: &emit::LanguageOptions| o.get("visibility").is_some_and(|v| v == "internal");
             let link = if internal(runtime_options) && !internal(options) {
                 Err(format!(
                     "the shared runtime {:?} is `visibility = \"internal\"`: its targets must be internal too",

@@ -115,11 +115,20 @@ fn goldens_hold_the_verbatim_runtime() {
 #[test]
 fn goldens_share_one_runtime_per_language() {
     let config = config::load(Path::new("retrygen.toml")).expect("the project's config loads");
-    let languages: Vec<&str> = config.runtimes.iter().map(|r| r.language.as_str()).collect();
-    assert_eq!(languages, ["rust", "typescript", "python", "kotlin", "csharp"]);
+    let languages: Vec<&str> = config
+        .runtimes
+        .iter()
+        .map(|r| r.language.as_str())
+        .collect();
+    assert_eq!(
+        languages,
+        ["rust", "typescript", "python", "kotlin", "csharp"]
+    );
     for runtime in &config.runtimes {
         assert!(
-            runtime.out.ends_with(format!("golden/runtime/{}", runtime.language)),
+            runtime
+                .out
+                .ends_with(format!("golden/runtime/{}", runtime.language)),
             "{}",
             runtime.out.display()
         );
@@ -127,8 +136,13 @@ fn goldens_share_one_runtime_per_language() {
     }
     for job in &config.jobs {
         for target in &job.targets {
-            let folder = target.out.parent().and_then(Path::file_name).expect("golden/<spec>/");
-            let self_contained = folder == "internal" || folder == "faults" || target.language == "go";
+            let folder = target
+                .out
+                .parent()
+                .and_then(Path::file_name)
+                .expect("golden/<spec>/");
+            let self_contained =
+                folder == "internal" || folder == "faults" || target.language == "go";
             assert_eq!(
                 target.runtime.is_none(),
                 self_contained,

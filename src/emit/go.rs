@@ -1,5 +1,5 @@
 use super::escape::{c_like, check_identifier, push_quoted};
-use super::{Adapter, Backend, LanguageOptions, RuntimeFile};
+use super::{Adapter, Backend, LanguageOptions, LinkRequest, RuntimeFile};
 use crate::model::policy::Jitter;
 use crate::model::ReplayClass;
 use heck::ToUpperCamelCase;
@@ -48,6 +48,12 @@ impl Backend for Go {
     }
     fn adapters(&self) -> &'static [Adapter] {
         &ADAPTERS
+    }
+    /// Not yet: runtime.go and roundtripper.go read the package-level `operationTable`,
+    /// `BasePath` and `DefaultPolicy` that the tables file declares, so a runtime package holds
+    /// one API. A shared Go runtime needs the runtime to take its table as a value.
+    fn runtime_link(&self, _link: &LinkRequest<'_>) -> Result<String, String> {
+        Err("go cannot share a runtime yet: runtime/go/ reads the package-level operationTable, BasePath and DefaultPolicy of its tables file, so a Go runtime package serves one API; leave out `runtime` (a self-contained target)".into())
     }
     /// The `package retrypolicy` clause of the runtime and of the adapter names the `package`
     /// option instead.

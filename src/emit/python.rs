@@ -64,8 +64,13 @@ impl Backend for Python {
         let up = steps.iter().take_while(|s| *s == "..").count();
         let mut module = ".".repeat(up + 1);
         for folder in &steps[up..] {
-            let identifier = folder.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && folder.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            let identifier = folder
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && folder
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !identifier || folder == ".." {
                 return Err(format!(
                     "the shared runtime's folder {:?} is not a Python package path from {:?} ({folder:?} is not an identifier)",
@@ -173,7 +178,9 @@ mod tests {
         );
         assert_eq!(link("sdk/", "sdk/rt/").unwrap(), ".rt._runtime");
         assert!(link("sdk/a/", "sdk/a/").is_err());
-        assert!(link("sdk/a/", "sdk/retry-runtime/").unwrap_err().contains("identifier"));
+        assert!(link("sdk/a/", "sdk/retry-runtime/")
+            .unwrap_err()
+            .contains("identifier"));
     }
 
     #[test]

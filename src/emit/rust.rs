@@ -45,8 +45,13 @@ impl Backend for Rust {
             .ok_or("a Rust target with a shared runtime needs the option `runtime_path`")?;
         let valid = !path.is_empty()
             && path.split("::").all(|segment| {
-                segment.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                    && segment.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                segment
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && segment
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_')
             });
         if !valid {
             return Err(format!(

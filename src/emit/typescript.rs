@@ -53,14 +53,20 @@ impl Backend for TypeScript {
                     link.tables_dir.display()
                 )
             })?;
-        if let Some(bad) = steps
-            .iter()
-            .find(|s| s.chars().any(|c| c.is_control() || matches!(c, '"' | '\\' | '/')))
-        {
-            return Err(format!("the shared runtime's folder name {bad:?} cannot be written in an import"));
+        if let Some(bad) = steps.iter().find(|s| {
+            s.chars()
+                .any(|c| c.is_control() || matches!(c, '"' | '\\' | '/'))
+        }) {
+            return Err(format!(
+                "the shared runtime's folder name {bad:?} cannot be written in an import"
+            ));
         }
         let path = steps.join("/");
-        Ok(if steps[0] == ".." { path } else { format!("./{path}") })
+        Ok(if steps[0] == ".." {
+            path
+        } else {
+            format!("./{path}")
+        })
     }
     fn push_string_literal(&self, out: &mut String, s: &str) {
         push_quoted(out, s, c_like, utf16_escape)
@@ -151,7 +157,10 @@ mod tests {
                 runtime_path: None,
             })
         };
-        assert_eq!(link("src/a/", "src/retry_runtime/").unwrap(), "../retry_runtime");
+        assert_eq!(
+            link("src/a/", "src/retry_runtime/").unwrap(),
+            "../retry_runtime"
+        );
         assert_eq!(link("src/", "src/rt/").unwrap(), "./rt");
         assert!(link("src/", "src/").is_err());
         assert!(link("/abs/", "rel/").is_err());
