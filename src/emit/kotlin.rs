@@ -179,8 +179,14 @@ const NESTED_TYPES: [&str; 9] = [
 
 /// Platform types the runtime and the tables refer to by their simple names; an object named like
 /// one would hide it (package members win over default imports). A unit test keeps the list whole.
-const REFERENCED_TYPES: [&str; 51] = [
+const REFERENCED_TYPES: [&str; 57] = [
     "AtomicLong",
+    "Attempt",
+    "ExchangeGuard",
+    "IllegalStateException",
+    "Request",
+    "StaleConnectionException",
+    "Volatile",
     "BooleanArray",
     "CharSequence",
     "LinkedHashMap",
