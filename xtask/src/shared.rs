@@ -13,8 +13,13 @@ use crate::toolchains::{self, command, root, run};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
-/// The languages with a shared-runtime layout, in the backends' order.
-const LANGUAGES: [&str; 6] = ["rust", "typescript", "python", "go", "kotlin", "csharp"];
+/// Every language of the registry, in its order.
+fn languages() -> Vec<String> {
+    retrygen::BACKENDS
+        .iter()
+        .map(|b| b.name().to_string())
+        .collect()
+}
 
 /// The two APIs of every layout: the tables folder name and the spec.
 const SPECS: [(&str, &str); 2] = [
@@ -23,14 +28,15 @@ const SPECS: [(&str, &str); 2] = [
 ];
 
 pub fn main(args: &[String]) -> Result<()> {
-    let mut languages: Vec<String> = LANGUAGES.iter().map(|l| l.to_string()).collect();
+    let all = languages();
+    let mut languages = all.clone();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             "--lang" => {
                 let list = rest.next().context("--lang needs a list")?;
                 languages = list.split(',').map(str::to_string).collect();
-                if let Some(bad) = languages.iter().find(|l| !LANGUAGES.contains(&l.as_str())) {
+                if let Some(bad) = languages.iter().find(|l| !all.contains(l)) {
                     bail!("--lang: unknown language {bad:?}");
                 }
             }
@@ -86,14 +92,7 @@ fn config_text(language: &str) -> String {
     );
     for (name, spec) in SPECS {
         let upper = format!("{}{}", name[..1].to_uppercase(), &name[1..]);
-        let options = match language {
-            "rust" => "runtime_path = \"crate::retry_runtime\"".to_string(),
-            "kotlin" => {
-                format!("package = \"com.example.{name}\", object = \"{upper}Retries\"")
-            }
-            "csharp" => format!("namespace = \"Example.{upper}\", class = \"{upper}Retries\""),
-            _ => String::new(),
-        };
+        let options = tables_options(language, name, &upper);
         let spec = root().join(spec);
         text.push_str(&format!(
             "\n[[job]]\nspec = {spec:?}\n\n[[job.target]]\nlanguage = \"{language}\"\nout = \"{tables_out}{name}/\"\nruntime = \"{runtime_out}\"\noptions = {{ {options} }}\n",
@@ -157,6 +156,16 @@ fn rust(dir: &Path) -> Result<String> {
 pub mod matching;
 pub mod retry_runtime;
 pub mod sandbox;
+
+/// The options of the tables target of API `name` (`upper`: capitalised) in `language`.
+fn tables_options(language: &str, name: &str, upper: &str) -> String {
+    match language {
+        "rust" => "runtime_path = \"crate::retry_runtime\"".to_string(),
+        "kotlin" => format!("package = \"com.example.{name}\", object = \"{upper}Retries\""),
+        "csharp" => format!("namespace = \"Example.{upper}\", class = \"{upper}Retries\""),
+        _ => String::new(),
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -283,6 +292,16 @@ fn csharp(dir: &Path, files: &[PathBuf]) -> Result<String> {
     Ok("style, mcs -warnaserror with XML docs".into())
 }
 
+/// The options of the tables target of API `name` (`upper`: capitalised) in `language`.
+fn tables_options(language: &str, name: &str, upper: &str) -> String {
+    match language {
+        "rust" => "runtime_path = \"crate::retry_runtime\"".to_string(),
+        "kotlin" => format!("package = \"com.example.{name}\", object = \"{upper}Retries\""),
+        "csharp" => format!("namespace = \"Example.{upper}\", class = \"{upper}Retries\""),
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,9 +311,9 @@ mod tests {
     fn every_config_loads() {
         let dir = std::env::temp_dir().join(format!("retrygen-shared-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temporary folder");
-        for language in LANGUAGES {
+        for language in languages() {
             let path = dir.join(format!("{language}.toml"));
-            std::fs::write(&path, config_text(language)).expect("config");
+            std::fs::write(&path, config_text(&language)).expect("config");
             let config = retrygen::config::load(&path).unwrap_or_else(|d| panic!("{d}"));
             assert_eq!(config.runtimes.len(), 1, "{language}");
             assert_eq!(config.jobs.len(), 2, "{language}");
