@@ -606,6 +606,62 @@ mod tests {
         );
     }
 
+    /// The relative path between two folders as written in a config.
+    #[test]
+    fn relative_components_between_folders() {
+        let rel = |a: &str, b: &str| relative_components(Path::new(a), Path::new(b));
+        assert_eq!(rel("sdk/a/", "sdk/rt/").unwrap(), ["..", "rt"]);
+        assert_eq!(rel("./sdk/a", "sdk/a/rt").unwrap(), ["rt"]);
+        assert_eq!(rel("a/b/../c", "a/rt").unwrap(), ["..", "rt"]);
+        assert_eq!(rel("/x/y", "/x/z/w").unwrap(), ["..", "z", "w"]);
+        assert!(rel("sdk/a", "sdk/a").unwrap().is_empty());
+        assert!(rel("/x", "y").is_none());
+        assert!(rel("../a", "b").is_none());
+    }
+
+    /// A shared runtime's folder: the entry file rendered from `runtime.j2`, then the verbatim
+    /// runtime and adapters; thin tables are one file.
+    #[test]
+    fn shared_runtime_files() {
+        let api = matching_api();
+        for backend in BACKENDS {
+            if backend.name() == "go" {
+                continue;
+            }
+            let options = resolve_options(backend, &LanguageOptions::new()).expect("defaults");
+            let adapters = resolve_adapters(backend, &[backend.adapters()[0].name.to_string()])
+                .expect("the adapter");
+            let files = render_runtime(backend, &options, &adapters, &TemplateSource::Embedded)
+                .expect("renders");
+            let entry = usize::from(backend.runtime_entry_file().is_some());
+            assert_eq!(
+                files.len(),
+                entry + backend.runtime_files().len() + adapters[0].files.len()
+            );
+            for file in &files {
+                assert!(is_generated(&file.contents), "{}", file.name);
+            }
+            for (file, source) in files[entry..].iter().zip(
+                backend
+                    .runtime_files()
+                    .iter()
+                    .chain(adapters[0].files.iter()),
+            ) {
+                assert_eq!(file.contents, source.source, "{}", file.name);
+            }
+            let thin = render_thin_tables(
+                &api,
+                backend,
+                &options,
+                &adapters,
+                "crate::retry_runtime",
+                &TemplateSource::Embedded,
+            )
+            .expect("renders");
+            assert_eq!(thin.name, backend.tables_file_name(&options));
+        }
+    }
+
     #[test]
     fn comment_lines_survive_formatters() {
         assert_eq!(

@@ -115,6 +115,45 @@ static ADAPTERS: [Adapter; 1] = [Adapter {
 mod tests {
     use super::*;
 
+    /// `runtime_path` is a Rust path; the thin tables `pub use` it and give the API's policy as
+    /// `default_policy()`, and the runtime's `mod.rs` holds the one `impl Default`.
+    #[test]
+    fn thin_tables_use_the_runtime_path() {
+        let options = Rust.default_options();
+        let link = |path: Option<&str>| {
+            Rust.runtime_link(&LinkRequest {
+                tables_dir: std::path::Path::new("src/a"),
+                runtime_dir: std::path::Path::new("src/rt"),
+                tables_options: &options,
+                runtime_options: &options,
+                runtime_path: path,
+            })
+        };
+        assert_eq!(link(Some("crate::rt")).unwrap(), "crate::rt");
+        assert!(link(None).is_err());
+        assert!(link(Some("crate::rt;")).is_err());
+        assert!(link(Some("crate::")).is_err());
+        let spec = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/matching.yaml");
+        let (api, _) = crate::load_api(&spec, &Default::default()).expect("spec loads");
+        let templates = super::super::TemplateSource::Embedded;
+        let thin =
+            super::super::render_thin_tables(&api, &Rust, &options, &[], "crate::rt", &templates)
+                .expect("renders");
+        assert!(thin.contents.contains("\npub use crate::rt::*;\n"));
+        assert!(thin
+            .contents
+            .contains("\npub fn default_policy() -> RetryPolicy {\n"));
+        assert!(!thin.contents.contains("impl Default") && !thin.contents.contains("mod runtime;"));
+        let runtime = super::super::render_runtime(&Rust, &options, &[], &templates).unwrap();
+        assert_eq!(runtime[0].name, "mod.rs");
+        assert!(runtime[0]
+            .contents
+            .contains("\nmod runtime;\n\npub use runtime::*;\n"));
+        assert!(runtime[0]
+            .contents
+            .contains("\nimpl Default for RetryPolicy {\n"));
+    }
+
     #[test]
     fn nul_is_never_octal_looking() {
         assert_eq!(Rust.string_literal("\0\x00\u{1}7"), r#""\u{0}\u{0}\u{1}7""#);
