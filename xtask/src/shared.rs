@@ -1,9 +1,10 @@
 //! `cargo xtask shared-runtime`: one SDK per language built on a shared runtime (`[[runtime]]` in
 //! retrygen.toml, README "Shared runtimes"). A two-spec config (specs/sandbox.yaml and
 //! specs/matching.yaml) is rendered into target/xtask/shared-runtime/<language>/ with one runtime
-//! per language and two thin tables files using it; then each language's formatter, linter and
-//! compiler run over the whole layout as the conformance run runs them over one module, and a
-//! small program (or import) calls both APIs' tables through the one runtime.
+//! per language, with the language's HTTP client adapter, and two thin tables files using it;
+//! then each language's formatter, linter and compiler run over the whole layout as the
+//! conformance run runs them over one module, and (Rust, Python) a test or an import calls both
+//! APIs' tables through the one runtime.
 //!
 //! Go cannot share its runtime yet (runtime/go/runtime.go reads the tables' package-level
 //! `operationTable`, `BasePath` and `DefaultPolicy`): its case proves that retrygen refuses such
@@ -70,7 +71,7 @@ pub fn main(args: &[String]) -> Result<()> {
 fn config_text(language: &str) -> String {
     let (runtime_out, tables_out, runtime_options, adapters): (&str, &str, &str, &str) =
         match language {
-            "rust" => ("src/retry_runtime/", "src/", "", ""),
+            "rust" => ("src/retry_runtime/", "src/", "", "\"reqwest\""),
             "python" => ("sdk/retry_runtime/", "sdk/", "", "\"httpx\""),
             "typescript" => ("src/retry_runtime/", "src/", "", "\"fetch\""),
             "go" => ("retrypolicy/", "", "", ""),
@@ -78,7 +79,7 @@ fn config_text(language: &str) -> String {
                 "src/runtime/",
                 "src/",
                 "package = \"com.example.retry\"",
-                "",
+                "\"okhttp\"",
             ),
             _ => (
                 "src/Runtime/",
@@ -143,10 +144,20 @@ fn layout(language: &str, dir: &Path) -> Result<String> {
 }
 
 fn rust(dir: &Path) -> Result<String> {
+    // The reqwest adapter's dependencies, as the fault runner locks them (fetched once by
+    // scripts/bootstrap.d/rust.sh; the build is offline).
+    let runner = root().join("conformance/faults/harness/rust");
+    let manifest = std::fs::read_to_string(runner.join("Cargo.toml"))?;
+    let dependencies = manifest
+        .split("\n[dependencies]\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n[").next())
+        .context("the fault runner's Cargo.toml has no [dependencies]")?;
     std::fs::write(
         dir.join("Cargo.toml"),
-        "[package]\nname = \"shared_runtime_sdk\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[lib]\npath = \"src/lib.rs\"\n\n# Not a member of the retrygen workspace this folder sits in.\n[workspace]\n",
+        format!("[package]\nname = \"retrygen-fault-runner\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[lib]\npath = \"src/lib.rs\"\n\n[dependencies]\n{dependencies}\n\n# Not a member of the retrygen workspace this folder sits in.\n[workspace]\n"),
     )?;
+    std::fs::copy(runner.join("Cargo.lock"), dir.join("Cargo.lock"))?;
     std::fs::write(
         dir.join("src/lib.rs"),
         r#"//! An SDK of two APIs whose tables share one retry runtime.
@@ -156,16 +167,6 @@ fn rust(dir: &Path) -> Result<String> {
 pub mod matching;
 pub mod retry_runtime;
 pub mod sandbox;
-
-/// The options of the tables target of API `name` (`upper`: capitalised) in `language`.
-fn tables_options(language: &str, name: &str, upper: &str) -> String {
-    match language {
-        "rust" => "runtime_path = \"crate::retry_runtime\"".to_string(),
-        "kotlin" => format!("package = \"com.example.{name}\", object = \"{upper}Retries\""),
-        "csharp" => format!("namespace = \"Example.{upper}\", class = \"{upper}Retries\""),
-        _ => String::new(),
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -184,10 +185,24 @@ mod tests {
         crate::sandbox::default_policy().validate().expect("valid");
         crate::matching::default_policy().validate().expect("valid");
         contract.validate().expect("valid");
+        // The adapter lives with the runtime; each API's tables give it their table and policy.
+        let _middleware = crate::retry_runtime::reqwest_adapter::RetryMiddleware::builder(
+            &crate::sandbox::OPERATION_TABLE,
+        )
+        .policy(crate::sandbox::default_policy())
+        .build()
+        .expect("valid");
     }
 }
 "#,
     )?;
+    // Kept across runs (the layout folder is not): the adapter's dependencies compile once.
+    let target = root().join("target/xtask/shared-runtime-cargo");
+    let cargo = || {
+        let mut cmd = toolchains::rust::cargo(dir);
+        cmd.env("CARGO_TARGET_DIR", &target);
+        cmd
+    };
     run(
         command("rustfmt")
             .args(["--check", "--edition", "2021", "src/lib.rs"])
@@ -195,10 +210,11 @@ mod tests {
         "rustfmt --check",
     )?;
     run(
-        toolchains::rust::cargo(dir).args([
+        cargo().args([
             "clippy",
             "--quiet",
             "--offline",
+            "--locked",
             "--all-targets",
             "--",
             "-D",
@@ -207,10 +223,10 @@ mod tests {
         "cargo clippy -D warnings",
     )?;
     run(
-        toolchains::rust::cargo(dir).args(["test", "--quiet", "--offline"]),
+        cargo().args(["test", "--quiet", "--offline", "--locked"]),
         "cargo test",
     )?;
-    Ok("rustfmt, clippy -D warnings, a test over both APIs".into())
+    Ok("rustfmt, clippy -D warnings, a test over both APIs and the reqwest adapter".into())
 }
 
 fn python(dir: &Path) -> Result<String> {
