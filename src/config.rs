@@ -53,8 +53,7 @@ struct RawJob {
 struct RawTarget {
     language: String,
     out: PathBuf,
-    #[serde(default)]
-    options: BTreeMap<String, String>,
+    options: Option<toml::Spanned<BTreeMap<String, String>>>,
     #[serde(default)]
     adapters: Option<toml::Spanned<Vec<String>>>,
     /// The `out` of a `[[runtime]]` of the same language: the target writes its tables only.
@@ -224,7 +223,8 @@ pub fn load(path: &Path) -> Result<Config, Diagnostic> {
         for t in job.target {
             let written_as_folder = t.out.to_string_lossy().ends_with(['/', '\\']);
             let out = resolve(&t.out);
-            let mut options = t.options;
+            let options_span = t.options.as_ref().map(toml::Spanned::span);
+            let mut options = t.options.map(toml::Spanned::into_inner).unwrap_or_default();
             let runtime_path = options.remove("runtime_path");
             let adapters_span = t.adapters.as_ref().map(toml::Spanned::span);
             let adapters = t
@@ -235,7 +235,7 @@ pub fn load(path: &Path) -> Result<Config, Diagnostic> {
                 None => {
                     if runtime_path.is_some() {
                         return Err(Diagnostic::error(
-                            whole(1, 1),
+                            at(options_span.unwrap_or(0..0)),
                             "option `runtime_path` without `runtime`",
                             "name the target's shared runtime with `runtime = \"<its out>\"`",
                         ));

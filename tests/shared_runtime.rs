@@ -243,3 +243,10 @@ fn an_internal_runtime_needs_internal_tables() {
     );
     insta::assert_snapshot!(config_error(&text));
 }
+
+#[test]
+fn runtime_path_needs_a_shared_runtime() {
+    insta::assert_snapshot!(config_error(&job(
+        "language = \"rust\"\nout = \"a/\"\noptions = { runtime_path = \"crate::rt\" }\n"
+    )));
+}
