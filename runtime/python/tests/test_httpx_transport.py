@@ -529,6 +529,25 @@ class H2Server:
         return False
 
 
+class Unanswered:
+    """A port whose connects stall: a listener whose accept queue one connection fills.
+
+    Linux drops the SYNs a full accept queue gets, so the client waits in connect().
+    """
+
+    def __init__(self) -> None:
+        """Listen with a backlog of 0 and queue one connection that is never accepted."""
+        self._listener = socket.create_server(("127.0.0.1", 0), backlog=0)
+        port = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        self._queued = socket.create_connection(("127.0.0.1", port), timeout=5)
+
+    def close(self) -> None:
+        """Close the queued connection and the listener."""
+        self._queued.close()
+        self._listener.close()
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -780,6 +799,19 @@ class RetryTransportTest(unittest.TestCase):
         self.assertEqual(adapter.budget_tokens, 100)
         # The client's own timeouts are back in place for the body and the next request.
         self.assertEqual(response.request.extensions["timeout"]["read"], 5.0)
+
+    def test_an_attempt_timeout_while_connecting_is_a_connect_failure(self) -> None:
+        port = Unanswered()
+        self.addCleanup(port.close)
+        events = Events()
+        client, _ = self.client(port.url, events, attempt_timeout=0.05)
+        with self.assertRaises(httpx.ConnectTimeout):
+            client.post("/items", content=b"{}")
+        self.assertEqual([r for _, r, _ in events.reasons()], ["connect_failure"] * 3)
+        self.assertEqual(
+            (events.finish.outcome, events.finish.timed_out, events.finish.attempts),
+            ("connect", False, 4),
+        )
 
     def test_a_timeout_on_the_last_attempt_raises_httpx_timeout(self) -> None:
         server = self.serve(Stall(5))
@@ -1148,6 +1180,40 @@ class AsyncRetryTransportTest(unittest.IsolatedAsyncioTestCase):
             (DecisionReason.EXHAUSTED, "transport", True),
         )
         self.assertEqual(adapter.budget_tokens, 90)
+
+    async def test_an_attempt_timeout_while_connecting_is_a_connect_failure(
+        self,
+    ) -> None:
+        # Nothing of the request was written, so even a create is sent again; the error is
+        # both the adapter's AttemptTimeout and httpx's ConnectTimeout, as the sync one's.
+        port = Unanswered()
+        self.addCleanup(port.close)
+        events = Events()
+        client, _ = await self.client(port.url, events, attempt_timeout=0.05)
+        with self.assertRaises(AttemptTimeout) as raised:
+            await client.post("/items", content=b"{}")
+        self.assertIsInstance(raised.exception, httpx.ConnectTimeout)
+        self.assertEqual([r for _, r, _ in events.reasons()], ["connect_failure"] * 3)
+        finish = events.finish
+        self.assertEqual(
+            (finish.reason, finish.outcome, finish.timed_out, finish.attempts),
+            (DecisionReason.EXHAUSTED, "connect", False, 4),
+        )
+
+    async def test_the_attempt_timeout_keeps_the_callers_trace(self) -> None:
+        server = self.serve(Reply(200))
+        seen: list[str] = []
+
+        async def trace(name: str, info: dict[str, object]) -> None:
+            seen.append(name)
+            self.assertIsInstance(info, dict)
+
+        client, _ = await self.client(server.url, Events(), attempt_timeout=5)
+        request = client.build_request("GET", "/items/7", extensions={"trace": trace})
+        response = await client.send(request)
+        self.assertEqual(response.status_code, 200)
+        self.assertIn("http11.send_request_headers.started", seen)
+        self.assertIs(request.extensions["trace"], trace)
 
     async def test_a_stream_body_gets_one_attempt(self) -> None:
         server = self.serve(Reset(), Reply(200))
