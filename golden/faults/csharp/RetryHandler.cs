@@ -192,6 +192,7 @@ namespace Retrygen.Generated
     /// Why a <see cref="RetryHandler"/> stopped (docs/adapters.md, the finish event): passed once per request to
     /// <see cref="RetryHandlerOptions.OnFinish"/>, so that an SDK can log why a request was not retried.
     /// </summary>
+    [Serializable] // .NET Framework's Exception.Data takes serializable values only (P5 puts the event there).
     public sealed class RetryFinishEvent
     {
         internal RetryFinishEvent(
