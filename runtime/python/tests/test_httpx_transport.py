@@ -1200,6 +1200,46 @@ class AsyncRetryTransportTest(unittest.IsolatedAsyncioTestCase):
             (DecisionReason.EXHAUSTED, "connect", False, 4),
         )
 
+    async def test_a_raising_on_retry_ends_the_request_once(self) -> None:
+        # After a response and after a failure: one attempt, one finish event, no sleep.
+        server = self.serve(Reply(503))
+        granted: list[RetryEvent] = []
+
+        def fail(event: RetryEvent) -> None:
+            granted.append(event)
+            raise RuntimeError("on_retry")
+
+        for url, reason, outcome in (
+            (server.url, DecisionReason.RETRYABLE_STATUS, "status"),
+            (
+                f"http://127.0.0.1:{_closed_port()}",
+                DecisionReason.CONNECT_FAILURE,
+                "connect",
+            ),
+        ):
+            events = Events()
+            recording = AsyncRecording()
+
+            adapter = AsyncRetryTransport(
+                recording,
+                tables=Tables(),
+                on_retry=fail,
+                on_finish=events.finishes.append,
+            )
+            async with httpx.AsyncClient(
+                transport=adapter, base_url=url + "/v1"
+            ) as client:
+                with self.assertRaisesRegex(RuntimeError, "on_retry"):
+                    await client.get("/items/7")
+            self.assertEqual(
+                [(f.attempts, f.reason, f.outcome) for f in events.finishes],
+                [(1, reason, outcome)],
+            )
+            # The budget stays as decided: the granted retry's cost is spent.
+            self.assertEqual(adapter.budget_tokens, 95)
+            self.assertTrue(all(r.is_closed for r in recording.responses))
+        self.assertEqual((len(granted), len(server.arrivals)), (2, 1))
+
     async def test_the_attempt_timeout_keeps_the_callers_trace(self) -> None:
         server = self.serve(Reply(200))
         seen: list[str] = []
