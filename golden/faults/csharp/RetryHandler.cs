@@ -425,6 +425,22 @@ namespace Retrygen.Generated
             attemptTimeout = timeout;
         }
 
+        /// <summary>A handler like <paramref name="model"/>, sharing its budget, classifier and overriding policies.</summary>
+        private RetryHandler(RetryHandler model)
+        {
+            policy = model.policy;
+            baseUrl = model.baseUrl;
+            classifier = model.classifier;
+            budget = model.budget;
+            onRetry = model.onRetry;
+            onFinish = model.onFinish;
+            mintKeys = model.mintKeys;
+            attemptTimeout = model.attemptTimeout;
+            attemptHeader = model.attemptHeader;
+            readBodyMaxBytes = model.readBodyMaxBytes;
+            overridden = model.overridden;
+        }
+
         /// <summary>How a request body can be sent again.</summary>
         internal enum BodyKind
         {
@@ -436,6 +452,23 @@ namespace Retrygen.Generated
 
             /// <summary>A stream: sent once.</summary>
             OneShot,
+        }
+
+        /// <summary>
+        /// Handlers for <c>IHttpClientFactory</c>, a new one per call (the factory sets its inner handler), all sharing one
+        /// retry budget: <c>services.AddHttpClient("sandbox", c =&gt; c.BaseAddress = baseAddress)
+        /// .AddHttpMessageHandler(RetryHandler.Factory(RetryPolicies.Tables, options))</c>. The factory builds a pipeline
+        /// per client name and replaces it every <c>HandlerLifetime</c> (two minutes by default); handlers of one
+        /// <see cref="Factory"/> share the budget, so a new pipeline does not start with a full one.
+        /// </summary>
+        /// <param name="tables">The generated module's tables (<c>RetryPolicies.Tables</c>).</param>
+        /// <param name="options">The options, read now (later changes are not seen); <c>null</c> for the defaults.</param>
+        /// <returns>A function that builds a new handler on each call.</returns>
+        /// <exception cref="ArgumentException">The options are invalid (as for the constructor): thrown now, at registration.</exception>
+        public static Func<DelegatingHandler> Factory(OperationTable tables, RetryHandlerOptions options)
+        {
+            var model = new RetryHandler(tables, options);
+            return () => new RetryHandler(model);
         }
 
         /// <summary>Gets the policy every decision of this handler uses.</summary>

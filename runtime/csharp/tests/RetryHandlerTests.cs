@@ -81,6 +81,7 @@ namespace Retrygen.Generated.Tests
                 Test("P5 the finish event on the response and on the exception", FinishOnResult),
                 Test("P6 a body cut inside the loop: retried for a GET, raised for a POST, off by default", BodyReadInLoop),
                 Test("P6 bounds, event streams and the attempt timeout of the body read", BodyReadBounds),
+                Test("IHttpClientFactory: Factory builds a new handler per call, one budget, options read at registration", FactoryHandlersShareBudget),
             };
             int failed = 0;
             foreach (KeyValuePair<string, Action> test in tests)
@@ -1196,6 +1197,33 @@ namespace Retrygen.Generated.Tests
 
                 Equal(1, server.Arrivals.Count, "one arrival");
             }
+        }
+
+        private static void FactoryHandlersShareBudget()
+        {
+            var options = new RetryHandlerOptions { Policy = new RetryPolicy(maxRetries: 1, initialBackoffMs: 1, maxBackoffMs: 1, jitter: Jitter.None, budgetCapacity: 10) };
+            Func<DelegatingHandler> factory = RetryHandler.Factory(TestTables.Table, options);
+            var first = (RetryHandler)factory();
+            var second = (RetryHandler)factory();
+            True(!ReferenceEquals(first, second), "a new handler per call (IHttpClientFactory sets each one's inner handler)");
+            True(ReferenceEquals(first.Budget, second.Budget), "one budget");
+            options.Policy = RetryPolicy.Default;
+            Equal(1, ((RetryHandler)factory()).Policy.MaxRetries, "the options were read at registration");
+            using (var server = new Server(Step.Status(503)))
+            {
+                first.InnerHandler = new HttpClientHandler();
+                using (var http = new HttpClient(first))
+                using (HttpResponseMessage response = http.GetAsync(server.Url + "/api/users/7").GetAwaiter().GetResult())
+                {
+                    Equal(503, (int)response.StatusCode, "exhausted");
+                }
+
+                Equal(2, server.Arrivals.Count, "one retry");
+                Equal(5L, second.Budget.Tokens, "the retry's cost is gone from the other pipeline's budget too");
+            }
+
+            Throws<ArgumentOutOfRangeException>(() => RetryHandler.Factory(TestTables.Table, new RetryHandlerOptions { AttemptTimeout = TimeSpan.Zero }), "bad options at registration");
+            Throws<ArgumentNullException>(() => RetryHandler.Factory(null, null), "no tables");
         }
 
         /// <summary>What one request through a <see cref="Client"/> gave.</summary>
