@@ -461,6 +461,11 @@ func send(client *http.Client, rec *recorder, s scenario, target string) line {
 		if errors.As(err, &urlErr) {
 			err = urlErr.Err
 		}
+		// And the adapter's in a *FinishedError (P5): name the client's.
+		var finished *retrypolicy.FinishedError
+		if errors.As(err, &finished) {
+			err = finished.Err
+		}
 		name := fmt.Sprintf("%T", err)
 		out.ErrorType = &name
 	}
