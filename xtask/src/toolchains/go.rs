@@ -207,9 +207,16 @@ impl Toolchain for Go {
             .collect();
         let go_files: Vec<&Path> = go_files.iter().map(PathBuf::as_path).collect();
         gofmt_check(&go_files)?;
-        run(go(&runner).args(["vet", "./..."]), "go vet (fault runner)")?;
+        // The overhead mode's peer (hashicorp/go-retryablehttp) comes from the module cache.
+        let cache = module_cache()?;
         run(
-            go(&runner).args(["build", "-trimpath", "-o", "runner", "."]),
+            go(&runner).env("GOMODCACHE", &cache).args(["vet", "./..."]),
+            "go vet (fault runner)",
+        )?;
+        run(
+            go(&runner)
+                .env("GOMODCACHE", &cache)
+                .args(["build", "-trimpath", "-o", "runner", "."]),
             "go build (fault runner)",
         )?;
         Ok(vec![FaultRun {
@@ -308,10 +315,17 @@ const EXAMPLE_SCENARIOS: &[&str] = &[
     "get-attempt-header-counts-earlier-attempts",
 ];
 
-/// Go's module cache for examples/go/ (oapi-codegen and its runtime), filled by
-/// scripts/bootstrap.d/go.sh.
-fn module_cache() -> PathBuf {
-    root().join(".cache/go-mod")
+/// Go's module cache for examples/go/ (oapi-codegen and its runtime) and the fault runner's peer
+/// (hashicorp/go-retryablehttp), filled by scripts/bootstrap.d/go.sh.
+fn module_cache() -> Result<PathBuf> {
+    let cache = root().join(".cache/go-mod");
+    if !cache.is_dir() {
+        bail!(
+            "{} is missing: run scripts/bootstrap-toolchains.sh (scripts/bootstrap.d/go.sh fetches the Go modules)",
+            cache.display()
+        );
+    }
+    Ok(cache)
 }
 
 /// examples/go/ in a scratch copy: oapi-codegen (the version go.mod pins, from the module cache,
@@ -319,13 +333,7 @@ fn module_cache() -> PathBuf {
 /// test runs the SDK's calls against a real fault server; the server's counts must be the
 /// scenarios'.
 fn example_sdk(work: &Path) -> Result<()> {
-    let cache = module_cache();
-    if !cache.is_dir() {
-        bail!(
-            "{} is missing: run scripts/bootstrap-toolchains.sh (scripts/bootstrap.d/go.sh fetches oapi-codegen)",
-            cache.display()
-        );
-    }
+    let cache = module_cache()?;
     let source = root().join("examples/go");
     std::fs::create_dir_all(work)?;
     for entry in
