@@ -330,6 +330,13 @@ namespace Retrygen.Generated
         /// <summary>The attempt numbers 1 to 101, boxed once (an option value is an object).</summary>
         private static readonly object[] AttemptNumbers = BoxedAttempts();
 
+        /// <summary>The stops of <see cref="PlainStatusStop"/>, shared: the loop reads a decision's retry and reason only.</summary>
+        private static readonly Decision StopNoRetry = new Decision(false, 0, DecisionReason.NoRetryOperation, null);
+
+        private static readonly Decision StopExhausted = new Decision(false, 0, DecisionReason.Exhausted, null);
+
+        private static readonly Decision StopStatusNotRetryable = new Decision(false, 0, DecisionReason.StatusNotRetryable, null);
+
         /// <summary>The decimal attempt header values 0 to 100.</summary>
         private static readonly string[] EarlierAttempts = EarlierAttemptTexts();
 
@@ -1097,7 +1104,23 @@ namespace Retrygen.Generated
                 return null;
             }
 
-            Outcome outcome = response == null ? Outcome.FromFailure(failure) : OutcomeOf(response, status);
+            Outcome outcome;
+            if (response == null)
+            {
+                outcome = Outcome.FromFailure(failure);
+            }
+            else
+            {
+                // Most responses: a status in none of the policy's lists and no directive need no decision input.
+                string directive = DirectiveOf(decided, response);
+                if (directive == null && IsPlainStatus(decided, status))
+                {
+                    return PlainStatusStop(decided, replayClass, retriesUsed);
+                }
+
+                outcome = OutcomeOf(response, status, directive);
+            }
+
             var input = new DecisionInput(
                 replayClass,
                 hasKey,
@@ -1331,8 +1354,31 @@ namespace Retrygen.Generated
             return null;
         }
 
-        /// <summary>The outcome of a response: its status, its directive and, where decide may read them, its server delay headers.</summary>
-        private Outcome OutcomeOf(HttpResponseMessage response, int status)
+        /// <summary>
+        /// Whether <paramref name="status"/> is in none of the policy's lists (retryable, rejected, key in flight, key
+        /// reused): with no directive, decide then stops without reading anything else (R2, R3 or R12).
+        /// </summary>
+        internal static bool IsPlainStatus(RetryPolicy policy, int status)
+        {
+            return !policy.IsRetryable(status) && !policy.IsRejected(status) && !policy.IsKeyInFlight(status) && !policy.IsKeyReused(status);
+        }
+
+        /// <summary>
+        /// Decide's answer for a plain status (<see cref="IsPlainStatus"/>) without a directive: R2 for a
+        /// <c>no_retry</c> operation, R3 when the retries are used up, else R12. A stop, which leaves the budget as it is.
+        /// </summary>
+        internal static Decision PlainStatusStop(RetryPolicy policy, ReplayClass replayClass, long retriesUsed)
+        {
+            if (replayClass == ReplayClass.NoRetry)
+            {
+                return StopNoRetry;
+            }
+
+            return retriesUsed >= policy.MaxRetries ? StopExhausted : StopStatusNotRetryable;
+        }
+
+        /// <summary>The first of the policy's directive headers the response carries, or <c>null</c>.</summary>
+        private static string DirectiveOf(RetryPolicy policy, HttpResponseMessage response)
         {
             string directive = null;
             IReadOnlyList<string> names = policy.ServerDirectiveHeaders;
@@ -1341,13 +1387,12 @@ namespace Retrygen.Generated
                 directive = FirstValue(response, names[i]);
             }
 
-            // Decide reads the server delay (R13) only after a directive or for a status of the policy's lists: most
-            // responses skip two header lookups.
-            if (directive == null && !policy.IsRetryable(status) && !policy.IsRejected(status) && !policy.IsKeyInFlight(status))
-            {
-                return Outcome.FromStatus(status, null, null, null);
-            }
+            return directive;
+        }
 
+        /// <summary>The outcome of a response: its status, its directive and its server delay headers.</summary>
+        private static Outcome OutcomeOf(HttpResponseMessage response, int status, string directive)
+        {
             return Outcome.FromStatus(status, FirstValue(response, "Retry-After"), FirstValue(response, "retry-after-ms"), directive);
         }
 
@@ -1601,7 +1646,8 @@ namespace Retrygen.Generated
                 Stream stream = isAsync ? await content.ReadAsStreamAsync().ConfigureAwait(false) : content.ReadAsStreamAsync().GetAwaiter().GetResult();
 #endif
                 long? declared = content.Headers.ContentLength;
-                var buffer = new MemoryStream(declared.HasValue && declared.Value <= max ? (int)declared.Value : (int)Math.Min(max, 16384));
+                // Sized by the declared length up to 1 MiB: a large Content-Length is no reason to allocate before bytes come.
+                var buffer = new MemoryStream((int)Math.Min(Math.Min(declared ?? 16384, max), 1 << 20));
                 var chunk = new byte[(int)Math.Min(max + 1, 16384)];
                 bool ended = false;
 

@@ -82,6 +82,7 @@ namespace Retrygen.Generated.Tests
                 Test("P6 a body cut inside the loop: retried for a GET, raised for a POST, off by default", BodyReadInLoop),
                 Test("P6 bounds, event streams and the attempt timeout of the body read", BodyReadBounds),
                 Test("IHttpClientFactory: Factory builds a new handler per call, one budget, options read at registration", FactoryHandlersShareBudget),
+                Test("a status in no list without a directive: decide's stop without a decision input", PlainStatusNeedsNoDecision),
             };
             int failed = 0;
             foreach (KeyValuePair<string, Action> test in tests)
@@ -1224,6 +1225,42 @@ namespace Retrygen.Generated.Tests
 
             Throws<ArgumentOutOfRangeException>(() => RetryHandler.Factory(TestTables.Table, new RetryHandlerOptions { AttemptTimeout = TimeSpan.Zero }), "bad options at registration");
             Throws<ArgumentNullException>(() => RetryHandler.Factory(null, null), "no tables");
+        }
+
+        private static void PlainStatusNeedsNoDecision()
+        {
+            // The shortcut must give decide's reason for every status it takes, whatever the class, key and retries.
+            var policies = new[] { FastPolicy(), new RetryPolicy(maxRetries: 0), new RetryPolicy(retryableStatuses: new[] { 200, 404 }, rejectedStatuses: new int[0], keyInFlightStatuses: new[] { 201 }, keyReusedStatuses: new[] { 202 }) };
+            int plain = 0;
+            foreach (RetryPolicy policy in policies)
+            {
+                for (int status = 100; status <= 599; status++)
+                {
+                    if (!RetryHandler.IsPlainStatus(policy, status))
+                    {
+                        continue;
+                    }
+
+                    plain++;
+                    foreach (ReplayClass replayClass in new[] { ReplayClass.Idempotent, ReplayClass.Keyed, ReplayClass.NonReplayable, ReplayClass.NoRetry })
+                    {
+                        foreach (bool key in new[] { false, true })
+                        {
+                            foreach (long retriesUsed in new long[] { 0, 1, 3 })
+                            {
+                                var input = new DecisionInput(replayClass, key, Outcome.FromStatus(status, "1", "5"), retriesUsed, 0, 0, 0, 0.5, policy.BudgetCapacity);
+                                Decision decided = RetryRuntime.Decide(policy, input);
+                                Decision shortcut = RetryHandler.PlainStatusStop(policy, replayClass, retriesUsed);
+                                Equal(decided.Retry, shortcut.Retry, "retry for " + status + " " + replayClass + " " + retriesUsed);
+                                Equal(decided.Reason, shortcut.Reason, "reason for " + status + " " + replayClass + " key " + key + " retries " + retriesUsed);
+                            }
+                        }
+                    }
+                }
+            }
+
+            True(plain > 900, "most statuses are plain: " + plain);
+            True(!RetryHandler.IsPlainStatus(FastPolicy(), 503) && !RetryHandler.IsPlainStatus(FastPolicy(), 429) && !RetryHandler.IsPlainStatus(FastPolicy(), 409) && !RetryHandler.IsPlainStatus(FastPolicy(), 422), "listed statuses are not plain");
         }
 
         /// <summary>What one request through a <see cref="Client"/> gave.</summary>
