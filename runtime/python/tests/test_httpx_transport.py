@@ -410,7 +410,7 @@ class ResetStream:
     """Reset the request's stream with PROTOCOL_ERROR after reading it: maybe processed."""
 
 
-H2Step = Reply | Refuse | GoAway | ResetStream
+H2Step = Reply | Refuse | GoAway | ResetStream | ReplyThenClose
 
 
 class H2Server:
@@ -468,7 +468,8 @@ class H2Server:
         state = h2.connection.H2Connection(config=config)
         state.initiate_connection()
         requests: dict[int, tuple[dict[str, str], bytes]] = {}
-        with connection:
+        # The client may go first (a reset, a closed pool): that ends the connection, no more.
+        with connection, contextlib.suppress(OSError):
             connection.sendall(state.data_to_send())
             closing = False
             while data := connection.recv(65536):
@@ -516,24 +517,32 @@ class H2Server:
                 self.refused += 1
             else:
                 self.arrivals.append(arrival)
-        if isinstance(step, Reply):
+        if isinstance(step, Reply | ReplyThenClose):
+            reply = step if isinstance(step, Reply) else Reply(200)
             state.send_headers(
                 stream_id,
-                [(":status", str(step.status)), *step.headers],
+                [(":status", str(reply.status)), *reply.headers],
             )
-            state.send_data(stream_id, step.body, end_stream=True)
-        elif isinstance(step, Refuse):
-            state.reset_stream(stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
-        elif isinstance(step, ResetStream):
-            state.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
-        else:
-            # Client streams are odd: stream_id - 2 is the one before this request's (0, none,
-            # before stream 1).
-            state.close_connection(
-                last_stream_id=stream_id if step.processed else max(stream_id - 2, 0)
+            state.send_data(stream_id, reply.body, end_stream=True)
+            # Then a bare FIN, no GOAWAY: the connection dies idle in the client's pool.
+            return isinstance(step, ReplyThenClose)
+        if isinstance(step, Refuse | ResetStream):
+            code = h2.errors.ErrorCodes
+            state.reset_stream(
+                stream_id,
+                (
+                    code.REFUSED_STREAM
+                    if isinstance(step, Refuse)
+                    else code.PROTOCOL_ERROR
+                ),
             )
-            return True
-        return False
+            return False
+        # Client streams are odd: stream_id - 2 is the one before this request's (0, none,
+        # before stream 1).
+        state.close_connection(
+            last_stream_id=stream_id if step.processed else max(stream_id - 2, 0)
+        )
+        return True
 
 
 class Unanswered:
@@ -838,7 +847,8 @@ class RetryTransportTest(unittest.TestCase):
     def test_a_timeout_on_the_last_attempt_raises_httpx_timeout(self) -> None:
         server = self.serve(Stall(5))
         events = Events()
-        client, _ = self.client(server.url, events, attempt_timeout=0.05)
+        # Long enough for a busy machine's server thread to read the request first.
+        client, _ = self.client(server.url, events, attempt_timeout=0.5)
         with self.assertRaises(httpx.ReadTimeout):
             client.post("/items", content=b"{}")
         self.assertEqual(len(server.arrivals), 1)
@@ -1061,6 +1071,34 @@ class RetryTransportTest(unittest.TestCase):
         self.assertEqual(server.connections, 2)
         self.assertEqual((events.retries, events.finish.attempts), ([], 1))
 
+    def test_a_dead_idle_http2_connection_is_not_proof_of_an_unsent_request(
+        self,
+    ) -> None:
+        # httpcore does not check an idle HTTP/2 connection before reusing it: the create is
+        # written onto a connection the server closed without GOAWAY. Without a GOAWAY nothing
+        # proves it unprocessed, so it is not sent again; a GET is.
+        server, events, client = self.serve_h2(ReplyThenClose(), Reply(201))
+        self.assertEqual(client.get("/items/7").status_code, 200)
+        time.sleep(0.2)
+        events.finishes.clear()
+        with self.assertRaises(httpx.TransportError) as raised:
+            client.post("/items", content=b"{}")
+        self.assertNotIsInstance(raised.exception, httpx.ConnectError)
+        self.assertEqual(
+            (events.finish.reason, events.finish.outcome, events.finish.attempts),
+            (DecisionReason.NOT_REPLAYABLE, "transport", 1),
+        )
+        self.assertEqual([a.method for a in server.arrivals], ["GET"])
+        server, events, client = self.serve_h2(ReplyThenClose(), Reply(200))
+        self.assertEqual(client.get("/items/7").status_code, 200)
+        time.sleep(0.2)
+        events.finishes.clear()
+        self.assertEqual(client.get("/items/8").status_code, 200)
+        self.assertEqual(events.reasons(), [(1, "transport_failure", 1)])
+        self.assertEqual(
+            [a.target for a in server.arrivals], ["/v1/items/7", "/v1/items/8"]
+        )
+
     def test_a_stream_reset_or_goaway_after_the_request_stays_transport(self) -> None:
         # PROTOCOL_ERROR after the request was read, or a GOAWAY whose last stream id is the
         # request's: it may have been processed, so a create is not sent again.
@@ -1153,7 +1191,10 @@ class AsyncRetryTransportTest(unittest.IsolatedAsyncioTestCase):
         events = Events()
         client, _ = await self.client(server.url, events)
         task = asyncio.ensure_future(client.get("/items/7"))
-        await asyncio.sleep(0.1)
+        # Cancelled once the server holds the request (polled: the machine may be busy).
+        deadline = time.monotonic() + 5
+        while not server.arrivals and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
         started = time.monotonic()
         task.cancel()
         with self.assertRaises(asyncio.CancelledError):
@@ -1188,7 +1229,8 @@ class AsyncRetryTransportTest(unittest.IsolatedAsyncioTestCase):
             server.url,
             events,
             policy=dataclasses.replace(POLICY, max_retries=1),
-            attempt_timeout=0.05,
+            # Long enough for a busy machine to connect and send, well below the stall.
+            attempt_timeout=0.5,
         )
         with self.assertRaises(AttemptTimeout) as raised:
             await client.get("/items/7")
