@@ -48,6 +48,7 @@ import java.util.concurrent.Executors
 import java.util.concurrent.TimeUnit
 import javax.net.ssl.KeyManagerFactory
 import javax.net.ssl.SSLContext
+import javax.net.ssl.SSLPeerUnverifiedException
 import javax.net.ssl.SSLServerSocket
 import javax.net.ssl.TrustManagerFactory
 import javax.net.ssl.X509TrustManager
@@ -1029,6 +1030,33 @@ private fun coalescedMisdirectedTest() {
 
 private fun clientTls(trust: X509TrustManager): SSLContext = SSLContext.getInstance("TLS").apply { init(null, arrayOf(trust), null) }
 
+/**
+ * A refused server certificate is `certificate`, never retried (R1): an issuer the client does not
+ * trust, and a trusted certificate for other names (OkHttp's SSLPeerUnverifiedException).
+ */
+private fun certificateTests() {
+    val (serverTls, trust) = coalescingTls()
+    H2Server(listOf(Step(200)), serverTls).use { server ->
+        val dns =
+            object : Dns {
+                override fun lookup(hostname: String): List<InetAddress> = listOf(InetAddress.getLoopbackAddress())
+            }
+        val untrusted = Run()
+        val system = interceptor(untrusted, null).install(OkHttpClient.Builder().dns(dns)).build()
+        send(system, Request.Builder().url("https://a.test:${server.port}/v1/items/7").build(), untrusted)
+        expectFinish("untrusted certificate", untrusted, 1, "certificate_failure", "certificate")
+        val other = Run()
+        val trusting =
+            interceptor(other, null)
+                .install(OkHttpClient.Builder().dns(dns).sslSocketFactory(clientTls(trust).socketFactory, trust))
+                .build()
+        send(trusting, Request.Builder().url("https://c.test:${server.port}/v1/items/7").build(), other)
+        expectTrue("certificate for other names: OkHttp's own exception, got ${other.error}", other.error is SSLPeerUnverifiedException)
+        expectFinish("certificate for other names", other, 1, "certificate_failure", "certificate")
+        expect("certificates: nothing arrived", server.arrivals.size, 0)
+    }
+}
+
 /** An onRetry listener that throws ends the request: the response closed, one finish event. */
 private fun throwingRetryTest() {
     TestServer(listOf(Step(503), Step(200))).use { server ->
@@ -1136,6 +1164,7 @@ public fun main() {
     staleConnectionTests()
     refusalTests()
     coalescedMisdirectedTest()
+    certificateTests()
     throwingRetryTest()
     replayBackstopTest()
     throwingFinishTest()
