@@ -797,8 +797,6 @@ namespace Retrygen.Generated
                 throw new ArgumentNullException(nameof(request));
             }
 
-            // P1: overrides out of range raise before anything is sent.
-            RetryOverrides overrides = OverridesOf(request);
             string method = request.Method.Method;
             Uri uri = request.RequestUri;
             bool socketsHandler = InnerResendsBodilessRequests();
@@ -809,6 +807,9 @@ namespace Retrygen.Generated
                 return await SendForeignAsync(request, method, socketsHandler, cancellationToken, isAsync).ConfigureAwait(false);
             }
 
+            // P1: the overrides of a request to the API's origin (another origin's are ignored, as Go's adapter does);
+            // out of range, they raise before anything is sent.
+            RetryOverrides overrides = OverridesOf(request);
             RetryPolicy decided = policy;
             TimeSpan? timeout = attemptTimeout;
             long readBody = readBodyMaxBytes;

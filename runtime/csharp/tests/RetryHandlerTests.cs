@@ -961,6 +961,11 @@ namespace Retrygen.Generated.Tests
                 Equal(null, other.Arrivals[0].Header("x-retry-attempt"), "no attempt header to another origin");
                 Equal((int?)1, recorder.Seen[0].GetRetryAttempt(), "the attempt below");
                 True(ReferenceEquals(client.Finish, result.FromResult), "the finish on the response");
+
+                // Ignored whole: even an override out of range is not looked at for another origin.
+                result = client.Send(WithOverrides(HttpMethod.Get, other.Url + "/api/users/7", new RetryOverrides { MaxRetries = 1000 }));
+                Equal(200, result.Status, "another origin's invalid override is ignored");
+                Equal(2, other.Arrivals.Count, "sent");
             }
         }
 
