@@ -1103,6 +1103,19 @@ namespace Retrygen.Generated.Tests
                 True(result.Content is ByteArrayContent, "returned buffered: " + result.Content.GetType().Name);
             }
 
+            // The synchronous loop (HttpClient.Send on .NET 5+) reads inside the loop too.
+            using (var server = new Server(Step.Partial(200, 0), Step.Status(200)))
+            {
+                var client = new Client(server.Url, FastPolicy(), configure: read);
+                using (HttpResponseMessage response = client.SendSynchronously(new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/users/7"), CancellationToken.None))
+                {
+                    Equal("ok", response.Content.ReadAsStringAsync().GetAwaiter().GetResult(), "the retry's body");
+                    True(response.Content is ByteArrayContent, "buffered");
+                }
+
+                Equal(2, server.Arrivals.Count, "synchronous: retried");
+            }
+
             // A POST (non_replayable): one attempt, the read's failure raised as HttpClient raises it.
             using (var server = new Server(Step.Partial(201, 0), Step.Status(201)))
             {
