@@ -360,7 +360,7 @@ fn example_sdk(work: &Path) -> Result<()> {
     let module = render_fault_module(&work.join("target"))?;
     place_module(&module, &work.join(PACKAGE_DIR))?;
     std::fs::remove_dir_all(work.join("target"))?;
-    let go_files: Vec<PathBuf> = ["sdk.go", "sdk_test.go"]
+    let go_files: Vec<PathBuf> = ["sdk.go", "sdk_test.go", "telemetry.go", "telemetry_test.go"]
         .iter()
         .map(|f| work.join(f))
         .collect();
@@ -431,7 +431,7 @@ fn example_sdk(work: &Path) -> Result<()> {
         );
     }
     println!(
-        "runtime go: examples/go (oapi-codegen client, the adapter in 3 lines): {} scenarios through the SDK agree with the fault server",
+        "runtime go: examples/go (oapi-codegen client, the adapter in 3 lines, otelhttp resend_count): {} scenarios through the SDK agree with the fault server",
         EXAMPLE_SCENARIOS.len()
     );
     Ok(())
