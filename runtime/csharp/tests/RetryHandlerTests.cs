@@ -1203,6 +1203,33 @@ namespace Retrygen.Generated.Tests
                 Equal("transport_failure:1:1", client.EventList, "events");
             }
 
+            // The caller cancels while the body is read: aborted, an OperationCanceledException, no retry.
+            using (var server = new Server(Step.Partial(200, 3000), Step.Status(200)))
+            using (var cancel = new CancellationTokenSource(TimeSpan.FromMilliseconds(200)))
+            {
+                var client = new Client(server.Url, FastPolicy(), configure: o => o.ReadBodyMaxBytes = 65536);
+                var clock = Stopwatch.StartNew();
+                Result result = client.Send(new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/users/7"), cancel.Token);
+                True(result.Error is OperationCanceledException, "cancelled: " + result.Error);
+                True(clock.ElapsedMilliseconds < 2000, "at once: " + clock.ElapsedMilliseconds);
+                Equal(1, server.Arrivals.Count, "no retry");
+                Equal("aborted", client.Finish.Outcome, "aborted");
+            }
+
+            // A body stream that ignores the token: the response is disposed, and the caller still gets a cancellation.
+            var stuck = new StuckStream();
+            var answering = new StuckAnswer(stuck);
+            var stuckClient = new Client("http://127.0.0.1:9", FastPolicy(), inner: answering, configure: o => o.ReadBodyMaxBytes = 65536);
+            using (var cancel = new CancellationTokenSource(TimeSpan.FromMilliseconds(200)))
+            {
+                var stuckClock = Stopwatch.StartNew();
+                Result result = stuckClient.Send(new HttpRequestMessage(HttpMethod.Get, "http://127.0.0.1:9/api/users/7"), cancel.Token);
+                True(result.Error is OperationCanceledException, "a cancellation, not the stream's ObjectDisposedException: " + result.Error);
+                True(stuck.Disposed, "the response was disposed to end the read");
+                True(stuckClock.ElapsedMilliseconds < 5000, "the read ended when the caller cancelled: " + stuckClock.ElapsedMilliseconds);
+                Equal(1, answering.Calls, "no retry");
+            }
+
             // A HEAD response announces a length it never sends: not read.
             using (var server = new Server(Step.Status(200)))
             {
@@ -1279,6 +1306,48 @@ namespace Retrygen.Generated.Tests
 
             True(plain > 900, "most statuses are plain: " + plain);
             True(!RetryHandler.IsPlainStatus(FastPolicy(), 503) && !RetryHandler.IsPlainStatus(FastPolicy(), 429) && !RetryHandler.IsPlainStatus(FastPolicy(), 409) && !RetryHandler.IsPlainStatus(FastPolicy(), 422), "listed statuses are not plain");
+        }
+
+        /// <summary>A body that never comes and ignores cancellation: a read ends only when the stream is disposed.</summary>
+        private sealed class StuckStream : MemoryStream
+        {
+            private readonly ManualResetEventSlim disposed = new ManualResetEventSlim();
+
+            internal bool Disposed => disposed.IsSet;
+
+            public override Task<int> ReadAsync(byte[] buffer, int offset, int count, CancellationToken cancellationToken)
+            {
+                return Task.Run(new Func<int>(() =>
+                {
+                    disposed.Wait(TimeSpan.FromSeconds(10));
+                    throw new ObjectDisposedException("StuckStream");
+                }));
+            }
+
+            protected override void Dispose(bool disposing)
+            {
+                disposed.Set();
+                base.Dispose(disposing);
+            }
+        }
+
+        /// <summary>Answers 200 with a <see cref="StuckStream"/> body.</summary>
+        private sealed class StuckAnswer : HttpMessageHandler
+        {
+            private readonly StuckStream stream;
+
+            internal StuckAnswer(StuckStream stream)
+            {
+                this.stream = stream;
+            }
+
+            internal int Calls { get; private set; }
+
+            protected override Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken cancellationToken)
+            {
+                Calls++;
+                return Task.FromResult(new HttpResponseMessage(HttpStatusCode.OK) { Content = new StreamContent(stream), RequestMessage = request });
+            }
         }
 
         /// <summary>What one request through a <see cref="Client"/> gave.</summary>
