@@ -13,6 +13,7 @@ import okhttp3.Headers
 import okhttp3.Interceptor
 import okhttp3.OkHttpClient
 import okhttp3.Protocol
+import okhttp3.Request
 import okhttp3.Response
 import okhttp3.internal.http2.ConnectionShutdownException
 import okhttp3.internal.http2.ErrorCode
@@ -28,6 +29,7 @@ import java.util.WeakHashMap
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.ThreadLocalRandom
 import java.util.concurrent.TimeUnit
+import java.util.concurrent.atomic.AtomicBoolean
 import javax.net.ssl.SSLHandshakeException
 import javax.net.ssl.SSLPeerUnverifiedException
 
@@ -180,8 +182,7 @@ internal class RetryInterceptor
         private val attempts: ConcurrentHashMap<Call, Attempt> = ConcurrentHashMap()
 
         // Whether [install] added this interceptor (and its network interceptor) to a client.
-        @Volatile
-        private var installed: Boolean = false
+        private val installed: AtomicBoolean = AtomicBoolean()
 
         /** The retry budget's tokens now (contract K1-K4), for metrics. */
         public val budgetTokens: Long
@@ -198,7 +199,7 @@ internal class RetryInterceptor
          * [builder].
          */
         public fun install(builder: OkHttpClient.Builder): OkHttpClient.Builder {
-            installed = true
+            installed.set(true)
             return builder.retryOnConnectionFailure(false).addInterceptor(this).addNetworkInterceptor(exchanges)
         }
 
@@ -370,7 +371,7 @@ internal class RetryInterceptor
          */
         private fun send(
             chain: Interceptor.Chain,
-            request: okhttp3.Request,
+            request: Request,
             attempt: Attempt,
             call: Call,
         ) {
@@ -499,7 +500,7 @@ internal class RetryInterceptor
                 "RetryInterceptor is an application interceptor: install it with RetryInterceptor.install(builder) " +
                     "(OkHttpClient.Builder.addInterceptor), not addNetworkInterceptor"
             }
-            check(installed) { NOT_INSTALLED }
+            check(installed.get()) { NOT_INSTALLED }
         }
 
         /** What the network interceptor saw of one attempt, and what the attempt ended with. */
@@ -546,7 +547,7 @@ internal class RetryInterceptor
                 if (attempt.exchanges > 0 && !isFollowUp(attempt.lastStatus)) {
                     // OkHttp is sending the attempt again by itself: after a failure
                     // (retryOnConnectionFailure set back to true) or after a 408.
-                    throw IllegalStateException(NOT_INSTALLED)
+                    error(NOT_INSTALLED)
                 }
                 // Only before the attempt's first exchange: after a follow-up nothing may be sent again.
                 if (connection != null && isStale(connection, attempt.exchanges == 0)) {
