@@ -116,7 +116,9 @@ impl Backend for CSharp {
 /// Names the files declare: the namespace's types (runtime/csharp/RetryRuntime.cs, the adapter
 /// runtime/csharp/RetryHandler.cs and the tables file), and the tables class's members (C# forbids
 /// a member named like its enclosing type).
-const DECLARED_NAMES: [&str; 44] = [
+const DECLARED_NAMES: [&str; 46] = [
+    "RetryOverrides",
+    "RetryRequestExtensions",
     "ReplayClass",
     "Jitter",
     "DecisionReason",

@@ -112,7 +112,7 @@ static RUNTIME: [RuntimeFile; 1] = [RuntimeFile {
 /// the runtime.
 static ADAPTERS: [Adapter; 1] = [Adapter {
     name: "okhttp",
-    requires: "com.squareup.okhttp3:okhttp 4.12.x (OkHttp 4)",
+    requires: "com.squareup.okhttp3:okhttp 4.12.x or 5.x (okhttp-jvm on the JVM)",
     files: &[RuntimeFile {
         name: "RetryInterceptor.kt",
         source: include_str!("../../runtime/kotlin/RetryInterceptor.kt"),
@@ -160,7 +160,10 @@ const DECLARED_TYPES: [&str; 24] = [
 /// Types nested in a declared type and referred to by their simple names only inside it, where
 /// the nesting scope wins over any package-level name.
 #[cfg(test)]
-const NESTED_TYPES: [&str; 9] = [
+const NESTED_TYPES: [&str; 12] = [
+    "Attempt",
+    "ExchangeGuard",
+    "StaleConnectionException",
     "Certificate",
     "DecodeBuffer",
     "Status",
