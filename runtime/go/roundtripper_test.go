@@ -1027,8 +1027,9 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // On a request that succeeds at once, the RoundTripper adds a few small allocations to the
-// client's (the attempt's copy of the request, net/http's wrapper of the empty body), and no
-// buffer: without emptyBody.WriteTo, net/http would allocate 32 KiB per GET to copy nothing.
+// client's (the attempt's copy of the request and its context with the attempt's number, the
+// returned response's copy of the caller's request with the finish event, net/http's wrapper of
+// the empty body), and no buffer: without emptyBody.WriteTo, net/http would allocate 32 KiB per GET to copy nothing.
 // (The race detector allocates more of its own: the bound on bytes leaves room for it.)
 func TestOverheadOnASuccessIsSmall(t *testing.T) {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -946,6 +946,18 @@ test("the 421 guard wraps the caller's dispatcher and holds back only what it ca
   assert.equal(long.arrivals.length, 1);
   assert.equal(c.finishes.at(-1)?.attempts, 1);
 
+  // A request to another origin (localhost: the same server) gets one arrival too.
+  const foreign = serve({ status: 421 }, { status: 201 });
+  const port = new URL(origin).port;
+  const misdirected = await c.fetch(`http://localhost:${port}/v1/items`, {
+    method: "POST",
+    headers: { "x-case": foreign.name },
+    body: "{}",
+  });
+  assert.equal(misdirected.status, 421);
+  assert.equal(foreign.arrivals.length, 1);
+  assert.equal(c.finishes.at(-1)?.reason, "foreign_origin");
+
   // Other statuses pass through as they come: a 503 is retried, a 200 returned.
   const plain = serve({ status: 503 }, { status: 200, body: "ok" });
   const ok = await c.fetch(`${origin}/v1/items/1`, {

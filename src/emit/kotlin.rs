@@ -117,7 +117,7 @@ static RUNTIME: [RuntimeFile; 1] = [RuntimeFile {
 /// the runtime.
 static ADAPTERS: [Adapter; 1] = [Adapter {
     name: "okhttp",
-    requires: "com.squareup.okhttp3:okhttp 4.12.x (OkHttp 4)",
+    requires: "com.squareup.okhttp3:okhttp 4.12.x or 5.x (okhttp-jvm on the JVM)",
     files: &[RuntimeFile {
         name: "RetryInterceptor.kt",
         source: include_str!("../../runtime/kotlin/RetryInterceptor.kt"),
@@ -165,7 +165,10 @@ const DECLARED_TYPES: [&str; 24] = [
 /// Types nested in a declared type and referred to by their simple names only inside it, where
 /// the nesting scope wins over any package-level name.
 #[cfg(test)]
-const NESTED_TYPES: [&str; 9] = [
+const NESTED_TYPES: [&str; 12] = [
+    "Attempt",
+    "ExchangeGuard",
+    "StaleConnectionException",
     "Certificate",
     "DecodeBuffer",
     "Status",
@@ -179,13 +182,10 @@ const NESTED_TYPES: [&str; 9] = [
 
 /// Platform types the runtime and the tables refer to by their simple names; an object named like
 /// one would hide it (package members win over default imports). A unit test keeps the list whole.
-const REFERENCED_TYPES: [&str; 57] = [
+const REFERENCED_TYPES: [&str; 54] = [
     "AtomicLong",
-    "Attempt",
-    "ExchangeGuard",
     "IllegalStateException",
     "Request",
-    "StaleConnectionException",
     "Volatile",
     "BooleanArray",
     "CharSequence",

@@ -1089,6 +1089,31 @@ fn write_overhead(
             r.counter
         );
     }
+    // Issue 20 item 7: the language's most used retry layer on the same request, same run.
+    if rows.iter().any(|r| !r.peers.is_empty()) {
+        let _ = writeln!(
+            doc,
+            "\nBeside each adapter, the most used retry layer of its language where the runner measures one \
+             (the same request, client and rounds, in rotating order; overhead over the same bare client):\n\n\
+             | run | retry layer | overhead µs | overhead % | allocated bytes / request | the adapter's overhead µs |\n\
+             |---|---|---:|---:|---:|---:|"
+        );
+        for r in rows {
+            for p in &r.peers {
+                let _ = writeln!(
+                    doc,
+                    "| {} | {} | {:.2} | {:.2} | {} | {:.2} |",
+                    r.run,
+                    p.name,
+                    p.overhead_us,
+                    p.overhead_pct,
+                    p.allocated_bytes
+                        .map_or_else(|| "n/a".to_string(), |b| format!("{b:.0}")),
+                    r.overhead_us
+                );
+            }
+        }
+    }
     let failing: Vec<String> = rows
         .iter()
         .filter(|r| !(r.overhead_us < 5.0 || r.overhead_pct < 2.0))

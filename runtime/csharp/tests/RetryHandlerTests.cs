@@ -81,6 +81,8 @@ namespace Retrygen.Generated.Tests
                 Test("P5 the finish event on the response and on the exception", FinishOnResult),
                 Test("P6 a body cut inside the loop: retried for a GET, raised for a POST, off by default", BodyReadInLoop),
                 Test("P6 bounds, event streams and the attempt timeout of the body read", BodyReadBounds),
+                Test("IHttpClientFactory: Factory builds a new handler per call, one budget, options read at registration", FactoryHandlersShareBudget),
+                Test("a status in no list without a directive: decide's stop without a decision input", PlainStatusNeedsNoDecision),
             };
             int failed = 0;
             foreach (KeyValuePair<string, Action> test in tests)
@@ -959,6 +961,11 @@ namespace Retrygen.Generated.Tests
                 Equal(null, other.Arrivals[0].Header("x-retry-attempt"), "no attempt header to another origin");
                 Equal((int?)1, recorder.Seen[0].GetRetryAttempt(), "the attempt below");
                 True(ReferenceEquals(client.Finish, result.FromResult), "the finish on the response");
+
+                // Ignored whole: even an override out of range is not looked at for another origin.
+                result = client.Send(WithOverrides(HttpMethod.Get, other.Url + "/api/users/7", new RetryOverrides { MaxRetries = 1000 }));
+                Equal(200, result.Status, "another origin's invalid override is ignored");
+                Equal(2, other.Arrivals.Count, "sent");
             }
         }
 
@@ -1096,6 +1103,19 @@ namespace Retrygen.Generated.Tests
                 True(result.Content is ByteArrayContent, "returned buffered: " + result.Content.GetType().Name);
             }
 
+            // The synchronous loop (HttpClient.Send on .NET 5+) reads inside the loop too.
+            using (var server = new Server(Step.Partial(200, 0), Step.Status(200)))
+            {
+                var client = new Client(server.Url, FastPolicy(), configure: read);
+                using (HttpResponseMessage response = client.SendSynchronously(new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/users/7"), CancellationToken.None))
+                {
+                    Equal("ok", response.Content.ReadAsStringAsync().GetAwaiter().GetResult(), "the retry's body");
+                    True(response.Content is ByteArrayContent, "buffered");
+                }
+
+                Equal(2, server.Arrivals.Count, "synchronous: retried");
+            }
+
             // A POST (non_replayable): one attempt, the read's failure raised as HttpClient raises it.
             using (var server = new Server(Step.Partial(201, 0), Step.Status(201)))
             {
@@ -1183,6 +1203,33 @@ namespace Retrygen.Generated.Tests
                 Equal("transport_failure:1:1", client.EventList, "events");
             }
 
+            // The caller cancels while the body is read: aborted, an OperationCanceledException, no retry.
+            using (var server = new Server(Step.Partial(200, 3000), Step.Status(200)))
+            using (var cancel = new CancellationTokenSource(TimeSpan.FromMilliseconds(200)))
+            {
+                var client = new Client(server.Url, FastPolicy(), configure: o => o.ReadBodyMaxBytes = 65536);
+                var clock = Stopwatch.StartNew();
+                Result result = client.Send(new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/users/7"), cancel.Token);
+                True(result.Error is OperationCanceledException, "cancelled: " + result.Error);
+                True(clock.ElapsedMilliseconds < 2000, "at once: " + clock.ElapsedMilliseconds);
+                Equal(1, server.Arrivals.Count, "no retry");
+                Equal("aborted", client.Finish.Outcome, "aborted");
+            }
+
+            // A body stream that ignores the token: the response is disposed, and the caller still gets a cancellation.
+            var stuck = new StuckStream();
+            var answering = new StuckAnswer(stuck);
+            var stuckClient = new Client("http://127.0.0.1:9", FastPolicy(), inner: answering, configure: o => o.ReadBodyMaxBytes = 65536);
+            using (var cancel = new CancellationTokenSource(TimeSpan.FromMilliseconds(200)))
+            {
+                var stuckClock = Stopwatch.StartNew();
+                Result result = stuckClient.Send(new HttpRequestMessage(HttpMethod.Get, "http://127.0.0.1:9/api/users/7"), cancel.Token);
+                True(result.Error is OperationCanceledException, "a cancellation, not the stream's ObjectDisposedException: " + result.Error);
+                True(stuck.Disposed, "the response was disposed to end the read");
+                True(stuckClock.ElapsedMilliseconds < 5000, "the read ended when the caller cancelled: " + stuckClock.ElapsedMilliseconds);
+                Equal(1, answering.Calls, "no retry");
+            }
+
             // A HEAD response announces a length it never sends: not read.
             using (var server = new Server(Step.Status(200)))
             {
@@ -1195,6 +1242,111 @@ namespace Retrygen.Generated.Tests
                 }
 
                 Equal(1, server.Arrivals.Count, "one arrival");
+            }
+        }
+
+        private static void FactoryHandlersShareBudget()
+        {
+            var options = new RetryHandlerOptions { Policy = new RetryPolicy(maxRetries: 1, initialBackoffMs: 1, maxBackoffMs: 1, jitter: Jitter.None, budgetCapacity: 10) };
+            Func<DelegatingHandler> factory = RetryHandler.Factory(TestTables.Table, options);
+            var first = (RetryHandler)factory();
+            var second = (RetryHandler)factory();
+            True(!ReferenceEquals(first, second), "a new handler per call (IHttpClientFactory sets each one's inner handler)");
+            True(ReferenceEquals(first.Budget, second.Budget), "one budget");
+            options.Policy = RetryPolicy.Default;
+            Equal(1, ((RetryHandler)factory()).Policy.MaxRetries, "the options were read at registration");
+            using (var server = new Server(Step.Status(503)))
+            {
+                first.InnerHandler = new HttpClientHandler();
+                using (var http = new HttpClient(first))
+                using (HttpResponseMessage response = http.GetAsync(server.Url + "/api/users/7").GetAwaiter().GetResult())
+                {
+                    Equal(503, (int)response.StatusCode, "exhausted");
+                }
+
+                Equal(2, server.Arrivals.Count, "one retry");
+                Equal(5L, second.Budget.Tokens, "the retry's cost is gone from the other pipeline's budget too");
+            }
+
+            Throws<ArgumentOutOfRangeException>(() => RetryHandler.Factory(TestTables.Table, new RetryHandlerOptions { AttemptTimeout = TimeSpan.Zero }), "bad options at registration");
+            Throws<ArgumentNullException>(() => RetryHandler.Factory(null, null), "no tables");
+        }
+
+        private static void PlainStatusNeedsNoDecision()
+        {
+            // The shortcut must give decide's reason for every status it takes, whatever the class, key and retries.
+            var policies = new[] { FastPolicy(), new RetryPolicy(maxRetries: 0), new RetryPolicy(retryableStatuses: new[] { 200, 404 }, rejectedStatuses: new int[0], keyInFlightStatuses: new[] { 201 }, keyReusedStatuses: new[] { 202 }) };
+            int plain = 0;
+            foreach (RetryPolicy policy in policies)
+            {
+                for (int status = 100; status <= 599; status++)
+                {
+                    if (!RetryHandler.IsPlainStatus(policy, status))
+                    {
+                        continue;
+                    }
+
+                    plain++;
+                    foreach (ReplayClass replayClass in new[] { ReplayClass.Idempotent, ReplayClass.Keyed, ReplayClass.NonReplayable, ReplayClass.NoRetry })
+                    {
+                        foreach (bool key in new[] { false, true })
+                        {
+                            foreach (long retriesUsed in new long[] { 0, 1, 3 })
+                            {
+                                var input = new DecisionInput(replayClass, key, Outcome.FromStatus(status, "1", "5"), retriesUsed, 0, 0, 0, 0.5, policy.BudgetCapacity);
+                                Decision decided = RetryRuntime.Decide(policy, input);
+                                Decision shortcut = RetryHandler.PlainStatusStop(policy, replayClass, retriesUsed);
+                                Equal(decided.Retry, shortcut.Retry, "retry for " + status + " " + replayClass + " " + retriesUsed);
+                                Equal(decided.Reason, shortcut.Reason, "reason for " + status + " " + replayClass + " key " + key + " retries " + retriesUsed);
+                            }
+                        }
+                    }
+                }
+            }
+
+            True(plain > 900, "most statuses are plain: " + plain);
+            True(!RetryHandler.IsPlainStatus(FastPolicy(), 503) && !RetryHandler.IsPlainStatus(FastPolicy(), 429) && !RetryHandler.IsPlainStatus(FastPolicy(), 409) && !RetryHandler.IsPlainStatus(FastPolicy(), 422), "listed statuses are not plain");
+        }
+
+        /// <summary>A body that never comes and ignores cancellation: a read ends only when the stream is disposed.</summary>
+        private sealed class StuckStream : MemoryStream
+        {
+            private readonly ManualResetEventSlim disposed = new ManualResetEventSlim();
+
+            internal bool Disposed => disposed.IsSet;
+
+            public override Task<int> ReadAsync(byte[] buffer, int offset, int count, CancellationToken cancellationToken)
+            {
+                return Task.Run(new Func<int>(() =>
+                {
+                    disposed.Wait(TimeSpan.FromSeconds(10));
+                    throw new ObjectDisposedException("StuckStream");
+                }));
+            }
+
+            protected override void Dispose(bool disposing)
+            {
+                disposed.Set();
+                base.Dispose(disposing);
+            }
+        }
+
+        /// <summary>Answers 200 with a <see cref="StuckStream"/> body.</summary>
+        private sealed class StuckAnswer : HttpMessageHandler
+        {
+            private readonly StuckStream stream;
+
+            internal StuckAnswer(StuckStream stream)
+            {
+                this.stream = stream;
+            }
+
+            internal int Calls { get; private set; }
+
+            protected override Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken cancellationToken)
+            {
+                Calls++;
+                return Task.FromResult(new HttpResponseMessage(HttpStatusCode.OK) { Content = new StreamContent(stream), RequestMessage = request });
             }
         }
 

@@ -46,6 +46,11 @@ public final class InterceptorFromJava {
         expect("installed: OkHttp replays off", client.retryOnConnectionFailure(), false);
         expect("installed: an application interceptor", client.interceptors().contains(full), true);
         expect("finish reason constant", RetryFinish.BODY_NOT_REPLAYABLE, "body_not_replayable");
+        expect("foreign origin constant", RetryFinish.FOREIGN_ORIGIN, "foreign_origin");
+        // The eight-argument constructor of before redirects was added still compiles (@JvmOverloads).
+        RetryFinish finish = new RetryFinish(1, "status_not_retryable", "status", 200, false, "GET", null, null);
+        expect("finish without redirects", finish.getRedirects(), 0);
+        expect("installed: its network interceptor", client.networkInterceptors().size(), 1);
         client.dispatcher().executorService().shutdown();
         if (failures > 0) {
             System.exit(1);

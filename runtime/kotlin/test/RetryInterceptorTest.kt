@@ -7,6 +7,7 @@ package retrygen.adaptertest
 
 import okhttp3.Call
 import okhttp3.Callback
+import okhttp3.Dns
 import okhttp3.MediaType.Companion.toMediaType
 import okhttp3.OkHttpClient
 import okhttp3.Protocol
@@ -30,6 +31,7 @@ import retrygen.generated.RetryRuntime
 import java.io.BufferedInputStream
 import java.io.ByteArrayOutputStream
 import java.io.DataInputStream
+import java.io.File
 import java.io.IOException
 import java.io.InputStream
 import java.io.OutputStream
@@ -38,11 +40,18 @@ import java.net.InetAddress
 import java.net.ServerSocket
 import java.net.Socket
 import java.net.SocketTimeoutException
+import java.security.KeyStore
 import java.time.Duration
 import java.util.Collections
 import java.util.concurrent.CompletableFuture
 import java.util.concurrent.Executors
 import java.util.concurrent.TimeUnit
+import javax.net.ssl.KeyManagerFactory
+import javax.net.ssl.SSLContext
+import javax.net.ssl.SSLPeerUnverifiedException
+import javax.net.ssl.SSLServerSocket
+import javax.net.ssl.TrustManagerFactory
+import javax.net.ssl.X509TrustManager
 import kotlin.system.exitProcess
 
 private val failures = ArrayList<String>()
@@ -787,10 +796,20 @@ private fun staleConnectionTests() {
  */
 private class H2Server(
     private val script: List<Step>,
+    tls: SSLContext? = null,
 ) : AutoCloseable {
-    private val listener = ServerSocket(0, 50, InetAddress.getLoopbackAddress())
+    // Over TLS (h2), ALPN offers h2 only.
+    private val listener: ServerSocket =
+        if (tls == null) {
+            ServerSocket(0, 50, InetAddress.getLoopbackAddress())
+        } else {
+            (tls.serverSocketFactory.createServerSocket(0, 50, InetAddress.getLoopbackAddress()) as SSLServerSocket).apply {
+                sslParameters = sslParameters.apply { applicationProtocols = arrayOf("h2") }
+            }
+        }
     val arrivals: MutableList<String> = Collections.synchronizedList(ArrayList())
     val url: String = "http://127.0.0.1:${listener.localPort}"
+    val port: Int = listener.localPort
 
     init {
         daemon {
@@ -923,6 +942,121 @@ private fun refusalTests() {
     }
 }
 
+/** A self-signed certificate for the DNS names a.test and b.test, made by the JDK's keytool. */
+private fun coalescingTls(): Pair<SSLContext, X509TrustManager> {
+    val store = File.createTempFile("retrygen-coalesce", ".p12")
+    store.delete()
+    val keytool = File(System.getProperty("java.home"), "bin/keytool").path
+    val made =
+        ProcessBuilder(
+            keytool,
+            "-genkeypair",
+            "-keyalg",
+            "EC",
+            "-groupname",
+            "secp256r1",
+            "-alias",
+            "s",
+            "-dname",
+            "CN=a.test",
+            "-ext",
+            "SAN=dns:a.test,dns:b.test",
+            "-validity",
+            "2",
+            "-storetype",
+            "PKCS12",
+            "-keystore",
+            store.path,
+            "-storepass",
+            "changeit",
+            "-keypass",
+            "changeit",
+        ).redirectErrorStream(true).start()
+    made.inputStream.readBytes()
+    check(made.waitFor() == 0) { "keytool failed" }
+    val keys = KeyStore.getInstance("PKCS12")
+    store.inputStream().use { keys.load(it, "changeit".toCharArray()) }
+    store.delete()
+    val managers = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm())
+    managers.init(keys, "changeit".toCharArray())
+    val server = SSLContext.getInstance("TLS")
+    server.init(managers.keyManagers, null, null)
+    val trusted = KeyStore.getInstance(KeyStore.getDefaultType())
+    trusted.load(null, null)
+    trusted.setCertificateEntry("s", keys.getCertificate("s"))
+    val trust = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm())
+    trust.init(trusted)
+    return server to trust.trustManagers.filterIsInstance<X509TrustManager>().single()
+}
+
+/**
+ * OkHttp coalesces an HTTP/2 connection to a.test with b.test (same address, a certificate for
+ * both) and resends a request answered 421 on it by itself, on a new connection: the network
+ * interceptor hides the 421 from it, and the caller still gets it.
+ */
+private fun coalescedMisdirectedTest() {
+    val (serverTls, trust) = coalescingTls()
+    H2Server(listOf(Step(200), Step(421), Step(201)), serverTls).use { server ->
+        val run = Run()
+        val client =
+            OkHttpClient
+                .Builder()
+                .protocols(listOf(Protocol.HTTP_2, Protocol.HTTP_1_1))
+                .dns(
+                    object : Dns {
+                        override fun lookup(hostname: String): List<InetAddress> = listOf(InetAddress.getLoopbackAddress())
+                    },
+                ).sslSocketFactory(clientTls(trust).socketFactory, trust)
+        val installed = interceptor(run, null).install(client).build()
+        send(installed, Request.Builder().url("https://a.test:${server.port}/v1/items/7").build(), run)
+        expect("coalesced: first request", run.status, 200)
+        run.finishes.clear()
+        send(
+            installed,
+            Request
+                .Builder()
+                .url("https://b.test:${server.port}/v1/items")
+                .post(json("{}"))
+                .build(),
+            run,
+        )
+        expect("coalesced 421: one connection", installed.connectionPool.connectionCount(), 1)
+        expect("coalesced 421: status", run.status, 421)
+        expect("coalesced 421: arrivals (the first request and the POST once)", server.arrivals.size, 2)
+        expectFinish("coalesced 421", run, 1, "status_not_retryable", "status")
+        installed.connectionPool.evictAll()
+    }
+}
+
+private fun clientTls(trust: X509TrustManager): SSLContext = SSLContext.getInstance("TLS").apply { init(null, arrayOf(trust), null) }
+
+/**
+ * A refused server certificate is `certificate`, never retried (R1): an issuer the client does not
+ * trust, and a trusted certificate for other names (OkHttp's SSLPeerUnverifiedException).
+ */
+private fun certificateTests() {
+    val (serverTls, trust) = coalescingTls()
+    H2Server(listOf(Step(200)), serverTls).use { server ->
+        val dns =
+            object : Dns {
+                override fun lookup(hostname: String): List<InetAddress> = listOf(InetAddress.getLoopbackAddress())
+            }
+        val untrusted = Run()
+        val system = interceptor(untrusted, null).install(OkHttpClient.Builder().dns(dns)).build()
+        send(system, Request.Builder().url("https://a.test:${server.port}/v1/items/7").build(), untrusted)
+        expectFinish("untrusted certificate", untrusted, 1, "certificate_failure", "certificate")
+        val other = Run()
+        val trusting =
+            interceptor(other, null)
+                .install(OkHttpClient.Builder().dns(dns).sslSocketFactory(clientTls(trust).socketFactory, trust))
+                .build()
+        send(trusting, Request.Builder().url("https://c.test:${server.port}/v1/items/7").build(), other)
+        expectTrue("certificate for other names: OkHttp's own exception, got ${other.error}", other.error is SSLPeerUnverifiedException)
+        expectFinish("certificate for other names", other, 1, "certificate_failure", "certificate")
+        expect("certificates: nothing arrived", server.arrivals.size, 0)
+    }
+}
+
 /** An onRetry listener that throws ends the request: the response closed, one finish event. */
 private fun throwingRetryTest() {
     TestServer(listOf(Step(503), Step(200))).use { server ->
@@ -1029,6 +1163,8 @@ public fun main() {
     originTests()
     staleConnectionTests()
     refusalTests()
+    coalescedMisdirectedTest()
+    certificateTests()
     throwingRetryTest()
     replayBackstopTest()
     throwingFinishTest()

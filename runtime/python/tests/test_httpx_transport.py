@@ -71,13 +71,18 @@ class Reset:
 
 
 @dataclass(frozen=True)
+class ReplyThenClose:
+    """Answer 200 ``ok`` (keep-alive, as far as the client knows), then close (FIN)."""
+
+
+@dataclass(frozen=True)
 class Stall:
     """Answer 200 after ``seconds``, or stop when the client goes away."""
 
     seconds: float
 
 
-Step = Reply | Reset | Stall
+Step = Reply | Reset | Stall | ReplyThenClose
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,8 @@ class Server:
                 connection.sendall(
                     ("\r\n".join(head) + "\r\n\r\n").encode() + reply.body
                 )
+                if isinstance(step, ReplyThenClose):
+                    return
         except OSError:
             return
         finally:
@@ -403,7 +410,7 @@ class ResetStream:
     """Reset the request's stream with PROTOCOL_ERROR after reading it: maybe processed."""
 
 
-H2Step = Reply | Refuse | GoAway | ResetStream
+H2Step = Reply | Refuse | GoAway | ResetStream | ReplyThenClose
 
 
 class H2Server:
@@ -461,7 +468,8 @@ class H2Server:
         state = h2.connection.H2Connection(config=config)
         state.initiate_connection()
         requests: dict[int, tuple[dict[str, str], bytes]] = {}
-        with connection:
+        # The client may go first (a reset, a closed pool): that ends the connection, no more.
+        with connection, contextlib.suppress(OSError):
             connection.sendall(state.data_to_send())
             closing = False
             while data := connection.recv(65536):
@@ -509,24 +517,51 @@ class H2Server:
                 self.refused += 1
             else:
                 self.arrivals.append(arrival)
-        if isinstance(step, Reply):
+        if isinstance(step, Reply | ReplyThenClose):
+            reply = step if isinstance(step, Reply) else Reply(200)
             state.send_headers(
                 stream_id,
-                [(":status", str(step.status)), *step.headers],
+                [(":status", str(reply.status)), *reply.headers],
             )
-            state.send_data(stream_id, step.body, end_stream=True)
-        elif isinstance(step, Refuse):
-            state.reset_stream(stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
-        elif isinstance(step, ResetStream):
-            state.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
-        else:
-            # Client streams are odd: stream_id - 2 is the one before this request's (0, none,
-            # before stream 1).
-            state.close_connection(
-                last_stream_id=stream_id if step.processed else max(stream_id - 2, 0)
+            state.send_data(stream_id, reply.body, end_stream=True)
+            # Then a bare FIN, no GOAWAY: the connection dies idle in the client's pool.
+            return isinstance(step, ReplyThenClose)
+        if isinstance(step, Refuse | ResetStream):
+            code = h2.errors.ErrorCodes
+            state.reset_stream(
+                stream_id,
+                (
+                    code.REFUSED_STREAM
+                    if isinstance(step, Refuse)
+                    else code.PROTOCOL_ERROR
+                ),
             )
-            return True
-        return False
+            return False
+        # Client streams are odd: stream_id - 2 is the one before this request's (0, none,
+        # before stream 1).
+        state.close_connection(
+            last_stream_id=stream_id if step.processed else max(stream_id - 2, 0)
+        )
+        return True
+
+
+class Unanswered:
+    """A port whose connects stall: a listener whose accept queue one connection fills.
+
+    Linux drops the SYNs a full accept queue gets, so the client waits in connect().
+    """
+
+    def __init__(self) -> None:
+        """Listen with a backlog of 0 and queue one connection that is never accepted."""
+        self._listener = socket.create_server(("127.0.0.1", 0), backlog=0)
+        port = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        self._queued = socket.create_connection(("127.0.0.1", port), timeout=5)
+
+    def close(self) -> None:
+        """Close the queued connection and the listener."""
+        self._queued.close()
+        self._listener.close()
 
 
 def _closed_port() -> int:
@@ -693,6 +728,21 @@ class RetryTransportTest(unittest.TestCase):
         self.assertNotIn("idempotency-key", server.arrivals[0].headers)
         self.assertEqual(events.finish.reason, DecisionReason.NOT_REPLAYABLE)
 
+    def test_a_create_after_the_server_closed_an_idle_connection_arrives_once(
+        self,
+    ) -> None:
+        # httpcore checks an idle HTTP/1.1 connection's socket before reusing it and opens a
+        # new one: nothing the adapter turns off is needed here, and nothing is lost.
+        server = self.serve(ReplyThenClose(), Reply(201))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        self.assertEqual(client.get("/items/7").status_code, 200)
+        time.sleep(0.2)
+        events.finishes.clear()
+        self.assertEqual(client.post("/items", content=b"{}").status_code, 201)
+        self.assertEqual([a.method for a in server.arrivals], ["GET", "POST"])
+        self.assertEqual((events.retries, events.finish.attempts), ([], 1))
+
     def test_a_transport_failure_raises_the_last_attempts_own_error(self) -> None:
         server = self.serve(Reset())
         events = Events()
@@ -781,10 +831,24 @@ class RetryTransportTest(unittest.TestCase):
         # The client's own timeouts are back in place for the body and the next request.
         self.assertEqual(response.request.extensions["timeout"]["read"], 5.0)
 
+    def test_an_attempt_timeout_while_connecting_is_a_connect_failure(self) -> None:
+        port = Unanswered()
+        self.addCleanup(port.close)
+        events = Events()
+        client, _ = self.client(port.url, events, attempt_timeout=0.05)
+        with self.assertRaises(httpx.ConnectTimeout):
+            client.post("/items", content=b"{}")
+        self.assertEqual([r for _, r, _ in events.reasons()], ["connect_failure"] * 3)
+        self.assertEqual(
+            (events.finish.outcome, events.finish.timed_out, events.finish.attempts),
+            ("connect", False, 4),
+        )
+
     def test_a_timeout_on_the_last_attempt_raises_httpx_timeout(self) -> None:
         server = self.serve(Stall(5))
         events = Events()
-        client, _ = self.client(server.url, events, attempt_timeout=0.05)
+        # Long enough for a busy machine's server thread to read the request first.
+        client, _ = self.client(server.url, events, attempt_timeout=0.5)
         with self.assertRaises(httpx.ReadTimeout):
             client.post("/items", content=b"{}")
         self.assertEqual(len(server.arrivals), 1)
@@ -1007,6 +1071,34 @@ class RetryTransportTest(unittest.TestCase):
         self.assertEqual(server.connections, 2)
         self.assertEqual((events.retries, events.finish.attempts), ([], 1))
 
+    def test_a_dead_idle_http2_connection_is_not_proof_of_an_unsent_request(
+        self,
+    ) -> None:
+        # httpcore does not check an idle HTTP/2 connection before reusing it: the create is
+        # written onto a connection the server closed without GOAWAY. Without a GOAWAY nothing
+        # proves it unprocessed, so it is not sent again; a GET is.
+        server, events, client = self.serve_h2(ReplyThenClose(), Reply(201))
+        self.assertEqual(client.get("/items/7").status_code, 200)
+        time.sleep(0.2)
+        events.finishes.clear()
+        with self.assertRaises(httpx.TransportError) as raised:
+            client.post("/items", content=b"{}")
+        self.assertNotIsInstance(raised.exception, httpx.ConnectError)
+        self.assertEqual(
+            (events.finish.reason, events.finish.outcome, events.finish.attempts),
+            (DecisionReason.NOT_REPLAYABLE, "transport", 1),
+        )
+        self.assertEqual([a.method for a in server.arrivals], ["GET"])
+        server, events, client = self.serve_h2(ReplyThenClose(), Reply(200))
+        self.assertEqual(client.get("/items/7").status_code, 200)
+        time.sleep(0.2)
+        events.finishes.clear()
+        self.assertEqual(client.get("/items/8").status_code, 200)
+        self.assertEqual(events.reasons(), [(1, "transport_failure", 1)])
+        self.assertEqual(
+            [a.target for a in server.arrivals], ["/v1/items/7", "/v1/items/8"]
+        )
+
     def test_a_stream_reset_or_goaway_after_the_request_stays_transport(self) -> None:
         # PROTOCOL_ERROR after the request was read, or a GOAWAY whose last stream id is the
         # request's: it may have been processed, so a create is not sent again.
@@ -1099,7 +1191,10 @@ class AsyncRetryTransportTest(unittest.IsolatedAsyncioTestCase):
         events = Events()
         client, _ = await self.client(server.url, events)
         task = asyncio.ensure_future(client.get("/items/7"))
-        await asyncio.sleep(0.1)
+        # Cancelled once the server holds the request (polled: the machine may be busy).
+        deadline = time.monotonic() + 5
+        while not server.arrivals and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
         started = time.monotonic()
         task.cancel()
         with self.assertRaises(asyncio.CancelledError):
@@ -1134,7 +1229,8 @@ class AsyncRetryTransportTest(unittest.IsolatedAsyncioTestCase):
             server.url,
             events,
             policy=dataclasses.replace(POLICY, max_retries=1),
-            attempt_timeout=0.05,
+            # Long enough for a busy machine to connect and send, well below the stall.
+            attempt_timeout=0.5,
         )
         with self.assertRaises(AttemptTimeout) as raised:
             await client.get("/items/7")
@@ -1148,6 +1244,80 @@ class AsyncRetryTransportTest(unittest.IsolatedAsyncioTestCase):
             (DecisionReason.EXHAUSTED, "transport", True),
         )
         self.assertEqual(adapter.budget_tokens, 90)
+
+    async def test_an_attempt_timeout_while_connecting_is_a_connect_failure(
+        self,
+    ) -> None:
+        # Nothing of the request was written, so even a create is sent again; the error is
+        # both the adapter's AttemptTimeout and httpx's ConnectTimeout, as the sync one's.
+        port = Unanswered()
+        self.addCleanup(port.close)
+        events = Events()
+        client, _ = await self.client(port.url, events, attempt_timeout=0.05)
+        with self.assertRaises(AttemptTimeout) as raised:
+            await client.post("/items", content=b"{}")
+        self.assertIsInstance(raised.exception, httpx.ConnectTimeout)
+        self.assertEqual([r for _, r, _ in events.reasons()], ["connect_failure"] * 3)
+        finish = events.finish
+        self.assertEqual(
+            (finish.reason, finish.outcome, finish.timed_out, finish.attempts),
+            (DecisionReason.EXHAUSTED, "connect", False, 4),
+        )
+
+    async def test_a_raising_on_retry_ends_the_request_once(self) -> None:
+        # After a response and after a failure: one attempt, one finish event, no sleep.
+        server = self.serve(Reply(503))
+        granted: list[RetryEvent] = []
+
+        def fail(event: RetryEvent) -> None:
+            granted.append(event)
+            raise RuntimeError("on_retry")
+
+        for url, reason, outcome in (
+            (server.url, DecisionReason.RETRYABLE_STATUS, "status"),
+            (
+                f"http://127.0.0.1:{_closed_port()}",
+                DecisionReason.CONNECT_FAILURE,
+                "connect",
+            ),
+        ):
+            events = Events()
+            recording = AsyncRecording()
+
+            adapter = AsyncRetryTransport(
+                recording,
+                tables=Tables(),
+                on_retry=fail,
+                on_finish=events.finishes.append,
+            )
+            async with httpx.AsyncClient(
+                transport=adapter, base_url=url + "/v1"
+            ) as client:
+                with self.assertRaisesRegex(RuntimeError, "on_retry"):
+                    await client.get("/items/7")
+            self.assertEqual(
+                [(f.attempts, f.reason, f.outcome) for f in events.finishes],
+                [(1, reason, outcome)],
+            )
+            # The budget stays as decided: the granted retry's cost is spent.
+            self.assertEqual(adapter.budget_tokens, 95)
+            self.assertTrue(all(r.is_closed for r in recording.responses))
+        self.assertEqual((len(granted), len(server.arrivals)), (2, 1))
+
+    async def test_the_attempt_timeout_keeps_the_callers_trace(self) -> None:
+        server = self.serve(Reply(200))
+        seen: list[str] = []
+
+        async def trace(name: str, info: dict[str, object]) -> None:
+            seen.append(name)
+            self.assertIsInstance(info, dict)
+
+        client, _ = await self.client(server.url, Events(), attempt_timeout=5)
+        request = client.build_request("GET", "/items/7", extensions={"trace": trace})
+        response = await client.send(request)
+        self.assertEqual(response.status_code, 200)
+        self.assertIn("http11.send_request_headers.started", seen)
+        self.assertIs(request.extensions["trace"], trace)
 
     async def test_a_stream_body_gets_one_attempt(self) -> None:
         server = self.serve(Reset(), Reply(200))

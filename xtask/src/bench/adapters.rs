@@ -15,6 +15,16 @@ pub struct OverheadRow {
     pub overhead_pct: f64,
     pub allocated_bytes: Option<f64>,
     pub counter: String,
+    /// The language's most used retry layer on the same request, where the runner measures one
+    /// (issue 20 item 7): the bench line's `peers`.
+    pub peers: Vec<PeerRow>,
+}
+
+pub struct PeerRow {
+    pub name: String,
+    pub overhead_us: f64,
+    pub overhead_pct: f64,
+    pub allocated_bytes: Option<f64>,
 }
 
 /// Pins the calling thread, and so the threads and processes it starts afterwards, to CPU 0.
@@ -80,6 +90,21 @@ pub fn measure(languages: &[String], rounds: u64) -> Result<Vec<OverheadRow>> {
                 .and_then(Value::as_str)
                 .unwrap_or("none")
                 .to_string(),
+            peers: bench
+                .get("peers")
+                .and_then(Value::as_array)
+                .map(|peers| {
+                    peers
+                        .iter()
+                        .map(|p| PeerRow {
+                            name: p["name"].as_str().unwrap_or("?").to_string(),
+                            overhead_us: p["overhead_us"].as_f64().unwrap_or(f64::NAN),
+                            overhead_pct: p["overhead_pct"].as_f64().unwrap_or(f64::NAN),
+                            allocated_bytes: p["allocated_bytes_per_request"].as_f64(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         };
         if !(row.bare_us > 0.0 && row.adapter_us > 0.0) {
             bail!("{}: implausible timings {bench}", run.name);

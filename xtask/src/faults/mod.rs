@@ -78,8 +78,9 @@ pub struct Scenario {
     /// each run, so none is forgotten; `--only ID` runs it anyway.
     #[serde(default)]
     pending: Option<String>,
-    /// Like `pending`, for some runs only: a run name (`python-sync`) or a language (all of its
-    /// runs) -> why. Every other run is judged on the scenario as usual.
+    /// Like `pending`, for some runs only: a run over one protocol (`python@h2c`), a run
+    /// (`python-sync`, every protocol) or a language (all of its runs) -> why. Every other run is
+    /// judged on the scenario as usual.
     #[serde(default)]
     pending_in: BTreeMap<String, String>,
     /// Retry overrides the runner puts on this request (docs/adapters.md P1): `max_retries`,
@@ -100,10 +101,12 @@ pub struct Scenario {
 pub const PROTOCOLS: [&str; 4] = ["http1", "h2c", "http1-tls", "h2"];
 
 impl Scenario {
-    /// Why the scenario is not judged for the run `run` of `language`, if it is pending there.
-    fn pending_for(&self, language: &str, run: &str) -> Option<&str> {
+    /// Why the scenario is not judged for the run `run` of `language` over the protocol that
+    /// makes it `name` (`python@h2c`), if it is pending there.
+    fn pending_for(&self, language: &str, run: &str, name: &str) -> Option<&str> {
         self.pending_in
-            .get(run)
+            .get(name)
+            .or_else(|| self.pending_in.get(run))
             .or_else(|| self.pending_in.get(language))
             .map(String::as_str)
     }
@@ -1048,7 +1051,7 @@ pub fn main(args: &[String]) -> Result<()> {
                     .iter()
                     .copied()
                     .filter(|s| s.runs_over(protocol))
-                    .filter(|s| match s.pending_for(language, &run.name) {
+                    .filter(|s| match s.pending_for(language, &run.name, &name) {
                         Some(why) if args.only.is_empty() => {
                             eprintln!("faults: {name}: PENDING here, not judged: {}: {why}", s.id);
                             set_aside.insert(s.id.clone());

@@ -9,7 +9,10 @@ use super::{
     command, copy_harness, copy_sources, lossy, root, run, shell, Built, FaultRun, Module,
     Toolchain,
 };
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use retrygen::emit::{self, TemplateSource};
+use retrygen::model::ModelOptions;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -169,6 +172,12 @@ impl Toolchain for Go {
             "go test (runtime)",
         )?;
         print!("{report}");
+        let scratch = work.with_file_name("go-examples");
+        if scratch.exists() {
+            std::fs::remove_dir_all(&scratch)?;
+        }
+        readme_snippet(&scratch.join("readme"))?;
+        example_sdk(&scratch.join("sdk"))?;
         Ok(())
     }
 
@@ -198,9 +207,16 @@ impl Toolchain for Go {
             .collect();
         let go_files: Vec<&Path> = go_files.iter().map(PathBuf::as_path).collect();
         gofmt_check(&go_files)?;
-        run(go(&runner).args(["vet", "./..."]), "go vet (fault runner)")?;
+        // The overhead mode's peer (hashicorp/go-retryablehttp) comes from the module cache.
+        let cache = module_cache()?;
         run(
-            go(&runner).args(["build", "-trimpath", "-o", "runner", "."]),
+            go(&runner).env("GOMODCACHE", &cache).args(["vet", "./..."]),
+            "go vet (fault runner)",
+        )?;
+        run(
+            go(&runner)
+                .env("GOMODCACHE", &cache)
+                .args(["build", "-trimpath", "-o", "runner", "."]),
             "go build (fault runner)",
         )?;
         Ok(vec![FaultRun {
@@ -225,6 +241,200 @@ impl Toolchain for Go {
             cwd: work.to_path_buf(),
         })
     }
+}
+
+// The README's installation and examples/go/, checked by `runtime-tests`.
+
+/// The module rendered from the fault matrix's spec with the net/http adapter, into
+/// `work/module/`.
+fn render_fault_module(work: &Path) -> Result<Module> {
+    let spec = root().join("conformance/faults/spec.yaml");
+    let backend = emit::backend("go").context("no go backend")?;
+    let (api, _) = retrygen::load_api(&spec, &ModelOptions::default())
+        .map_err(|d| anyhow!("{}: {d}", spec.display()))?;
+    let options = emit::resolve_options(backend, &Default::default())?;
+    let adapters: Vec<&'static emit::Adapter> = backend.adapters().iter().collect();
+    let rendered = emit::render(
+        &api,
+        backend,
+        &options,
+        &adapters,
+        &TemplateSource::Embedded,
+    )?;
+    let dir = work.join("module");
+    std::fs::create_dir_all(&dir)?;
+    let mut files = Vec::new();
+    for file in rendered {
+        let path = dir.join(&file.name);
+        std::fs::write(&path, file.contents)?;
+        files.push(path);
+    }
+    Ok(Module { dir, files })
+}
+
+/// The first ```go block of the "HTTP client adapter" section of runtime/go/README.md: a whole
+/// file (package clause, imports, base URL), compiled and vetted as written, in a module named
+/// after its import of the generated package.
+fn readme_snippet(work: &Path) -> Result<()> {
+    let readme = std::fs::read_to_string(root().join("runtime/go/README.md"))?;
+    let section = readme
+        .split_once("## HTTP client adapter")
+        .context("runtime/go/README.md has no \"HTTP client adapter\" section")?
+        .1;
+    let snippet = section
+        .split_once("```go\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .context("no ```go block in the README's HTTP client adapter section")?
+        .0;
+    let import = snippet
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix('"')?.strip_suffix("/retrypolicy\""))
+        .next()
+        .context("the README's snippet does not import a .../retrypolicy package")?;
+    std::fs::create_dir_all(work)?;
+    std::fs::write(work.join("go.mod"), format!("module {import}\n\ngo 1.24\n"))?;
+    std::fs::write(work.join("snippet.go"), snippet)?;
+    let module = render_fault_module(work)?;
+    place_module(&module, &work.join(PACKAGE_DIR))?;
+    gofmt_check(&[&work.join("snippet.go")])?;
+    run(go(work).args(["vet", "./..."]), "go vet (README snippet)")?;
+    println!("runtime go: the README's installation compiles");
+    Ok(())
+}
+
+/// The scenarios examples/go/ runs through its generated SDK against the fault server: each is
+/// also checked here by the server's count.
+const EXAMPLE_SCENARIOS: &[&str] = &[
+    "get-503-503-200",
+    "create-503-not-replayable",
+    "create-reset-arrives-once",
+    "kill-reset-arrives-twice",
+    "snapshot-minted-key-reset",
+    "get-body-cut-read-in-loop-retried",
+    "get-override-max-retries-0-once",
+    "get-attempt-header-counts-earlier-attempts",
+];
+
+/// Go's module cache for examples/go/ (oapi-codegen and its runtime) and the fault runner's peer
+/// (hashicorp/go-retryablehttp), filled by scripts/bootstrap.d/go.sh.
+fn module_cache() -> Result<PathBuf> {
+    let cache = root().join(".cache/go-mod");
+    if !cache.is_dir() {
+        bail!(
+            "{} is missing: run scripts/bootstrap-toolchains.sh (scripts/bootstrap.d/go.sh fetches the Go modules)",
+            cache.display()
+        );
+    }
+    Ok(cache)
+}
+
+/// examples/go/ in a scratch copy: oapi-codegen (the version go.mod pins, from the module cache,
+/// offline) generates the client, the net/http adapter's package is rendered beside it, and its
+/// test runs the SDK's calls against a real fault server; the server's counts must be the
+/// scenarios'.
+fn example_sdk(work: &Path) -> Result<()> {
+    let cache = module_cache()?;
+    let source = root().join("examples/go");
+    std::fs::create_dir_all(work)?;
+    for entry in
+        std::fs::read_dir(&source).with_context(|| format!("reading {}", source.display()))?
+    {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            std::fs::copy(entry.path(), work.join(entry.file_name()))?;
+        }
+    }
+    let with_cache = |cmd: &mut Command| {
+        cmd.env("GOMODCACHE", &cache)
+            .env("GOFLAGS", "-mod=readonly");
+    };
+    let spec = root().join("conformance/faults/spec.yaml");
+    let mut generate = go(work);
+    with_cache(&mut generate);
+    run(
+        generate
+            .args(["tool", "oapi-codegen", "-config", "oapi-codegen.yaml"])
+            .arg(&spec),
+        "oapi-codegen (examples/go)",
+    )?;
+    let module = render_fault_module(&work.join("target"))?;
+    place_module(&module, &work.join(PACKAGE_DIR))?;
+    std::fs::remove_dir_all(work.join("target"))?;
+    let go_files: Vec<PathBuf> = ["sdk.go", "sdk_test.go", "telemetry.go", "telemetry_test.go"]
+        .iter()
+        .map(|f| work.join(f))
+        .collect();
+    let go_files: Vec<&Path> = go_files.iter().map(PathBuf::as_path).collect();
+    gofmt_check(&go_files)?;
+    let mut vet = go(work);
+    with_cache(&mut vet);
+    run(vet.args(["vet", "./..."]), "go vet (examples/go)")?;
+
+    let server = crate::faults::start_server()?;
+    let run_name = "go-example";
+    let mut test = go(work);
+    with_cache(&mut test);
+    test.args(["test", "-count=1", "-v", "./..."])
+        .envs(server.env("http1"))
+        .env("RETRYGEN_FAULT_RUN", run_name)
+        .env("RETRYGEN_EXAMPLE_SCENARIOS", EXAMPLE_SCENARIOS.join(","));
+    let report = run(&mut test, "go test (examples/go against the fault server)")?;
+    let scenarios: Value =
+        serde_json::from_str(&std::fs::read_to_string(crate::faults::scenario_file())?)?;
+    let mut problems = Vec::new();
+    for id in EXAMPLE_SCENARIOS {
+        let scenario = scenarios["scenarios"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["id"] == *id))
+            .with_context(|| format!("scenario {id} is not in scenarios.json"))?;
+        let expect = &scenario["expect"];
+        let arrivals = server.arrivals(run_name, id);
+        if Some(arrivals.len() as u64) != expect["arrivals"].as_u64() {
+            problems.push(format!(
+                "{id}: {} arrivals, want {}",
+                arrivals.len(),
+                expect["arrivals"]
+            ));
+        }
+        if expect["key"] == "minted" {
+            let first = arrivals.first().map(|a| a.keys.clone()).unwrap_or_default();
+            if first.len() != 1 || arrivals.iter().any(|a| a.keys != first) {
+                problems.push(format!(
+                    "{id}: keys {:?}, want one minted key on every arrival",
+                    arrivals.iter().map(|a| &a.keys).collect::<Vec<_>>()
+                ));
+            }
+        }
+        if let (Some(name), Some(want)) = (
+            scenario["attempt_header"].as_str(),
+            expect["attempt_header_values"].as_array(),
+        ) {
+            let name = name.to_ascii_lowercase();
+            let got: Vec<Value> = arrivals
+                .iter()
+                .map(|a| {
+                    a.headers
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                        .map_or(Value::Null, |(_, v)| Value::from(v.clone()))
+                })
+                .collect();
+            if &got != want {
+                problems.push(format!("{id}: attempt header {got:?}, want {want:?}"));
+            }
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "examples/go: the server's counts differ:\n  {}\n{report}",
+            problems.join("\n  ")
+        );
+    }
+    println!(
+        "runtime go: examples/go (oapi-codegen client, the adapter in 3 lines, otelhttp resend_count): {} scenarios through the SDK agree with the fault server",
+        EXAMPLE_SCENARIOS.len()
+    );
+    Ok(())
 }
 
 // The bench program (bench/go/), built against a rendered module.

@@ -1,3 +1,7 @@
 module retrygen.example/faultrunner
 
 go 1.24
+
+require github.com/hashicorp/go-retryablehttp v0.7.8
+
+require github.com/hashicorp/go-cleanhttp v0.5.2 // indirect

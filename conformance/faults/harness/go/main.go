@@ -31,6 +31,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-retryablehttp"
+
 	"retrygen.example/faultrunner/retrypolicy"
 )
 
@@ -461,6 +463,11 @@ func send(client *http.Client, rec *recorder, s scenario, target string) line {
 		if errors.As(err, &urlErr) {
 			err = urlErr.Err
 		}
+		// And the adapter's in a *FinishedError (P5): name the client's.
+		var finished *retrypolicy.FinishedError
+		if errors.As(err, &finished) {
+			err = finished.Err
+		}
 		name := fmt.Sprintf("%T", err)
 		out.ErrorType = &name
 	}
@@ -504,7 +511,8 @@ func soak(out *bufio.Writer, basePath string, plan soakPlan) {
 	writeLine(out, map[string]any{"soak_end": measureResources()})
 }
 
-// overhead is the bench line (conformance/faults/README.md, overhead mode).
+// overhead is the bench line (conformance/faults/README.md, overhead mode), with the peer's
+// figures beside the adapter's.
 type overhead struct {
 	Requests          int      `json:"requests"`
 	BareUs            float64  `json:"bare_us"`
@@ -513,21 +521,38 @@ type overhead struct {
 	OverheadPct       float64  `json:"overhead_pct"`
 	AllocatedBytes    *float64 `json:"allocated_bytes_per_request"`
 	AllocationCounter string   `json:"allocation_counter"`
+	Peers             []peer   `json:"peers"`
 }
 
-// bench times GET <server><base>/health with a bare client and with the adapter installed (every
-// option at its default), alternating, and counts the bytes each allocates.
+// peer is the most used retry layer of the language on the same request (issue 20 item 7).
+type peer struct {
+	Name           string  `json:"name"`
+	Us             float64 `json:"us"`
+	OverheadUs     float64 `json:"overhead_us"`
+	OverheadPct    float64 `json:"overhead_pct"`
+	AllocatedBytes float64 `json:"allocated_bytes_per_request"`
+}
+
+// bench times GET <server><base>/health with a bare client, with the adapter installed (every
+// option at its default) and with hashicorp/go-retryablehttp's client (StandardClient, its
+// defaults, no logger), each over a transport of its own, in rotating order, and counts the
+// bytes each allocates.
 func bench(basePath string, rounds int) overhead {
 	target := targetURL("server") + basePath + "/health"
-	bareTransport, adapterTransport := newTransport(), newTransport()
+	bareTransport, adapterTransport, peerTransport := newTransport(), newTransport(), newTransport()
 	defer bareTransport.CloseIdleConnections()
 	defer adapterTransport.CloseIdleConnections()
+	defer peerTransport.CloseIdleConnections()
 	bare := &http.Client{Transport: bareTransport}
 	retries, err := retrypolicy.NewRoundTripper(retrypolicy.WithNext(adapterTransport))
 	if err != nil {
 		fail(err)
 	}
 	adapter := &http.Client{Transport: retries}
+	retryable := retryablehttp.NewClient()
+	retryable.HTTPClient = &http.Client{Transport: peerTransport}
+	retryable.Logger = nil
+	peerClient := retryable.StandardClient()
 	req, err := http.NewRequest(http.MethodGet, target, nil)
 	if err != nil {
 		fail(err)
@@ -543,13 +568,15 @@ func bench(basePath string, rounds int) overhead {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
 	}
+	clients := []*http.Client{bare, adapter, peerClient}
 	for i := 0; i < 200; i++ {
-		send(bare)
-		send(adapter)
+		for _, c := range clients {
+			send(c)
+		}
 	}
 	var stats runtime.MemStats
 	// measure times one request and counts what the process allocated meanwhile (the
-	// transport's connection goroutines included, for both clients alike).
+	// transport's connection goroutines included, for every client alike).
 	measure := func(c *http.Client) (time.Duration, uint64) {
 		runtime.ReadMemStats(&stats)
 		before := stats.TotalAlloc
@@ -559,27 +586,22 @@ func bench(basePath string, rounds int) overhead {
 		runtime.ReadMemStats(&stats)
 		return elapsed, stats.TotalAlloc - before
 	}
-	bareTimes := make([]time.Duration, 0, rounds)
-	adapterTimes := make([]time.Duration, 0, rounds)
-	var bareBytes, adapterBytes uint64
+	times := make([][]time.Duration, len(clients))
+	allocated := make([]uint64, len(clients))
 	for i := 0; i < rounds; i++ {
-		clients := []*http.Client{bare, adapter}
-		if i%2 == 1 {
-			clients[0], clients[1] = adapter, bare
-		}
-		for _, c := range clients {
-			elapsed, allocated := measure(c)
-			if c == bare {
-				bareTimes = append(bareTimes, elapsed)
-				bareBytes += allocated
-			} else {
-				adapterTimes = append(adapterTimes, elapsed)
-				adapterBytes += allocated
-			}
+		for k := range clients {
+			// Each client first, second and third in turn.
+			n := (i + k) % len(clients)
+			elapsed, bytes := measure(clients[n])
+			times[n] = append(times[n], elapsed)
+			allocated[n] += bytes
 		}
 	}
-	bareUs, adapterUs := median(bareTimes), median(adapterTimes)
-	extra := (float64(adapterBytes) - float64(bareBytes)) / float64(rounds)
+	bareUs, adapterUs, peerUs := median(times[0]), median(times[1]), median(times[2])
+	perRequest := func(n int) float64 {
+		return (float64(allocated[n]) - float64(allocated[0])) / float64(rounds)
+	}
+	extra := perRequest(1)
 	return overhead{
 		Requests:          2 * rounds,
 		BareUs:            bareUs,
@@ -588,8 +610,18 @@ func bench(basePath string, rounds int) overhead {
 		OverheadPct:       (adapterUs - bareUs) / bareUs * 100,
 		AllocatedBytes:    &extra,
 		AllocationCounter: "runtime.MemStats.TotalAlloc",
+		Peers: []peer{{
+			Name:           "hashicorp/go-retryablehttp " + retryablehttpVersion,
+			Us:             peerUs,
+			OverheadUs:     peerUs - bareUs,
+			OverheadPct:    (peerUs - bareUs) / bareUs * 100,
+			AllocatedBytes: perRequest(2),
+		}},
 	}
 }
+
+// retryablehttpVersion is the version go.mod requires.
+const retryablehttpVersion = "v0.7.8"
 
 // median is the median of times, in microseconds.
 func median(times []time.Duration) float64 {

@@ -416,21 +416,28 @@ async def soak_async(file: Scenarios) -> None:
     )
     async with async_client(transport) as client:
         await warm_up_async(file, client, base, "soak-warmup", close=False)
-        emit({"soak_start": resources()})
+        start = resources()
+        emit({"soak_start": start})
         for request in file.scenarios:
             emit(
                 await send_async(
                     file, client, recorder, request, base + request["path"]
                 )
             )
-        emit({"soak_end": await settled_async(file, client, base)})
+        emit({"soak_end": await settled_async(file, client, base, start)})
 
 
-async def settled_async(file: Scenarios, client: httpx.AsyncClient, base: str) -> Json:
-    """Let the pool close what it keeps only until the keep-alive expiry; then measure."""
+async def settled_async(
+    file: Scenarios, client: httpx.AsyncClient, base: str, start: Json
+) -> Json:
+    """Measure the end, after the keep-alive expiry when descriptors grew.
+
+    The pool closes what it keeps only until then at its next request.
+    """
     at_last_request = resources()
-    await asyncio.sleep(KEEPALIVE_EXPIRY + 0.5)
-    await warm_up_async(file, client, base, "soak-settle", close=False)
+    if at_last_request["fds"] > start["fds"]:
+        await asyncio.sleep(KEEPALIVE_EXPIRY + 0.5)
+        await warm_up_async(file, client, base, "soak-settle", close=False)
     return settled(at_last_request)
 
 
@@ -516,11 +523,15 @@ def run_sync(file: Scenarios, scenario: Json) -> Json:
         return send_sync(file, client, recorder, scenario, file.url(scenario))
 
 
-def settled_sync(file: Scenarios, client: httpx.Client, base: str) -> Json:
-    """Let the pool close what it keeps only until the keep-alive expiry; then measure."""
+def settled_sync(file: Scenarios, client: httpx.Client, base: str, start: Json) -> Json:
+    """Measure the end, after the keep-alive expiry when descriptors grew.
+
+    The pool closes what it keeps only until then at its next request.
+    """
     at_last_request = resources()
-    time.sleep(KEEPALIVE_EXPIRY + 0.5)
-    warm_up_sync(file, client, base, "soak-settle", close=False)
+    if at_last_request["fds"] > start["fds"]:
+        time.sleep(KEEPALIVE_EXPIRY + 0.5)
+        warm_up_sync(file, client, base, "soak-settle", close=False)
     return settled(at_last_request)
 
 
@@ -535,10 +546,11 @@ def soak_sync(file: Scenarios) -> None:
     )
     with sync_client(transport) as client:
         warm_up_sync(file, client, base, "soak-warmup", close=False)
-        emit({"soak_start": resources()})
+        start = resources()
+        emit({"soak_start": start})
         for request in file.scenarios:
             emit(send_sync(file, client, recorder, request, base + request["path"]))
-        emit({"soak_end": settled_sync(file, client, base)})
+        emit({"soak_end": settled_sync(file, client, base, start)})
 
 
 # The overhead mode.
