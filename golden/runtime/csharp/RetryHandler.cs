@@ -192,6 +192,7 @@ namespace Retrygen.Generated
     /// Why a <see cref="RetryHandler"/> stopped (docs/adapters.md, the finish event): passed once per request to
     /// <see cref="RetryHandlerOptions.OnFinish"/>, so that an SDK can log why a request was not retried.
     /// </summary>
+    [Serializable] // .NET Framework's Exception.Data takes serializable values only (P5 puts the event there).
     public sealed class RetryFinishEvent
     {
         internal RetryFinishEvent(
@@ -329,6 +330,13 @@ namespace Retrygen.Generated
         /// <summary>The attempt numbers 1 to 101, boxed once (an option value is an object).</summary>
         private static readonly object[] AttemptNumbers = BoxedAttempts();
 
+        /// <summary>The stops of <see cref="PlainStatusStop"/>, shared: the loop reads a decision's retry and reason only.</summary>
+        private static readonly Decision StopNoRetry = new Decision(false, 0, DecisionReason.NoRetryOperation, null);
+
+        private static readonly Decision StopExhausted = new Decision(false, 0, DecisionReason.Exhausted, null);
+
+        private static readonly Decision StopStatusNotRetryable = new Decision(false, 0, DecisionReason.StatusNotRetryable, null);
+
         /// <summary>The decimal attempt header values 0 to 100.</summary>
         private static readonly string[] EarlierAttempts = EarlierAttemptTexts();
 
@@ -424,6 +432,22 @@ namespace Retrygen.Generated
             attemptTimeout = timeout;
         }
 
+        /// <summary>A handler like <paramref name="model"/>, sharing its budget, classifier and overriding policies.</summary>
+        private RetryHandler(RetryHandler model)
+        {
+            policy = model.policy;
+            baseUrl = model.baseUrl;
+            classifier = model.classifier;
+            budget = model.budget;
+            onRetry = model.onRetry;
+            onFinish = model.onFinish;
+            mintKeys = model.mintKeys;
+            attemptTimeout = model.attemptTimeout;
+            attemptHeader = model.attemptHeader;
+            readBodyMaxBytes = model.readBodyMaxBytes;
+            overridden = model.overridden;
+        }
+
         /// <summary>How a request body can be sent again.</summary>
         internal enum BodyKind
         {
@@ -435,6 +459,23 @@ namespace Retrygen.Generated
 
             /// <summary>A stream: sent once.</summary>
             OneShot,
+        }
+
+        /// <summary>
+        /// Handlers for <c>IHttpClientFactory</c>, a new one per call (the factory sets its inner handler), all sharing one
+        /// retry budget: <c>services.AddHttpClient("sandbox", c =&gt; c.BaseAddress = baseAddress)
+        /// .AddHttpMessageHandler(RetryHandler.Factory(RetryPolicies.Tables, options))</c>. The factory builds a pipeline
+        /// per client name and replaces it every <c>HandlerLifetime</c> (two minutes by default); handlers of one
+        /// <see cref="Factory"/> share the budget, so a new pipeline does not start with a full one.
+        /// </summary>
+        /// <param name="tables">The generated module's tables (<c>RetryPolicies.Tables</c>).</param>
+        /// <param name="options">The options, read now (later changes are not seen); <c>null</c> for the defaults.</param>
+        /// <returns>A function that builds a new handler on each call.</returns>
+        /// <exception cref="ArgumentException">The options are invalid (as for the constructor): thrown now, at registration.</exception>
+        public static Func<DelegatingHandler> Factory(OperationTable tables, RetryHandlerOptions options)
+        {
+            var model = new RetryHandler(tables, options);
+            return () => new RetryHandler(model);
         }
 
         /// <summary>Gets the policy every decision of this handler uses.</summary>
@@ -756,8 +797,6 @@ namespace Retrygen.Generated
                 throw new ArgumentNullException(nameof(request));
             }
 
-            // P1: overrides out of range raise before anything is sent.
-            RetryOverrides overrides = OverridesOf(request);
             string method = request.Method.Method;
             Uri uri = request.RequestUri;
             bool socketsHandler = InnerResendsBodilessRequests();
@@ -768,6 +807,9 @@ namespace Retrygen.Generated
                 return await SendForeignAsync(request, method, socketsHandler, cancellationToken, isAsync).ConfigureAwait(false);
             }
 
+            // P1: the overrides of a request to the API's origin (another origin's are ignored, as Go's adapter does);
+            // out of range, they raise before anything is sent.
+            RetryOverrides overrides = OverridesOf(request);
             RetryPolicy decided = policy;
             TimeSpan? timeout = attemptTimeout;
             long readBody = readBodyMaxBytes;
@@ -1063,7 +1105,23 @@ namespace Retrygen.Generated
                 return null;
             }
 
-            Outcome outcome = response == null ? Outcome.FromFailure(failure) : OutcomeOf(response, status);
+            Outcome outcome;
+            if (response == null)
+            {
+                outcome = Outcome.FromFailure(failure);
+            }
+            else
+            {
+                // Most responses: a status in none of the policy's lists and no directive need no decision input.
+                string directive = DirectiveOf(decided, response);
+                if (directive == null && IsPlainStatus(decided, status))
+                {
+                    return PlainStatusStop(decided, replayClass, retriesUsed);
+                }
+
+                outcome = OutcomeOf(response, status, directive);
+            }
+
             var input = new DecisionInput(
                 replayClass,
                 hasKey,
@@ -1297,8 +1355,31 @@ namespace Retrygen.Generated
             return null;
         }
 
-        /// <summary>The outcome of a response: its status, its directive and, where decide may read them, its server delay headers.</summary>
-        private Outcome OutcomeOf(HttpResponseMessage response, int status)
+        /// <summary>
+        /// Whether <paramref name="status"/> is in none of the policy's lists (retryable, rejected, key in flight, key
+        /// reused): with no directive, decide then stops without reading anything else (R2, R3 or R12).
+        /// </summary>
+        internal static bool IsPlainStatus(RetryPolicy policy, int status)
+        {
+            return !policy.IsRetryable(status) && !policy.IsRejected(status) && !policy.IsKeyInFlight(status) && !policy.IsKeyReused(status);
+        }
+
+        /// <summary>
+        /// Decide's answer for a plain status (<see cref="IsPlainStatus"/>) without a directive: R2 for a
+        /// <c>no_retry</c> operation, R3 when the retries are used up, else R12. A stop, which leaves the budget as it is.
+        /// </summary>
+        internal static Decision PlainStatusStop(RetryPolicy policy, ReplayClass replayClass, long retriesUsed)
+        {
+            if (replayClass == ReplayClass.NoRetry)
+            {
+                return StopNoRetry;
+            }
+
+            return retriesUsed >= policy.MaxRetries ? StopExhausted : StopStatusNotRetryable;
+        }
+
+        /// <summary>The first of the policy's directive headers the response carries, or <c>null</c>.</summary>
+        private static string DirectiveOf(RetryPolicy policy, HttpResponseMessage response)
         {
             string directive = null;
             IReadOnlyList<string> names = policy.ServerDirectiveHeaders;
@@ -1307,13 +1388,12 @@ namespace Retrygen.Generated
                 directive = FirstValue(response, names[i]);
             }
 
-            // Decide reads the server delay (R13) only after a directive or for a status of the policy's lists: most
-            // responses skip two header lookups.
-            if (directive == null && !policy.IsRetryable(status) && !policy.IsRejected(status) && !policy.IsKeyInFlight(status))
-            {
-                return Outcome.FromStatus(status, null, null, null);
-            }
+            return directive;
+        }
 
+        /// <summary>The outcome of a response: its status, its directive and its server delay headers.</summary>
+        private static Outcome OutcomeOf(HttpResponseMessage response, int status, string directive)
+        {
             return Outcome.FromStatus(status, FirstValue(response, "Retry-After"), FirstValue(response, "retry-after-ms"), directive);
         }
 
@@ -1567,7 +1647,8 @@ namespace Retrygen.Generated
                 Stream stream = isAsync ? await content.ReadAsStreamAsync().ConfigureAwait(false) : content.ReadAsStreamAsync().GetAwaiter().GetResult();
 #endif
                 long? declared = content.Headers.ContentLength;
-                var buffer = new MemoryStream(declared.HasValue && declared.Value <= max ? (int)declared.Value : (int)Math.Min(max, 16384));
+                // Sized by the declared length up to 1 MiB: a large Content-Length is no reason to allocate before bytes come.
+                var buffer = new MemoryStream((int)Math.Min(Math.Min(declared ?? 16384, max), 1 << 20));
                 var chunk = new byte[(int)Math.Min(max + 1, 16384)];
                 bool ended = false;
 

@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, TypeAlias
 
@@ -63,6 +63,7 @@ __all__ = [
     "BODY_NOT_REPLAYABLE",
     "FOREIGN_ORIGIN",
     "AsyncRetryTransport",
+    "AttemptConnectTimeout",
     "AttemptTimeout",
     "FinishEvent",
     "FinishOutcome",
@@ -141,6 +142,16 @@ class AttemptTimeout(httpx.TimeoutException):
 
     An ``httpx.TimeoutException``, so code that catches httpx's timeouts catches
     it too; its ``__cause__`` is the ``TimeoutError`` of the expired wait.
+    """
+
+
+class AttemptConnectTimeout(AttemptTimeout, httpx.ConnectTimeout):
+    """The async ``attempt_timeout`` fired before the request began to be written.
+
+    It fired while connecting (or waiting for a pooled connection, or during
+    the TLS or HTTP/2 handshake): the request never left, so it is a
+    ``connect`` failure, and an ``httpx.ConnectTimeout`` as the sync
+    transport's capped connect timeout raises.
     """
 
 
@@ -704,6 +715,31 @@ class RetryTransport(httpx.BaseTransport):
         self._transport.close()
 
 
+TraceCallback: TypeAlias = Callable[[str, dict[str, object]], Awaitable[None]]
+
+
+class _HeadWatch:
+    """httpcore's ``trace`` extension for one async attempt: notes when the head starts out.
+
+    httpcore reports ``http11.send_request_headers.started`` or
+    ``http2.send_request_headers.started`` before it writes (or queues) the
+    head; a timeout before that left nothing of the request on the wire.
+    A trace the caller set is called as before.
+    """
+
+    __slots__ = ("_inner", "writing")
+
+    def __init__(self, inner: TraceCallback | None) -> None:
+        self._inner = inner
+        self.writing = False
+
+    async def __call__(self, name: str, info: dict[str, object]) -> None:
+        if name.endswith("send_request_headers.started"):
+            self.writing = True
+        if self._inner is not None:
+            await self._inner(name, info)
+
+
 class AsyncRetryTransport(httpx.AsyncBaseTransport):
     """An ``httpx.AsyncBaseTransport`` that retries what the API's retry policy allows.
 
@@ -713,7 +749,9 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
     ends as ``aborted`` and ``asyncio.CancelledError`` propagates.
     ``attempt_timeout`` limits each attempt as a whole, up to the response's
     head; when it fires on the last attempt the request raises
-    ``AttemptTimeout``.
+    ``AttemptTimeout``, or ``AttemptConnectTimeout`` when it fired before the
+    request's head began to be written (read from httpcore's ``trace``
+    extension): a ``connect`` failure, retried as one.
     """
 
     def __init__(
@@ -782,13 +820,26 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
         limit = self._retrying.attempt_timeout
         if limit is None:
             return await self._transport.handle_async_request(request)
+        # The watch is put in for the attempt and the caller's trace, if any, put back after.
+        extensions = request.extensions
+        had = "trace" in extensions
+        trace = extensions.get("trace")
+        watch = _HeadWatch(trace)
+        extensions["trace"] = watch
         try:
             return await asyncio.wait_for(
                 self._transport.handle_async_request(request), limit
             )
         except asyncio.TimeoutError as expired:
             msg = f"attempt timed out after {limit:g} s"
+            if not watch.writing:
+                raise AttemptConnectTimeout(msg, request=request) from expired
             raise AttemptTimeout(msg, request=request) from expired
+        finally:
+            if had:
+                extensions["trace"] = trace
+            else:
+                del extensions["trace"]
 
     async def aclose(self) -> None:
         """Close the wrapped transport."""
