@@ -2,7 +2,7 @@
 CARGO ?= cargo
 CORPUS ?= ../shared/corpus
 
-.PHONY: build toolchains codegen check-codegen lint unit runtime-tests anchors conformance shared-runtime faults mutation mutation-full injection corpus bench bench-quick dist-check test
+.PHONY: build toolchains codegen check-codegen lint unit runtime-tests anchors vectors conformance shared-runtime faults mutation mutation-full injection corpus bench bench-quick dist-check test
 
 build:
 	$(CARGO) build --release
@@ -35,6 +35,11 @@ runtime-tests: toolchains
 # Every runtime marks each anchored rule of docs/contract.md, in the contract's order.
 anchors:
 	$(CARGO) xtask anchors
+
+# The vectors are what the reference implementation (conformance/reference/) says, byte for byte:
+# every hand-written expectation agrees with it and no vector file is stale (v2, and v3's draft).
+vectors:
+	python3 conformance/reference/generate.py --check
 
 # Every language's module built with its real toolchain and run on the shared vectors.
 conformance: toolchains
@@ -86,4 +91,4 @@ dist-check: toolchains
 bench-quick: toolchains
 	$(CARGO) xtask bench --quick
 
-test: toolchains lint unit check-codegen runtime-tests anchors conformance shared-runtime faults mutation injection corpus bench-quick dist-check
+test: toolchains lint unit check-codegen runtime-tests anchors vectors conformance shared-runtime faults mutation injection corpus bench-quick dist-check

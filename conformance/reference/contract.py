@@ -640,6 +640,14 @@ def policy_v2(overrides=None):
 
 
 def check_policy_v2(p):
+    check_policy_keys_v2(p)
+    # V2: cross-field
+    if p["initial_backoff_ms"] > p["max_backoff_ms"]:
+        raise Invalid("policy.max_backoff_ms")
+
+
+def check_policy_keys_v2(p):
+    """V1 for v2's keys, in the policy table's order."""
     _int_in("policy.max_retries", p["max_retries"], 0, 100)
     _int_in("policy.initial_backoff_ms", p["initial_backoff_ms"], 1, DAY_MS)
     _int_in("policy.max_backoff_ms", p["max_backoff_ms"], 1, DAY_MS)
@@ -667,9 +675,6 @@ def check_policy_v2(p):
     _int_in("policy.budget_retry_cost", p["budget_retry_cost"], 1, BUDGET_MAX)
     _int_in("policy.budget_timeout_cost", p["budget_timeout_cost"], 1, BUDGET_MAX)
     _int_in("policy.budget_success_refund", p["budget_success_refund"], 0, BUDGET_MAX)
-    # V2: cross-field
-    if p["initial_backoff_ms"] > p["max_backoff_ms"]:
-        raise Invalid("policy.max_backoff_ms")
 
 
 # --- the retry budget (K1-K4) ---

@@ -30,6 +30,7 @@ sys.path.insert(0, HERE)
 
 import contract  # noqa: E402
 import generate_v2  # noqa: E402
+import generate_v3  # noqa: E402
 
 DECIDE_JSON = os.path.join(ROOT, "conformance", "vectors", "decide.json")
 CLASSIFY_JSON = os.path.join(ROOT, "conformance", "vectors", "classify.json")
@@ -1255,7 +1256,10 @@ def main(argv):
         outputs = [(DECIDE_JSON, render(build_decide())), (CLASSIFY_JSON, render(build_classify()))]
         for file_name, doc in generate_v2.build_all(TABLES):
             outputs.append((os.path.join(ROOT, "conformance", "vectors", file_name), render(doc)))
-    except (Failure, generate_v2.Failure) as e:
+        # Contract v3 (draft): its own folder, which `cargo xtask conformance` does not read yet.
+        for file_name, doc in generate_v3.build_all():
+            outputs.append((os.path.join(ROOT, "conformance", "vectors", "v3", file_name), render(doc)))
+    except (Failure, generate_v2.Failure, generate_v3.Failure) as e:
         print("generate.py: FAILED: %s" % e, file=sys.stderr)
         return 1
     stale = []
@@ -1268,6 +1272,7 @@ def main(argv):
         if current != text:
             stale.append(path)
             if not check_only:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
                 with open(path, "w", encoding="utf-8", newline="\n") as f:
                     f.write(text)
         print("%s: %d cases%s" % (os.path.relpath(path, ROOT), len(json.loads(text)["cases"]),
