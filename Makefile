@@ -40,6 +40,7 @@ anchors:
 # every hand-written expectation agrees with it and no vector file is stale (v2, and v3's draft).
 vectors:
 	python3 conformance/reference/generate.py --check
+	$(CARGO) xtask conformance-v3
 
 # Every language's module built with its real toolchain and run on the shared vectors.
 conformance: toolchains

@@ -4,6 +4,7 @@ mod anchors;
 mod bench;
 mod bless;
 mod conformance;
+mod conformance_v3;
 mod corpus;
 mod dist;
 mod faults;
@@ -63,6 +64,12 @@ cargo xtask <command>
         the vectors (default conformance/vectors/) and the cases derived from each spec; fail on
         any difference from the expected values or between languages
 
+  conformance-v3 [--lang L[,L...]]
+        contract v3 (draft, docs/contract-v3.md): every case of conformance/vectors/v3/ as a line
+        (conformance/README.md, section Contract v3 lines), answered by the reference implementation's
+        harness and, for each language given, by its module (only languages whose runtime
+        implements v3; none yet)
+
   conformance --corpus DIR [--lang L[,L...]] [--lint all|none|L[,L...]] [--jobs N] [--spec TEXT]
         every document of DIR (e.g. ../shared/corpus) rendered, built and run in every language on
         the cases derived from each of its operations and the table dump; --lint names the
@@ -120,6 +127,7 @@ fn main() -> Result<()> {
     match command.as_str() {
         "harness" => harness::main(rest),
         "conformance" => conformance::main(rest),
+        "conformance-v3" => conformance_v3::main(rest),
         "injection" => injection::main(rest),
         "mutation" => mutation::main(rest),
         "runtime-tests" => runtime_tests::main(rest),
