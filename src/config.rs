@@ -86,8 +86,9 @@ pub struct Target {
     /// The index in [`Config::runtimes`] of the shared runtime the tables use; None for a
     /// self-contained target (its own copy of the runtime beside the tables).
     pub runtime: Option<usize>,
-    /// Rust's `runtime_path` option (the shared runtime's module path, `crate::retry_runtime`),
-    /// kept out of the language options.
+    /// The option that names the shared runtime for the tables, kept out of the language
+    /// options: Rust's `runtime_path` (its module path, `crate::retry_runtime`), Go's
+    /// `runtime_import` (its import path, `example.com/sdk/retrypolicy`).
     pub runtime_path: Option<String>,
 }
 
@@ -225,7 +226,8 @@ pub fn load(path: &Path) -> Result<Config, Diagnostic> {
             let out = resolve(&t.out);
             let options_span = t.options.as_ref().map(toml::Spanned::span);
             let mut options = t.options.map(toml::Spanned::into_inner).unwrap_or_default();
-            let runtime_path = options.remove("runtime_path");
+            let link_option = runtime_link_option(&t.language);
+            let runtime_path = options.remove(link_option);
             let adapters_span = t.adapters.as_ref().map(toml::Spanned::span);
             let adapters = t
                 .adapters
@@ -236,7 +238,7 @@ pub fn load(path: &Path) -> Result<Config, Diagnostic> {
                     if runtime_path.is_some() {
                         return Err(Diagnostic::error(
                             at(options_span.unwrap_or(0..0)),
-                            "option `runtime_path` without `runtime`",
+                            format!("option `{link_option}` without `runtime`"),
                             "name the target's shared runtime with `runtime = \"<its out>\"`",
                         ));
                     }
@@ -281,6 +283,16 @@ pub fn load(path: &Path) -> Result<Config, Diagnostic> {
         jobs,
         runtimes,
     })
+}
+
+/// The target option that tells the tables how to reach a shared runtime: Go's import path,
+/// every other language's `runtime_path` (Rust's module path).
+fn runtime_link_option(language: &str) -> &'static str {
+    if language == "go" {
+        "runtime_import"
+    } else {
+        "runtime_path"
+    }
 }
 
 /// The index of the `[[runtime]]` a target names with `runtime = "<out>"`, checked: one of the
@@ -333,6 +345,13 @@ fn shared_runtime(
             at(named.span()),
             "a Rust target with a shared `runtime` needs the option `runtime_path`",
             "add options = { runtime_path = \"crate::retry_runtime\" } (the runtime's module path)",
+        ));
+    }
+    if language == "go" && !has_runtime_path {
+        return Err(Diagnostic::error(
+            at(named.span()),
+            "a Go target with a shared `runtime` needs the option `runtime_import`",
+            "add options = { runtime_import = \"<module path>/<runtime folder>\" } (the runtime package's import path)",
         ));
     }
     Ok(index)

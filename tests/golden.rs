@@ -109,8 +109,7 @@ fn goldens_hold_the_verbatim_runtime() {
     }
 }
 
-/// golden/runtime/ holds one shared runtime per language that can share one (all but Go), each
-/// with the language's adapter, and every spec's target of such a language uses it, except the
+/// golden/runtime/ holds one shared runtime per language, each with the language's adapter, and every spec's target of such a language uses it, except the
 /// self-contained golden/internal/ and golden/faults/.
 #[test]
 fn goldens_share_one_runtime_per_language() {
@@ -120,12 +119,7 @@ fn goldens_share_one_runtime_per_language() {
         .iter()
         .map(|r| r.language.as_str())
         .collect();
-    // Every language but Go, whose runtime reads its tables' declarations (README).
-    let sharing: Vec<&str> = BACKENDS
-        .iter()
-        .map(|b| b.name())
-        .filter(|name| *name != "go")
-        .collect();
+    let sharing: Vec<&str> = BACKENDS.iter().map(|b| b.name()).collect();
     assert_eq!(languages, sharing);
     for runtime in &config.runtimes {
         assert!(
@@ -144,8 +138,7 @@ fn goldens_share_one_runtime_per_language() {
                 .parent()
                 .and_then(Path::file_name)
                 .expect("golden/<spec>/");
-            let self_contained =
-                folder == "internal" || folder == "faults" || target.language == "go";
+            let self_contained = folder == "internal" || folder == "faults";
             assert_eq!(
                 target.runtime.is_none(),
                 self_contained,
@@ -172,6 +165,8 @@ fn goldens_share_one_runtime_per_language() {
     assert!(tables("golden/sandbox/typescript/index.ts")
         .contains("from \"../../runtime/typescript/runtime.js\";"));
     assert!(tables("golden/sandbox/rust/mod.rs").contains("\npub use crate::retry_runtime::*;\n"));
+    assert!(tables("golden/sandbox/go/operations.go")
+        .contains("\nimport retrypolicy \"retrygen.example/golden/runtime/go\"\n"));
 }
 
 #[test]

@@ -223,13 +223,84 @@ fn two_runtimes_in_one_folder() {
     insta::assert_snapshot!(config_error(&text));
 }
 
+const GO_RUNTIME: &str =
+    "[[runtime]]\nlanguage = \"go\"\nout = \"sdk/retrypolicy/\"\nadapters = [\"net/http\"]\n\n";
+
 #[test]
-fn go_cannot_share_its_runtime_yet() {
-    let text = job("language = \"go\"\nout = \"a/\"\nruntime = \"go-rt/\"\n").replace(
-        RUNTIME,
-        "[[runtime]]\nlanguage = \"go\"\nout = \"go-rt/\"\n\n",
-    );
+fn a_go_target_on_a_shared_runtime_needs_its_import_path() {
+    let text = job("language = \"go\"\nout = \"sdk/sandbox/\"\nruntime = \"sdk/retrypolicy/\"\n")
+        .replace(RUNTIME, GO_RUNTIME);
     insta::assert_snapshot!(config_error(&text));
+}
+
+#[test]
+fn a_go_runtime_import_is_an_import_path() {
+    let text = job(
+        "language = \"go\"\nout = \"sdk/sandbox/\"\nruntime = \"sdk/retrypolicy/\"\noptions = { runtime_import = \"example.com//retrypolicy\" }\n",
+    )
+    .replace(RUNTIME, GO_RUNTIME);
+    insta::assert_snapshot!(config_error(&text));
+}
+
+#[test]
+fn runtime_import_needs_a_shared_runtime() {
+    insta::assert_snapshot!(config_error(&job(
+        "language = \"go\"\nout = \"a/\"\noptions = { runtime_import = \"example.com/sdk/rt\" }\n"
+    )));
+}
+
+/// Go: the runtime package once (runtime.go and the adapter verbatim, no tables), each API's
+/// tables a package of its own importing it by the `runtime_import` path.
+#[test]
+fn go_tables_import_the_shared_runtime_package() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("retrygen.toml");
+    let target = |name: &str, spec_file: &str| {
+        format!(
+            "[[job]]\nspec = {}\n\n[[job.target]]\nlanguage = \"go\"\nout = \"sdk/{name}/\"\nruntime = \"sdk/retrypolicy/\"\noptions = {{ package = \"{name}\", runtime_import = \"example.com/sdk/retrypolicy\" }}\n\n",
+            spec(spec_file)
+        )
+    };
+    let text = format!(
+        "{GO_RUNTIME}{}{}",
+        target("sandbox", "sandbox.yaml"),
+        target("matching", "matching.yaml")
+    );
+    std::fs::write(&config, text).unwrap();
+    let config = config.to_str().unwrap();
+    let (code, out, err) = retrygen(&["generate", "--config", config]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        files(dir.path()),
+        [
+            "retrygen.toml",
+            "sdk/matching/operations.go",
+            "sdk/retrypolicy/roundtripper.go",
+            "sdk/retrypolicy/runtime.go",
+            "sdk/sandbox/operations.go",
+        ]
+    );
+    let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap();
+    assert_eq!(
+        read("sdk/retrypolicy/runtime.go"),
+        include_str!("../runtime/go/runtime.go")
+    );
+    assert_eq!(
+        read("sdk/retrypolicy/roundtripper.go"),
+        include_str!("../runtime/go/roundtripper.go")
+    );
+    let sandbox = read("sdk/sandbox/operations.go");
+    assert!(
+        sandbox.contains("\npackage sandbox\n\nimport \"example.com/sdk/retrypolicy\"\n"),
+        "{sandbox}"
+    );
+    assert!(
+        sandbox.contains("\nfunc Tables() *retrypolicy.API {\n"),
+        "{sandbox}"
+    );
+    assert!(sandbox.contains("\nfunc NewRoundTripper(options ...retrypolicy.RoundTripperOption) (*retrypolicy.RoundTripper, error) {\n"), "{sandbox}");
+    let (code, out, _) = retrygen(&["check", "--config", config]);
+    assert_eq!(code, 0, "{out}");
 }
 
 #[test]

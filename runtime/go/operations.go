@@ -41,18 +41,68 @@ func DefaultPolicy() Policy {
 	}
 }
 
-// operationTable lists every operation of the API, sorted by path and then method. Columns:
-// method, route (the path that requests match), path as written, operationId, whether there is
-// one, class, idempotency key header ("" when none).
-var operationTable = []operationRow{
-	{"GET", "/", "/", "root", true, ClassIdempotent, ""},
-	{"GET", "/files/{name}.{ext}", "/files/{name}.{ext}", "getFile", true, ClassIdempotent, ""},
-	{"GET", "/health", "/health", "", false, ClassIdempotent, ""},
-	{"GET", "/sandboxes", "/sandboxes", "listSandboxes", true, ClassIdempotent, ""},
-	{"POST", "/sandboxes", "/sandboxes", "createSandbox", true, ClassNonReplayable, ""},
-	{"GET", "/sandboxes/templates", "/sandboxes/templates", "listSandboxTemplates", true, ClassIdempotent, ""},
-	{"GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", true, ClassIdempotent, ""},
-	{"GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamSandboxLogs", true, ClassNoRetry, ""},
-	{"POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", true, ClassNonReplayable, ""},
-	{"POST", "/v2/sandboxes", "/v2/sandboxes", "createSandboxV2", true, ClassKeyed, "Idempotency-Key"},
+// Tables returns the API as the runtime takes it: its operations, BasePath and DefaultPolicy,
+// one value shared by every caller (it cannot be changed). The functions below are its methods'.
+func Tables() *API {
+	return tables
+}
+
+var tables = NewAPI(BasePath, DefaultPolicy(), operationTable)
+
+// Operations returns every operation of the API, sorted by path and then method. The slice is
+// a new copy on every call.
+func Operations() []Operation {
+	return tables.Operations()
+}
+
+// OperationByID returns the operation with the given operationId. An operation without an
+// operationId cannot be looked up.
+func OperationByID(id string) (Operation, bool) {
+	return tables.OperationByID(id)
+}
+
+// NewClassifier returns the API's classifier of a configured base, a base path or a base URL,
+// with the policy's unknown_operation_class (docs/contract.md section 2).
+func NewClassifier(base string, unknown UnknownClass) (Classifier, error) {
+	return tables.NewClassifier(base, unknown)
+}
+
+// DefaultClassifier returns the API's classifier of BasePath with the given
+// unknown_operation_class, for SDKs that configure no base.
+func DefaultClassifier(unknown UnknownClass) (Classifier, error) {
+	return tables.DefaultClassifier(unknown)
+}
+
+// Classify finds the operation a request is for and its replay class, with BasePath and the
+// method's default class for unknown requests.
+func Classify(method, target string) (Classification, error) {
+	return tables.Classify(method, target)
+}
+
+// NonReplayableOperations is the API's safe list: every operation that must not be replayed
+// without its idempotency key (docs/contract.md, L1-L2).
+func NonReplayableOperations() []NonReplayableRoute {
+	return tables.NonReplayableOperations()
+}
+
+// NewRoundTripper returns the net/http adapter for the API's requests, with a full retry budget
+// (docs/adapters.md). Build one per http.Client.
+func NewRoundTripper(options ...RoundTripperOption) (*RoundTripper, error) {
+	return tables.NewRoundTripper(options...)
+}
+
+// operationTable lists every operation of the API, sorted by path and then method; a row leaves
+// out the operationId of an operation without one and the idempotency key header of one that
+// declares none.
+var operationTable = []OperationRow{
+	{Method: "GET", Route: "/", Path: "/", OperationID: "root", HasOperationID: true, Class: ClassIdempotent},
+	{Method: "GET", Route: "/files/{name}.{ext}", Path: "/files/{name}.{ext}", OperationID: "getFile", HasOperationID: true, Class: ClassIdempotent},
+	{Method: "GET", Route: "/health", Path: "/health", Class: ClassIdempotent},
+	{Method: "GET", Route: "/sandboxes", Path: "/sandboxes", OperationID: "listSandboxes", HasOperationID: true, Class: ClassIdempotent},
+	{Method: "POST", Route: "/sandboxes", Path: "/sandboxes", OperationID: "createSandbox", HasOperationID: true, Class: ClassNonReplayable},
+	{Method: "GET", Route: "/sandboxes/templates", Path: "/sandboxes/templates", OperationID: "listSandboxTemplates", HasOperationID: true, Class: ClassIdempotent},
+	{Method: "GET", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "getSandbox", HasOperationID: true, Class: ClassIdempotent},
+	{Method: "GET", Route: "/sandboxes/{sandboxID}/logs", Path: "/sandboxes/{sandboxID}/logs", OperationID: "streamSandboxLogs", HasOperationID: true, Class: ClassNoRetry},
+	{Method: "POST", Route: "/sandboxes/{sandboxID}/snapshots", Path: "/sandboxes/{sandboxID}/snapshots", OperationID: "snapshotSandbox", HasOperationID: true, Class: ClassNonReplayable},
+	{Method: "POST", Route: "/v2/sandboxes", Path: "/v2/sandboxes", OperationID: "createSandboxV2", HasOperationID: true, Class: ClassKeyed, IdempotencyHeader: "Idempotency-Key"},
 }

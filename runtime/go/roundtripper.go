@@ -40,14 +40,17 @@ const ReasonForeignOrigin Reason = "foreign_origin"
 // RoundTripper is an http.RoundTripper that sends each request to the API through the next
 // RoundTripper and retries it as the policy says (docs/adapters.md): it classifies the request,
 // mints an idempotency key where the operation takes one, maps each attempt's error to a
-// connect, transport or aborted failure, asks Decide, sleeps and sends again. Install it as the
-// Transport of an http.Client:
+// connect, transport or aborted failure, asks Decide, sleeps and sends again. Build it from the
+// API's tables and install it as the Transport of an http.Client:
 //
 //	retries, err := retrypolicy.NewRoundTripper(retrypolicy.WithBaseURL(baseURL))
 //	if err != nil {
 //		return nil, err
 //	}
 //	client := &http.Client{Transport: retries}
+//
+// (retrypolicy.NewRoundTripper is the tables file's, for its API; with a shared runtime it is
+// that of each API's tables package, or the API's method: sandbox.Tables().NewRoundTripper.)
 //
 // It keeps the client's retry budget, so build one per client and share it between the
 // client's requests. It is safe for concurrent use.
@@ -66,16 +69,19 @@ const ReasonForeignOrigin Reason = "foreign_origin"
 // With WithBaseURL set to a URL with an origin, a request to another origin is passed through:
 // one attempt, no key, no budget, no retry event, a FinishEvent with ReasonForeignOrigin.
 //
-// The zero value is a RoundTripper with every option at its default (DefaultPolicy, BasePath,
-// http.DefaultTransport, keys minted); NewRoundTripper builds one with options. A RoundTripper
-// must not be copied after first use.
+// A RoundTripper must be built by NewRoundTripper: the zero value knows no API, so it sends
+// nothing and fails every request with an error. A RoundTripper must not be copied after first
+// use.
 type RoundTripper struct {
 	once sync.Once
 	rt   *roundTripper
-	// err is the zero value's configuration error, which only a DefaultPolicy that fails its
-	// own checks can give.
+	// err is why rt is nil: the zero value's errNoAPI.
 	err error
 }
+
+// errNoAPI is the error of every request sent through the zero RoundTripper, which has no API
+// to classify requests against.
+var errNoAPI = errors.New("retrypolicy: a zero RoundTripper has no API: build it with NewRoundTripper")
 
 // roundTripper is what a RoundTripper holds: its configuration, checked, and its budget.
 type roundTripper struct {
@@ -113,13 +119,15 @@ type roundTripperConfig struct {
 	next           http.RoundTripper
 }
 
-// WithPolicy sets the retry policy (default DefaultPolicy()). NewRoundTripper checks it.
+// WithPolicy sets the retry policy (default the API's DefaultPolicy()). NewRoundTripper checks
+// it.
 func WithPolicy(p Policy) RoundTripperOption {
 	return func(c *roundTripperConfig) { c.policy = p }
 }
 
-// WithBaseURL sets the SDK's configured base, a base URL or a base path (default BasePath, the
-// API document's): requests are classified with NewClassifier(base, ...) (docs/contract.md C2).
+// WithBaseURL sets the SDK's configured base, a base URL or a base path (default the API's
+// BasePath, the API document's): requests are classified with the API's NewClassifier(base,
+// ...) (docs/contract.md C2).
 func WithBaseURL(base string) RoundTripperOption {
 	return func(c *roundTripperConfig) { c.baseURL, c.hasBaseURL = base, true }
 }
@@ -176,16 +184,16 @@ func WithNext(next http.RoundTripper) RoundTripperOption {
 	return func(c *roundTripperConfig) { c.next = next }
 }
 
-// NewRoundTripper returns a RoundTripper with a full retry budget. The API's tables are this
-// package's. It fails with an *InvalidInput when an option is not valid: the policy (its
-// contract key, such as policy.max_retries), the base URL (input.base), the attempt header
-// name (options.attempt_header) or the read bound (options.read_body_max_bytes).
-func NewRoundTripper(options ...RoundTripperOption) (*RoundTripper, error) {
-	config := roundTripperConfig{policy: DefaultPolicy(), mintKeys: true, next: http.DefaultTransport}
+// NewRoundTripper returns a RoundTripper for the API's requests with a full retry budget. It
+// fails with an *InvalidInput when an option is not valid: the policy (its contract key, such
+// as policy.max_retries), the base URL (input.base), the attempt header name
+// (options.attempt_header) or the read bound (options.read_body_max_bytes).
+func (a *API) NewRoundTripper(options ...RoundTripperOption) (*RoundTripper, error) {
+	config := roundTripperConfig{policy: a.DefaultPolicy(), mintKeys: true, next: http.DefaultTransport}
 	for _, option := range options {
 		option(&config)
 	}
-	rt, err := newRoundTripper(config)
+	rt, err := newRoundTripper(a, config)
 	if err != nil {
 		return nil, err
 	}
@@ -194,11 +202,9 @@ func NewRoundTripper(options ...RoundTripperOption) (*RoundTripper, error) {
 	return t, nil
 }
 
-// get returns what t holds, building the zero value's defaults on first use.
+// get returns what t holds: nil for the zero value, whose err is then errNoAPI.
 func (t *RoundTripper) get() *roundTripper {
-	t.once.Do(func() {
-		t.rt, t.err = newRoundTripper(roundTripperConfig{policy: DefaultPolicy(), mintKeys: true, next: http.DefaultTransport})
-	})
+	t.once.Do(func() { t.err = errNoAPI })
 	return t.rt
 }
 
@@ -235,15 +241,15 @@ func (t *RoundTripper) CloseIdleConnections() {
 	}
 }
 
-// newRoundTripper checks config and builds what a RoundTripper holds.
-func newRoundTripper(config roundTripperConfig) (*roundTripper, error) {
+// newRoundTripper checks config and builds what a RoundTripper for the API's requests holds.
+func newRoundTripper(a *API, config roundTripperConfig) (*roundTripper, error) {
 	budget, err := NewBudget(config.policy)
 	if err != nil {
 		return nil, err
 	}
-	classifier, err := DefaultClassifier(config.policy.UnknownOperationClass)
+	classifier, err := a.DefaultClassifier(config.policy.UnknownOperationClass)
 	if config.hasBaseURL {
-		classifier, err = NewClassifier(config.baseURL, config.policy.UnknownOperationClass)
+		classifier, err = a.NewClassifier(config.baseURL, config.policy.UnknownOperationClass)
 	}
 	if err != nil {
 		return nil, err

@@ -931,22 +931,78 @@ func TestInvalidConfigurationIsAnError(t *testing.T) {
 	}
 }
 
-// The zero value is a RoundTripper with the defaults: the spec's policy and base path, net/http's
-// default transport, its own budget.
-func TestTheZeroValueRetries(t *testing.T) {
+// The zero value knows no API (a shared runtime serves several): it sends nothing and fails
+// each request, rather than retrying under a policy no API declared.
+func TestTheZeroValueSendsNothing(t *testing.T) {
 	s := newServer(t, status(503, "Retry-After", "0"), status(200))
 	var zero RoundTripper
 	c := &http.Client{Transport: &zero}
 	resp, err := c.Do(newRequest(t, context.Background(), "GET", s.URL+"/v1/sandboxes/sb-1", nil))
+	if resp != nil {
+		_ = resp.Body.Close()
+	}
+	if err == nil || !errors.Is(err, errNoAPI) || len(s.arrivals()) != 0 || zero.Budget() != nil {
+		t.Errorf("got %v, %d arrivals", err, len(s.arrivals()))
+	}
+	zero.CloseIdleConnections()
+}
+
+// Two APIs on one runtime: each RoundTripper classifies with its own API's operations, base path
+// and declared policy, whichever API's tables were built first.
+func TestTwoAPIsShareTheRuntime(t *testing.T) {
+	other := fastPolicy()
+	other.MaxRetries = 1
+	volumes := NewAPI("/vol", other, []OperationRow{
+		{Method: "GET", Route: "/volumes/{id}", Path: "/volumes/{id}", OperationID: "getVolume", HasOperationID: true, Class: ClassIdempotent},
+		{Method: "POST", Route: "/sandboxes", Path: "/sandboxes", OperationID: "createVolumeSandbox", HasOperationID: true, Class: ClassIdempotent},
+	})
+	s := newServer(t, status(503, "Retry-After", "0"))
+	var finishes []FinishEvent
+	onFinish := WithOnFinish(func(_ *http.Request, f FinishEvent) { finishes = append(finishes, f) })
+	sandbox := newRT(t, WithPolicy(fastPolicy()), onFinish)
+	volume, err := volumes.NewRoundTripper(onFinish)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = resp.Body.Close()
-	finish, ok := FinishOf(resp, nil)
-	if resp.StatusCode != 200 || len(s.arrivals()) != 2 || !ok || finish.OperationID != "getSandbox" || zero.Budget().Tokens() != 500 {
-		t.Errorf("got %d, %d arrivals, finish %+v", resp.StatusCode, len(s.arrivals()), finish)
+	for _, call := range []struct {
+		rt     *RoundTripper
+		method string
+		path   string
+	}{
+		// The sandbox API: GET is idempotent, 1 + 3 retries of its policy.
+		{sandbox, "GET", "/v1/sandboxes/sb-1"},
+		// The volume API's own policy: 1 + 1.
+		{volume, "GET", "/vol/volumes/v-1"},
+		// POST /sandboxes is idempotent in the volume API only: under /vol it is retried...
+		{volume, "POST", "/vol/sandboxes"},
+		// ...and not replayed through the sandbox API.
+		{sandbox, "POST", "/v1/sandboxes"},
+	} {
+		resp, err := (&http.Client{Transport: call.rt}).Do(newRequest(t, context.Background(), call.method, s.URL+call.path, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
 	}
-	zero.CloseIdleConnections()
+	got := make([]string, len(finishes))
+	for i, f := range finishes {
+		got[i] = fmt.Sprintf("%s %d %s", f.OperationID, f.Attempts, f.Reason)
+	}
+	want := []string{
+		"getSandbox 4 exhausted",
+		"getVolume 2 exhausted",
+		"createVolumeSandbox 2 exhausted",
+		"createSandbox 1 not_replayable",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("finish events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n := len(s.arrivals()); n != 4+2+2+1 {
+		t.Errorf("%d arrivals, want 9", n)
+	}
+	if volumes.BasePath() != "/vol" || Tables().BasePath() != BasePath || volumes.DefaultPolicy().MaxRetries != 1 {
+		t.Errorf("the APIs' own values: %q %q %+v", volumes.BasePath(), Tables().BasePath(), volumes.DefaultPolicy())
+	}
 }
 
 // newRT is NewRoundTripper with options the test knows to be valid.

@@ -16,8 +16,8 @@ import (
 )
 
 // row is an operation of a hand-written table; route and path are the same.
-func row(method, path, id string, class ReplayClass) operationRow {
-	return operationRow{method: method, route: path, path: path, operationID: id, hasOperationID: id != "", class: class}
+func row(method, path, id string, class ReplayClass) OperationRow {
+	return OperationRow{Method: method, Route: path, Path: path, OperationID: id, HasOperationID: id != "", Class: class}
 }
 
 // classified is the operationId a request classifies as under a, or "-" when it matches none.
@@ -44,7 +44,7 @@ func expectRoutes(t *testing.T, a *api, cases map[string]string) {
 }
 
 func TestLiteralBeatsParameter(t *testing.T) {
-	a := newAPI([]operationRow{
+	a := newAPI([]OperationRow{
 		row("GET", "/sandboxes/{id}", "getSandbox", ClassIdempotent),
 		row("GET", "/sandboxes/templates", "listTemplates", ClassIdempotent),
 	})
@@ -57,7 +57,7 @@ func TestLiteralBeatsParameter(t *testing.T) {
 }
 
 func TestBacktracksWhenALiteralBranchDeadEnds(t *testing.T) {
-	a := newAPI([]operationRow{
+	a := newAPI([]OperationRow{
 		row("GET", "/a/b/c", "literal", ClassIdempotent),
 		row("GET", "/a/{x}/d", "param", ClassIdempotent),
 		row("GET", "/a/{x}.json/e", "mixed", ClassIdempotent),
@@ -72,7 +72,7 @@ func TestBacktracksWhenALiteralBranchDeadEnds(t *testing.T) {
 }
 
 func TestMixedSegmentsMatchInTheirSortedOrder(t *testing.T) {
-	a := newAPI([]operationRow{
+	a := newAPI([]OperationRow{
 		row("GET", "/files/{name}.{ext}", "nameExt", ClassIdempotent),
 		row("GET", "/files/{name}.tar.gz", "tarball", ClassIdempotent),
 		row("GET", "/files/v{version}", "version", ClassIdempotent),
@@ -118,7 +118,7 @@ func TestMixedOrderComparesBytesAndPutsLiteralsFirst(t *testing.T) {
 		t.Error("U+FF61 must sort before U+1F600")
 	}
 	// Mixed segments equal but for their parameter names share one child.
-	a := newAPI([]operationRow{
+	a := newAPI([]OperationRow{
 		row("GET", "/f/{a}.{b}", "first", ClassIdempotent),
 		row("GET", "/f/{c}.{d}/x", "second", ClassIdempotent),
 	})
@@ -128,7 +128,7 @@ func TestMixedOrderComparesBytesAndPutsLiteralsFirst(t *testing.T) {
 }
 
 func TestPercentDecoding(t *testing.T) {
-	a := newAPI([]operationRow{
+	a := newAPI([]OperationRow{
 		row("GET", "/caf%C3%A9", "encodedRoute", ClassIdempotent),
 		row("GET", "/na%C3%AFve/{x}", "naive", ClassIdempotent),
 		row("GET", "/bad/%FF", "invalidUTF8", ClassIdempotent),
@@ -159,7 +159,7 @@ func TestPercentDecoding(t *testing.T) {
 }
 
 func TestTrailingSlashBasePathQueryAndMethod(t *testing.T) {
-	a := newAPI([]operationRow{
+	a := newAPI([]OperationRow{
 		row("GET", "/", "root", ClassIdempotent),
 		row("GET", "/items/", "items", ClassIdempotent),
 		row("POST", "/items", "createItem", ClassNonReplayable),
@@ -207,7 +207,7 @@ func TestTrailingSlashBasePathQueryAndMethod(t *testing.T) {
 }
 
 func TestFirstOperationClaimingARouteWins(t *testing.T) {
-	a := newAPI([]operationRow{
+	a := newAPI([]OperationRow{
 		row("GET", "/t/{a}", "first", ClassIdempotent),
 		row("GET", "/t/{b}/", "second", ClassNoRetry),
 	})
@@ -721,7 +721,7 @@ func TestPackageTables(t *testing.T) {
 		t.Fatalf("Operations: %d, want %d", len(ops), len(operationTable))
 	}
 	for i, row := range operationTable {
-		if ops[i].Method != row.method || ops[i].Path != row.path || ops[i].Class != row.class {
+		if ops[i].Method != row.Method || ops[i].Path != row.Path || ops[i].Class != row.Class {
 			t.Errorf("Operations()[%d] = %+v, from %+v", i, ops[i], row)
 		}
 	}
@@ -761,7 +761,7 @@ func TestCallersCannotChangeTheTables(t *testing.T) {
 	ops := Operations()
 	ops[0] = Operation{Method: "GET", Path: "/changed", Class: ClassNoRetry}
 	_ = append(ops[:1], Operation{})
-	if again := Operations(); again[0].Path != operationTable[0].path || len(again) != len(operationTable) {
+	if again := Operations(); again[0].Path != operationTable[0].Path || len(again) != len(operationTable) {
 		t.Errorf("Operations after changing its result: %+v", again[0])
 	}
 	if again, _ := Classify("GET", "/v1/"); !again.Matched || again.Operation.Path != "/" {
@@ -869,7 +869,7 @@ func BenchmarkDecide(b *testing.B) {
 // relative targets, full URLs, percent-escapes (decoded on the stack), mixed segments,
 // backtracking and unknown requests, through Classify and a configured Classifier.
 func TestClassifyAllocatesNothing(t *testing.T) {
-	a := newAPI([]operationRow{
+	a := newAPI([]OperationRow{
 		row("GET", "/items", "listItems", ClassIdempotent),
 		row("POST", "/items", "createItem", ClassNonReplayable),
 		row("GET", "/items/special", "special", ClassIdempotent),
@@ -930,7 +930,7 @@ func TestClassifyAllocatesNothing(t *testing.T) {
 	}
 	// A percent-escaped segment longer than the buffer on the stack is decoded all the same.
 	long := strings.Repeat("a", 2*decodeBuffer)
-	b := newAPI([]operationRow{row("GET", "/"+long+"/x", "long", ClassIdempotent)})
+	b := newAPI([]OperationRow{row("GET", "/"+long+"/x", "long", ClassIdempotent)})
 	for _, path := range []string{"/%61" + long[1:] + "/x", "/" + long[3:] + "%61%61%61/x"} {
 		if got := classified(b, "GET", path); got != "long" {
 			t.Errorf("GET %q: got %s, want long", path, got)
@@ -964,5 +964,47 @@ func TestInScope(t *testing.T) {
 		if got := InScope(tc.base, tc.target); got != tc.want {
 			t.Errorf("InScope(%q, %q) = %v, want %v", tc.base, tc.target, got, tc.want)
 		}
+	}
+}
+
+// A runtime serves any number of APIs: each *API classifies with its own rows, base path and
+// policy, the package's tables (Tables) among them, and the zero Classifier knows no operations.
+func TestAPIsAreValues(t *testing.T) {
+	policy := DefaultPolicy()
+	policy.MaxRetries = 7
+	rows := []OperationRow{row("POST", "/sandboxes", "volumeSandbox", ClassIdempotent)}
+	other := NewAPI("/vol", policy, rows)
+	rows[0].Class = ClassNoRetry // NewAPI keeps its own copy
+	policy.RetryableStatuses[0] = 599
+	c, err := other.Classify("POST", "/vol/sandboxes")
+	if err != nil || !c.Matched || c.Class != ClassIdempotent || c.Operation.OperationID != "volumeSandbox" {
+		t.Errorf("the other API: %+v %v", c, err)
+	}
+	if c, _ := Classify("POST", "/v1/sandboxes"); c.Class != ClassNonReplayable || c.Operation.OperationID != "createSandbox" {
+		t.Errorf("the package's API: %+v", c)
+	}
+	if c, _ := other.Classify("POST", "/v1/sandboxes"); c.Matched {
+		t.Errorf("the other API matched the package's base path: %+v", c)
+	}
+	if p := other.DefaultPolicy(); p.MaxRetries != 7 || p.RetryableStatuses[0] != 408 || Tables().DefaultPolicy().MaxRetries != 3 {
+		t.Errorf("policies: %+v", p)
+	}
+	p := other.DefaultPolicy()
+	p.RetryableStatuses[0] = 1
+	if other.DefaultPolicy().RetryableStatuses[0] != 408 {
+		t.Error("DefaultPolicy shares its slices")
+	}
+	if _, ok := other.OperationByID("createSandbox"); ok || len(other.Operations()) != 1 || len(other.NonReplayableOperations()) != 0 {
+		t.Error("the other API sees the package's operations")
+	}
+	if classifier, _ := other.NewClassifier("https://gw/p/vol/", UnknownNoRetry); classifier.BasePath() != "/p/vol" {
+		t.Errorf("NewClassifier: %q", classifier.BasePath())
+	}
+	var zero Classifier
+	if c, err := zero.Classify("GET", "/v1/sandboxes"); err != nil || c.Matched || c.Class != ClassIdempotent {
+		t.Errorf("the zero Classifier: %+v %v", c, err)
+	}
+	if c, _ := zero.Classify("POST", "/v1/sandboxes"); c.Matched || c.Class != ClassNonReplayable {
+		t.Errorf("the zero Classifier: %+v", c)
 	}
 }

@@ -18,7 +18,7 @@ static RUNTIME_FILES: [RuntimeFile; 1] = [RuntimeFile {
 /// The net/http adapter (docs/adapters.md): `RoundTripper`, in the runtime's package.
 static ADAPTERS: [Adapter; 1] = [Adapter {
     name: "net/http",
-    requires: "the standard library only (Go 1.22 or later)",
+    requires: "the standard library only (Go 1.24 or later)",
     files: &[RuntimeFile {
         name: "roundtripper.go",
         source: include_str!("../../runtime/go/roundtripper.go"),
@@ -49,11 +49,25 @@ impl Backend for Go {
     fn adapters(&self) -> &'static [Adapter] {
         &ADAPTERS
     }
-    /// Not yet: runtime.go and roundtripper.go read the package-level `operationTable`,
-    /// `BasePath` and `DefaultPolicy` that the tables file declares, so a runtime package holds
-    /// one API. A shared Go runtime needs the runtime to take its table as a value.
-    fn runtime_link(&self, _link: &LinkRequest<'_>) -> Result<String, String> {
-        Err("go cannot share a runtime yet: runtime/go/ reads the package-level operationTable, BasePath and DefaultPolicy of its tables file, so a Go runtime package serves one API; leave out `runtime` (a self-contained target)".into())
+    /// The target's `runtime_import` option, the shared runtime package's import path: what the
+    /// template sees is "<the runtime's package name> <import spec>", the spec aliased when the
+    /// path's last element is not the package name. The tables are a package of their own, so
+    /// they need a folder of their own.
+    fn runtime_link(&self, link: &LinkRequest<'_>) -> Result<String, String> {
+        let path = link
+            .runtime_path
+            .ok_or("a Go target with a shared runtime needs the option `runtime_import`")?;
+        check_import_path(path)?;
+        if link.tables_dir == link.runtime_dir {
+            return Err("a Go target's tables are a package of their own: give them a folder apart from the shared runtime's".into());
+        }
+        let package = &link.runtime_options["package"];
+        let last = path.rsplit('/').next().unwrap_or(path);
+        Ok(if last == package {
+            format!("{package} {path:?}")
+        } else {
+            format!("{package} {package} {path:?}")
+        })
     }
     /// The `package retrypolicy` clause of the runtime and of the adapter names the `package`
     /// option instead.
@@ -96,6 +110,28 @@ impl Backend for Go {
     fn jitter_ident(&self, jitter: Jitter) -> String {
         format!("Jitter{}", jitter.name().to_upper_camel_case())
     }
+}
+
+/// An import path as `go` accepts one in a module (golang.org/x/mod/module.CheckImportPath):
+/// elements of ASCII letters, digits and `-._~+`, separated by single slashes, none empty, none
+/// starting with a dot.
+fn check_import_path(path: &str) -> Result<(), String> {
+    let bad = || {
+        format!(
+            "runtime_import {path:?} is not a Go import path such as `example.com/sdk/retrypolicy`"
+        )
+    };
+    for element in path.split('/') {
+        if element.is_empty()
+            || element.starts_with('.')
+            || !element
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._~+".contains(c))
+        {
+            return Err(bad());
+        }
+    }
+    Ok(())
 }
 
 const GO_KEYWORDS: [&str; 25] = [
@@ -158,6 +194,50 @@ mod tests {
             .collect();
         assert_eq!(changed, [("package retrypolicy", "package sdkretry")]);
         assert_eq!(file.source.lines().count(), renamed.lines().count());
+    }
+
+    fn link(path: Option<&str>, runtime_package: &str) -> Result<String, String> {
+        Go.runtime_link(&LinkRequest {
+            tables_dir: std::path::Path::new("sdk/sandbox"),
+            runtime_dir: std::path::Path::new("sdk/retrypolicy"),
+            tables_options: &options("sandbox"),
+            runtime_options: &options(runtime_package),
+            runtime_path: path,
+        })
+    }
+
+    /// The link is the runtime's package name and the import spec, aliased only when the path
+    /// does not end in the package name; a path `go` would refuse is an error.
+    #[test]
+    fn runtime_link_is_the_import_path() {
+        assert_eq!(
+            link(Some("example.com/sdk/retrypolicy"), "retrypolicy").as_deref(),
+            Ok("retrypolicy \"example.com/sdk/retrypolicy\"")
+        );
+        assert_eq!(
+            link(Some("example.com/sdk/retry"), "sdkretry").as_deref(),
+            Ok("sdkretry sdkretry \"example.com/sdk/retry\"")
+        );
+        for bad in [
+            "",
+            "/abs",
+            "example.com//x",
+            "example.com/x/",
+            "example.com/.x",
+            "example.com/x y",
+            "example.com/\"x",
+        ] {
+            assert!(link(Some(bad), "retrypolicy").is_err(), "{bad:?}");
+        }
+        assert!(link(None, "retrypolicy").is_err());
+        let same = Go.runtime_link(&LinkRequest {
+            tables_dir: std::path::Path::new("sdk/retrypolicy"),
+            runtime_dir: std::path::Path::new("sdk/retrypolicy"),
+            tables_options: &options("retrypolicy"),
+            runtime_options: &options("retrypolicy"),
+            runtime_path: Some("example.com/sdk/retrypolicy"),
+        });
+        assert!(same.is_err());
     }
 
     /// The runtime and the adapter carry the generated-file marker in their first lines, so

@@ -3,12 +3,9 @@
 //! specs/matching.yaml) is rendered into target/xtask/shared-runtime/<language>/ with one runtime
 //! per language, with the language's HTTP client adapter, and two thin tables files using it;
 //! then each language's formatter, linter and compiler run over the whole layout as the
-//! conformance run runs them over one module, and (Rust, Python) a test or an import calls both
-//! APIs' tables through the one runtime.
-//!
-//! Go cannot share its runtime yet (runtime/go/runtime.go reads the tables' package-level
-//! `operationTable`, `BasePath` and `DefaultPolicy`): its case proves that retrygen refuses such
-//! a target with a diagnostic, writing nothing.
+//! conformance run runs them over one module, and (Rust, Python, Go) a test or an import calls
+//! both APIs' tables through the one runtime. Go's layout is a module of its own (go.mod, the
+//! runtime package and one package per API importing it by its import path).
 
 use crate::toolchains::{self, command, root, run};
 use anyhow::{bail, Context, Result};
@@ -74,7 +71,7 @@ fn config_text(language: &str) -> String {
             "rust" => ("src/retry_runtime/", "src/", "", "\"reqwest\""),
             "python" => ("sdk/retry_runtime/", "sdk/", "", "\"httpx\""),
             "typescript" => ("src/retry_runtime/", "src/", "", "\"fetch\""),
-            "go" => ("retrypolicy/", "", "", ""),
+            "go" => ("retrypolicy/", "", "", "\"net/http\""),
             "kotlin" => (
                 "src/runtime/",
                 "src/",
@@ -109,20 +106,8 @@ fn layout(language: &str, dir: &Path) -> Result<String> {
     let config_path = dir.join("retrygen.toml");
     std::fs::write(&config_path, config_text(language))?;
     let config = retrygen::config::load(&config_path).map_err(|d| anyhow::anyhow!("{d}"))?;
-    let plan = match retrygen::generate(&config) {
-        Ok(plan) => plan,
-        Err(e) if language == "go" => {
-            let message = e.to_string();
-            if !message.contains("go cannot share a runtime yet") {
-                bail!("go: expected the \"cannot share a runtime\" diagnostic, got:\n{message}");
-            }
-            return Ok("refused with a diagnostic, as expected: the Go runtime reads the tables' declarations".into());
-        }
-        Err(e) => bail!("retrygen generate:\n{e}"),
-    };
-    if language == "go" {
-        bail!("go: a shared runtime was accepted; update this test (and the README) for Go");
-    }
+    let plan =
+        retrygen::generate(&config).map_err(|e| anyhow::anyhow!("retrygen generate:\n{e}"))?;
     retrygen::write(&plan).map_err(|e| anyhow::anyhow!("{e}"))?;
     let runtimes = plan
         .files
@@ -134,6 +119,7 @@ fn layout(language: &str, dir: &Path) -> Result<String> {
         "rust" => rust(dir)?,
         "python" => python(dir)?,
         "typescript" => typescript(dir, &files)?,
+        "go" => go(dir, &files)?,
         "kotlin" => kotlin(dir, &files)?,
         _ => csharp(dir, &files)?,
     };
@@ -283,6 +269,108 @@ fn typescript(dir: &Path, files: &[PathBuf]) -> Result<String> {
     Ok("tsc --strict, prettier --check".into())
 }
 
+/// The Go module of the layout: `example.com/sdk`, the runtime package `retrypolicy/`, the
+/// tables packages `sandbox/` (package sandbox) and `matching/` (the default package name,
+/// retrypolicy, the same as the runtime's: the import is then what tells them apart).
+const GO_MODULE: &str = "example.com/sdk";
+
+/// A test of the Go layout's module: both APIs through the one runtime package, its types shared,
+/// each API's operations, base path and policy its own, and a RoundTripper of each against a
+/// real local server.
+const GO_TEST: &str = r#"package sdk_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	// The matching API's tables keep the default package name, the runtime's.
+	matching "example.com/sdk/matching"
+	"example.com/sdk/retrypolicy"
+	"example.com/sdk/sandbox"
+)
+
+func TestTwoAPIsOneRuntime(t *testing.T) {
+	// One runtime: the tables' results are the runtime package's types.
+	var a retrypolicy.Classification
+	a, err := sandbox.Classify("POST", "/v1/sandboxes")
+	if err != nil || a.Class != retrypolicy.ClassNonReplayable || !a.Matched {
+		t.Fatalf("sandbox: %+v %v", a, err)
+	}
+	var api *retrypolicy.API = matching.Tables()
+	if len(api.Operations()) == len(sandbox.Operations()) || api.BasePath() != matching.BasePath {
+		t.Errorf("the two APIs' tables: %d and %d operations", len(api.Operations()), len(sandbox.Operations()))
+	}
+	if err := sandbox.DefaultPolicy().Validate(); err != nil {
+		t.Error(err)
+	}
+	if err := matching.DefaultPolicy().Validate(); err != nil {
+		t.Error(err)
+	}
+	var arrivals atomic.Int32
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		arrivals.Add(1)
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer server.Close()
+	// POST /sandboxes is non_replayable in the sandbox API: a 500, which may follow applied
+	// work, is returned after one attempt.
+	retries, err := sandbox.NewRoundTripper(retrypolicy.WithBaseURL(server.URL + sandbox.BasePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: retries}).Post(server.URL+"/v1/sandboxes", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	finish, ok := retrypolicy.FinishOf(resp, nil)
+	if n := arrivals.Load(); n != 1 || !ok || finish.OperationID != "createSandbox" {
+		t.Errorf("sandbox: %d arrivals, finish %+v", n, finish)
+	}
+	// Each API's adapter is built from its own tables, the same constructor for both.
+	if _, err := matching.Tables().NewRoundTripper(retrypolicy.WithNext(http.DefaultTransport)); err != nil {
+		t.Fatal(err)
+	}
+}
+"#;
+
+/// `go` kept local and offline, as the Go toolchain's commands run it.
+fn go_command(dir: &Path) -> std::process::Command {
+    let mut cmd = command("go");
+    cmd.current_dir(dir)
+        .env("GOTOOLCHAIN", "local")
+        .env("GOPROXY", "off")
+        .env("GOWORK", "off")
+        .env("GOFLAGS", "")
+        .env("CGO_ENABLED", "0");
+    cmd
+}
+
+fn go(dir: &Path, files: &[PathBuf]) -> Result<String> {
+    std::fs::write(
+        dir.join("go.mod"),
+        format!("module {GO_MODULE}\n\ngo 1.24\n"),
+    )?;
+    std::fs::write(dir.join("sdk_test.go"), GO_TEST)?;
+    let mut go_files: Vec<PathBuf> = files.to_vec();
+    go_files.push(dir.join("sdk_test.go"));
+    let unformatted = run(
+        command("gofmt").arg("-l").args(&go_files).current_dir(dir),
+        "gofmt -l",
+    )?;
+    if !unformatted.trim().is_empty() {
+        bail!("gofmt would reformat {}", unformatted.trim());
+    }
+    run(go_command(dir).args(["vet", "./..."]), "go vet ./...")?;
+    run(
+        go_command(dir).args(["test", "-count=1", "./..."]),
+        "go test ./...",
+    )?;
+    Ok("gofmt, go vet, go test calling both APIs and each one's net/http adapter".into())
+}
+
 fn kotlin(dir: &Path, files: &[PathBuf]) -> Result<String> {
     toolchains::kotlin::ktlint(files, &dir.join("ktlint"))?;
     toolchains::kotlin::kotlinc(
@@ -312,6 +400,8 @@ fn csharp(dir: &Path, files: &[PathBuf]) -> Result<String> {
 fn tables_options(language: &str, name: &str, upper: &str) -> String {
     match language {
         "rust" => "runtime_path = \"crate::retry_runtime\"".to_string(),
+        "go" if name == "matching" => format!("runtime_import = \"{GO_MODULE}/retrypolicy\""),
+        "go" => format!("package = \"{name}\", runtime_import = \"{GO_MODULE}/retrypolicy\""),
         "kotlin" => format!("package = \"com.example.{name}\", object = \"{upper}Retries\""),
         "csharp" => format!("namespace = \"Example.{upper}\", class = \"{upper}Retries\""),
         _ => String::new(),

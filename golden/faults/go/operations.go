@@ -41,16 +41,66 @@ func DefaultPolicy() Policy {
 	}
 }
 
-// operationTable lists every operation of the API, sorted by path and then method. Columns:
-// method, route (the path that requests match), path as written, operationId, whether there is
-// one, class, idempotency key header ("" when none).
-var operationTable = []operationRow{
-	{"GET", "/health", "/health", "health", true, ClassIdempotent, ""},
-	{"POST", "/sandboxes", "/sandboxes", "createSandbox", true, ClassNonReplayable, ""},
-	{"DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", true, ClassIdempotent, ""},
-	{"GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", true, ClassIdempotent, ""},
-	{"PUT", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "replaceSandbox", true, ClassIdempotent, ""},
-	{"POST", "/sandboxes/{sandboxID}/exec", "/sandboxes/{sandboxID}/exec", "execCommand", true, ClassNoRetry, ""},
-	{"GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamLogs", true, ClassNoRetry, ""},
-	{"POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", true, ClassKeyed, "Idempotency-Key"},
+// Tables returns the API as the runtime takes it: its operations, BasePath and DefaultPolicy,
+// one value shared by every caller (it cannot be changed). The functions below are its methods'.
+func Tables() *API {
+	return tables
+}
+
+var tables = NewAPI(BasePath, DefaultPolicy(), operationTable)
+
+// Operations returns every operation of the API, sorted by path and then method. The slice is
+// a new copy on every call.
+func Operations() []Operation {
+	return tables.Operations()
+}
+
+// OperationByID returns the operation with the given operationId. An operation without an
+// operationId cannot be looked up.
+func OperationByID(id string) (Operation, bool) {
+	return tables.OperationByID(id)
+}
+
+// NewClassifier returns the API's classifier of a configured base, a base path or a base URL,
+// with the policy's unknown_operation_class (docs/contract.md section 2).
+func NewClassifier(base string, unknown UnknownClass) (Classifier, error) {
+	return tables.NewClassifier(base, unknown)
+}
+
+// DefaultClassifier returns the API's classifier of BasePath with the given
+// unknown_operation_class, for SDKs that configure no base.
+func DefaultClassifier(unknown UnknownClass) (Classifier, error) {
+	return tables.DefaultClassifier(unknown)
+}
+
+// Classify finds the operation a request is for and its replay class, with BasePath and the
+// method's default class for unknown requests.
+func Classify(method, target string) (Classification, error) {
+	return tables.Classify(method, target)
+}
+
+// NonReplayableOperations is the API's safe list: every operation that must not be replayed
+// without its idempotency key (docs/contract.md, L1-L2).
+func NonReplayableOperations() []NonReplayableRoute {
+	return tables.NonReplayableOperations()
+}
+
+// NewRoundTripper returns the net/http adapter for the API's requests, with a full retry budget
+// (docs/adapters.md). Build one per http.Client.
+func NewRoundTripper(options ...RoundTripperOption) (*RoundTripper, error) {
+	return tables.NewRoundTripper(options...)
+}
+
+// operationTable lists every operation of the API, sorted by path and then method; a row leaves
+// out the operationId of an operation without one and the idempotency key header of one that
+// declares none.
+var operationTable = []OperationRow{
+	{Method: "GET", Route: "/health", Path: "/health", OperationID: "health", HasOperationID: true, Class: ClassIdempotent},
+	{Method: "POST", Route: "/sandboxes", Path: "/sandboxes", OperationID: "createSandbox", HasOperationID: true, Class: ClassNonReplayable},
+	{Method: "DELETE", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "killSandbox", HasOperationID: true, Class: ClassIdempotent},
+	{Method: "GET", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "getSandbox", HasOperationID: true, Class: ClassIdempotent},
+	{Method: "PUT", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "replaceSandbox", HasOperationID: true, Class: ClassIdempotent},
+	{Method: "POST", Route: "/sandboxes/{sandboxID}/exec", Path: "/sandboxes/{sandboxID}/exec", OperationID: "execCommand", HasOperationID: true, Class: ClassNoRetry},
+	{Method: "GET", Route: "/sandboxes/{sandboxID}/logs", Path: "/sandboxes/{sandboxID}/logs", OperationID: "streamLogs", HasOperationID: true, Class: ClassNoRetry},
+	{Method: "POST", Route: "/sandboxes/{sandboxID}/snapshots", Path: "/sandboxes/{sandboxID}/snapshots", OperationID: "snapshotSandbox", HasOperationID: true, Class: ClassKeyed, IdempotencyHeader: "Idempotency-Key"},
 }

@@ -4,9 +4,11 @@
 // Package retrypolicy tells whether a failed request to the API may be sent again, and
 // when. It holds the replay class of every operation of the API, the matcher that finds the
 // operation of a request, and the retry decision shared by every SDK of the API, so that all of
-// them retry alike. This file holds the API's tables; runtime.go, the same for every API, does
-// the rest.
+// them retry alike. This file holds the API's tables; the runtime package it imports, the same
+// for every API, does the rest.
 package retrypolicy
+
+import retrypolicy "retrygen.example/golden/runtime/go"
 
 // BasePath is the path of the API's first server URL, without a trailing slash ("" when there
 // is none). Classify removes it from request paths that start with it.
@@ -16,13 +18,13 @@ const BasePath = "/b\"a's\\e%20x"
 const SourceName = "hostile.yaml"
 
 // DefaultPolicy returns the retry policy the API declares.
-func DefaultPolicy() Policy {
-	return Policy{
+func DefaultPolicy() retrypolicy.Policy {
+	return retrypolicy.Policy{
 		MaxRetries:               3,
 		InitialBackoffMs:         500,
 		MaxBackoffMs:             30000,
 		Multiplier:               2.0,
-		Jitter:                   JitterFull,
+		Jitter:                   retrypolicy.JitterFull,
 		RetryableStatuses:        []int{408, 425, 429, 500, 502, 503, 504},
 		RejectedStatuses:         []int{429},
 		RetryAfterCapMs:          60000,
@@ -32,8 +34,8 @@ func DefaultPolicy() Policy {
 		KeyInFlightStatuses:      []int{409},
 		KeyReusedStatuses:        []int{422},
 		ServerDirectiveHeaders:   []string{"x-should-retry"},
-		RetryAfterOverCap:        OverCapRefuse,
-		UnknownOperationClass:    UnknownMethodDefault,
+		RetryAfterOverCap:        retrypolicy.OverCapRefuse,
+		UnknownOperationClass:    retrypolicy.UnknownMethodDefault,
 		BudgetCapacity:           500,
 		BudgetRetryCost:          5,
 		BudgetTimeoutCost:        10,
@@ -41,22 +43,72 @@ func DefaultPolicy() Policy {
 	}
 }
 
-// operationTable lists every operation of the API, sorted by path and then method. Columns:
-// method, route (the path that requests match), path as written, operationId, whether there is
-// one, class, idempotency key header ("" when none).
-var operationTable = []operationRow{
-	{"PUT", "/back\\slash\\u0041\\n/{x}", "/back\\slash\\u0041\\n/{x}", "back\\slash\\x41\\0", true, ClassIdempotent, ""},
-	{"POST", "/bidi/\u202e\u2066\u200f/{id}", "/bidi/\u202e\u2066\u200f/{id}", "bidi\u202eevil\u2066\u2069\u200b\ufeff", true, ClassKeyed, "Idempotency-Key"},
-	{"DELETE", "/comment*/end/*start//line", "/comment*/end/*start//line#hash", "*/ /* // # -- <!-- -->", true, ClassIdempotent, ""},
-	{"GET", "/dollar/${interp}/$x/%{ruby}/{jinja}", "/dollar/${interp}/$x/%{ruby}/{jinja}", "${process.exit(1)}$x#{1}{{ 7*7 }}{% raw %}%s%d%n", true, ClassIdempotent, ""},
-	{"GET", "/lines/a\nb\rc\td", "/lines/a\nb\rc\td", "new\nline\r\ncarriage\ttab\u0000nul\u0007bell\u001besc\u007fdel", true, ClassIdempotent, ""},
-	{"GET", "/nul/a\u00000b", "/nul/a\u00000b", "nul\u00007", true, ClassIdempotent, ""},
-	{"GET", "/percent/%41%zz%/{p}", "/percent/%41%zz%/{p}", "percent%41%%s", true, ClassIdempotent, ""},
-	{"GET", "/q\"uote/{id}", "/q\"uote/{id}", "double\"quote", true, ClassIdempotent, ""},
-	{"PATCH", "/regex/.+*^$|()[]\\d/{n}.{ext}", "/regex/.+*^$|()[]\\d/{n}.{ext}", "regex.+*?^$|()[]{}\\d", true, ClassNonReplayable, ""},
-	{"POST", "/s'ingle/`back`tick", "/s'ingle/`back`tick", "single'quote`tick", true, ClassNonReplayable, ""},
-	{"GET", "/separators/\u2028/\u2029/\u0085", "/separators/\u2028/\u2029/\u0085", "ls\u2028ps\u2029nel\u0085", true, ClassIdempotent, ""},
-	{"POST", "/triple/\"\"\"/'''", "/triple/\"\"\"/'''", "\"\"\" ''' @\"verbatim\" r\"raw\" `raw`", true, ClassNonReplayable, ""},
-	{"GET", "/unicode/caf\u00e9/\U0001f600/\u4e2d\u6587", "/unicode/caf\u00e9/\U0001f600/\u4e2d\u6587", "emoji\U0001f600\U0001f44dcaf\u00e9\u4e2d", true, ClassIdempotent, ""},
-	{"POST", "/whitespace/ideographic\u3000nbsp\u00a0/trailing ", "/whitespace/ideographic\u3000nbsp\u00a0/trailing ", "whitespace\u3000\u00a0 ", true, ClassNonReplayable, ""},
+// Tables returns the API as the runtime takes it: its operations, BasePath and DefaultPolicy,
+// one value shared by every caller (it cannot be changed). The functions below are its methods'.
+func Tables() *retrypolicy.API {
+	return tables
+}
+
+var tables = retrypolicy.NewAPI(BasePath, DefaultPolicy(), operationTable)
+
+// Operations returns every operation of the API, sorted by path and then method. The slice is
+// a new copy on every call.
+func Operations() []retrypolicy.Operation {
+	return tables.Operations()
+}
+
+// OperationByID returns the operation with the given operationId. An operation without an
+// operationId cannot be looked up.
+func OperationByID(id string) (retrypolicy.Operation, bool) {
+	return tables.OperationByID(id)
+}
+
+// NewClassifier returns the API's classifier of a configured base, a base path or a base URL,
+// with the policy's unknown_operation_class (docs/contract.md section 2).
+func NewClassifier(base string, unknown retrypolicy.UnknownClass) (retrypolicy.Classifier, error) {
+	return tables.NewClassifier(base, unknown)
+}
+
+// DefaultClassifier returns the API's classifier of BasePath with the given
+// unknown_operation_class, for SDKs that configure no base.
+func DefaultClassifier(unknown retrypolicy.UnknownClass) (retrypolicy.Classifier, error) {
+	return tables.DefaultClassifier(unknown)
+}
+
+// Classify finds the operation a request is for and its replay class, with BasePath and the
+// method's default class for unknown requests.
+func Classify(method, target string) (retrypolicy.Classification, error) {
+	return tables.Classify(method, target)
+}
+
+// NonReplayableOperations is the API's safe list: every operation that must not be replayed
+// without its idempotency key (docs/contract.md, L1-L2).
+func NonReplayableOperations() []retrypolicy.NonReplayableRoute {
+	return tables.NonReplayableOperations()
+}
+
+// NewRoundTripper returns the net/http adapter for the API's requests, with a full retry budget
+// (docs/adapters.md). Build one per http.Client.
+func NewRoundTripper(options ...retrypolicy.RoundTripperOption) (*retrypolicy.RoundTripper, error) {
+	return tables.NewRoundTripper(options...)
+}
+
+// operationTable lists every operation of the API, sorted by path and then method; a row leaves
+// out the operationId of an operation without one and the idempotency key header of one that
+// declares none.
+var operationTable = []retrypolicy.OperationRow{
+	{Method: "PUT", Route: "/back\\slash\\u0041\\n/{x}", Path: "/back\\slash\\u0041\\n/{x}", OperationID: "back\\slash\\x41\\0", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/bidi/\u202e\u2066\u200f/{id}", Path: "/bidi/\u202e\u2066\u200f/{id}", OperationID: "bidi\u202eevil\u2066\u2069\u200b\ufeff", HasOperationID: true, Class: retrypolicy.ClassKeyed, IdempotencyHeader: "Idempotency-Key"},
+	{Method: "DELETE", Route: "/comment*/end/*start//line", Path: "/comment*/end/*start//line#hash", OperationID: "*/ /* // # -- <!-- -->", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/dollar/${interp}/$x/%{ruby}/{jinja}", Path: "/dollar/${interp}/$x/%{ruby}/{jinja}", OperationID: "${process.exit(1)}$x#{1}{{ 7*7 }}{% raw %}%s%d%n", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/lines/a\nb\rc\td", Path: "/lines/a\nb\rc\td", OperationID: "new\nline\r\ncarriage\ttab\u0000nul\u0007bell\u001besc\u007fdel", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/nul/a\u00000b", Path: "/nul/a\u00000b", OperationID: "nul\u00007", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/percent/%41%zz%/{p}", Path: "/percent/%41%zz%/{p}", OperationID: "percent%41%%s", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/q\"uote/{id}", Path: "/q\"uote/{id}", OperationID: "double\"quote", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "PATCH", Route: "/regex/.+*^$|()[]\\d/{n}.{ext}", Path: "/regex/.+*^$|()[]\\d/{n}.{ext}", OperationID: "regex.+*?^$|()[]{}\\d", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "POST", Route: "/s'ingle/`back`tick", Path: "/s'ingle/`back`tick", OperationID: "single'quote`tick", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "GET", Route: "/separators/\u2028/\u2029/\u0085", Path: "/separators/\u2028/\u2029/\u0085", OperationID: "ls\u2028ps\u2029nel\u0085", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/triple/\"\"\"/'''", Path: "/triple/\"\"\"/'''", OperationID: "\"\"\" ''' @\"verbatim\" r\"raw\" `raw`", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "GET", Route: "/unicode/caf\u00e9/\U0001f600/\u4e2d\u6587", Path: "/unicode/caf\u00e9/\U0001f600/\u4e2d\u6587", OperationID: "emoji\U0001f600\U0001f44dcaf\u00e9\u4e2d", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/whitespace/ideographic\u3000nbsp\u00a0/trailing ", Path: "/whitespace/ideographic\u3000nbsp\u00a0/trailing ", OperationID: "whitespace\u3000\u00a0 ", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
 }

@@ -4,9 +4,11 @@
 // Package retrypolicy tells whether a failed request to the API may be sent again, and
 // when. It holds the replay class of every operation of the API, the matcher that finds the
 // operation of a request, and the retry decision shared by every SDK of the API, so that all of
-// them retry alike. This file holds the API's tables; runtime.go, the same for every API, does
-// the rest.
+// them retry alike. This file holds the API's tables; the runtime package it imports, the same
+// for every API, does the rest.
 package retrypolicy
+
+import retrypolicy "retrygen.example/golden/runtime/go"
 
 // BasePath is the path of the API's first server URL, without a trailing slash ("" when there
 // is none). Classify removes it from request paths that start with it.
@@ -16,13 +18,13 @@ const BasePath = "/base/v2"
 const SourceName = "matching.yaml"
 
 // DefaultPolicy returns the retry policy the API declares.
-func DefaultPolicy() Policy {
-	return Policy{
+func DefaultPolicy() retrypolicy.Policy {
+	return retrypolicy.Policy{
 		MaxRetries:               3,
 		InitialBackoffMs:         500,
 		MaxBackoffMs:             30000,
 		Multiplier:               2.0,
-		Jitter:                   JitterFull,
+		Jitter:                   retrypolicy.JitterFull,
 		RetryableStatuses:        []int{408, 425, 429, 500, 502, 503, 504},
 		RejectedStatuses:         []int{429},
 		RetryAfterCapMs:          60000,
@@ -32,8 +34,8 @@ func DefaultPolicy() Policy {
 		KeyInFlightStatuses:      []int{409},
 		KeyReusedStatuses:        []int{422},
 		ServerDirectiveHeaders:   []string{"x-should-retry"},
-		RetryAfterOverCap:        OverCapRefuse,
-		UnknownOperationClass:    UnknownMethodDefault,
+		RetryAfterOverCap:        retrypolicy.OverCapRefuse,
+		UnknownOperationClass:    retrypolicy.UnknownMethodDefault,
 		BudgetCapacity:           500,
 		BudgetRetryCost:          5,
 		BudgetTimeoutCost:        10,
@@ -41,52 +43,102 @@ func DefaultPolicy() Policy {
 	}
 }
 
-// operationTable lists every operation of the API, sorted by path and then method. Columns:
-// method, route (the path that requests match), path as written, operationId, whether there is
-// one, class, idempotency key header ("" when none).
-var operationTable = []operationRow{
-	{"GET", "/", "/", "getRoot", true, ClassIdempotent, ""},
-	{"POST", "/", "/", "postRoot", true, ClassNonReplayable, ""},
-	{"GET", "/a/b/c", "/a/b/c", "getABC", true, ClassIdempotent, ""},
-	{"GET", "/a/{x}", "/a/{x}", "getAX", true, ClassIdempotent, ""},
-	{"GET", "/a/{x}/d", "/a/{x}/d", "getAXD", true, ClassIdempotent, ""},
-	{"POST", "/a/{x}/d", "/a/{x}/d", "postAXD", true, ClassIdempotent, ""},
-	{"GET", "/abc", "/abc", "getAbc", true, ClassIdempotent, ""},
-	{"GET", "/api/v1/status", "/api/v1/status", "getV1Status", true, ClassIdempotent, ""},
-	{"GET", "/api/v{version}/status", "/api/v{version}/status", "getVersionStatus", true, ClassIdempotent, ""},
-	{"GET", "/api/{anything}/health", "/api/{anything}/health", "getAnyHealth", true, ClassIdempotent, ""},
-	{"GET", "/api/{anything}/status", "/api/{anything}/status", "getAnyStatus", true, ClassIdempotent, ""},
-	{"POST", "/api/{anything}/status", "/api/{anything}/status", "postAnyStatus", true, ClassIdempotent, ""},
-	{"GET", "/base/v2/nested", "/base/v2/nested", "getNested", true, ClassIdempotent, ""},
-	{"GET", "/caf%C3%A9/menu", "/caf%C3%A9/menu", "getCafeMenu", true, ClassIdempotent, ""},
-	{"GET", "/caf\u00e9", "/caf\u00e9", "getCafe", true, ClassIdempotent, ""},
-	{"POST", "/caf\u00e9/orders/{name}.{ext}", "/caf\u00e9/orders/{name}.{ext}", "createCafeOrder", true, ClassNonReplayable, ""},
-	{"POST", "/calc/1+1", "/calc/1+1", "postCalc", true, ClassNonReplayable, ""},
-	{"GET", "/deep/l1/l2/l3", "/deep/l1/l2/l3", "getDeepLiteral", true, ClassIdempotent, ""},
-	{"GET", "/deep/l1/{p2}/tail", "/deep/l1/{p2}/tail", "getDeepTail", true, ClassIdempotent, ""},
-	{"GET", "/deep/{p1}/l2/l3/more", "/deep/{p1}/l2/l3/more", "getDeepMore", true, ClassIdempotent, ""},
-	{"GET", "/events", "/events", "streamEvents", true, ClassNoRetry, ""},
-	{"DELETE", "/events/{eventID}", "/events/{eventID}", "deleteEvent", true, ClassNoRetry, ""},
-	{"GET", "/events/{eventID}", "/events/{eventID}", "getEvent", true, ClassNoRetry, ""},
-	{"GET", "/files", "/files", "listFiles", true, ClassIdempotent, ""},
-	{"POST", "/files", "/files", "createFile", true, ClassKeyed, "Idempotency-Key"},
-	{"GET", "/files/a%20b", "/files/a%20b", "getSpaced", true, ClassIdempotent, ""},
-	{"POST", "/files/a%20b", "/files/a%20b", "postSpaced", true, ClassNonReplayable, ""},
-	{"GET", "/files/report.json", "/files/report.json", "getReport", true, ClassIdempotent, ""},
-	{"DELETE", "/files/{id}", "/files/{id}", "deleteFile", true, ClassNonReplayable, ""},
-	{"GET", "/files/{id}", "/files/{id}", "getFile", true, ClassIdempotent, ""},
-	{"PATCH", "/files/{id}", "/files/{id}", "patchFile", true, ClassKeyed, "idempotency-key"},
-	{"GET", "/files/{id}.json", "/files/{id}.json", "getFileJson", true, ClassIdempotent, ""},
-	{"GET", "/files/{name}-{rev}", "/files/{name}-{rev}", "getFileRev", true, ClassIdempotent, ""},
-	{"GET", "/files/{name}.{ext}", "/files/{name}.{ext}", "getFileExt", true, ClassIdempotent, ""},
-	{"POST", "/files/{name}.{ext}", "/files/{name}.{ext}", "uploadFile", true, ClassIdempotent, ""},
-	{"GET", "/health", "/health", "", false, ClassIdempotent, ""},
-	{"GET", "/jobs/{jobID}", "/jobs/{jobID}", "getJob", true, ClassNonReplayable, ""},
-	{"POST", "/jobs/{jobID}", "/jobs/{jobID}", "runJob", true, ClassNonReplayable, ""},
-	{"PUT", "/jobs/{jobID}", "/jobs/{jobID}", "replaceJob", true, ClassIdempotent, ""},
-	{"GET", "/jobs/{jobID}/watch", "/jobs/{jobID}/watch", "watchJob", true, ClassNoRetry, ""},
-	{"POST", "/orders", "/orders", "createOrder", true, ClassKeyed, "Idempotency-Key"},
-	{"GET", "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", "getBalanceSheetSummary", true, ClassIdempotent, ""},
-	{"GET", "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", "getBalanceSheetSummaryPdf", true, ClassIdempotent, ""},
-	{"POST", "/x/files", "/x/files", "postXFiles", true, ClassIdempotent, ""},
+// Tables returns the API as the runtime takes it: its operations, BasePath and DefaultPolicy,
+// one value shared by every caller (it cannot be changed). The functions below are its methods'.
+func Tables() *retrypolicy.API {
+	return tables
+}
+
+var tables = retrypolicy.NewAPI(BasePath, DefaultPolicy(), operationTable)
+
+// Operations returns every operation of the API, sorted by path and then method. The slice is
+// a new copy on every call.
+func Operations() []retrypolicy.Operation {
+	return tables.Operations()
+}
+
+// OperationByID returns the operation with the given operationId. An operation without an
+// operationId cannot be looked up.
+func OperationByID(id string) (retrypolicy.Operation, bool) {
+	return tables.OperationByID(id)
+}
+
+// NewClassifier returns the API's classifier of a configured base, a base path or a base URL,
+// with the policy's unknown_operation_class (docs/contract.md section 2).
+func NewClassifier(base string, unknown retrypolicy.UnknownClass) (retrypolicy.Classifier, error) {
+	return tables.NewClassifier(base, unknown)
+}
+
+// DefaultClassifier returns the API's classifier of BasePath with the given
+// unknown_operation_class, for SDKs that configure no base.
+func DefaultClassifier(unknown retrypolicy.UnknownClass) (retrypolicy.Classifier, error) {
+	return tables.DefaultClassifier(unknown)
+}
+
+// Classify finds the operation a request is for and its replay class, with BasePath and the
+// method's default class for unknown requests.
+func Classify(method, target string) (retrypolicy.Classification, error) {
+	return tables.Classify(method, target)
+}
+
+// NonReplayableOperations is the API's safe list: every operation that must not be replayed
+// without its idempotency key (docs/contract.md, L1-L2).
+func NonReplayableOperations() []retrypolicy.NonReplayableRoute {
+	return tables.NonReplayableOperations()
+}
+
+// NewRoundTripper returns the net/http adapter for the API's requests, with a full retry budget
+// (docs/adapters.md). Build one per http.Client.
+func NewRoundTripper(options ...retrypolicy.RoundTripperOption) (*retrypolicy.RoundTripper, error) {
+	return tables.NewRoundTripper(options...)
+}
+
+// operationTable lists every operation of the API, sorted by path and then method; a row leaves
+// out the operationId of an operation without one and the idempotency key header of one that
+// declares none.
+var operationTable = []retrypolicy.OperationRow{
+	{Method: "GET", Route: "/", Path: "/", OperationID: "getRoot", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/", Path: "/", OperationID: "postRoot", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "GET", Route: "/a/b/c", Path: "/a/b/c", OperationID: "getABC", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/a/{x}", Path: "/a/{x}", OperationID: "getAX", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/a/{x}/d", Path: "/a/{x}/d", OperationID: "getAXD", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/a/{x}/d", Path: "/a/{x}/d", OperationID: "postAXD", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/abc", Path: "/abc", OperationID: "getAbc", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/api/v1/status", Path: "/api/v1/status", OperationID: "getV1Status", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/api/v{version}/status", Path: "/api/v{version}/status", OperationID: "getVersionStatus", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/api/{anything}/health", Path: "/api/{anything}/health", OperationID: "getAnyHealth", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/api/{anything}/status", Path: "/api/{anything}/status", OperationID: "getAnyStatus", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/api/{anything}/status", Path: "/api/{anything}/status", OperationID: "postAnyStatus", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/base/v2/nested", Path: "/base/v2/nested", OperationID: "getNested", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/caf%C3%A9/menu", Path: "/caf%C3%A9/menu", OperationID: "getCafeMenu", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/caf\u00e9", Path: "/caf\u00e9", OperationID: "getCafe", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/caf\u00e9/orders/{name}.{ext}", Path: "/caf\u00e9/orders/{name}.{ext}", OperationID: "createCafeOrder", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "POST", Route: "/calc/1+1", Path: "/calc/1+1", OperationID: "postCalc", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "GET", Route: "/deep/l1/l2/l3", Path: "/deep/l1/l2/l3", OperationID: "getDeepLiteral", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/deep/l1/{p2}/tail", Path: "/deep/l1/{p2}/tail", OperationID: "getDeepTail", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/deep/{p1}/l2/l3/more", Path: "/deep/{p1}/l2/l3/more", OperationID: "getDeepMore", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/events", Path: "/events", OperationID: "streamEvents", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
+	{Method: "DELETE", Route: "/events/{eventID}", Path: "/events/{eventID}", OperationID: "deleteEvent", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
+	{Method: "GET", Route: "/events/{eventID}", Path: "/events/{eventID}", OperationID: "getEvent", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
+	{Method: "GET", Route: "/files", Path: "/files", OperationID: "listFiles", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/files", Path: "/files", OperationID: "createFile", HasOperationID: true, Class: retrypolicy.ClassKeyed, IdempotencyHeader: "Idempotency-Key"},
+	{Method: "GET", Route: "/files/a%20b", Path: "/files/a%20b", OperationID: "getSpaced", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/files/a%20b", Path: "/files/a%20b", OperationID: "postSpaced", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "GET", Route: "/files/report.json", Path: "/files/report.json", OperationID: "getReport", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "DELETE", Route: "/files/{id}", Path: "/files/{id}", OperationID: "deleteFile", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "GET", Route: "/files/{id}", Path: "/files/{id}", OperationID: "getFile", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "PATCH", Route: "/files/{id}", Path: "/files/{id}", OperationID: "patchFile", HasOperationID: true, Class: retrypolicy.ClassKeyed, IdempotencyHeader: "idempotency-key"},
+	{Method: "GET", Route: "/files/{id}.json", Path: "/files/{id}.json", OperationID: "getFileJson", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/files/{name}-{rev}", Path: "/files/{name}-{rev}", OperationID: "getFileRev", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/files/{name}.{ext}", Path: "/files/{name}.{ext}", OperationID: "getFileExt", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/files/{name}.{ext}", Path: "/files/{name}.{ext}", OperationID: "uploadFile", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/health", Path: "/health", Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/jobs/{jobID}", Path: "/jobs/{jobID}", OperationID: "getJob", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "POST", Route: "/jobs/{jobID}", Path: "/jobs/{jobID}", OperationID: "runJob", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "PUT", Route: "/jobs/{jobID}", Path: "/jobs/{jobID}", OperationID: "replaceJob", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/jobs/{jobID}/watch", Path: "/jobs/{jobID}/watch", OperationID: "watchJob", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
+	{Method: "POST", Route: "/orders", Path: "/orders", OperationID: "createOrder", HasOperationID: true, Class: retrypolicy.ClassKeyed, IdempotencyHeader: "Idempotency-Key"},
+	{Method: "GET", Route: "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", Path: "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", OperationID: "getBalanceSheetSummary", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", Path: "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", OperationID: "getBalanceSheetSummaryPdf", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/x/files", Path: "/x/files", OperationID: "postXFiles", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 }

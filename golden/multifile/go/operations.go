@@ -4,9 +4,11 @@
 // Package retrypolicy tells whether a failed request to the API may be sent again, and
 // when. It holds the replay class of every operation of the API, the matcher that finds the
 // operation of a request, and the retry decision shared by every SDK of the API, so that all of
-// them retry alike. This file holds the API's tables; runtime.go, the same for every API, does
-// the rest.
+// them retry alike. This file holds the API's tables; the runtime package it imports, the same
+// for every API, does the rest.
 package retrypolicy
+
+import retrypolicy "retrygen.example/golden/runtime/go"
 
 // BasePath is the path of the API's first server URL, without a trailing slash ("" when there
 // is none). Classify removes it from request paths that start with it.
@@ -16,13 +18,13 @@ const BasePath = "/v3"
 const SourceName = "openapi.yaml"
 
 // DefaultPolicy returns the retry policy the API declares.
-func DefaultPolicy() Policy {
-	return Policy{
+func DefaultPolicy() retrypolicy.Policy {
+	return retrypolicy.Policy{
 		MaxRetries:               3,
 		InitialBackoffMs:         500,
 		MaxBackoffMs:             30000,
 		Multiplier:               2.0,
-		Jitter:                   JitterFull,
+		Jitter:                   retrypolicy.JitterFull,
 		RetryableStatuses:        []int{408, 425, 429, 500, 502, 503, 504},
 		RejectedStatuses:         []int{429},
 		RetryAfterCapMs:          60000,
@@ -32,8 +34,8 @@ func DefaultPolicy() Policy {
 		KeyInFlightStatuses:      []int{409},
 		KeyReusedStatuses:        []int{422},
 		ServerDirectiveHeaders:   []string{"x-should-retry"},
-		RetryAfterOverCap:        OverCapRefuse,
-		UnknownOperationClass:    UnknownMethodDefault,
+		RetryAfterOverCap:        retrypolicy.OverCapRefuse,
+		UnknownOperationClass:    retrypolicy.UnknownMethodDefault,
 		BudgetCapacity:           500,
 		BudgetRetryCost:          5,
 		BudgetTimeoutCost:        10,
@@ -41,15 +43,65 @@ func DefaultPolicy() Policy {
 	}
 }
 
-// operationTable lists every operation of the API, sorted by path and then method. Columns:
-// method, route (the path that requests match), path as written, operationId, whether there is
-// one, class, idempotency key header ("" when none).
-var operationTable = []operationRow{
-	{"GET", "/buckets", "/buckets", "listBuckets", true, ClassIdempotent, ""},
-	{"POST", "/buckets", "/buckets", "createBucket", true, ClassNonReplayable, ""},
-	{"DELETE", "/buckets/{bucket}", "/buckets/{bucket}", "deleteBucket", true, ClassIdempotent, ""},
-	{"GET", "/buckets/{bucket}", "/buckets/{bucket}", "getBucket", true, ClassIdempotent, ""},
-	{"GET", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "watchObject", true, ClassNoRetry, ""},
-	{"POST", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "appendObject", true, ClassKeyed, "Idempotency-Key"},
-	{"PUT", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "putObject", true, ClassIdempotent, ""},
+// Tables returns the API as the runtime takes it: its operations, BasePath and DefaultPolicy,
+// one value shared by every caller (it cannot be changed). The functions below are its methods'.
+func Tables() *retrypolicy.API {
+	return tables
+}
+
+var tables = retrypolicy.NewAPI(BasePath, DefaultPolicy(), operationTable)
+
+// Operations returns every operation of the API, sorted by path and then method. The slice is
+// a new copy on every call.
+func Operations() []retrypolicy.Operation {
+	return tables.Operations()
+}
+
+// OperationByID returns the operation with the given operationId. An operation without an
+// operationId cannot be looked up.
+func OperationByID(id string) (retrypolicy.Operation, bool) {
+	return tables.OperationByID(id)
+}
+
+// NewClassifier returns the API's classifier of a configured base, a base path or a base URL,
+// with the policy's unknown_operation_class (docs/contract.md section 2).
+func NewClassifier(base string, unknown retrypolicy.UnknownClass) (retrypolicy.Classifier, error) {
+	return tables.NewClassifier(base, unknown)
+}
+
+// DefaultClassifier returns the API's classifier of BasePath with the given
+// unknown_operation_class, for SDKs that configure no base.
+func DefaultClassifier(unknown retrypolicy.UnknownClass) (retrypolicy.Classifier, error) {
+	return tables.DefaultClassifier(unknown)
+}
+
+// Classify finds the operation a request is for and its replay class, with BasePath and the
+// method's default class for unknown requests.
+func Classify(method, target string) (retrypolicy.Classification, error) {
+	return tables.Classify(method, target)
+}
+
+// NonReplayableOperations is the API's safe list: every operation that must not be replayed
+// without its idempotency key (docs/contract.md, L1-L2).
+func NonReplayableOperations() []retrypolicy.NonReplayableRoute {
+	return tables.NonReplayableOperations()
+}
+
+// NewRoundTripper returns the net/http adapter for the API's requests, with a full retry budget
+// (docs/adapters.md). Build one per http.Client.
+func NewRoundTripper(options ...retrypolicy.RoundTripperOption) (*retrypolicy.RoundTripper, error) {
+	return tables.NewRoundTripper(options...)
+}
+
+// operationTable lists every operation of the API, sorted by path and then method; a row leaves
+// out the operationId of an operation without one and the idempotency key header of one that
+// declares none.
+var operationTable = []retrypolicy.OperationRow{
+	{Method: "GET", Route: "/buckets", Path: "/buckets", OperationID: "listBuckets", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/buckets", Path: "/buckets", OperationID: "createBucket", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "DELETE", Route: "/buckets/{bucket}", Path: "/buckets/{bucket}", OperationID: "deleteBucket", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/buckets/{bucket}", Path: "/buckets/{bucket}", OperationID: "getBucket", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/buckets/{bucket}/objects/{key}", Path: "/buckets/{bucket}/objects/{key}", OperationID: "watchObject", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
+	{Method: "POST", Route: "/buckets/{bucket}/objects/{key}", Path: "/buckets/{bucket}/objects/{key}", OperationID: "appendObject", HasOperationID: true, Class: retrypolicy.ClassKeyed, IdempotencyHeader: "Idempotency-Key"},
+	{Method: "PUT", Route: "/buckets/{bucket}/objects/{key}", Path: "/buckets/{bucket}/objects/{key}", OperationID: "putObject", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 }

@@ -4,9 +4,11 @@
 // Package retrypolicy tells whether a failed request to the API may be sent again, and
 // when. It holds the replay class of every operation of the API, the matcher that finds the
 // operation of a request, and the retry decision shared by every SDK of the API, so that all of
-// them retry alike. This file holds the API's tables; runtime.go, the same for every API, does
-// the rest.
+// them retry alike. This file holds the API's tables; the runtime package it imports, the same
+// for every API, does the rest.
 package retrypolicy
+
+import retrypolicy "retrygen.example/golden/runtime/go"
 
 // BasePath is the path of the API's first server URL, without a trailing slash ("" when there
 // is none). Classify removes it from request paths that start with it.
@@ -16,13 +18,13 @@ const BasePath = "/v1"
 const SourceName = "sandbox.yaml"
 
 // DefaultPolicy returns the retry policy the API declares.
-func DefaultPolicy() Policy {
-	return Policy{
+func DefaultPolicy() retrypolicy.Policy {
+	return retrypolicy.Policy{
 		MaxRetries:               4,
 		InitialBackoffMs:         200,
 		MaxBackoffMs:             10000,
 		Multiplier:               2.0,
-		Jitter:                   JitterEqual,
+		Jitter:                   retrypolicy.JitterEqual,
 		RetryableStatuses:        []int{408, 425, 429, 500, 502, 503, 504},
 		RejectedStatuses:         []int{429, 503},
 		RetryAfterCapMs:          30000,
@@ -32,8 +34,8 @@ func DefaultPolicy() Policy {
 		KeyInFlightStatuses:      []int{409},
 		KeyReusedStatuses:        []int{422},
 		ServerDirectiveHeaders:   []string{"x-should-retry"},
-		RetryAfterOverCap:        OverCapRefuse,
-		UnknownOperationClass:    UnknownMethodDefault,
+		RetryAfterOverCap:        retrypolicy.OverCapRefuse,
+		UnknownOperationClass:    retrypolicy.UnknownMethodDefault,
 		BudgetCapacity:           500,
 		BudgetRetryCost:          5,
 		BudgetTimeoutCost:        10,
@@ -41,34 +43,84 @@ func DefaultPolicy() Policy {
 	}
 }
 
-// operationTable lists every operation of the API, sorted by path and then method. Columns:
-// method, route (the path that requests match), path as written, operationId, whether there is
-// one, class, idempotency key header ("" when none).
-var operationTable = []operationRow{
-	{"POST", "/admin/teams/{teamID}/api-keys", "/admin/teams/{teamID}/api-keys", "createTeamApiKey", true, ClassNonReplayable, ""},
-	{"POST", "/api-keys", "/api-keys", "createApiKey", true, ClassNonReplayable, ""},
-	{"POST", "/events/webhooks", "/events/webhooks", "createWebhook", true, ClassNonReplayable, ""},
-	{"GET", "/health", "/health", "", false, ClassIdempotent, ""},
-	{"GET", "/sandboxes", "/sandboxes", "listSandboxes", true, ClassIdempotent, ""},
-	{"POST", "/sandboxes", "/sandboxes", "createSandbox", true, ClassNonReplayable, ""},
-	{"GET", "/sandboxes/templates", "/sandboxes/templates", "listSandboxTemplates", true, ClassIdempotent, ""},
-	{"DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", true, ClassIdempotent, ""},
-	{"GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", true, ClassIdempotent, ""},
-	{"POST", "/sandboxes/{sandboxID}/fork", "/sandboxes/{sandboxID}/fork", "forkSandbox", true, ClassNonReplayable, ""},
-	{"GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamSandboxLogs", true, ClassNoRetry, ""},
-	{"POST", "/sandboxes/{sandboxID}/pause", "/sandboxes/{sandboxID}/pause", "pauseSandbox", true, ClassIdempotent, ""},
-	{"POST", "/sandboxes/{sandboxID}/resume", "/sandboxes/{sandboxID}/resume", "resumeSandbox", true, ClassIdempotent, ""},
-	{"POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", true, ClassNonReplayable, ""},
-	{"POST", "/sandboxes/{sandboxID}/timeout", "/sandboxes/{sandboxID}/timeout", "setSandboxTimeout", true, ClassIdempotent, ""},
-	{"POST", "/secrets", "/secrets", "createSecret", true, ClassNonReplayable, ""},
-	{"PATCH", "/secrets/{secretID}", "/secrets/{secretID}", "updateSecret", true, ClassKeyed, "x-idempotency-key"},
-	{"DELETE", "/templates/{templateID}", "/templates/{templateID}", "deleteTemplate", true, ClassIdempotent, ""},
-	{"GET", "/templates/{templateID}", "/templates/{templateID}", "getTemplate", true, ClassIdempotent, ""},
-	{"GET", "/templates/{templateID}/builds/{buildID}/logs", "/templates/{templateID}/builds/{buildID}/logs", "getTemplateBuildLogs", true, ClassNoRetry, ""},
-	{"POST", "/v2/sandboxes", "/v2/sandboxes", "createSandboxV2", true, ClassKeyed, "Idempotency-Key"},
-	{"POST", "/v3/templates", "/v3/templates", "createTemplate", true, ClassIdempotent, ""},
-	{"POST", "/volumes", "/volumes", "createVolume", true, ClassNonReplayable, ""},
-	{"DELETE", "/volumes/{volumeID}", "/volumes/{volumeID}", "deleteVolume", true, ClassIdempotent, ""},
-	{"GET", "/volumes/{volumeID}/files/archive.tar", "/volumes/{volumeID}/files/archive.tar", "downloadVolumeArchive", true, ClassIdempotent, ""},
-	{"PUT", "/volumes/{volumeID}/files/{name}.{ext}", "/volumes/{volumeID}/files/{name}.{ext}", "uploadVolumeFile", true, ClassIdempotent, ""},
+// Tables returns the API as the runtime takes it: its operations, BasePath and DefaultPolicy,
+// one value shared by every caller (it cannot be changed). The functions below are its methods'.
+func Tables() *retrypolicy.API {
+	return tables
+}
+
+var tables = retrypolicy.NewAPI(BasePath, DefaultPolicy(), operationTable)
+
+// Operations returns every operation of the API, sorted by path and then method. The slice is
+// a new copy on every call.
+func Operations() []retrypolicy.Operation {
+	return tables.Operations()
+}
+
+// OperationByID returns the operation with the given operationId. An operation without an
+// operationId cannot be looked up.
+func OperationByID(id string) (retrypolicy.Operation, bool) {
+	return tables.OperationByID(id)
+}
+
+// NewClassifier returns the API's classifier of a configured base, a base path or a base URL,
+// with the policy's unknown_operation_class (docs/contract.md section 2).
+func NewClassifier(base string, unknown retrypolicy.UnknownClass) (retrypolicy.Classifier, error) {
+	return tables.NewClassifier(base, unknown)
+}
+
+// DefaultClassifier returns the API's classifier of BasePath with the given
+// unknown_operation_class, for SDKs that configure no base.
+func DefaultClassifier(unknown retrypolicy.UnknownClass) (retrypolicy.Classifier, error) {
+	return tables.DefaultClassifier(unknown)
+}
+
+// Classify finds the operation a request is for and its replay class, with BasePath and the
+// method's default class for unknown requests.
+func Classify(method, target string) (retrypolicy.Classification, error) {
+	return tables.Classify(method, target)
+}
+
+// NonReplayableOperations is the API's safe list: every operation that must not be replayed
+// without its idempotency key (docs/contract.md, L1-L2).
+func NonReplayableOperations() []retrypolicy.NonReplayableRoute {
+	return tables.NonReplayableOperations()
+}
+
+// NewRoundTripper returns the net/http adapter for the API's requests, with a full retry budget
+// (docs/adapters.md). Build one per http.Client.
+func NewRoundTripper(options ...retrypolicy.RoundTripperOption) (*retrypolicy.RoundTripper, error) {
+	return tables.NewRoundTripper(options...)
+}
+
+// operationTable lists every operation of the API, sorted by path and then method; a row leaves
+// out the operationId of an operation without one and the idempotency key header of one that
+// declares none.
+var operationTable = []retrypolicy.OperationRow{
+	{Method: "POST", Route: "/admin/teams/{teamID}/api-keys", Path: "/admin/teams/{teamID}/api-keys", OperationID: "createTeamApiKey", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "POST", Route: "/api-keys", Path: "/api-keys", OperationID: "createApiKey", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "POST", Route: "/events/webhooks", Path: "/events/webhooks", OperationID: "createWebhook", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "GET", Route: "/health", Path: "/health", Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/sandboxes", Path: "/sandboxes", OperationID: "listSandboxes", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/sandboxes", Path: "/sandboxes", OperationID: "createSandbox", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "GET", Route: "/sandboxes/templates", Path: "/sandboxes/templates", OperationID: "listSandboxTemplates", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "DELETE", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "killSandbox", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "getSandbox", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/sandboxes/{sandboxID}/fork", Path: "/sandboxes/{sandboxID}/fork", OperationID: "forkSandbox", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "GET", Route: "/sandboxes/{sandboxID}/logs", Path: "/sandboxes/{sandboxID}/logs", OperationID: "streamSandboxLogs", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
+	{Method: "POST", Route: "/sandboxes/{sandboxID}/pause", Path: "/sandboxes/{sandboxID}/pause", OperationID: "pauseSandbox", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/sandboxes/{sandboxID}/resume", Path: "/sandboxes/{sandboxID}/resume", OperationID: "resumeSandbox", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/sandboxes/{sandboxID}/snapshots", Path: "/sandboxes/{sandboxID}/snapshots", OperationID: "snapshotSandbox", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "POST", Route: "/sandboxes/{sandboxID}/timeout", Path: "/sandboxes/{sandboxID}/timeout", OperationID: "setSandboxTimeout", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/secrets", Path: "/secrets", OperationID: "createSecret", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "PATCH", Route: "/secrets/{secretID}", Path: "/secrets/{secretID}", OperationID: "updateSecret", HasOperationID: true, Class: retrypolicy.ClassKeyed, IdempotencyHeader: "x-idempotency-key"},
+	{Method: "DELETE", Route: "/templates/{templateID}", Path: "/templates/{templateID}", OperationID: "deleteTemplate", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/templates/{templateID}", Path: "/templates/{templateID}", OperationID: "getTemplate", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/templates/{templateID}/builds/{buildID}/logs", Path: "/templates/{templateID}/builds/{buildID}/logs", OperationID: "getTemplateBuildLogs", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
+	{Method: "POST", Route: "/v2/sandboxes", Path: "/v2/sandboxes", OperationID: "createSandboxV2", HasOperationID: true, Class: retrypolicy.ClassKeyed, IdempotencyHeader: "Idempotency-Key"},
+	{Method: "POST", Route: "/v3/templates", Path: "/v3/templates", OperationID: "createTemplate", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "POST", Route: "/volumes", Path: "/volumes", OperationID: "createVolume", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
+	{Method: "DELETE", Route: "/volumes/{volumeID}", Path: "/volumes/{volumeID}", OperationID: "deleteVolume", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/volumes/{volumeID}/files/archive.tar", Path: "/volumes/{volumeID}/files/archive.tar", OperationID: "downloadVolumeArchive", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "PUT", Route: "/volumes/{volumeID}/files/{name}.{ext}", Path: "/volumes/{volumeID}/files/{name}.{ext}", OperationID: "uploadVolumeFile", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 }
