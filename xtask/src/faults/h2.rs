@@ -265,9 +265,13 @@ fn response(
         builder = builder.header(name.to_ascii_lowercase(), value.trim_matches([' ', '\t']));
     }
     if let Some(length) = length {
-        builder = builder
-            .header("content-type", "text/plain")
-            .header("content-length", length);
+        if !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+        {
+            builder = builder.header("content-type", "text/plain");
+        }
+        builder = builder.header("content-length", length);
     }
     builder.body(()).unwrap_or_else(|_| http::Response::new(()))
 }
@@ -354,6 +358,7 @@ async fn stream(
         .iter()
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
         .collect();
+    let last_event_id = header(&request, "last-event-id").map(str::to_string);
     // HTTP/2 field names are lower-case on the wire already.
     let headers = request
         .headers()
@@ -396,12 +401,12 @@ async fn stream(
         },
     );
     match step {
-        Step::Status { status, headers } => {
-            let body = if (200..300).contains(&status) {
-                b"ok".to_vec()
-            } else {
-                format!("status {status}").into_bytes()
-            };
+        Step::Status {
+            status,
+            headers,
+            body,
+        } => {
+            let body = Step::status_body(status, body.as_deref());
             answer(&mut respond, status, &headers, &body)?;
         }
         Step::Action(action) => match action {
@@ -440,6 +445,31 @@ async fn stream(
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
                 if matches!(action, Action::SseDrop { .. }) {
+                    tokio::time::sleep(FLUSH).await;
+                    order(commands, Order::Reset, (respond, recv, send));
+                } else {
+                    send.send_data(Bytes::new(), true)?;
+                }
+            }
+            Action::SseEvents {
+                events,
+                drop_after,
+                retry_ms,
+            } => {
+                let (chunks, drop) =
+                    super::sse_plan(last_event_id.as_deref(), events, drop_after, retry_ms);
+                let head = http::Response::builder()
+                    .status(200)
+                    .header("content-type", "text/event-stream")
+                    .header("cache-control", "no-cache")
+                    .body(())
+                    .expect("a valid head");
+                let mut send = respond.send_response(head, false)?;
+                for event in chunks {
+                    send.send_data(Bytes::from(event), false)?;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                if drop {
                     tokio::time::sleep(FLUSH).await;
                     order(commands, Order::Reset, (respond, recv, send));
                 } else {

@@ -147,7 +147,48 @@ pub enum Step {
         status: u16,
         #[serde(default, deserialize_with = "header_list")]
         headers: Vec<(String, String)>,
+        /// The response body as written (default: `ok` for a 2xx, `status N` otherwise); a
+        /// `Content-Type` among `headers` replaces the default `text/plain`.
+        #[serde(default)]
+        body: Option<String>,
     },
+}
+
+impl Step {
+    /// The body a status step answers with.
+    pub(crate) fn status_body(status: u16, body: Option<&str>) -> Vec<u8> {
+        match body {
+            Some(text) => text.as_bytes().to_vec(),
+            None if (200..300).contains(&status) => b"ok".to_vec(),
+            None => format!("status {status}").into_bytes(),
+        }
+    }
+}
+
+/// The chunks of an `sse_events` answer and whether the stream drops after them (contract v3
+/// streams): events `id: N` numbered from 1 over the whole call, starting after the request's
+/// `Last-Event-ID` (a resume), at most `drop_after` of them in this response, then a drop when
+/// events remain; the first event of each response carries `retry: retry_ms` when given.
+pub(crate) fn sse_plan(
+    last_event_id: Option<&str>,
+    events: u32,
+    drop_after: Option<u32>,
+    retry_ms: Option<u64>,
+) -> (Vec<String>, bool) {
+    let start = last_event_id
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .map_or(1, |last| last.saturating_add(1));
+    let mut chunks = Vec::new();
+    let mut n = start;
+    while n <= events && drop_after.is_none_or(|max| chunks.len() < max as usize) {
+        let retry = match (chunks.is_empty(), retry_ms) {
+            (true, Some(ms)) => format!("retry: {ms}\n"),
+            _ => String::new(),
+        };
+        chunks.push(format!("{retry}id: {n}\ndata: line {n}\n\n"));
+        n += 1;
+    }
+    (chunks, n <= events)
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -166,6 +207,14 @@ pub enum Action {
     },
     SseDrop {
         events: u32,
+    },
+    /// An event stream with `id:` fields that resumes after `Last-Event-ID` ([`sse_plan`]).
+    SseEvents {
+        events: u32,
+        #[serde(default)]
+        drop_after: Option<u32>,
+        #[serde(default)]
+        retry_ms: Option<u64>,
     },
     /// HTTP/2 only: RST_STREAM with this code (`PROTOCOL_ERROR`, ...) after the whole request.
     RstStream {
@@ -216,6 +265,10 @@ struct Expect {
     /// The value of the scenario's `attempt_header` on each arrival, in order (null: absent).
     #[serde(default)]
     attempt_header_values: Option<Vec<Option<String>>>,
+    /// Request header values on each arrival, in order, by lower-case name (null: absent), e.g.
+    /// `{"last-event-id": [null, "3"]}` for a stream resumed after event 3.
+    #[serde(default)]
+    arrival_headers: Option<std::collections::BTreeMap<String, Vec<Option<String>>>>,
     /// The runner must print `finish_from_result`: the finish event read from what the call
     /// returned or raised (P5), which must equal `finish`.
     #[serde(default)]
@@ -827,6 +880,20 @@ fn check(
             }
         }
     }
+    for (name, want) in e.arrival_headers.iter().flatten() {
+        let got: Vec<Option<String>> = arrivals
+            .iter()
+            .map(|a| {
+                a.headers
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                    .map(|(_, v)| v.clone())
+            })
+            .collect();
+        if &got != want {
+            problems.push(format!("{name} on the arrivals: {got:?}, want {want:?}"));
+        }
+    }
     if let Some(want) = &e.attempt_header_values {
         let name = scenario
             .attempt_header
@@ -1350,6 +1417,32 @@ fn short(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A resumable stream: events numbered over the call, a resume starts after
+    /// `Last-Event-ID`, a drop only while events remain, `retry:` on each response's first event.
+    #[test]
+    fn sse_plan_numbers_resumes_and_drops() {
+        let (chunks, drop) = sse_plan(None, 5, Some(3), Some(300));
+        assert_eq!(
+            chunks,
+            [
+                "retry: 300\nid: 1\ndata: line 1\n\n",
+                "id: 2\ndata: line 2\n\n",
+                "id: 3\ndata: line 3\n\n"
+            ]
+        );
+        assert!(drop);
+        let (chunks, drop) = sse_plan(Some(" 3"), 5, Some(3), None);
+        assert_eq!(
+            chunks,
+            ["id: 4\ndata: line 4\n\n", "id: 5\ndata: line 5\n\n"]
+        );
+        assert!(!drop, "nothing remains after event 5");
+        let (chunks, drop) = sse_plan(Some("x"), 2, None, None);
+        assert_eq!(chunks.len(), 2, "an unreadable id starts over");
+        assert!(!drop);
+        assert_eq!(sse_plan(Some("9"), 2, None, None), (Vec::new(), false));
+    }
 
     /// The run's protocol comes from its name, and an arrival over another protocol is a
     /// problem (a client that fell back to HTTP/1.1 proves nothing about HTTP/2).

@@ -131,6 +131,7 @@ pub(super) fn soak_fault(
         } else {
             Vec::new()
         },
+        body: None,
     };
     let success = ("success", status(200, false));
     if arrival >= 4 {
@@ -624,12 +625,12 @@ fn serve<C: Conn>(
         );
         let conn = reader.get_mut();
         match step {
-            Step::Status { status, headers } => {
-                let body = if (200..300).contains(status) {
-                    b"ok".to_vec()
-                } else {
-                    format!("status {status}").into_bytes()
-                };
+            Step::Status {
+                status,
+                headers,
+                body,
+            } => {
+                let body = Step::status_body(*status, body.as_deref());
                 respond(conn, *status, headers, &body)?;
             }
             Step::Action(action) => match action {
@@ -665,6 +666,31 @@ fn serve<C: Conn>(
                         thread::sleep(Duration::from_millis(5));
                     }
                     if matches!(action, super::Action::SseDrop { .. }) {
+                        return reset(conn.tcp());
+                    }
+                    conn.write_all(b"0\r\n\r\n")?;
+                    conn.flush()?;
+                }
+                super::Action::SseEvents {
+                    events,
+                    drop_after,
+                    retry_ms,
+                } => {
+                    let (chunks, drop) = super::sse_plan(
+                        request.header("last-event-id"),
+                        *events,
+                        *drop_after,
+                        *retry_ms,
+                    );
+                    conn.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n",
+                    )?;
+                    for event in chunks {
+                        write!(conn, "{:x}\r\n{event}\r\n", event.len())?;
+                        conn.flush()?;
+                        thread::sleep(Duration::from_millis(5));
+                    }
+                    if drop {
                         return reset(conn.tcp());
                     }
                     conn.write_all(b"0\r\n\r\n")?;
@@ -757,10 +783,13 @@ fn respond(
     if bodiless {
         head.push_str("\r\n");
     } else {
-        head.push_str(&format!(
-            "Content-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        ));
+        if !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+        {
+            head.push_str("Content-Type: text/plain\r\n");
+        }
+        head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
     }
     writer.write_all(head.as_bytes())?;
     if !bodiless {
@@ -982,6 +1011,78 @@ mod tests {
             "{reset:?}"
         );
         assert_eq!(server.arrivals("a", "rst").len(), 1);
+    }
+
+    /// Contract v3's steps over HTTP/1.1: `sse_events` drops after `drop_after` events and
+    /// resumes after the request's `Last-Event-ID`; a status step's `body` and `Content-Type`
+    /// are answered as written.
+    #[test]
+    fn sse_events_resume_and_a_problem_body() {
+        let server = Server::start(
+            vec![
+                scenario(
+                    "stream",
+                    r#"[{"action": "sse_events", "events": 4, "drop_after": 2, "retry_ms": 50}]"#,
+                ),
+                scenario(
+                    "quota",
+                    r#"[{"status": 429, "headers": {"Content-Type": "application/problem+json"}, "body": "{\"type\": \"urn:q\"}"}]"#,
+                ),
+            ],
+            Duration::from_secs(60),
+        )
+        .expect("binds");
+        let get = |last: &str| {
+            format!("GET /v1/s HTTP/1.1\r\nHost: h\r\nx-fault-run: a\r\nx-fault-scenario: stream\r\n{last}Connection: close\r\n\r\n")
+        };
+        let mut stream = TcpStream::connect(server.addr).expect("connects");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        stream.write_all(get("").as_bytes()).unwrap();
+        let mut first = Vec::new();
+        let dropped = stream.read_to_end(&mut first);
+        let first = String::from_utf8_lossy(&first);
+        assert!(
+            first.contains("retry: 50\nid: 1\ndata: line 1\n\n"),
+            "{first}"
+        );
+        assert!(first.contains("id: 2\ndata: line 2\n\n"), "{first}");
+        assert!(!first.contains("id: 3"), "{first}");
+        assert!(
+            dropped.is_err() || !first.contains("\r\n0\r\n\r\n"),
+            "a drop, not the last chunk: {first}"
+        );
+        let second = send(&server, &get("Last-Event-ID: 2\r\n")).expect("answers");
+        assert!(
+            second.contains("retry: 50\nid: 3\ndata: line 3\n\n"),
+            "{second}"
+        );
+        assert!(second.contains("id: 4\ndata: line 4\n\n"), "{second}");
+        assert!(second.ends_with("0\r\n\r\n"), "ends cleanly: {second}");
+        let arrivals = server.arrivals("a", "stream");
+        assert_eq!(arrivals.len(), 2);
+        let last_id = |i: usize| {
+            arrivals[i]
+                .headers
+                .iter()
+                .find(|(n, _)| n == "last-event-id")
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!((last_id(0), last_id(1)), (None, Some("2".to_string())));
+
+        let quota = send(
+            &server,
+            "GET /v1/q HTTP/1.1\r\nHost: h\r\nx-fault-run: a\r\nx-fault-scenario: quota\r\nConnection: close\r\n\r\n",
+        )
+        .expect("answers");
+        assert!(quota.starts_with("HTTP/1.1 429 "), "{quota}");
+        assert!(
+            quota.contains("Content-Type: application/problem+json\r\n"),
+            "{quota}"
+        );
+        assert!(!quota.contains("text/plain"), "{quota}");
+        assert!(quota.ends_with("\r\n\r\n{\"type\": \"urn:q\"}"), "{quota}");
     }
 
     /// A `close` warm-up is answered 200 `ok` without `Connection: close`, then the connection
@@ -1290,6 +1391,45 @@ mod tests {
             "{frames:?}"
         );
         assert_eq!(server.arrivals("a", "close").len(), 1);
+    }
+
+    /// `sse_events` over h2c: the drop resets the connection after the second event (as
+    /// `sse_drop` does: no END_STREAM, no RST_STREAM); the resume with
+    /// `last-event-id` gets the rest and ends with END_STREAM.
+    #[test]
+    fn h2c_sse_events_drop_and_resume() {
+        let server = Server::start(
+            vec![scenario(
+                "stream",
+                r#"[{"action": "sse_events", "events": 3, "drop_after": 2}]"#,
+            )],
+            Duration::from_secs(60),
+        )
+        .expect("binds");
+        let addr = server.ports["h2c"].main;
+        let run = [("x-fault-run", "a"), ("x-fault-scenario", "stream")];
+        let data = |frames: &[Frame]| -> String {
+            frames
+                .iter()
+                .filter(|f| f.kind == 0x0 && f.stream == 1)
+                .map(|f| String::from_utf8_lossy(&f.payload).into_owned())
+                .collect()
+        };
+        let (frames, closed) = h2_exchange(&mut tcp(addr), "/v1/s", &run, b"", false);
+        assert_eq!(
+            data(&frames),
+            "id: 1\ndata: line 1\n\nid: 2\ndata: line 2\n\n"
+        );
+        assert!(closed, "dropped: {frames:?}");
+        assert!(
+            frames.iter().all(|f| f.kind == 0x4 || f.flags & 0x1 == 0),
+            "no END_STREAM: {frames:?}"
+        );
+        let resume = [run[0], run[1], ("last-event-id", "2")];
+        let (frames, closed) = h2_exchange(&mut tcp(addr), "/v1/s", &resume, b"", false);
+        assert_eq!(data(&frames), "id: 3\ndata: line 3\n\n");
+        assert!(!closed, "ended with END_STREAM: {frames:?}");
+        assert_eq!(server.arrivals("a", "stream").len(), 2);
     }
 
     /// Over h2 (TLS, ALPN `h2`): the certificate verifies against the CA file, arrivals count as
