@@ -62,6 +62,10 @@ impl Backend for Go {
             return Err("a Go target's tables are a package of their own: give them a folder apart from the shared runtime's".into());
         }
         let package = &link.runtime_options["package"];
+        // The import's name shares the file's scope with the tables' own declarations.
+        if package == "tables" {
+            return Err("a shared Go runtime cannot be package `tables`: the tables file that imports it declares `tables`; give the [[runtime]] another `package`".into());
+        }
         let last = path.rsplit('/').next().unwrap_or(path);
         Ok(if last == package {
             format!("{package} {path:?}")
@@ -230,6 +234,7 @@ mod tests {
             assert!(link(Some(bad), "retrypolicy").is_err(), "{bad:?}");
         }
         assert!(link(None, "retrypolicy").is_err());
+        assert!(link(Some("example.com/sdk/tables"), "tables").is_err());
         let same = Go.runtime_link(&LinkRequest {
             tables_dir: std::path::Path::new("sdk/retrypolicy"),
             runtime_dir: std::path::Path::new("sdk/retrypolicy"),
