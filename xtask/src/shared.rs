@@ -368,7 +368,45 @@ fn go(dir: &Path, files: &[PathBuf]) -> Result<String> {
         go_command(dir).args(["test", "-count=1", "./..."]),
         "go test ./...",
     )?;
-    Ok("gofmt, go vet, go test calling both APIs and each one's net/http adapter".into())
+    let goldens = golden_go_module(&dir.join("golden"))?;
+    Ok(format!("gofmt, go vet, go test calling both APIs and each one's net/http adapter; the {goldens} committed Go golden packages vetted as the module retrygen.example/golden"))
+}
+
+/// The project's Go goldens (retrygen.toml) as the module they are written for:
+/// golden/runtime/go/ and every golden/<spec>/go/ copied into `work` under go.mod `module
+/// retrygen.example/golden`, then `go vet ./...`: every committed tables file, hostile.yaml's
+/// among them, compiles against the shared runtime. Returns the number of packages.
+fn golden_go_module(work: &Path) -> Result<usize> {
+    let golden = root().join("golden");
+    let mut packages = 0;
+    for entry in std::fs::read_dir(&golden)? {
+        let folder = entry?.path().join("go");
+        if !folder.is_dir() {
+            continue;
+        }
+        let name = folder
+            .parent()
+            .and_then(Path::file_name)
+            .context("golden folder name")?;
+        let into = work.join(name).join("go");
+        std::fs::create_dir_all(&into)?;
+        for file in std::fs::read_dir(&folder)? {
+            let file = file?.path();
+            if file.extension().is_some_and(|e| e == "go") {
+                std::fs::copy(&file, into.join(file.file_name().context("file name")?))?;
+            }
+        }
+        packages += 1;
+    }
+    std::fs::write(
+        work.join("go.mod"),
+        "module retrygen.example/golden\n\ngo 1.24\n",
+    )?;
+    run(
+        go_command(work).args(["vet", "./..."]),
+        "go vet (the Go goldens)",
+    )?;
+    Ok(packages)
 }
 
 fn kotlin(dir: &Path, files: &[PathBuf]) -> Result<String> {
