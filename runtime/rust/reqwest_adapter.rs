@@ -5,8 +5,8 @@
 
 //! The retry loop for [`reqwest`], as a [`reqwest_middleware::Middleware`]: [`RetryMiddleware`]
 //! classifies each request, mints its idempotency key where the operation takes one, sends it,
-//! maps reqwest's errors to the contract's failures, asks [`decide`] (with the client's
-//! [`RetryBudget`]), sleeps and sends again. The SDK writes no loop:
+//! maps reqwest's errors to the contract's failures, asks [`decide`](super::decide) (with the
+//! client's [`RetryBudget`]), sleeps and sends again. The SDK writes no loop:
 //!
 //! ```ignore
 //! use reqwest_middleware::ClientBuilder;
@@ -42,13 +42,15 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use http::Extensions;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::ResponseBuilderExt;
 use reqwest::{Method, Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use super::{
-    decide, in_scope, Classification, Classifier, Decision, DecisionInput, InvalidInput,
+    in_scope, AttemptFailure, Classification, Classifier, Decision, DecisionInput, InvalidInput,
     OperationTable, Outcome, Reason, ReplayClass, RetryBudget, RetryEvent, RetryPolicy,
+    ValidPolicy,
 };
 
 /// The largest counter the contract accepts (2^53 - 1, contract V5).
@@ -78,7 +80,7 @@ type FinishCallback = Box<dyn Fn(&FinishEvent<'_>) + Send + Sync>;
 /// or the sleep stops at once and the finish callback still receives a
 /// [`FinishOutcome::Aborted`] event.
 pub struct RetryMiddleware {
-    policy: RetryPolicy,
+    policy: ValidPolicy,
     classifier: Classifier<'static>,
     /// The configured base URL, when one was given: requests to other origins pass through.
     base_url: Option<String>,
@@ -87,6 +89,9 @@ pub struct RetryMiddleware {
     on_finish: Option<FinishCallback>,
     mint_idempotency_keys: bool,
     attempt_timeout: Option<Duration>,
+    attempt_header: Option<HeaderName>,
+    /// 0: off.
+    read_body_max_bytes: usize,
 }
 
 impl fmt::Debug for RetryMiddleware {
@@ -100,6 +105,8 @@ impl fmt::Debug for RetryMiddleware {
             .field("on_finish", &self.on_finish.is_some())
             .field("mint_idempotency_keys", &self.mint_idempotency_keys)
             .field("attempt_timeout", &self.attempt_timeout)
+            .field("attempt_header", &self.attempt_header)
+            .field("read_body_max_bytes", &self.read_body_max_bytes)
             .finish()
     }
 }
@@ -156,13 +163,15 @@ impl RetryMiddleware {
             on_finish: None,
             mint_idempotency_keys: true,
             attempt_timeout: None,
+            attempt_header: None,
+            read_body_max_bytes: 0,
         }
     }
 
     /// The policy every decision of this middleware uses.
     #[must_use]
     pub fn policy(&self) -> &RetryPolicy {
-        &self.policy
+        self.policy.policy()
     }
 
     /// The client's retry budget.
@@ -175,8 +184,8 @@ impl RetryMiddleware {
     /// "One request").
     ///
     /// Not an `async fn`: one of those keeps its arguments beside the locals they move into, and
-    /// this future is allocated for every request; the block below holds one request (the one
-    /// it captures, reused for every attempt) and the spare copy of it.
+    /// this future is allocated for every request; the block below holds one request (`held`),
+    /// never a second copy of it.
     fn send<'a>(
         &'a self,
         mut request: Request,
@@ -197,60 +206,85 @@ impl RetryMiddleware {
             self.classifier
                 .classify(request.method().as_str(), request.url().as_str())
         };
-        let has_idempotency_key =
-            !foreign && self.idempotency_key(&classification, request.headers_mut());
         // A reusable body (bytes, a string, a form) is cloned for each retry; a stream is not.
         // (Not `Option::is_none_or`: Rust 1.82, newer than the module's 1.80.)
         let replayable_body = !matches!(request.body(), Some(body) if body.as_bytes().is_none());
         let may_retry = !foreign && replayable_body && classification.class != ReplayClass::NoRetry;
+        let settings = self.settings(foreign, extensions);
+        let has_idempotency_key =
+            !foreign && self.idempotency_key(&classification, request.headers_mut());
+        let method = request.method().clone();
+        // The one request this future holds: each attempt sends a copy of it, made and moved into
+        // the chain's future within one statement (no second `Request` in this future's state);
+        // the last possible attempt sends it itself.
+        let mut held = Some(request);
         async move {
-            let mut run = Run {
-                middleware: self,
-                method: request.method().clone(),
-                classification,
-                has_idempotency_key,
-                foreign,
-                started: Instant::now(),
-                attempts: 0,
-                redirects: AtomicI64::new(0),
-                retries_used: 0,
-                previous_delay_ms: 0,
-                released: 0,
-                finished: false,
-            };
+            // Checked before anything is sent: an invalid override is the caller's error.
+            let overridden = settings.overrides.policy(&self.policy)?;
+            let policy = overridden.as_deref().unwrap_or(&self.policy);
+            let mut run = Run::new(self, policy, method, classification, has_idempotency_key);
+            run.foreign = foreign;
             loop {
-                // The next attempt's copy, made before this attempt consumes the request.
-                let spare = if may_retry { request.try_clone() } else { None };
                 run.attempts += 1;
-                let url_hash = hash_of(request.url().as_str());
-                // `Next::run` moves the request into the chain's future at once: this future holds
-                // one request (the spare), not two.
+                let Some(mut outgoing) = next_attempt(&mut held, may_retry) else {
+                    // A retry is granted only while `held` is there.
+                    unreachable!("a retry without the request to send again");
+                };
+                if let Some(name) = settings.attempt_header {
+                    // P3: the number of earlier attempts, replacing the caller's value.
+                    outgoing
+                        .headers_mut()
+                        .insert(name.clone(), HeaderValue::from(run.attempts - 1));
+                }
+                if !foreign {
+                    // P2: the attempt for the layers below (OpenTelemetry's resend_count).
+                    extensions.insert(RetryAttempt {
+                        number: u32::try_from(run.attempts).unwrap_or(u32::MAX),
+                    });
+                }
+                let url_hash = hash_of(outgoing.url().as_str());
+                let attempt_started = Instant::now();
+                let deadline = settings
+                    .attempt_timeout
+                    .map(|limit| (tokio::time::Instant::now() + limit, limit));
                 let sent = CountRedirects {
-                    attempt: next.clone().run(request, extensions),
+                    attempt: next.clone().run(outgoing, extensions),
                     total: &run.redirects,
                 };
-                let result = match self.attempt_timeout {
-                    // A foreign request passes through untouched: no attempt timeout either.
-                    Some(limit) if !foreign => {
-                        // The elapsed timer drops the attempt, which closes its connection.
-                        tokio::time::timeout(limit, sent).await.unwrap_or_else(|_| {
-                            Err(reqwest_middleware::Error::middleware(AttemptTimeout {
-                                limit,
-                            }))
-                        })
-                    }
-                    _ => sent.await,
+                let mut result = match deadline {
+                    // The elapsed timer drops the attempt, which closes its connection.
+                    Some((at, limit)) => tokio::time::timeout_at(at, sent)
+                        .await
+                        .unwrap_or_else(|_| Err(AttemptTimeout::error(limit))),
+                    None => sent.await,
                 };
+                let mut attempt_duration = attempt_started.elapsed();
                 run.count_unseen_redirect(&result, url_hash);
-                let ended = Ended::of(&result);
+                let mut ended = Ended::of(&result);
                 if foreign {
-                    run.finish(FinishReason::ForeignOrigin, ended);
-                    return result;
+                    let finish = run.finish(FinishReason::ForeignOrigin, ended);
+                    return attach(result, finish);
                 }
-                let decision = run.decide(&result, ended, spare.is_some());
-                let (decision, spare) = match (decision, spare) {
-                    (Some(decision), Some(spare)) if decision.retry => (decision, spare),
-                    (decision, _) => {
+                let mut decision = run.decide(&result, ended, held.is_some());
+                let stops = !matches!(decision, Some(d) if d.retry && held.is_some());
+                if stops && settings.read_body_max_bytes > 0 {
+                    if let Ok(response) = result {
+                        // P6: the body of the response about to be returned, read inside the
+                        // attempt (and its timeout); a failed read is the attempt's failure.
+                        // Boxed: only the requests that read a body pay for its future.
+                        result =
+                            Box::pin(read_body(response, settings.read_body_max_bytes, deadline))
+                                .await;
+                        if result.is_err() {
+                            attempt_duration = attempt_started.elapsed();
+                            ended = Ended::of(&result);
+                            decision = run.decide(&result, ended, held.is_some());
+                        }
+                    }
+                }
+                let decision = match decision {
+                    Some(decision) if decision.retry && held.is_some() => decision,
+                    decision => {
                         let reason = match decision {
                             Some(d) if d.retry => FinishReason::BodyNotReplayable,
                             Some(d) => FinishReason::Decision(d.reason),
@@ -259,40 +293,85 @@ impl RetryMiddleware {
                             // range): it is not retried.
                             None => FinishReason::Decision(Reason::StatusNotRetryable),
                         };
-                        run.finish(reason, ended);
-                        return result;
+                        let finish = run.finish(reason, ended);
+                        return attach(result, finish);
                     }
                 };
-                if let Some(on_retry) = &self.on_retry {
-                    if let Some(event) = RetryEvent::new(
-                        run.method.as_str(),
-                        &run.classification,
-                        run.retries_used,
-                        &decision,
-                    ) {
-                        // A panicking callback ends the request: the budget stays as decided,
-                        // the finish event still comes (once, outside the unwinding, so that a
-                        // panicking finish callback cannot abort the process), the response is
-                        // dropped (its connection closed), no attempt follows.
-                        if let Err(panicked) =
-                            panic::catch_unwind(AssertUnwindSafe(|| on_retry(&event)))
-                        {
-                            run.finish(FinishReason::Decision(decision.reason), ended);
-                            drop(result);
-                            panic::resume_unwind(panicked);
-                        }
-                    }
-                }
-                // Dropping an unread response makes hyper close its connection (or return it to the
-                // pool when the body was already complete) without waiting for the server.
-                drop(result);
+                self.report_retry(&mut run, &decision, ended, attempt_duration, result);
                 run.granted(&decision, ended);
                 if decision.delay_ms > 0 {
                     // Dropping the request's future cancels the sleep too.
                     tokio::time::sleep(decision.delay()).await;
+                    run.total_delay_ms = run.total_delay_ms.saturating_add(decision.delay_ms);
                 }
-                request = spare;
             }
+        }
+    }
+
+    /// What applies to one request: the middleware's options, or the overrides it carries (P1;
+    /// none for a request to another origin).
+    fn settings(&self, foreign: bool, extensions: &Extensions) -> Settings<'_> {
+        if foreign {
+            return Settings {
+                overrides: RetryOverrides::new(),
+                attempt_timeout: None,
+                read_body_max_bytes: 0,
+                attempt_header: None,
+            };
+        }
+        let overrides = extensions
+            .get::<RetryOverrides>()
+            .copied()
+            .unwrap_or_default();
+        Settings {
+            overrides,
+            attempt_timeout: match overrides.attempt_timeout {
+                TimeoutOverride::Unset => self.attempt_timeout,
+                TimeoutOverride::Limit(limit) => Some(limit),
+                TimeoutOverride::Lifted => None,
+            },
+            read_body_max_bytes: overrides
+                .read_body_max_bytes
+                .unwrap_or(self.read_body_max_bytes),
+            attempt_header: self.attempt_header.as_ref(),
+        }
+    }
+
+    /// Hands the retry event of `decision` (with P4's facts of the attempt) to the on-retry
+    /// callback, then drops the attempt's result. A panicking callback ends the request: the
+    /// budget stays as decided, the finish event still comes (once, outside the unwinding, so
+    /// that a panicking finish callback cannot abort the process), the response is dropped (its
+    /// connection closed), no attempt follows.
+    fn report_retry(
+        &self,
+        run: &mut Run<'_>,
+        decision: &Decision,
+        ended: Ended,
+        attempt_duration: Duration,
+        result: reqwest_middleware::Result<Response>,
+    ) {
+        let Some(on_retry) = &self.on_retry else {
+            return;
+        };
+        let Some(mut event) = RetryEvent::new(
+            run.method.as_str(),
+            &run.classification,
+            run.retries_used,
+            decision,
+        ) else {
+            return;
+        };
+        event.status = ended.status;
+        event.failure = match ended.outcome {
+            FinishOutcome::Connect => Some(AttemptFailure::Connect),
+            FinishOutcome::Status => None,
+            _ => Some(AttemptFailure::Transport),
+        };
+        event.attempt_duration_ms = millis(attempt_duration).unsigned_abs();
+        if let Err(panicked) = panic::catch_unwind(AssertUnwindSafe(|| on_retry(&event))) {
+            run.finish(FinishReason::Decision(decision.reason), ended);
+            drop(result);
+            panic::resume_unwind(panicked);
         }
     }
 
@@ -340,6 +419,7 @@ impl RetryMiddleware {
             retry_after_ms: text(headers.get("retry-after-ms")),
             directive: text(
                 self.policy
+                    .policy()
                     .server_directive_headers
                     .iter()
                     .find_map(|name| headers.get(name.as_str())),
@@ -378,6 +458,8 @@ pub struct RetryMiddlewareBuilder {
     on_finish: Option<FinishCallback>,
     mint_idempotency_keys: bool,
     attempt_timeout: Option<Duration>,
+    attempt_header: Option<HeaderName>,
+    read_body_max_bytes: usize,
 }
 
 impl fmt::Debug for RetryMiddlewareBuilder {
@@ -390,6 +472,8 @@ impl fmt::Debug for RetryMiddlewareBuilder {
             .field("on_finish", &self.on_finish.is_some())
             .field("mint_idempotency_keys", &self.mint_idempotency_keys)
             .field("attempt_timeout", &self.attempt_timeout)
+            .field("attempt_header", &self.attempt_header)
+            .field("read_body_max_bytes", &self.read_body_max_bytes)
             .finish()
     }
 }
@@ -456,19 +540,41 @@ impl RetryMiddlewareBuilder {
         self
     }
 
+    /// A header carrying, on every attempt, the number of earlier attempts of the request in
+    /// decimal (`0` on the first send; docs/adapters.md P3), replacing a value the caller set.
+    /// Default: none (a custom header makes browsers send a CORS preflight). Requests to another
+    /// origin never get it.
+    #[must_use]
+    pub fn attempt_header(mut self, name: HeaderName) -> RetryMiddlewareBuilder {
+        self.attempt_header = Some(name);
+        self
+    }
+
+    /// Reads the body of a response about to be returned inside the loop, up to `max_bytes`
+    /// (docs/adapters.md P6; default 0: off), unless its `Content-Type` is `text/event-stream`.
+    /// A read that fails is the attempt's `transport` failure, so a cut body is retried when the
+    /// request is replayable. A body read whole comes back buffered; a longer one as the bytes
+    /// read followed by the rest of the stream. [`RetryOverrides::read_body_max_bytes`] sets it
+    /// for one request.
+    #[must_use]
+    pub fn read_body(mut self, max_bytes: usize) -> RetryMiddlewareBuilder {
+        self.read_body_max_bytes = max_bytes;
+        self
+    }
+
     /// The middleware, with a full retry budget.
     ///
     /// # Errors
     ///
     /// [`InvalidInput`] when the policy is invalid ([`RetryPolicy::validate`]).
     pub fn build(self) -> Result<RetryMiddleware, InvalidInput> {
-        let policy = self.policy.unwrap_or_default();
-        policy.validate()?;
-        let budget = RetryBudget::new(&policy)?;
+        // Checked once, here: no decision checks the policy again.
+        let policy = ValidPolicy::new(self.policy.unwrap_or_default())?;
+        let budget = RetryBudget::new(policy.policy())?;
         let classifier = Classifier::new(
             self.table,
             self.base_url.as_deref(),
-            policy.unknown_operation_class,
+            policy.policy().unknown_operation_class,
         );
         Ok(RetryMiddleware {
             policy,
@@ -479,6 +585,8 @@ impl RetryMiddlewareBuilder {
             on_finish: self.on_finish,
             mint_idempotency_keys: self.mint_idempotency_keys,
             attempt_timeout: self.attempt_timeout,
+            attempt_header: self.attempt_header,
+            read_body_max_bytes: self.read_body_max_bytes,
         })
     }
 }
@@ -508,6 +616,8 @@ pub struct FinishEvent<'a> {
     pub path_template: Option<&'static str>,
     /// The operation's operationId, when it has one.
     pub operation_id: Option<&'static str>,
+    /// The sum of the delays slept between the attempts, in milliseconds (docs/adapters.md P4).
+    pub total_delay_ms: u64,
 }
 
 /// Why a request was not sent again.
@@ -582,9 +692,10 @@ impl fmt::Display for FinishOutcome {
 
 /// The error of an attempt that [`RetryMiddlewareBuilder::attempt_timeout`] ended, in
 /// [`reqwest_middleware::Error::Middleware`] (`downcast_ref::<AttemptTimeout>()`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptTimeout {
     limit: Duration,
+    finish: Option<FinishEvent<'static>>,
 }
 
 impl AttemptTimeout {
@@ -592,6 +703,19 @@ impl AttemptTimeout {
     #[must_use]
     pub const fn limit(&self) -> Duration {
         self.limit
+    }
+
+    /// The finish event of the request this error ended (see [`finish_of`]).
+    #[must_use]
+    pub const fn finish(&self) -> Option<&FinishEvent<'static>> {
+        self.finish.as_ref()
+    }
+
+    fn error(limit: Duration) -> reqwest_middleware::Error {
+        reqwest_middleware::Error::middleware(AttemptTimeout {
+            limit,
+            finish: None,
+        })
     }
 }
 
@@ -602,6 +726,315 @@ impl fmt::Display for AttemptTimeout {
 }
 
 impl StdError for AttemptTimeout {}
+
+/// Retry settings of one request (docs/adapters.md P1), in its extensions:
+/// `client.get(url).with_extension(RetryOverrides::new().max_retries(0))`. The request is decided
+/// with the middleware's policy with `max_retries` replaced (budget, deadline and backoff
+/// unchanged) and its attempts limited by the overriding timeout. A request to another origin
+/// ignores them; they are never sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetryOverrides {
+    max_retries: Option<u32>,
+    attempt_timeout: TimeoutOverride,
+    read_body_max_bytes: Option<usize>,
+}
+
+/// The attempt timeout a request overrides.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum TimeoutOverride {
+    /// The middleware's.
+    #[default]
+    Unset,
+    Limit(Duration),
+    /// None.
+    Lifted,
+}
+
+/// The settings of one request (see [`RetryMiddleware::settings`]).
+struct Settings<'m> {
+    overrides: RetryOverrides,
+    attempt_timeout: Option<Duration>,
+    read_body_max_bytes: usize,
+    attempt_header: Option<&'m HeaderName>,
+}
+
+impl RetryOverrides {
+    /// No override: the middleware's settings.
+    #[must_use]
+    pub const fn new() -> RetryOverrides {
+        RetryOverrides {
+            max_retries: None,
+            attempt_timeout: TimeoutOverride::Unset,
+            read_body_max_bytes: None,
+        }
+    }
+
+    /// The retries after the first attempt, 0-100 (0: one attempt); outside that range the
+    /// request fails with [`InvalidOverride`] before anything is sent.
+    #[must_use]
+    pub const fn max_retries(mut self, max_retries: u32) -> RetryOverrides {
+        self.max_retries = Some(max_retries);
+        self
+    }
+
+    /// The limit of each attempt of this request (positive; zero fails with
+    /// [`InvalidOverride`]), instead of [`RetryMiddlewareBuilder::attempt_timeout`].
+    #[must_use]
+    pub const fn attempt_timeout(mut self, limit: Duration) -> RetryOverrides {
+        self.attempt_timeout = TimeoutOverride::Limit(limit);
+        self
+    }
+
+    /// No attempt timeout for this request, whatever the middleware's.
+    #[must_use]
+    pub const fn no_attempt_timeout(mut self) -> RetryOverrides {
+        self.attempt_timeout = TimeoutOverride::Lifted;
+        self
+    }
+
+    /// [`RetryMiddlewareBuilder::read_body`] for this request (0: off).
+    #[must_use]
+    pub const fn read_body_max_bytes(mut self, max_bytes: usize) -> RetryOverrides {
+        self.read_body_max_bytes = Some(max_bytes);
+        self
+    }
+
+    /// `policy` with the overriding `max_retries` (none without one), once the overrides are
+    /// checked.
+    fn policy(&self, policy: &ValidPolicy) -> reqwest_middleware::Result<Option<Box<ValidPolicy>>> {
+        let invalid = |key| reqwest_middleware::Error::middleware(InvalidOverride { key });
+        if matches!(self.attempt_timeout, TimeoutOverride::Limit(limit) if limit.is_zero()) {
+            return Err(invalid("overrides.attempt_timeout"));
+        }
+        match self.max_retries {
+            None => Ok(None),
+            Some(n) => match policy.with_max_retries(i64::from(n)) {
+                Ok(policy) => Ok(Some(Box::new(policy))),
+                Err(_) => Err(invalid("overrides.max_retries")),
+            },
+        }
+    }
+}
+
+/// A [`RetryOverrides`] value out of its range, in [`reqwest_middleware::Error::Middleware`]:
+/// the request was not sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvalidOverride {
+    key: &'static str,
+}
+
+impl InvalidOverride {
+    /// The offending override: `overrides.max_retries` or `overrides.attempt_timeout`.
+    #[must_use]
+    pub const fn key(&self) -> &'static str {
+        self.key
+    }
+}
+
+impl fmt::Display for InvalidOverride {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid retry override: {}", self.key)
+    }
+}
+
+impl StdError for InvalidOverride {}
+
+/// The attempt a request is on (docs/adapters.md P2), in the extensions the middleware below
+/// [`RetryMiddleware`] gets (`extensions.get::<RetryAttempt>()`): an instrumentation layer sets
+/// OpenTelemetry's `http.request.resend_count` to [`RetryAttempt::resend_count`] when it is not 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RetryAttempt {
+    number: u32,
+}
+
+impl RetryAttempt {
+    /// 1 for the first send, 2 for the first retry...
+    #[must_use]
+    pub const fn number(self) -> u32 {
+        self.number
+    }
+
+    /// The earlier attempts: `number - 1`.
+    #[must_use]
+    pub const fn resend_count(self) -> u32 {
+        self.number.saturating_sub(1)
+    }
+}
+
+/// A response body that failed while the middleware read it ([`RetryMiddlewareBuilder::read_body`]),
+/// in [`reqwest_middleware::Error::Middleware`]; its [`source`](StdError::source) is reqwest's
+/// error, as [`reqwest::Response::bytes`] would have returned it.
+#[derive(Debug)]
+pub struct BodyReadFailed {
+    error: reqwest::Error,
+    finish: Option<FinishEvent<'static>>,
+}
+
+impl BodyReadFailed {
+    /// reqwest's error.
+    #[must_use]
+    pub const fn reqwest(&self) -> &reqwest::Error {
+        &self.error
+    }
+
+    /// The finish event of the request this error ended (see [`finish_of`]).
+    #[must_use]
+    pub const fn finish(&self) -> Option<&FinishEvent<'static>> {
+        self.finish.as_ref()
+    }
+}
+
+impl fmt::Display for BodyReadFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "reading the response body failed: {}", self.error)
+    }
+}
+
+impl StdError for BodyReadFailed {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// The finish event of the request an error ended (docs/adapters.md P5), equal to the one the
+/// finish callback got: carried by the middleware's own errors ([`AttemptTimeout`],
+/// [`BodyReadFailed`]). Not by [`reqwest_middleware::Error::Reqwest`] (a `reqwest::Error` holds
+/// no extra data, and wrapping it would change the variant callers match and what
+/// `is_connect()` answers) nor by another middleware's error: use
+/// [`RetryMiddlewareBuilder::on_finish`] for those. A response carries it in its extensions:
+/// `response.extensions().get::<FinishEvent<'static>>()`.
+#[must_use]
+pub fn finish_of(error: &reqwest_middleware::Error) -> Option<&FinishEvent<'static>> {
+    let reqwest_middleware::Error::Middleware(error) = error else {
+        return None;
+    };
+    if let Some(timeout) = error.downcast_ref::<AttemptTimeout>() {
+        timeout.finish()
+    } else {
+        error.downcast_ref::<BodyReadFailed>()?.finish()
+    }
+}
+
+/// The result with its finish event attached (P5).
+fn attach(
+    mut result: reqwest_middleware::Result<Response>,
+    finish: FinishEvent<'static>,
+) -> reqwest_middleware::Result<Response> {
+    match &mut result {
+        Ok(response) => {
+            response.extensions_mut().insert(finish);
+        }
+        Err(reqwest_middleware::Error::Middleware(error)) => {
+            if let Some(timeout) = error.downcast_mut::<AttemptTimeout>() {
+                timeout.finish = Some(finish);
+            } else if let Some(failed) = error.downcast_mut::<BodyReadFailed>() {
+                failed.finish = Some(finish);
+            }
+        }
+        Err(reqwest_middleware::Error::Reqwest(_)) => {}
+    }
+    result
+}
+
+/// The request the next attempt sends: a copy of `held` while the request may be retried, else
+/// `held` itself.
+fn next_attempt(held: &mut Option<Request>, may_retry: bool) -> Option<Request> {
+    if may_retry {
+        if let Some(copy) = held.as_ref().and_then(Request::try_clone) {
+            return Some(copy);
+        }
+    }
+    held.take()
+}
+
+/// Whether a response is a server-sent event stream (never read inside the loop).
+fn is_event_stream(response: &Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("text/event-stream"))
+}
+
+/// P6: reads `response`'s body, up to `max_bytes`, before the deadline of the attempt. The
+/// response comes back with its status, headers and extensions, the body buffered (read whole)
+/// or the bytes read followed by the rest of the stream.
+async fn read_body(
+    response: Response,
+    max_bytes: usize,
+    deadline: Option<(tokio::time::Instant, Duration)>,
+) -> reqwest_middleware::Result<Response> {
+    if is_event_stream(&response) {
+        return Ok(response);
+    }
+    let read = read_prefix(response, max_bytes);
+    let read = match deadline {
+        Some((at, limit)) => match tokio::time::timeout_at(at, read).await {
+            Ok(read) => read,
+            Err(_) => return Err(AttemptTimeout::error(limit)),
+        },
+        None => read.await,
+    };
+    read.map_err(|error| {
+        reqwest_middleware::Error::middleware(BodyReadFailed {
+            error,
+            finish: None,
+        })
+    })
+}
+
+/// The body's data type (`bytes::Bytes`), named through reqwest's body.
+type Data = <reqwest::Body as http_body::Body>::Data;
+
+async fn read_prefix(mut response: Response, max_bytes: usize) -> Result<Response, reqwest::Error> {
+    let url = response.url().clone();
+    let mut buffer = Vec::new();
+    let whole = loop {
+        if buffer.len() >= max_bytes {
+            break false;
+        }
+        match response.chunk().await? {
+            Some(chunk) => buffer.extend_from_slice(&chunk),
+            None => break true,
+        }
+    };
+    let (mut parts, rest) = http::Response::<reqwest::Body>::from(response).into_parts();
+    let body = if whole {
+        reqwest::Body::from(buffer)
+    } else {
+        reqwest::Body::wrap(PrefixThen {
+            prefix: Some(Data::from(buffer)),
+            rest,
+        })
+    };
+    // The response's URL travels in its extensions (reqwest's `ResponseBuilderExt`).
+    if let Ok(carrier) = http::Response::builder().url(url).body(()) {
+        parts.extensions.extend(carrier.into_parts().0.extensions);
+    }
+    Ok(Response::from(http::Response::from_parts(parts, body)))
+}
+
+/// The bytes read inside the loop, then the rest of the body as the server sends it.
+struct PrefixThen {
+    prefix: Option<Data>,
+    rest: reqwest::Body,
+}
+
+impl http_body::Body for PrefixThen {
+    type Data = Data;
+    type Error = <reqwest::Body as http_body::Body>::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Data>, Self::Error>>> {
+        if let Some(prefix) = self.prefix.take() {
+            return Poll::Ready(Some(Ok(http_body::Frame::data(prefix))));
+        }
+        Pin::new(&mut self.rest).poll_frame(cx)
+    }
+}
 
 /// How an attempt ended: the finish event's outcome, status and `timed_out`.
 #[derive(Debug, Clone, Copy)]
@@ -636,6 +1069,8 @@ impl Ended {
 /// aborted.
 struct Run<'m> {
     middleware: &'m RetryMiddleware,
+    /// The middleware's policy, or the request's override of it (P1).
+    policy: &'m ValidPolicy,
     method: Method,
     classification: Classification,
     has_idempotency_key: bool,
@@ -648,12 +1083,40 @@ struct Run<'m> {
     redirects: AtomicI64,
     retries_used: i64,
     previous_delay_ms: i64,
+    /// The delays slept so far (P4).
+    total_delay_ms: u64,
     /// The cost the last granted retry took from the budget (contract K3).
     released: i64,
     finished: bool,
 }
 
-impl Run<'_> {
+impl<'m> Run<'m> {
+    /// A request of `middleware` before its first attempt.
+    fn new(
+        middleware: &'m RetryMiddleware,
+        policy: &'m ValidPolicy,
+        method: Method,
+        classification: Classification,
+        has_idempotency_key: bool,
+    ) -> Run<'m> {
+        Run {
+            middleware,
+            policy,
+            method,
+            classification,
+            has_idempotency_key,
+            foreign: false,
+            started: Instant::now(),
+            attempts: 0,
+            redirects: AtomicI64::new(0),
+            retries_used: 0,
+            previous_delay_ms: 0,
+            total_delay_ms: 0,
+            released: 0,
+            finished: false,
+        }
+    }
+
     /// The decision after an attempt (docs/adapters.md, step 5); `None` when the input is outside
     /// the contract. With `budgeted` false (a request sent once) it is decided on the budget's
     /// tokens without taking any: no retry is granted whatever the decision.
@@ -681,16 +1144,14 @@ impl Run<'_> {
             budget_tokens: None,
             timed_out: ended.timed_out,
         };
+        // The policy was checked once (`ValidPolicy`): only the input is.
         let decision = if budgeted {
-            middleware.budget.decide(&middleware.policy, &input)
+            middleware.budget.decide_valid(self.policy, &input)
         } else {
-            decide(
-                &middleware.policy,
-                &DecisionInput {
-                    budget_tokens: Some(middleware.budget.tokens()),
-                    ..input
-                },
-            )
+            self.policy.decide(&DecisionInput {
+                budget_tokens: Some(middleware.budget.tokens()),
+                ..input
+            })
         };
         decision.ok()
     }
@@ -710,7 +1171,7 @@ impl Run<'_> {
 
     /// Counts the retry `decision` granted after an attempt that ended as `ended`.
     fn granted(&mut self, decision: &Decision, ended: Ended) {
-        let policy = &self.middleware.policy;
+        let policy = self.policy.policy();
         self.released = if ended.timed_out {
             policy.budget_timeout_cost
         } else {
@@ -721,8 +1182,8 @@ impl Run<'_> {
     }
 
     /// Ends the request: the budget's refund for a status below 400 (contract K3), then the
-    /// finish event, once.
-    fn finish(&mut self, reason: FinishReason, ended: Ended) {
+    /// finish event, once, handed to the callback and returned (P5).
+    fn finish(&mut self, reason: FinishReason, ended: Ended) -> FinishEvent<'static> {
         self.finished = true;
         let middleware = self.middleware;
         // A foreign request neither read nor spent the budget.
@@ -731,11 +1192,8 @@ impl Run<'_> {
             // either way.
             let _ = middleware
                 .budget
-                .record_success(&middleware.policy, self.released);
+                .record_success(self.policy.policy(), self.released);
         }
-        let Some(on_finish) = &middleware.on_finish else {
-            return;
-        };
         let operation = self.classification.operation;
         let reason = if self.foreign {
             FinishReason::ForeignOrigin
@@ -744,14 +1202,9 @@ impl Run<'_> {
         };
         let method = match operation {
             Some(operation) => Cow::Borrowed(operation.method),
-            None => match self.method.as_str() {
-                m if m.bytes().any(|c| c.is_ascii_lowercase()) => {
-                    Cow::Owned(m.to_ascii_uppercase())
-                }
-                m => Cow::Borrowed(m),
-            },
+            None => Cow::Owned(self.method.as_str().to_ascii_uppercase()),
         };
-        on_finish(&FinishEvent {
+        let event = FinishEvent {
             attempts: self.attempts,
             reason,
             outcome: ended.outcome,
@@ -761,7 +1214,12 @@ impl Run<'_> {
             method,
             path_template: operation.map(|op| op.path),
             operation_id: operation.and_then(|op| op.operation_id),
-        });
+            total_delay_ms: self.total_delay_ms,
+        };
+        if let Some(on_finish) = &middleware.on_finish {
+            on_finish(&event);
+        }
+        event
     }
 }
 

@@ -1919,6 +1919,52 @@ pub(crate) fn decide(
     Ok(decide_valid(policy, input))
 }
 
+/// A [`RetryPolicy`] that [`RetryPolicy::validate`] accepted: deciding with it checks only the
+/// input. An adapter checks its policy once, when it is built, not on every decision.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ValidPolicy(RetryPolicy);
+
+impl ValidPolicy {
+    /// The policy, once checked.
+    ///
+    /// # Errors
+    ///
+    /// As [`RetryPolicy::validate`].
+    pub fn new(policy: RetryPolicy) -> Result<ValidPolicy, InvalidInput> {
+        policy.validate()?;
+        Ok(ValidPolicy(policy))
+    }
+
+    /// The checked policy.
+    #[must_use]
+    pub const fn policy(&self) -> &RetryPolicy {
+        &self.0
+    }
+
+    /// The same policy with `max_retries` replaced (a per-request override).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] with the key `policy.max_retries` when it is outside 0-100.
+    pub fn with_max_retries(&self, max_retries: i64) -> Result<ValidPolicy, InvalidInput> {
+        check_range("policy.max_retries", max_retries, 0..=100)?;
+        Ok(ValidPolicy(RetryPolicy {
+            max_retries,
+            ..self.0.clone()
+        }))
+    }
+
+    /// [`decide`] without checking the policy again.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] when the input is outside the contract.
+    pub fn decide(&self, input: &DecisionInput<'_>) -> Result<Decision, InvalidInput> {
+        check_input(&self.0, input)?;
+        Ok(decide_valid(&self.0, input))
+    }
+}
+
 /// Rule R1: a cancelled request or a refused certificate stops before every other rule.
 fn stop_reason_r1(outcome: Outcome<'_>) -> Option<Reason> {
     match outcome {
@@ -2519,6 +2565,25 @@ impl RetryBudget {
         })
     }
 
+    /// [`RetryBudget::decide`] with a policy checked once ([`ValidPolicy::decide`]).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] when the input is outside the contract.
+    pub fn decide_valid(
+        &self,
+        policy: &ValidPolicy,
+        input: &DecisionInput<'_>,
+    ) -> Result<Decision, InvalidInput> {
+        self.update(|tokens| {
+            let decision = policy.decide(&DecisionInput {
+                budget_tokens: Some(tokens),
+                ..*input
+            })?;
+            Ok((decision, decision.budget_tokens.unwrap_or(tokens)))
+        })
+    }
+
     /// [`budget_try_acquire`] on the cell: `(allowed, tokens after)`.
     ///
     /// # Errors
@@ -2566,6 +2631,37 @@ pub(crate) struct RetryEvent<'a> {
     pub path_template: Option<&'static str>,
     /// The operation's operationId, when it has one.
     pub operation_id: Option<&'static str>,
+    /// The status of the attempt being retried, when it ended with a response (an adapter sets
+    /// it; [`RetryEvent::new`] leaves it `None`).
+    pub status: Option<u16>,
+    /// How the attempt being retried failed, when it ended without a response (set by an
+    /// adapter).
+    pub failure: Option<AttemptFailure>,
+    /// How long the attempt being retried took, from the send to the response's head or the
+    /// failure, in milliseconds of a monotonic clock (set by an adapter; 0 from
+    /// [`RetryEvent::new`]).
+    pub attempt_duration_ms: u64,
+}
+
+/// How a retried attempt failed without a response (docs/adapters.md P4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub(crate) enum AttemptFailure {
+    /// The request provably never left.
+    Connect,
+    /// The request may have been sent.
+    Transport,
+}
+
+impl AttemptFailure {
+    /// The failure's name: `connect` or `transport`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AttemptFailure::Connect => "connect",
+            AttemptFailure::Transport => "transport",
+        }
+    }
 }
 
 impl<'a> RetryEvent<'a> {
@@ -2597,6 +2693,9 @@ impl<'a> RetryEvent<'a> {
             method,
             path_template: op.map(|op| op.path),
             operation_id: op.and_then(|op| op.operation_id),
+            status: None,
+            failure: None,
+            attempt_duration_ms: 0,
         })
     }
 }

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body::Frame;
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, RequestBuilder};
-use retrygen_fault_runner::retry_policy::reqwest_adapter::{FinishEvent, RetryMiddleware};
+use retrygen_fault_runner::retry_policy::reqwest_adapter::{
+    finish_of, FinishEvent, RetryMiddleware, RetryOverrides,
+};
 use retrygen_fault_runner::retry_policy::{RetryEvent, OPERATION_TABLE};
 use serde_json::{json, Value};
 
@@ -191,6 +193,7 @@ fn finish_json(event: &FinishEvent<'_>) -> Value {
         "method": event.method,
         "path_template": event.path_template,
         "operation_id": event.operation_id,
+        "total_delay_ms": event.total_delay_ms,
     })
 }
 
@@ -211,17 +214,17 @@ struct Recorded {
     reported_arrivals: i64,
 }
 
-/// A new client with the adapter (a fresh retry budget) under `base`, recording its events.
+/// A new client with the adapter (a fresh retry budget) under `base`, configured by the
+/// scenario's (or the soak plan's) options, recording its events.
 fn recording_client(
     env: &Env,
     base: &str,
-    attempt_timeout_ms: Option<u64>,
-    mint_keys: bool,
+    options: &Value,
     recorded: &Arc<Mutex<Recorded>>,
 ) -> ClientWithMiddleware {
     let mut builder = RetryMiddleware::builder(&OPERATION_TABLE)
         .base_url(base)
-        .mint_idempotency_keys(mint_keys)
+        .mint_idempotency_keys(options["mint_keys"].as_bool() != Some(false))
         .on_retry({
             let recorded = Arc::clone(recorded);
             move |event| recorded.lock().unwrap().events.push(event_json(event))
@@ -234,8 +237,15 @@ fn recording_client(
                 recorded.finishes.push(finish_json(event));
             }
         });
-    if let Some(ms) = attempt_timeout_ms {
+    if let Some(ms) = options["attempt_timeout_ms"].as_u64() {
         builder = builder.attempt_timeout(Duration::from_millis(ms));
+    }
+    if let Some(name) = options["attempt_header"].as_str() {
+        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).expect("a header name");
+        builder = builder.attempt_header(name);
+    }
+    if let Some(max) = options["read_body_max_bytes"].as_u64() {
+        builder = builder.read_body(usize::try_from(max).expect("a byte bound"));
     }
     ClientBuilder::new(bare_client(env))
         .with(builder.build().expect("the spec's policy is valid"))
@@ -262,6 +272,19 @@ fn scenario_request(
         for (name, value) in headers {
             request = request.header(name.as_str(), value.as_str().expect("a header value"));
         }
+    }
+    if let Some(overrides) = scenario["overrides"].as_object() {
+        let mut retry = RetryOverrides::new();
+        if let Some(n) = overrides.get("max_retries").and_then(Value::as_u64) {
+            retry = retry.max_retries(u32::try_from(n).expect("max_retries"));
+        }
+        if let Some(ms) = overrides.get("attempt_timeout_ms").and_then(Value::as_u64) {
+            retry = retry.attempt_timeout(Duration::from_millis(ms));
+        }
+        if let Some(max) = overrides.get("read_body_max_bytes").and_then(Value::as_u64) {
+            retry = retry.read_body_max_bytes(usize::try_from(max).expect("a byte bound"));
+        }
+        request = request.with_extension(retry);
     }
     if let Some(body) = scenario.get("body").filter(|b| !b.is_null()) {
         let text = body["text"].as_str().expect("a body text").to_owned();
@@ -306,14 +329,29 @@ async fn send_one(
             .map_err(|elapsed| format!("tokio::time::error::Elapsed ({elapsed})")),
         None => Ok(request.send().await),
     };
-    let (status, failed, error_type, body, body_error) = match sent {
-        Err(aborted) => (None, true, Some(aborted), None, false),
-        Ok(Err(error)) => (None, true, Some(error_type(&error)), None, false),
+    let (status, failed, error_type, body, body_error, from_result) = match sent {
+        Err(aborted) => (None, true, Some(aborted), None, false, None),
+        Ok(Err(error)) => {
+            // P5: the finish event the error carries, where it carries one.
+            let from_result = finish_of(&error).map(finish_json);
+            (
+                None,
+                true,
+                Some(error_type(&error)),
+                None,
+                false,
+                from_result,
+            )
+        }
         Ok(Ok(response)) => {
             let status = response.status().as_u16();
+            let from_result = response
+                .extensions()
+                .get::<FinishEvent<'static>>()
+                .map(finish_json);
             match response.text().await {
-                Ok(text) => (Some(status), false, None, Some(text), false),
-                Err(_) => (Some(status), false, None, None, true),
+                Ok(text) => (Some(status), false, None, Some(text), false, from_result),
+                Err(_) => (Some(status), false, None, None, true, from_result),
             }
         }
     };
@@ -332,7 +370,7 @@ async fn send_one(
         (Some("status"), false) => Value::Null,
         _ => Value::from("mismatch"),
     };
-    json!({
+    let mut line = json!({
         "id": id,
         "status": status,
         "error": error,
@@ -344,7 +382,12 @@ async fn send_one(
         "reported_arrivals": reported_arrivals,
         "error_type": error_type,
         "elapsed_ms": elapsed_ms,
-    })
+    });
+    // Only where the result carries it (P5): a `reqwest::Error` cannot.
+    if let Some(from_result) = from_result {
+        line["finish_from_result"] = from_result;
+    }
+    line
 }
 
 async fn run_scenario(env: &Env, scenario: &Value) -> Value {
@@ -360,13 +403,7 @@ async fn run_scenario(env: &Env, scenario: &Value) -> Value {
     let path = scenario["path"].as_str().expect("a path");
     let url = format!("{}{}{path}", env.target(target), env.base_path);
     let recorded = Arc::new(Mutex::new(Recorded::default()));
-    let client = recording_client(
-        env,
-        &base,
-        scenario["attempt_timeout_ms"].as_u64(),
-        scenario["mint_keys"].as_bool() != Some(false),
-        &recorded,
-    );
+    let client = recording_client(env, &base, scenario, &recorded);
     if scenario["warm"].as_bool() == Some(true) {
         let close = scenario["warm_close"].as_bool() == Some(true);
         warm_up(&client, &base, env, id, close).await;
@@ -396,13 +433,7 @@ fn resources() -> Value {
 async fn soak(env: &Env, plan: &Value) {
     let base = format!("{}{}", env.url, env.base_path);
     let recorded = Arc::new(Mutex::new(Recorded::default()));
-    let client = recording_client(
-        env,
-        &base,
-        plan["attempt_timeout_ms"].as_u64(),
-        true,
-        &recorded,
-    );
+    let client = recording_client(env, &base, plan, &recorded);
     warm_up(&client, &base, env, "soak-warmup", false).await;
     println!("{}", json!({"soak_start": resources()}));
     for request in plan["requests"].as_array().expect("the plan's requests") {

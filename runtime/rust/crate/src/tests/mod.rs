@@ -8,3 +8,4 @@ mod decide;
 mod matcher;
 mod origin;
 mod v2;
+mod valid;
