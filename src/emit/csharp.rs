@@ -126,7 +126,7 @@ impl Backend for CSharp {
 /// Names the files declare: the namespace's types (runtime/csharp/RetryRuntime.cs, the adapter
 /// runtime/csharp/RetryHandler.cs and the tables file), and the tables class's members (C# forbids
 /// a member named like its enclosing type).
-const DECLARED_NAMES: [&str; 46] = [
+const DECLARED_NAMES: [&str; 49] = [
     "ReplayClass",
     "Jitter",
     "DecisionReason",
@@ -134,6 +134,7 @@ const DECLARED_NAMES: [&str; 46] = [
     "OverCapMode",
     "UnknownOperationClass",
     "BudgetKind",
+    "IdempotencyKeyFormat",
     "InvalidInputException",
     "WireNames",
     "Operation",
@@ -149,6 +150,8 @@ const DECLARED_NAMES: [&str; 46] = [
     "BudgetAcquisition",
     "RetryBudget",
     "RetryBudgetCell",
+    "ProblemScanner",
+    "EventStreamScanner",
     "RetryEvent",
     "RetryHandlerOptions",
     "RetryFinishEvent",

@@ -5,8 +5,8 @@
 //!
 //! `cargo xtask conformance-v3` writes them and runs the reference implementation's own harness
 //! (conformance/reference/harness_v3.py) on them, which proves the line format carries every
-//! case's inputs intact; with `--lang L` it also builds L's module and harness and compares, once
-//! L's runtime implements v3 ([`IMPLEMENTED`]).
+//! case's inputs intact, then builds the module and harness of every language whose runtime
+//! implements v3 ([`IMPLEMENTED`], or those `--lang` names) and compares their lines too.
 
 use crate::conformance::{bits, hex, opt_hex, run_suite, Probe, Suite};
 use crate::toolchains::{self, root};
@@ -17,9 +17,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// The languages whose runtime and harness implement contract v3 (none yet: the draft's vectors
-/// are checked against the reference only, until a runtime lands).
-pub const IMPLEMENTED: &[&str] = &[];
+/// The languages whose runtime and harness implement contract v3's decision and pure functions
+/// (the vectors); the others still implement v2 only.
+pub const IMPLEMENTED: &[&str] = &["csharp"];
 
 /// The policy keys in the order of the `P3` fields: v2's 19, then v3's six.
 pub const KEYS: [&str; 25] = [
@@ -365,9 +365,13 @@ fn run_reference(probes: &[Probe], work: &Path) -> Result<usize> {
 }
 
 pub fn main(args: &[String]) -> Result<()> {
-    let languages: Vec<String> = crate::flag(args, "--lang")
-        .map(|l| l.split(',').map(str::to_string).collect())
-        .unwrap_or_default();
+    // Every language that implements v3 unless --lang names some (`--lang none`: the reference
+    // harness alone, no toolchain needed).
+    let languages: Vec<String> = match crate::flag(args, "--lang") {
+        Some("none") => Vec::new(),
+        Some(list) => list.split(',').map(str::to_string).collect(),
+        None => IMPLEMENTED.iter().map(|l| l.to_string()).collect(),
+    };
     if let Some(l) = languages
         .iter()
         .find(|l| !IMPLEMENTED.contains(&l.as_str()))

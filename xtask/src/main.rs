@@ -64,11 +64,11 @@ cargo xtask <command>
         the vectors (default conformance/vectors/) and the cases derived from each spec; fail on
         any difference from the expected values or between languages
 
-  conformance-v3 [--lang L[,L...]]
+  conformance-v3 [--lang L[,L...]|none]
         contract v3 (draft, docs/contract-v3.md): every case of conformance/vectors/v3/ as a line
         (conformance/README.md, section Contract v3 lines), answered by the reference implementation's
-        harness and, for each language given, by its module (only languages whose runtime
-        implements v3; none yet)
+        harness, then by the module of every language whose runtime implements v3 (csharp so far),
+        or of those --lang names; --lang none: the reference alone
 
   conformance --corpus DIR [--lang L[,L...]] [--lint all|none|L[,L...]] [--jobs N] [--spec TEXT]
         every document of DIR (e.g. ../shared/corpus) rendered, built and run in every language on

@@ -187,6 +187,59 @@ namespace Retrygen.Conformance
                     ExpectFields(f, 1);
                     Tables(output);
                     break;
+                case "D3":
+                    Decide3Case(f, output);
+                    break;
+                case "K3":
+                    Budget3Case(f, output);
+                    break;
+                case "HP":
+                    {
+                        if ((f.Length - 2) % 2 != 0)
+                        {
+                            throw new MalformedCaseException("HP line needs name/value pairs");
+                        }
+
+                        var headers = new List<KeyValuePair<string, string>>();
+                        for (int i = 2; i < f.Length; i += 2)
+                        {
+                            headers.Add(new KeyValuePair<string, string>(Wtf8(f[i]), Wtf8(f[i + 1])));
+                        }
+
+                        Line(output, "HP", f[1], RetryRuntime.HasPrecondition(headers) ? "1" : "0");
+                        break;
+                    }
+
+                case "Q":
+                    {
+                        ExpectFields(f, 5);
+                        string type = RetryRuntime.ProblemTypeOf(f[2] == "-" ? null : Wtf8(f[2]), Bytes(f[4]), Flag(f[3], "complete"));
+                        Line(output, "Q", f[1], type == null ? "-" : Hex(type));
+                        break;
+                    }
+
+                case "SE":
+                    {
+                        ExpectFields(f, 3);
+                        var scanner = new EventStreamScanner();
+                        byte[] stream = Bytes(f[2]);
+
+                        // Fed in two pieces, so that a line or a CRLF split across reads is covered too.
+                        int half = stream.Length / 2;
+                        scanner.Feed(stream, 0, half);
+                        scanner.Feed(stream, half, stream.Length - half);
+                        Line(output, "SE", f[1], Decimal(scanner.CompleteBytes), Hex(scanner.LastEventId), HexOrAbsent(scanner.Retry));
+                        break;
+                    }
+
+                case "F":
+                    {
+                        ExpectFields(f, 4);
+                        IdempotencyKeyFormat format = WireNames.ParseIdempotencyKeyFormat(f[2]);
+                        Line(output, "F", f[1], Hex(RetryRuntime.IdempotencyKeyValue(format, Unhex(f[3]))));
+                        break;
+                    }
+
                 default:
                     throw new MalformedCaseException("unknown line type " + f[0]);
             }
@@ -244,6 +297,125 @@ namespace Retrygen.Conformance
                 Decimal(decision.DelayMs),
                 decision.Reason.ToWireName(),
                 decision.BudgetTokens.HasValue ? Decimal(decision.BudgetTokens.Value) : "-");
+        }
+
+        /// <summary>A contract v3 decision (docs/contract-v3.md): the 25 policy fields, then the input.</summary>
+        private static void Decide3Case(string[] f, StringBuilder output)
+        {
+            ExpectFields(f, 46);
+            RetryPolicy policy = Policy3(f, 2);
+            ReplayClass replayClass = Name<ReplayClass>(f[27], WireNames.TryParse);
+            bool hasKey = Flag(f[28], "has_key");
+            bool hasPrecondition = Flag(f[29], "has_precondition");
+            bool resumable = Flag(f[30], "resumable");
+            bool hasLastEventId = Flag(f[31], "has_last_event_id");
+            string streamRetry = f[32] == "-" ? null : Wtf8(f[32]);
+            string problemType = f[33] == "-" ? null : Wtf8(f[33]);
+            Outcome outcome = f[34] == "status"
+                ? Outcome.FromStatus(Int(f[35]), OptionalUnhex(f[36]), OptionalUnhex(f[37]), OptionalUnhex(f[38]))
+                : Outcome.FromFailure(Name<FailureKind>(f[34], WireNames.TryParse));
+            long? tokens = f[44] == "-" ? (long?)null : Long(f[44]);
+            var input = new DecisionInput(
+                replayClass,
+                hasKey,
+                outcome,
+                Long(f[39]),
+                Long(f[40]),
+                Long(f[41]),
+                Long(f[42]),
+                Double(f[43]),
+                tokens,
+                Flag(f[45], "timed_out"),
+                hasPrecondition,
+                resumable,
+                hasLastEventId,
+                streamRetry,
+                problemType);
+            Decision decision = RetryPolicies.Decide(policy, input);
+            Line(
+                output,
+                "D3",
+                f[1],
+                decision.Retry ? "1" : "0",
+                Decimal(decision.DelayMs),
+                decision.Reason.ToWireName(),
+                decision.BudgetTokens.HasValue ? Decimal(decision.BudgetTokens.Value) : "-",
+                decision.Throttled ? "1" : "0",
+                decision.ServerDelayMs.HasValue ? Decimal(decision.ServerDelayMs.Value) : "-");
+        }
+
+        /// <summary>A contract v3 budget sequence: the whole policy, and the throttling kind.</summary>
+        private static void Budget3Case(string[] f, StringBuilder output)
+        {
+            ExpectFields(f, 28);
+            var cell = new RetryBudgetCell(Policy3(f, 2));
+            long initial = cell.Tokens;
+            var results = new List<string>();
+            foreach (string ev in f[27].Length == 0 ? new string[0] : f[27].Split(','))
+            {
+                if (ev.StartsWith("s", StringComparison.Ordinal))
+                {
+                    results.Add("s" + Decimal(cell.RecordSuccess(Long(ev.Substring(1)))));
+                    continue;
+                }
+
+                string kind = ev == "r" ? "retry" : ev == "t" ? "timeout" : ev == "h" ? "throttling" : ev.StartsWith("a", StringComparison.Ordinal) ? Unhex(ev.Substring(1)) : null;
+                if (kind == null)
+                {
+                    throw new MalformedCaseException("unknown budget event " + ev);
+                }
+
+                BudgetAcquisition result = cell.TryAcquire(Name<BudgetKind>(kind, WireNames.TryParse));
+                results.Add((result.Allowed ? "y" : "n") + Decimal(result.Tokens));
+            }
+
+            Line(output, "K3", f[1], Decimal(initial), string.Join(",", results));
+        }
+
+        /// <summary>The policy of the 25 <c>P3</c> fields from <paramref name="at"/>, built unchecked: the runtime checks it.</summary>
+        private static RetryPolicy Policy3(string[] f, int at)
+        {
+            return new RetryPolicy(
+                maxRetries: Int(f[at]),
+                initialBackoffMs: Long(f[at + 1]),
+                maxBackoffMs: Long(f[at + 2]),
+                multiplier: Double(f[at + 3]),
+                jitter: Name<Jitter>(f[at + 4], WireNames.TryParse),
+                retryableStatuses: Statuses(f[at + 5]),
+                rejectedStatuses: Statuses(f[at + 6]),
+                retryAfterCapMs: Long(f[at + 7]),
+                deadlineMs: f[at + 8] == "-" ? (long?)null : Long(f[at + 8]),
+                retryOnlyWithServerDelay: Statuses(f[at + 9]),
+                keyInFlightStatuses: Statuses(f[at + 10]),
+                keyReusedStatuses: Statuses(f[at + 11]),
+                serverDirectiveHeaders: HexList(f[at + 12]),
+                retryAfterOverCap: Name<OverCapMode>(f[at + 13], WireNames.TryParse),
+                unknownOperationClass: Name<UnknownOperationClass>(f[at + 14], WireNames.TryParse),
+                budgetCapacity: Long(f[at + 15]),
+                budgetRetryCost: Long(f[at + 16]),
+                budgetTimeoutCost: Long(f[at + 17]),
+                budgetSuccessRefund: Long(f[at + 18]),
+                throttlingStatuses: Statuses(f[at + 19]),
+                throttlingInitialBackoffMs: f[at + 20] == "-" ? (long?)null : Long(f[at + 20]),
+                budgetThrottlingCost: f[at + 21] == "-" ? (long?)null : Long(f[at + 21]),
+                stopProblemTypes: HexList(f[at + 22]),
+                retryProblemTypes: HexList(f[at + 23]),
+                idempotencyKeyFormat: Name<IdempotencyKeyFormat>(f[at + 24], WireNames.TryParse));
+        }
+
+        /// <summary>A list of hex strings joined by <c>,</c>; <c>-</c> is the empty list.</summary>
+        private static List<string> HexList(string field)
+        {
+            var list = new List<string>();
+            if (field != "-")
+            {
+                foreach (string item in field.Split(','))
+                {
+                    list.Add(Wtf8(item));
+                }
+            }
+
+            return list;
         }
 
         /// <summary>A retry budget sequence, run on one client's cell.</summary>
@@ -564,6 +736,23 @@ namespace Retrygen.Conformance
             }
 
             return builder.ToString();
+        }
+
+        /// <summary>The bytes of a hex field, whatever they hold.</summary>
+        private static byte[] Bytes(string text)
+        {
+            if (text.Length % 2 != 0 || !IsLowerHex(text))
+            {
+                throw new MalformedCaseException("not lower-case hex: " + text);
+            }
+
+            var bytes = new byte[text.Length / 2];
+            for (int i = 0; i < bytes.Length; i++)
+            {
+                bytes[i] = (byte)((HexDigit(text[2 * i]) * 16) + HexDigit(text[(2 * i) + 1]));
+            }
+
+            return bytes;
         }
 
         private static string OptionalUnhex(string text)

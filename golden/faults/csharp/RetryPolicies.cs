@@ -106,6 +106,12 @@ namespace Retrygen.Generated
         /// <param name="budgetRetryCost">The tokens a retry takes.</param>
         /// <param name="budgetTimeoutCost">The tokens a retry after a timeout takes.</param>
         /// <param name="budgetSuccessRefund">The tokens a success without retries gives back.</param>
+        /// <param name="throttlingStatuses">Contract v3: statuses that signal throttling; <c>null</c> for the contract's (429).</param>
+        /// <param name="throttlingInitialBackoffMs">Contract v3: the backoff base of a throttled retry, or <c>null</c> for <paramref name="initialBackoffMs"/>.</param>
+        /// <param name="budgetThrottlingCost">Contract v3: the tokens a throttled retry takes, or <c>null</c> for <paramref name="budgetRetryCost"/>.</param>
+        /// <param name="stopProblemTypes">Contract v3: problem types that stop at once; <c>null</c> for the contract's (quota exceeded, abnormal usage).</param>
+        /// <param name="retryProblemTypes">Contract v3: problem types that retry a replayable request; <c>null</c> for none.</param>
+        /// <param name="idempotencyKeyFormat">Contract v3: how a minted idempotency key is written.</param>
         /// <exception cref="InvalidInputException">A value is out of range; <see cref="InvalidInputException.Key"/> names the first one, in the policy table's order.</exception>
         public RetryPolicy(
             int maxRetries = 3,
@@ -126,7 +132,13 @@ namespace Retrygen.Generated
             long budgetCapacity = 15,
             long budgetRetryCost = 5,
             long budgetTimeoutCost = 10,
-            long budgetSuccessRefund = 1)
+            long budgetSuccessRefund = 1,
+            IEnumerable<int> throttlingStatuses = null,
+            long? throttlingInitialBackoffMs = null,
+            long? budgetThrottlingCost = null,
+            IEnumerable<string> stopProblemTypes = null,
+            IEnumerable<string> retryProblemTypes = null,
+            IdempotencyKeyFormat idempotencyKeyFormat = IdempotencyKeyFormat.Uuid)
             : this(
                 maxRetries,
                 initialBackoffMs,
@@ -146,7 +158,13 @@ namespace Retrygen.Generated
                 budgetCapacity,
                 budgetRetryCost,
                 budgetTimeoutCost,
-                budgetSuccessRefund)
+                budgetSuccessRefund,
+                Statuses(throttlingStatuses, 429),
+                throttlingInitialBackoffMs,
+                budgetThrottlingCost,
+                ProblemTypes(stopProblemTypes, "https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"),
+                ProblemTypes(retryProblemTypes),
+                idempotencyKeyFormat)
         {
         }
 

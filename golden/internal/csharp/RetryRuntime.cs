@@ -105,6 +105,21 @@ namespace Example.Sandbox.Retry
 
         /// <summary>Stop: the server's TLS certificate was refused; a retry meets the same certificate.</summary>
         CertificateFailure,
+
+        /// <summary>Retry (contract v3): a resumable stream dropped after its commit is resumed with <c>Last-Event-ID</c>.</summary>
+        StreamResume,
+
+        /// <summary>Stop (contract v3): the dropped stream cannot be resumed without a full replay that is not safe.</summary>
+        StreamNotResumable,
+
+        /// <summary>Stop (contract v3): a 412 after a replayed conditional request; an earlier attempt probably applied.</summary>
+        PreconditionFailedAfterReplay,
+
+        /// <summary>Stop (contract v3): the response's problem type is one that stops (a quota, by default).</summary>
+        ProblemTypeStop,
+
+        /// <summary>Retry (contract v3): the response's problem type is one that retries a replayable request.</summary>
+        ProblemTypeRetry,
     }
 
     /// <summary>What <see cref="RetryRuntime.Decide"/> does when the server asks to wait longer than the cap.</summary>
@@ -138,6 +153,22 @@ namespace Example.Sandbox.Retry
 
         /// <summary>A retry after a timeout: costs <see cref="RetryPolicy.BudgetTimeoutCost"/>.</summary>
         Timeout,
+
+        /// <summary>
+        /// A retry after a throttling status (contract v3): costs <see cref="RetryPolicy.BudgetThrottlingCost"/>, or the
+        /// retry cost when the policy sets none.
+        /// </summary>
+        Throttling,
+    }
+
+    /// <summary>How an adapter writes the idempotency key it mints (contract v3, F1).</summary>
+    internal enum IdempotencyKeyFormat
+    {
+        /// <summary>A bare random UUID, <c>8e03978e-...</c>: what most servers expect.</summary>
+        Uuid,
+
+        /// <summary>The UUID as a Structured Field String, <c>"8e03978e-..."</c>: the IETF Idempotency-Key draft's form.</summary>
+        SfString,
     }
 
     /// <summary>
@@ -180,6 +211,12 @@ namespace Example.Sandbox.Retry
         /// unsent, but never retried, since a retry meets the same certificate.
         /// </summary>
         Certificate,
+
+        /// <summary>
+        /// Contract v3: a committed event stream failed while being read (reset, truncated, timed out) before its
+        /// end; only a resumable stream goes on.
+        /// </summary>
+        Dropped,
     }
 
     /// <summary>The retry contract's names of the enum values, as logs and conformance vectors spell them.</summary>
@@ -240,6 +277,11 @@ namespace Example.Sandbox.Retry
                 case DecisionReason.NoServerDelay: return "no_server_delay";
                 case DecisionReason.BudgetExhausted: return "budget_exhausted";
                 case DecisionReason.CertificateFailure: return "certificate_failure";
+                case DecisionReason.StreamResume: return "stream_resume";
+                case DecisionReason.StreamNotResumable: return "stream_not_resumable";
+                case DecisionReason.PreconditionFailedAfterReplay: return "precondition_failed_after_replay";
+                case DecisionReason.ProblemTypeStop: return "problem_type_stop";
+                case DecisionReason.ProblemTypeRetry: return "problem_type_retry";
                 default: throw new ArgumentOutOfRangeException(nameof(value));
             }
         }
@@ -280,8 +322,49 @@ namespace Example.Sandbox.Retry
             {
                 case BudgetKind.Retry: return "retry";
                 case BudgetKind.Timeout: return "timeout";
+                case BudgetKind.Throttling: return "throttling";
                 default: throw new ArgumentOutOfRangeException(nameof(value));
             }
+        }
+
+        /// <summary>The format's contract name, <c>uuid</c> or <c>sf-string</c>.</summary>
+        /// <param name="value">The key format.</param>
+        /// <returns>The name.</returns>
+        public static string ToWireName(this IdempotencyKeyFormat value)
+        {
+            switch (value)
+            {
+                case IdempotencyKeyFormat.Uuid: return "uuid";
+                case IdempotencyKeyFormat.SfString: return "sf-string";
+                default: throw new ArgumentOutOfRangeException(nameof(value));
+            }
+        }
+
+        /// <summary>Reads a key format name exactly (case-sensitive, never trimmed).</summary>
+        /// <param name="name">The contract name, <c>uuid</c> or <c>sf-string</c>.</param>
+        /// <param name="value">The format, when the name is one.</param>
+        /// <returns>Whether <paramref name="name"/> is a format name.</returns>
+        public static bool TryParse(string name, out IdempotencyKeyFormat value)
+        {
+            for (value = IdempotencyKeyFormat.Uuid; value <= IdempotencyKeyFormat.SfString; value++)
+            {
+                if (string.Equals(name, value.ToWireName(), StringComparison.Ordinal))
+                {
+                    return true;
+                }
+            }
+
+            return false;
+        }
+
+        /// <summary>The key format named <paramref name="name"/>.</summary>
+        /// <param name="name">The contract name, <c>uuid</c> or <c>sf-string</c>.</param>
+        /// <returns>The format.</returns>
+        /// <exception cref="InvalidInputException"><c>policy.idempotency_key_format</c>: not a format name.</exception>
+        public static IdempotencyKeyFormat ParseIdempotencyKeyFormat(string name)
+        {
+            IdempotencyKeyFormat value;
+            return TryParse(name, out value) ? value : throw new InvalidInputException("policy.idempotency_key_format");
         }
 
         /// <summary>Reads a class name exactly (case-sensitive, never trimmed).</summary>
@@ -307,7 +390,7 @@ namespace Example.Sandbox.Retry
         /// <returns>Whether <paramref name="name"/> is a failure name.</returns>
         public static bool TryParse(string name, out FailureKind value)
         {
-            for (value = FailureKind.Connect; value <= FailureKind.Certificate; value++)
+            for (value = FailureKind.Connect; value <= FailureKind.Dropped; value++)
             {
                 if (string.Equals(name, value.ToWireName(), StringComparison.Ordinal))
                 {
@@ -375,7 +458,7 @@ namespace Example.Sandbox.Retry
         /// <returns>Whether <paramref name="name"/> is a kind name.</returns>
         public static bool TryParse(string name, out BudgetKind value)
         {
-            for (value = BudgetKind.Retry; value <= BudgetKind.Timeout; value++)
+            for (value = BudgetKind.Retry; value <= BudgetKind.Throttling; value++)
             {
                 if (string.Equals(name, value.ToWireName(), StringComparison.Ordinal))
                 {
@@ -457,6 +540,7 @@ namespace Example.Sandbox.Retry
                 case FailureKind.Transport: return "transport";
                 case FailureKind.Aborted: return "aborted";
                 case FailureKind.Certificate: return "certificate";
+                case FailureKind.Dropped: return "dropped";
                 default: throw new ArgumentOutOfRangeException(nameof(value));
             }
         }
@@ -2030,6 +2114,8 @@ namespace Example.Sandbox.Retry
         private const byte ServerDelayFlag = 4;
         private const byte KeyInFlightFlag = 8;
         private const byte KeyReusedFlag = 16;
+        private const byte ThrottlingFlag = 32;
+        private const int ProblemTypeMaxLength = 2048;
 
         private readonly ReadOnlyCollection<int> retryableStatuses;
         private readonly ReadOnlyCollection<int> rejectedStatuses;
@@ -2037,6 +2123,9 @@ namespace Example.Sandbox.Retry
         private readonly ReadOnlyCollection<int> keyInFlightStatuses;
         private readonly ReadOnlyCollection<int> keyReusedStatuses;
         private readonly ReadOnlyCollection<string> serverDirectiveHeaders;
+        private readonly ReadOnlyCollection<int> throttlingStatuses;
+        private readonly ReadOnlyCollection<string> stopProblemTypes;
+        private readonly ReadOnlyCollection<string> retryProblemTypes;
 
         // One byte of flags per status 0-599: the five lists looked up without a search.
         private readonly byte[] statusFlags = new byte[600];
@@ -2060,7 +2149,13 @@ namespace Example.Sandbox.Retry
             long budgetCapacity,
             long budgetRetryCost,
             long budgetTimeoutCost,
-            long budgetSuccessRefund)
+            long budgetSuccessRefund,
+            int[] throttlingStatuses,
+            long? throttlingInitialBackoffMs,
+            long? budgetThrottlingCost,
+            string[] stopProblemTypes,
+            string[] retryProblemTypes,
+            IdempotencyKeyFormat idempotencyKeyFormat)
         {
             // [contract V1] Every key against its constraint, in the policy table's order.
             Check(maxRetries >= 0 && maxRetries <= 100, "policy.max_retries");
@@ -2087,8 +2182,19 @@ namespace Example.Sandbox.Retry
             Check(budgetTimeoutCost >= 1 && budgetTimeoutCost <= BudgetMax, "policy.budget_timeout_cost");
             Check(budgetSuccessRefund >= 0 && budgetSuccessRefund <= BudgetMax, "policy.budget_success_refund");
 
+            // [contract v3 V1] Contract v3's keys, after v2's, in the policy table's order.
+            CheckStatuses(throttlingStatuses, "policy.throttling_statuses");
+            Check(!throttlingInitialBackoffMs.HasValue || (throttlingInitialBackoffMs.Value >= 1 && throttlingInitialBackoffMs.Value <= DayMs), "policy.throttling_initial_backoff_ms");
+            Check(!budgetThrottlingCost.HasValue || (budgetThrottlingCost.Value >= 1 && budgetThrottlingCost.Value <= BudgetMax), "policy.budget_throttling_cost");
+            CheckProblemTypes(stopProblemTypes, "policy.stop_problem_types");
+            CheckProblemTypes(retryProblemTypes, "policy.retry_problem_types");
+            Check(idempotencyKeyFormat >= IdempotencyKeyFormat.Uuid && idempotencyKeyFormat <= IdempotencyKeyFormat.SfString, "policy.idempotency_key_format");
+
             // [contract V2] The backoff range.
             Check(initialBackoffMs <= maxBackoffMs, "policy.max_backoff_ms");
+
+            // [contract v3 V2] The throttling base too.
+            Check(!throttlingInitialBackoffMs.HasValue || throttlingInitialBackoffMs.Value <= maxBackoffMs, "policy.max_backoff_ms");
 
             MaxRetries = maxRetries;
             InitialBackoffMs = initialBackoffMs;
@@ -2109,6 +2215,12 @@ namespace Example.Sandbox.Retry
             BudgetRetryCost = budgetRetryCost;
             BudgetTimeoutCost = budgetTimeoutCost;
             BudgetSuccessRefund = budgetSuccessRefund;
+            this.throttlingStatuses = Flag(throttlingStatuses, ThrottlingFlag);
+            ThrottlingInitialBackoffMs = throttlingInitialBackoffMs;
+            BudgetThrottlingCost = budgetThrottlingCost;
+            this.stopProblemTypes = Array.AsReadOnly(stopProblemTypes);
+            this.retryProblemTypes = Array.AsReadOnly(retryProblemTypes);
+            IdempotencyKeyFormat = idempotencyKeyFormat;
         }
 
         /// <summary>
@@ -2144,7 +2256,13 @@ namespace Example.Sandbox.Retry
                 BudgetCapacity,
                 BudgetRetryCost,
                 BudgetTimeoutCost,
-                BudgetSuccessRefund);
+                BudgetSuccessRefund,
+                Copy(throttlingStatuses),
+                ThrottlingInitialBackoffMs,
+                BudgetThrottlingCost,
+                new List<string>(stopProblemTypes).ToArray(),
+                new List<string>(retryProblemTypes).ToArray(),
+                IdempotencyKeyFormat);
         }
 
         /// <summary>Gets the retries allowed after the first attempt; 0 disables retries.</summary>
@@ -2222,6 +2340,33 @@ namespace Example.Sandbox.Retry
         /// <summary>Gets the tokens a success without retries gives back.</summary>
         public long BudgetSuccessRefund { get; }
 
+        /// <summary>Gets the statuses that signal throttling (contract v3, T1): their retries use the throttling base and cost.</summary>
+        public IReadOnlyList<int> ThrottlingStatuses
+        {
+            get { return throttlingStatuses; }
+        }
+
+        /// <summary>Gets the backoff base of a throttled retry, or <c>null</c> for <see cref="InitialBackoffMs"/>.</summary>
+        public long? ThrottlingInitialBackoffMs { get; }
+
+        /// <summary>Gets the tokens a throttled retry takes, or <c>null</c> for <see cref="BudgetRetryCost"/>.</summary>
+        public long? BudgetThrottlingCost { get; }
+
+        /// <summary>Gets the RFC 9457 problem types that stop at once (contract v3, R6b), compared exactly.</summary>
+        public IReadOnlyList<string> StopProblemTypes
+        {
+            get { return stopProblemTypes; }
+        }
+
+        /// <summary>Gets the RFC 9457 problem types that retry a replayable request (contract v3, R9a).</summary>
+        public IReadOnlyList<string> RetryProblemTypes
+        {
+            get { return retryProblemTypes; }
+        }
+
+        /// <summary>Gets how an adapter writes the idempotency key it mints.</summary>
+        public IdempotencyKeyFormat IdempotencyKeyFormat { get; }
+
         internal bool IsRetryable(int status)
         {
             return (statusFlags[status] & RetryableFlag) != 0;
@@ -2247,6 +2392,80 @@ namespace Example.Sandbox.Retry
             return (statusFlags[status] & KeyReusedFlag) != 0;
         }
 
+        internal bool IsThrottling(int status)
+        {
+            return (statusFlags[status] & ThrottlingFlag) != 0;
+        }
+
+        internal bool StopsOnProblemType(string problemType)
+        {
+            return ContainsOrdinal(stopProblemTypes, problemType);
+        }
+
+        internal bool RetriesOnProblemType(string problemType)
+        {
+            return ContainsOrdinal(retryProblemTypes, problemType);
+        }
+
+        private static bool ContainsOrdinal(ReadOnlyCollection<string> list, string value)
+        {
+            foreach (string item in list)
+            {
+                if (string.Equals(item, value, StringComparison.Ordinal))
+                {
+                    return true;
+                }
+            }
+
+            return false;
+        }
+
+        /// <summary>Problem types are non-empty strings of Unicode scalar values of at most 2048 characters (code points).</summary>
+        private static void CheckProblemTypes(string[] types, string key)
+        {
+            foreach (string type in types)
+            {
+                Check(type != null && type.Length > 0 && CharacterCount(type) <= ProblemTypeMaxLength && IsScalarString(type), key);
+            }
+        }
+
+        private static int CharacterCount(string text)
+        {
+            int count = 0;
+            for (int i = 0; i < text.Length; i++)
+            {
+                if (!(char.IsHighSurrogate(text[i]) && i + 1 < text.Length && char.IsLowSurrogate(text[i + 1])))
+                {
+                    count++;
+                }
+            }
+
+            return count;
+        }
+
+        internal static bool IsScalarString(string text)
+        {
+            for (int i = 0; i < text.Length; i++)
+            {
+                char c = text[i];
+                if (char.IsHighSurrogate(c))
+                {
+                    if (i + 1 >= text.Length || !char.IsLowSurrogate(text[i + 1]))
+                    {
+                        return false;
+                    }
+
+                    i++;
+                }
+                else if (char.IsLowSurrogate(c))
+                {
+                    return false;
+                }
+            }
+
+            return true;
+        }
+
         /// <summary>A private copy of the caller's statuses, or of the spec's when the caller gave none.</summary>
         private static int[] Statuses(IEnumerable<int> given, params int[] spec)
         {
@@ -2255,6 +2474,12 @@ namespace Example.Sandbox.Retry
 
         /// <summary>A private copy of the caller's header names, or of the spec's when the caller gave none.</summary>
         private static string[] Headers(IEnumerable<string> given, params string[] spec)
+        {
+            return new List<string>(given ?? spec).ToArray();
+        }
+
+        /// <summary>A private copy of the caller's problem types, or of the spec's when the caller gave none.</summary>
+        private static string[] ProblemTypes(IEnumerable<string> given, params string[] spec)
         {
             return new List<string>(given ?? spec).ToArray();
         }
@@ -2394,6 +2619,11 @@ namespace Example.Sandbox.Retry
         /// <param name="random">A uniformly random number in [0, 1) drawn by the caller.</param>
         /// <param name="budgetTokens">The client's retry budget state, or <c>null</c> without a budget (see <see cref="RetryBudgetCell"/>).</param>
         /// <param name="timedOut">Whether the failed attempt ended by a timeout (a budget retry then costs the timeout cost).</param>
+        /// <param name="hasPrecondition">Contract v3: the request carries a precondition that fails on a replay (<see cref="RetryRuntime.HasPrecondition"/>).</param>
+        /// <param name="resumable">Contract v3: the operation's stream is resumable; read only for <see cref="FailureKind.Dropped"/>.</param>
+        /// <param name="hasLastEventId">Contract v3: the stream's last event id is not empty; read only for <see cref="FailureKind.Dropped"/>.</param>
+        /// <param name="streamRetry">Contract v3: the stream's last <c>retry:</c> value as written, or <c>null</c>.</param>
+        /// <param name="problemType">Contract v3: the response's RFC 9457 problem type (<see cref="RetryRuntime.ProblemTypeOf"/>), or <c>null</c>.</param>
         public DecisionInput(
             ReplayClass replayClass,
             bool hasIdempotencyKey,
@@ -2404,7 +2634,12 @@ namespace Example.Sandbox.Retry
             long nowMs,
             double random,
             long? budgetTokens = null,
-            bool timedOut = false)
+            bool timedOut = false,
+            bool hasPrecondition = false,
+            bool resumable = false,
+            bool hasLastEventId = false,
+            string streamRetry = null,
+            string problemType = null)
         {
             if (outcome == null)
             {
@@ -2421,6 +2656,11 @@ namespace Example.Sandbox.Retry
             Random = random;
             BudgetTokens = budgetTokens;
             TimedOut = timedOut;
+            HasPrecondition = hasPrecondition;
+            Resumable = resumable;
+            HasLastEventId = hasLastEventId;
+            StreamRetry = streamRetry;
+            ProblemType = problemType;
         }
 
         /// <summary>Gets the operation's class.</summary>
@@ -2452,17 +2692,34 @@ namespace Example.Sandbox.Retry
 
         /// <summary>Gets a value indicating whether the failed attempt ended by a timeout.</summary>
         public bool TimedOut { get; }
+
+        /// <summary>Gets a value indicating whether the request carries a precondition that fails on a replay.</summary>
+        public bool HasPrecondition { get; }
+
+        /// <summary>Gets a value indicating whether the operation's stream is resumable.</summary>
+        public bool Resumable { get; }
+
+        /// <summary>Gets a value indicating whether the stream's last event id is not empty.</summary>
+        public bool HasLastEventId { get; }
+
+        /// <summary>Gets the stream's last <c>retry:</c> value as written, or <c>null</c>.</summary>
+        public string StreamRetry { get; }
+
+        /// <summary>Gets the response's problem type, or <c>null</c>.</summary>
+        public string ProblemType { get; }
     }
 
     /// <summary>The decision about one failed attempt.</summary>
     internal sealed class Decision
     {
-        internal Decision(bool retry, long delayMs, DecisionReason reason, long? budgetTokens)
+        internal Decision(bool retry, long delayMs, DecisionReason reason, long? budgetTokens, bool throttled = false, long? serverDelayMs = null)
         {
             Retry = retry;
             DelayMs = delayMs;
             Reason = reason;
             BudgetTokens = budgetTokens;
+            Throttled = throttled;
+            ServerDelayMs = serverDelayMs;
         }
 
         /// <summary>Gets a value indicating whether to send the request again.</summary>
@@ -2476,6 +2733,15 @@ namespace Example.Sandbox.Retry
 
         /// <summary>Gets the budget state after the decision (unchanged unless the retry is granted), or <c>null</c> without a budget.</summary>
         public long? BudgetTokens { get; }
+
+        /// <summary>Gets a value indicating whether the granted retry follows a throttling status (contract v3, T1).</summary>
+        public bool Throttled { get; }
+
+        /// <summary>
+        /// Gets the delay the server asked for when it was over the cap and refused (<see cref="DecisionReason.RetryAfterOverCap"/>),
+        /// at most 2^53 - 1; <c>null</c> otherwise. An SDK raises its "retry after" error with it.
+        /// </summary>
+        public long? ServerDelayMs { get; }
 
         /// <summary>Returns the decision as the retry contract writes it.</summary>
         /// <returns>For example <c>retry 250 ms (rejected_status)</c>.</returns>
@@ -2688,7 +2954,7 @@ namespace Example.Sandbox.Retry
                 throw new InvalidInputException("input.class");
             }
 
-            if (outcome.Failure.HasValue && (outcome.Failure.Value < FailureKind.Connect || outcome.Failure.Value > FailureKind.Certificate))
+            if (outcome.Failure.HasValue && (outcome.Failure.Value < FailureKind.Connect || outcome.Failure.Value > FailureKind.Dropped))
             {
                 throw new InvalidInputException("input.outcome");
             }
@@ -2717,8 +2983,24 @@ namespace Example.Sandbox.Retry
                 RetryBudget.CheckTokens(policy, budgetTokens.Value);
             }
 
+            // [contract v3 V8] The stream's retry field and the problem type are strings of Unicode scalar values.
+            if (input.StreamRetry != null && !RetryPolicy.IsScalarString(input.StreamRetry))
+            {
+                throw new InvalidInputException("input.stream_retry");
+            }
+
+            if (input.ProblemType != null && !RetryPolicy.IsScalarString(input.ProblemType))
+            {
+                throw new InvalidInputException("input.problem_type");
+            }
+
             bool key = input.HasIdempotencyKey;
-            bool replayable = replayClass == ReplayClass.Idempotent || (replayClass == ReplayClass.Keyed && key);
+            bool precondition = input.HasPrecondition;
+
+            // Contract v3: a precondition that fails on a replay makes a keyed or non_replayable request replayable.
+            bool replayable = replayClass == ReplayClass.Idempotent || (replayClass == ReplayClass.Keyed && key)
+                || (precondition && (replayClass == ReplayClass.Keyed || replayClass == ReplayClass.NonReplayable));
+            string problemType = outcome.Failure.HasValue ? null : input.ProblemType;
             int directive = 0;
             if (!outcome.Failure.HasValue && policy.ServerDirectiveHeaders.Count > 0)
             {
@@ -2751,6 +3033,7 @@ namespace Example.Sandbox.Retry
 
             DecisionReason reason;
             long? serverDelay = null;
+            bool throttled = false;
             if (outcome.Failure == FailureKind.Connect)
             {
                 // [contract R4] The request provably never left.
@@ -2766,12 +3049,36 @@ namespace Example.Sandbox.Retry
 
                 reason = DecisionReason.TransportFailure;
             }
+            else if (outcome.Failure == FailureKind.Dropped)
+            {
+                // [contract v3 R5a] A committed stream resumes when declared, and either continues after its last event id
+                // or may be replayed whole.
+                if (!(input.Resumable && (input.HasLastEventId || replayable)))
+                {
+                    return Stop(DecisionReason.StreamNotResumable, budgetTokens);
+                }
+
+                reason = DecisionReason.StreamResume;
+
+                // [contract v3 S9] The stream's retry field is its server delay.
+                serverDelay = StreamDelayMs(input.StreamRetry);
+            }
             else
             {
                 if (directive < 0)
                 {
                     // [contract R6] The server said no: its word wins over every status list.
                     return Stop(DecisionReason.ServerSaidNo, budgetTokens);
+                }
+                else if (precondition && status == 412 && input.RetriesUsed > 0)
+                {
+                    // [contract v3 R6a] The precondition failed on a replay: an earlier attempt probably applied.
+                    return Stop(DecisionReason.PreconditionFailedAfterReplay, budgetTokens);
+                }
+                else if (problemType != null && policy.StopsOnProblemType(problemType))
+                {
+                    // [contract v3 R6b] A problem type that needs a person, not a retry.
+                    return Stop(DecisionReason.ProblemTypeStop, budgetTokens);
                 }
                 else if (key && policy.IsKeyReused(status))
                 {
@@ -2787,6 +3094,11 @@ namespace Example.Sandbox.Retry
                 {
                     // [contract R9] The server said yes to a replayable request.
                     reason = DecisionReason.ServerSaidYes;
+                }
+                else if (problemType != null && replayable && policy.RetriesOnProblemType(problemType))
+                {
+                    // [contract v3 R9a] A problem type that retries a replayable request.
+                    reason = DecisionReason.ProblemTypeRetry;
                 }
                 else if (policy.IsRejected(status))
                 {
@@ -2811,27 +3123,31 @@ namespace Example.Sandbox.Retry
                     return Stop(DecisionReason.StatusNotRetryable, budgetTokens);
                 }
 
+                // [contract v3 T1] An eligible throttling status.
+                throttled = policy.IsThrottling(status);
+
                 // [contract R13] The server delay of an eligible status; some statuses need one.
                 serverDelay = ServerDelayMs(outcome.RetryAfter, outcome.RetryAfterMs, input.NowMs);
                 if (!serverDelay.HasValue && policy.NeedsServerDelay(status))
                 {
                     return Stop(DecisionReason.NoServerDelay, budgetTokens);
                 }
+            }
 
-                // [contract R14] A server delay above the cap stops, or is clamped to the cap.
-                if (serverDelay.HasValue && serverDelay.Value > policy.RetryAfterCapMs)
+            // [contract R14] A server delay above the cap stops, or is clamped to the cap.
+            if (serverDelay.HasValue && serverDelay.Value > policy.RetryAfterCapMs)
+            {
+                if (policy.RetryAfterOverCap != OverCapMode.Clamp)
                 {
-                    if (policy.RetryAfterOverCap != OverCapMode.Clamp)
-                    {
-                        return Stop(DecisionReason.RetryAfterOverCap, budgetTokens);
-                    }
-
-                    serverDelay = policy.RetryAfterCapMs;
+                    // [contract v3 R14] The refused delay is reported, so the SDK can say how long the server asked for.
+                    return new Decision(false, 0, DecisionReason.RetryAfterOverCap, budgetTokens, false, Math.Min(serverDelay.Value, MaxCounter));
                 }
+
+                serverDelay = policy.RetryAfterCapMs;
             }
 
             // [contract R15] Without a server delay, the backoff.
-            long delay = serverDelay ?? BackoffMs(policy, input.RetriesUsed, input.PreviousDelayMs, input.Random);
+            long delay = serverDelay ?? BackoffMs(policy, input.RetriesUsed, input.PreviousDelayMs, input.Random, throttled);
 
             // [contract R16] elapsed + delay > deadline, written so that it cannot overflow (delay >= 0, deadline >= 0).
             if (policy.DeadlineMs.HasValue && input.ElapsedMs > policy.DeadlineMs.Value - delay)
@@ -2843,7 +3159,7 @@ namespace Example.Sandbox.Retry
             if (budgetTokens.HasValue)
             {
                 long after;
-                if (!RetryBudget.Acquire(policy, budgetTokens.Value, input.TimedOut ? BudgetKind.Timeout : BudgetKind.Retry, out after))
+                if (!RetryBudget.Acquire(policy, budgetTokens.Value, throttled ? BudgetKind.Throttling : (input.TimedOut ? BudgetKind.Timeout : BudgetKind.Retry), out after))
                 {
                     return Stop(DecisionReason.BudgetExhausted, budgetTokens);
                 }
@@ -2852,7 +3168,7 @@ namespace Example.Sandbox.Retry
             }
 
             // [contract R18] Retry after the delay, with the eligible reason.
-            return new Decision(true, delay, reason, budgetTokens);
+            return new Decision(true, delay, reason, budgetTokens, throttled);
         }
 
         /// <summary>
@@ -2866,12 +3182,18 @@ namespace Example.Sandbox.Retry
         /// <returns>The delay in milliseconds.</returns>
         public static long BackoffMs(RetryPolicy policy, long retriesUsed, long previousDelayMs, double random)
         {
+            return BackoffMs(policy, retriesUsed, previousDelayMs, random, false);
+        }
+
+        /// <summary>The backoff, from the throttling base when <paramref name="throttled"/> and the policy has one (contract v3, T1).</summary>
+        internal static long BackoffMs(RetryPolicy policy, long retriesUsed, long previousDelayMs, double random, bool throttled)
+        {
             if (policy == null)
             {
                 throw new ArgumentNullException(nameof(policy));
             }
 
-            double initial = policy.InitialBackoffMs;
+            double initial = throttled && policy.ThrottlingInitialBackoffMs.HasValue ? policy.ThrottlingInitialBackoffMs.Value : policy.InitialBackoffMs;
             double max = policy.MaxBackoffMs;
             double backoff = initial;
 
@@ -2955,6 +3277,110 @@ namespace Example.Sandbox.Retry
             }
 
             return HttpDateDelayMs(value, nowMs);
+        }
+
+        /// <summary>
+        /// The server delay of a dropped stream (contract v3, S9): its last <c>retry:</c> field when that is ASCII digits
+        /// only, in milliseconds; <see cref="BeyondAnyCapMs"/> for more than 15 digits; <c>null</c> otherwise.
+        /// </summary>
+        /// <param name="streamRetry">The stream's last <c>retry:</c> value as written, or <c>null</c>.</param>
+        /// <returns>The delay, or <c>null</c> when there is none.</returns>
+        public static long? StreamDelayMs(string streamRetry)
+        {
+            if (string.IsNullOrEmpty(streamRetry))
+            {
+                return null;
+            }
+
+            foreach (char c in streamRetry)
+            {
+                if (!IsAsciiDigit(c))
+                {
+                    return null;
+                }
+            }
+
+            return streamRetry.Length > MaxDigits ? BeyondAnyCapMs : long.Parse(streamRetry, CultureInfo.InvariantCulture);
+        }
+
+        /// <summary>
+        /// Whether a request carries a precondition that fails on a replay (contract v3, H2): an <c>If-Match</c> that is
+        /// neither empty nor <c>*</c>, or an <c>If-None-Match</c> of exactly <c>*</c> (values trimmed of spaces and tabs,
+        /// names compared ASCII case-insensitively). <c>If-Unmodified-Since</c> does not count: one second of resolution.
+        /// </summary>
+        /// <param name="headers">The request's header fields as name/value pairs.</param>
+        /// <returns>Whether a replay of the request is refused by the server once the first attempt applied.</returns>
+        public static bool HasPrecondition(IEnumerable<KeyValuePair<string, string>> headers)
+        {
+            if (headers == null)
+            {
+                throw new ArgumentNullException(nameof(headers));
+            }
+
+            foreach (KeyValuePair<string, string> field in headers)
+            {
+                if (field.Key == null || field.Value == null)
+                {
+                    continue;
+                }
+
+                string value = TrimSpacesAndTabs(field.Value);
+                if (Operation.AsciiEqualsIgnoreCase(field.Key, "If-Match") && value.Length > 0 && value != "*")
+                {
+                    return true;
+                }
+
+                if (Operation.AsciiEqualsIgnoreCase(field.Key, "If-None-Match") && value == "*")
+                {
+                    return true;
+                }
+            }
+
+            return false;
+        }
+
+        /// <summary>The most bytes of a problem body an adapter reads before deciding (contract v3, Q1).</summary>
+        public const int ProblemBodyMaxBytes = 65536;
+
+        /// <summary>
+        /// The RFC 9457 problem type of a response (contract v3, Q1-Q2): when its media type is
+        /// <c>application/problem+json</c> and <paramref name="body"/> is the whole body (at most
+        /// <see cref="ProblemBodyMaxBytes"/>), valid UTF-8 holding one JSON object whose only <c>type</c> member is a
+        /// string, that string; else <c>null</c>. A scanner written by hand so that every language agrees.
+        /// </summary>
+        /// <param name="contentType">The response's <c>Content-Type</c>, or <c>null</c>.</param>
+        /// <param name="body">The body bytes read.</param>
+        /// <param name="complete">Whether <paramref name="body"/> is the whole body.</param>
+        /// <returns>The problem type, or <c>null</c>.</returns>
+        public static string ProblemTypeOf(string contentType, byte[] body, bool complete)
+        {
+            if (contentType == null || body == null || !complete || body.Length > ProblemBodyMaxBytes)
+            {
+                return null;
+            }
+
+            int semicolon = contentType.IndexOf(';');
+            string media = TrimSpacesAndTabs(semicolon < 0 ? contentType : contentType.Substring(0, semicolon));
+            if (!Operation.AsciiEqualsIgnoreCase(media, "application/problem+json"))
+            {
+                return null;
+            }
+
+            return new ProblemScanner(body).TypeMember();
+        }
+
+        /// <summary>The value of the idempotency key header an adapter mints, in the policy's format (contract v3, F1).</summary>
+        /// <param name="format">The format.</param>
+        /// <param name="uuid">A random UUID, lower-case hex.</param>
+        /// <returns>The header value.</returns>
+        public static string IdempotencyKeyValue(IdempotencyKeyFormat format, string uuid)
+        {
+            switch (format)
+            {
+                case IdempotencyKeyFormat.Uuid: return uuid;
+                case IdempotencyKeyFormat.SfString: return "\"" + uuid + "\"";
+                default: throw new InvalidInputException("policy.idempotency_key_format");
+            }
         }
 
         private static Decision Stop(DecisionReason reason, long? budgetTokens)
@@ -3411,7 +3837,7 @@ namespace Example.Sandbox.Retry
             }
 
             CheckTokens(policy, tokens);
-            if (kind < BudgetKind.Retry || kind > BudgetKind.Timeout)
+            if (kind < BudgetKind.Retry || kind > BudgetKind.Throttling)
             {
                 throw new InvalidInputException("input.budget_kind");
             }
@@ -3433,6 +3859,12 @@ namespace Example.Sandbox.Retry
             }
 
             long cost = kind == BudgetKind.Timeout ? policy.BudgetTimeoutCost : policy.BudgetRetryCost;
+
+            // [contract v3 K2] A throttled retry costs the throttling cost, when the policy has one.
+            if (kind == BudgetKind.Throttling && policy.BudgetThrottlingCost.HasValue)
+            {
+                cost = policy.BudgetThrottlingCost.Value;
+            }
             if (tokens < cost)
             {
                 return false;
@@ -3724,6 +4156,506 @@ namespace Example.Sandbox.Retry
             }
 
             return new RetryEvent(retriesUsed + 1, reason, delayMs, upper.ToString(), null, null);
+        }
+    }
+    /// <summary>
+    /// A JSON scanner over a problem body, written by hand (contract v3, Q2): RFC 8259 values checked, nesting at
+    /// most 64 deep, only the top-level object's <c>type</c> kept. JSON libraries differ in their limits and in what
+    /// they do with a repeated member, and every language must agree.
+    /// </summary>
+    internal sealed class ProblemScanner
+    {
+        private const int MaxDepth = 64;
+        private static readonly UTF8Encoding StrictUtf8 = new UTF8Encoding(false, true);
+        private readonly byte[] data;
+        private int at;
+
+        internal ProblemScanner(byte[] data)
+        {
+            this.data = data;
+        }
+
+        /// <summary>The top-level object's only string member <c>type</c>, or <c>null</c>.</summary>
+        internal string TypeMember()
+        {
+            try
+            {
+                StrictUtf8.GetString(data);
+            }
+            catch (ArgumentException)
+            {
+                return null;
+            }
+
+            var types = new List<string>();
+            int found = 0;
+            try
+            {
+                Whitespace();
+                if (Peek() != '{')
+                {
+                    return null;
+                }
+
+                ReadObject(1, types, ref found);
+                Whitespace();
+                if (at != data.Length)
+                {
+                    return null;
+                }
+            }
+            catch (FormatException)
+            {
+                return null;
+            }
+
+            return found == 1 && types.Count == 1 ? types[0] : null;
+        }
+
+        private byte Peek()
+        {
+            if (at >= data.Length)
+            {
+                throw new FormatException();
+            }
+
+            return data[at];
+        }
+
+        private void Expect(byte b)
+        {
+            if (Peek() != b)
+            {
+                throw new FormatException();
+            }
+
+            at++;
+        }
+
+        private void Whitespace()
+        {
+            while (at < data.Length && (data[at] == ' ' || data[at] == '\t' || data[at] == '\n' || data[at] == '\r'))
+            {
+                at++;
+            }
+        }
+
+        /// <summary>An object; at the top level (<paramref name="types"/> given) its <c>type</c> members are kept.</summary>
+        private void ReadObject(int depth, List<string> types, ref int found)
+        {
+            if (depth > MaxDepth)
+            {
+                throw new FormatException();
+            }
+
+            Expect((byte)'{');
+            Whitespace();
+            if (Peek() == '}')
+            {
+                at++;
+                return;
+            }
+
+            while (true)
+            {
+                Whitespace();
+                string name = ReadString();
+                Whitespace();
+                Expect((byte)':');
+                Whitespace();
+                bool isString = Peek() == '"';
+                string value = ReadValue(depth);
+                if (types != null && name == "type")
+                {
+                    found++;
+                    if (isString)
+                    {
+                        types.Add(value);
+                    }
+                }
+
+                Whitespace();
+                if (Peek() == ',')
+                {
+                    at++;
+                    continue;
+                }
+
+                Expect((byte)'}');
+                return;
+            }
+        }
+
+        private void SkipArray(int depth)
+        {
+            if (depth > MaxDepth)
+            {
+                throw new FormatException();
+            }
+
+            Expect((byte)'[');
+            Whitespace();
+            if (Peek() == ']')
+            {
+                at++;
+                return;
+            }
+
+            while (true)
+            {
+                Whitespace();
+                ReadValue(depth);
+                Whitespace();
+                if (Peek() == ',')
+                {
+                    at++;
+                    continue;
+                }
+
+                Expect((byte)']');
+                return;
+            }
+        }
+
+        /// <summary>Skips one value; returns it when it is a string.</summary>
+        private string ReadValue(int depth)
+        {
+            int unused = 0;
+            switch (Peek())
+            {
+                case (byte)'{':
+                    ReadObject(depth + 1, null, ref unused);
+                    return null;
+                case (byte)'[':
+                    SkipArray(depth + 1);
+                    return null;
+                case (byte)'"':
+                    return ReadString();
+                case (byte)'t':
+                    Literal("true");
+                    return null;
+                case (byte)'f':
+                    Literal("false");
+                    return null;
+                case (byte)'n':
+                    Literal("null");
+                    return null;
+                default:
+                    Number();
+                    return null;
+            }
+        }
+
+        private void Literal(string word)
+        {
+            foreach (char c in word)
+            {
+                Expect((byte)c);
+            }
+        }
+
+        private void Number()
+        {
+            if (Peek() == '-')
+            {
+                at++;
+            }
+
+            if (Peek() == '0')
+            {
+                at++;
+            }
+            else if (Peek() >= '1' && Peek() <= '9')
+            {
+                Digits();
+            }
+            else
+            {
+                throw new FormatException();
+            }
+
+            if (at < data.Length && data[at] == '.')
+            {
+                at++;
+                Digits();
+            }
+
+            if (at < data.Length && (data[at] == 'e' || data[at] == 'E'))
+            {
+                at++;
+                if (Peek() == '+' || Peek() == '-')
+                {
+                    at++;
+                }
+
+                Digits();
+            }
+        }
+
+        private void Digits()
+        {
+            if (!(Peek() >= '0' && Peek() <= '9'))
+            {
+                throw new FormatException();
+            }
+
+            while (at < data.Length && data[at] >= '0' && data[at] <= '9')
+            {
+                at++;
+            }
+        }
+
+        private string ReadString()
+        {
+            Expect((byte)'"');
+            var text = new StringBuilder();
+            while (true)
+            {
+                byte c = Peek();
+                if (c == '"')
+                {
+                    at++;
+                    return text.ToString();
+                }
+
+                if (c < 0x20)
+                {
+                    throw new FormatException();
+                }
+
+                if (c == '\\')
+                {
+                    at++;
+                    byte e = Peek();
+                    at++;
+                    switch (e)
+                    {
+                        case (byte)'"': text.Append('"'); break;
+                        case (byte)'\\': text.Append('\\'); break;
+                        case (byte)'/': text.Append('/'); break;
+                        case (byte)'b': text.Append('\b'); break;
+                        case (byte)'f': text.Append('\f'); break;
+                        case (byte)'n': text.Append('\n'); break;
+                        case (byte)'r': text.Append('\r'); break;
+                        case (byte)'t': text.Append('\t'); break;
+                        case (byte)'u':
+                            {
+                                int unit = Hex4();
+                                if (unit >= 0xD800 && unit <= 0xDBFF)
+                                {
+                                    // A high surrogate must be followed by an escaped low one.
+                                    Expect((byte)'\\');
+                                    Expect((byte)'u');
+                                    int low = Hex4();
+                                    if (low < 0xDC00 || low > 0xDFFF)
+                                    {
+                                        throw new FormatException();
+                                    }
+
+                                    text.Append((char)unit).Append((char)low);
+                                }
+                                else if (unit >= 0xDC00 && unit <= 0xDFFF)
+                                {
+                                    throw new FormatException();
+                                }
+                                else
+                                {
+                                    text.Append((char)unit);
+                                }
+
+                                break;
+                            }
+
+                        default:
+                            throw new FormatException();
+                    }
+
+                    continue;
+                }
+
+                // One UTF-8 sequence (the whole body was checked to be valid UTF-8).
+                int length = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+                text.Append(Encoding.UTF8.GetString(data, at, length));
+                at += length;
+            }
+        }
+
+        private int Hex4()
+        {
+            if (at + 4 > data.Length)
+            {
+                throw new FormatException();
+            }
+
+            int value = 0;
+            for (int i = 0; i < 4; i++)
+            {
+                byte h = data[at + i];
+                int digit = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+                if (digit < 0)
+                {
+                    throw new FormatException();
+                }
+
+                value = (value * 16) + digit;
+            }
+
+            at += 4;
+            return value;
+        }
+    }
+
+    /// <summary>
+    /// The event-stream scanner of contract v3 (E2), after the HTML standard's interpretation of
+    /// <c>text/event-stream</c>: it follows a stream as its bytes arrive and says how many of them are complete events
+    /// (up to the blank line that dispatches each), and the last event id and reconnection time as of the last complete
+    /// event. An adapter hands the caller only complete events and resumes with <c>Last-Event-ID</c>.
+    /// </summary>
+    internal sealed class EventStreamScanner
+    {
+        private readonly List<byte> line = new List<byte>();
+        private long consumed;
+        private bool started;
+        private int bomMatched;
+        private bool afterCarriageReturn;
+        private string pendingId;
+        private string pendingRetry;
+
+        /// <summary>Gets the number of bytes, from the start of the stream, that end with a complete event.</summary>
+        public long CompleteBytes { get; private set; }
+
+        /// <summary>Gets the last event id as of the last complete event (empty when none was set).</summary>
+        public string LastEventId { get; private set; } = string.Empty;
+
+        /// <summary>Gets the reconnection time as written in the last complete event that set it, or <c>null</c>.</summary>
+        public string Retry { get; private set; }
+
+        /// <summary>Follows the next bytes of the stream.</summary>
+        /// <param name="bytes">The bytes.</param>
+        /// <param name="offset">Where they start.</param>
+        /// <param name="count">How many.</param>
+        public void Feed(byte[] bytes, int offset, int count)
+        {
+            if (bytes == null)
+            {
+                throw new ArgumentNullException(nameof(bytes));
+            }
+
+            for (int i = offset; i < offset + count; i++)
+            {
+                Next(bytes[i]);
+            }
+        }
+
+        private static readonly byte[] Bom = { 0xEF, 0xBB, 0xBF };
+
+        private void Next(byte b)
+        {
+            consumed++;
+            if (!started)
+            {
+                // A leading UTF-8 byte order mark is skipped (matched byte by byte as the bytes arrive).
+                if (b == Bom[bomMatched])
+                {
+                    bomMatched++;
+                    if (bomMatched == Bom.Length)
+                    {
+                        started = true;
+                        line.Clear();
+                    }
+                    else
+                    {
+                        line.Add(b);
+                    }
+
+                    return;
+                }
+
+                started = true;
+            }
+
+            if (afterCarriageReturn)
+            {
+                afterCarriageReturn = false;
+                if (b == '\n')
+                {
+                    // The LF of a CRLF: the line already ended at the CR, but is complete only now.
+                    EndLine(consumed);
+                    return;
+                }
+
+                // A lone CR ended the line before this byte.
+                EndLine(consumed - 1);
+            }
+
+            if (b == '\r')
+            {
+                afterCarriageReturn = true;
+                return;
+            }
+
+            if (b == '\n')
+            {
+                EndLine(consumed);
+                return;
+            }
+
+            line.Add(b);
+        }
+
+        private void EndLine(long end)
+        {
+            byte[] text = line.ToArray();
+            line.Clear();
+            if (text.Length == 0)
+            {
+                // Dispatch: what this event's fields set becomes the stream's.
+                if (pendingId != null)
+                {
+                    LastEventId = pendingId;
+                }
+
+                if (pendingRetry != null)
+                {
+                    Retry = pendingRetry;
+                }
+
+                pendingId = null;
+                pendingRetry = null;
+                CompleteBytes = end;
+                return;
+            }
+
+            if (text[0] == ':')
+            {
+                return;
+            }
+
+            int colon = System.Array.IndexOf(text, (byte)':');
+            int nameLength = colon < 0 ? text.Length : colon;
+            int valueStart = colon < 0 ? text.Length : colon + 1;
+            if (valueStart < text.Length && text[valueStart] == ' ')
+            {
+                valueStart++;
+            }
+
+            string field = Encoding.UTF8.GetString(text, 0, nameLength);
+            if (field == "id" && System.Array.IndexOf(text, (byte)0, valueStart) < 0)
+            {
+                pendingId = Encoding.UTF8.GetString(text, valueStart, text.Length - valueStart);
+            }
+            else if (field == "retry" && valueStart < text.Length)
+            {
+                for (int i = valueStart; i < text.Length; i++)
+                {
+                    if (text[i] < '0' || text[i] > '9')
+                    {
+                        return;
+                    }
+                }
+
+                pendingRetry = Encoding.ASCII.GetString(text, valueStart, text.Length - valueStart);
+            }
         }
     }
 }

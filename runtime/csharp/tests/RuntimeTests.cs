@@ -68,6 +68,9 @@ namespace Retrygen.Generated.Tests
                 Test("v2: classifier with a base allocates nothing", ClassifierAllocatesNothing),
                 Test("v2: a refused certificate stops before every other rule", CertificateStops),
                 Test("C5: InScope compares scheme, host and port by hand", OriginScope),
+                Test("v3: the event scanner gives the same answer however the bytes arrive", EventScannerChunking),
+                Test("v3: a throttled 429 uses the throttling base and cost", ThrottledDecision),
+                Test("v3: a dropped stream resumes only when it can continue", DroppedStream),
             };
             int failed = 0;
             foreach (KeyValuePair<string, Action> test in tests)
@@ -86,6 +89,58 @@ namespace Retrygen.Generated.Tests
 
             Console.WriteLine(failed == 0 ? "all " + tests.Count + " tests pass" : failed + " of " + tests.Count + " tests failed");
             return failed == 0 ? 0 : 1;
+        }
+
+        private static void EventScannerChunking()
+        {
+            byte[] stream = System.Text.Encoding.UTF8.GetBytes("\uFEFFretry: 20\r\nid: 1\r\n\r\nid: 2\rdata: x\r\rid: 3\ndata: cut");
+            var whole = new EventStreamScanner();
+            whole.Feed(stream, 0, stream.Length);
+            for (int size = 1; size <= 4; size++)
+            {
+                var pieces = new EventStreamScanner();
+                for (int at = 0; at < stream.Length; at += size)
+                {
+                    pieces.Feed(stream, at, Math.Min(size, stream.Length - at));
+                }
+
+                Equal(whole.CompleteBytes, pieces.CompleteBytes, "complete bytes in pieces of " + size);
+                Equal(whole.LastEventId, pieces.LastEventId, "last event id in pieces of " + size);
+                Equal(whole.Retry, pieces.Retry, "retry in pieces of " + size);
+            }
+
+            // BOM (3) + "retry: 20\r\n" (11) + "id: 1\r\n" (7) + "\r\n" (2) + "id: 2\r" (6) + "data: x\r" (8) + "\r" (1).
+            Equal(38L, whole.CompleteBytes, "the complete events end after the second one");
+            Equal("2", whole.LastEventId, "the cut event's id is not taken");
+            Equal("20", whole.Retry, "the retry field of the first event");
+        }
+
+        private static void ThrottledDecision()
+        {
+            var policy = new RetryPolicy(throttlingInitialBackoffMs: 1000, budgetThrottlingCost: 2);
+            Decision d = RetryRuntime.Decide(policy, new DecisionInput(ReplayClass.NonReplayable, false, Outcome.FromStatus(429), 0, 0, 0, Nov6, 0.5, 500));
+            Equal(500L, d.DelayMs, "full jitter over the throttling base");
+            True(d.Throttled, "throttled");
+            Equal((long?)498, d.BudgetTokens, "the throttling cost");
+            d = RetryRuntime.Decide(policy, new DecisionInput(ReplayClass.Idempotent, false, Outcome.FromStatus(503), 0, 0, 0, Nov6, 0.5, 500));
+            Equal(250L, d.DelayMs, "a 503 keeps the base");
+            True(!d.Throttled, "a 503 is not throttling");
+            d = RetryRuntime.Decide(policy, new DecisionInput(ReplayClass.Idempotent, false, Outcome.FromStatus(503, "120"), 0, 0, 0, Nov6, 0.5));
+            Equal(DecisionReason.RetryAfterOverCap, d.Reason, "over the cap");
+            Equal((long?)120000, d.ServerDelayMs, "the refused delay is reported");
+        }
+
+        private static void DroppedStream()
+        {
+            RetryPolicy policy = RetryPolicy.Default;
+            Outcome dropped = Outcome.FromFailure(FailureKind.Dropped);
+            Decision d = RetryRuntime.Decide(policy, new DecisionInput(ReplayClass.NonReplayable, false, dropped, 0, 0, 0, Nov6, 0.5, resumable: true, hasLastEventId: true, streamRetry: "3000"));
+            Equal(DecisionReason.StreamResume, d.Reason, "resumed after its last event");
+            Equal(3000L, d.DelayMs, "after its retry field");
+            d = RetryRuntime.Decide(policy, new DecisionInput(ReplayClass.NonReplayable, false, dropped, 0, 0, 0, Nov6, 0.5, resumable: true));
+            Equal(DecisionReason.StreamNotResumable, d.Reason, "no last event id: a full replay, not safe");
+            d = RetryRuntime.Decide(policy, new DecisionInput(ReplayClass.Idempotent, false, dropped, 0, 0, 0, Nov6, 0.5));
+            Equal(DecisionReason.StreamNotResumable, d.Reason, "not declared resumable");
         }
 
         private static KeyValuePair<string, Action> Test(string name, Action body)
@@ -645,7 +700,7 @@ namespace Retrygen.Generated.Tests
             Equal(0L, RetryBudget.New(off), "disabled");
             True(RetryBudget.TryAcquire(off, 0, BudgetKind.Timeout).Allowed, "disabled: allowed");
             Equal(0L, RetryBudget.RecordSuccess(off, 0, 5), "disabled: unchanged");
-            Equal("input.budget_kind", KeyOf(() => RetryBudget.TryAcquire(p, 5, (BudgetKind)2)), "kind");
+            Equal("input.budget_kind", KeyOf(() => RetryBudget.TryAcquire(p, 5, (BudgetKind)3)), "kind: one past the last, throttling");
             Equal("input.budget_tokens", KeyOf(() => RetryBudget.TryAcquire(p, -1, (BudgetKind)2)), "tokens before kind");
             Equal("input.budget_release", KeyOf(() => RetryBudget.RecordSuccess(p, 5, -1)), "release -1");
             Equal("input.budget_release", KeyOf(() => RetryBudget.RecordSuccess(p, 5, 1000001)), "release above the maximum");

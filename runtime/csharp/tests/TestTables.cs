@@ -69,6 +69,12 @@ namespace Retrygen.Generated
         /// <param name="budgetRetryCost">The cost of a retry.</param>
         /// <param name="budgetTimeoutCost">The cost of a retry after a timeout.</param>
         /// <param name="budgetSuccessRefund">The refund of a success without retries.</param>
+        /// <param name="throttlingStatuses">Contract v3: the throttling statuses.</param>
+        /// <param name="throttlingInitialBackoffMs">Contract v3: the throttling base, or <c>null</c>.</param>
+        /// <param name="budgetThrottlingCost">Contract v3: the cost of a throttled retry, or <c>null</c>.</param>
+        /// <param name="stopProblemTypes">Contract v3: problem types that stop.</param>
+        /// <param name="retryProblemTypes">Contract v3: problem types that retry.</param>
+        /// <param name="idempotencyKeyFormat">Contract v3: the minted key's format.</param>
         public RetryPolicy(
             int maxRetries = 3,
             long initialBackoffMs = 500,
@@ -88,7 +94,13 @@ namespace Retrygen.Generated
             long budgetCapacity = 500,
             long budgetRetryCost = 5,
             long budgetTimeoutCost = 10,
-            long budgetSuccessRefund = 1)
+            long budgetSuccessRefund = 1,
+            IEnumerable<int> throttlingStatuses = null,
+            long? throttlingInitialBackoffMs = null,
+            long? budgetThrottlingCost = null,
+            IEnumerable<string> stopProblemTypes = null,
+            IEnumerable<string> retryProblemTypes = null,
+            IdempotencyKeyFormat idempotencyKeyFormat = IdempotencyKeyFormat.Uuid)
             : this(
                 maxRetries,
                 initialBackoffMs,
@@ -108,7 +120,13 @@ namespace Retrygen.Generated
                 budgetCapacity,
                 budgetRetryCost,
                 budgetTimeoutCost,
-                budgetSuccessRefund)
+                budgetSuccessRefund,
+                Statuses(throttlingStatuses, 429),
+                throttlingInitialBackoffMs,
+                budgetThrottlingCost,
+                ProblemTypes(stopProblemTypes, "https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"),
+                ProblemTypes(retryProblemTypes),
+                idempotencyKeyFormat)
         {
         }
 
