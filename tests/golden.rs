@@ -109,8 +109,8 @@ fn goldens_hold_the_verbatim_runtime() {
     }
 }
 
-/// golden/runtime/ holds one shared runtime per language, each with the language's adapter, and every spec's target of such a language uses it, except the
-/// self-contained golden/internal/ and golden/faults/.
+/// golden/runtime/ holds one shared runtime per language, each with the language's adapter, and
+/// every spec's target uses it, except the self-contained golden/internal/ and golden/faults/.
 #[test]
 fn goldens_share_one_runtime_per_language() {
     let config = config::load(Path::new("retrygen.toml")).expect("the project's config loads");

@@ -62,8 +62,8 @@ pub trait Backend: Sync {
     }
     /// How a thin tables file in `tables_dir` reaches the shared runtime in `runtime_dir`
     /// (declared with `runtime_options`): what the template sees as `runtime`. `runtime_path` is
-    /// the target's `runtime_path` option (Rust). An error when the language cannot share its
-    /// runtime, or the two folders cannot be linked.
+    /// the target's `runtime_path` (Rust) or `runtime_import` (Go) option. An error when the
+    /// language cannot share its runtime, or the two folders cannot be linked.
     fn runtime_link(&self, _link: &LinkRequest<'_>) -> Result<String, String> {
         Err(format!(
             "{} cannot share a runtime yet: its runtime refers to declarations of the tables file",
@@ -124,7 +124,8 @@ pub struct LinkRequest<'a> {
     /// The target's options and the runtime's (package, namespace).
     pub tables_options: &'a LanguageOptions,
     pub runtime_options: &'a LanguageOptions,
-    /// The target's `runtime_path` option, for Rust.
+    /// The target's path to its shared runtime: Rust's `runtime_path` option (a Rust path such
+    /// as `crate::retry_runtime`) or Go's `runtime_import` option (an import path).
     pub runtime_path: Option<&'a str>,
 }
 
