@@ -4,38 +4,49 @@
 # (_runtime.py) of a Python target that lists "httpx" in `adapters`.
 """Retries for httpx, as a transport: the retry loop of retrygen's contract.
 
-``RetryTransport`` (an ``httpx.BaseTransport``) and ``AsyncRetryTransport`` (an
-``httpx.AsyncBaseTransport``) wrap the transport that sends requests. For each
-request they classify the method and URL, mint an idempotency key where the
-operation takes one, send, map httpx's errors to the contract's failures, ask
-``decide`` and send again after the delay it gives::
+``RetryTransport`` is both an ``httpx.BaseTransport`` and an
+``httpx.AsyncBaseTransport``: one object serves an ``httpx.Client`` and an
+``httpx.AsyncClient`` (a generated SDK passes one ``httpx_args`` to both). For
+each request it classifies the method and URL, mints an idempotency key where
+the operation takes one, sends, maps httpx's errors to the contract's
+failures, asks ``decide`` and sends again after the delay it gives::
 
     import httpx
     from mysdk import retry_policy
     from mysdk.retry_policy.httpx_transport import RetryTransport
 
-    client = httpx.Client(transport=RetryTransport(tables=retry_policy))
+    retries = RetryTransport(tables=retry_policy, base_url="https://api.example.com/v1")
+    client = httpx.Client(base_url="https://api.example.com/v1", **retries.httpx_args())
 
-A request the policy does not retry comes back as httpx returns it: the last
-response, untouched and unread, or the last attempt's own exception.
+It builds the transports that send the attempts as ``httpx.Client`` would
+from the same settings (``verify``, ``cert``, ``trust_env``, ``http1``,
+``http2``, ``limits``, ``proxy``), environment proxies included, or wraps the
+transports it is given. A request the policy does not retry comes back as
+httpx returns it: the last response, untouched and unread, or the last
+attempt's own exception.
 
-This is the only module of the package that imports httpx: the tables and the
-runtime stay free of dependencies.
+This is the only module of the package that imports httpx (and anyio, which
+httpx requires): the tables and the runtime stay free of dependencies.
 """
 
-import asyncio
 import contextlib
+import contextvars
+import dataclasses
+import enum
+import ipaddress
 import math
 import random
 import ssl
 import sys
 import threading
 import time
+import urllib.request
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol, TypeAlias
+from typing import Any, Final, Generic, Literal, Protocol, TypeAlias, TypeVar
 
+import anyio
 import httpcore
 import httpx
 
@@ -60,16 +71,23 @@ from ._runtime import (
 )
 
 __all__ = [
+    "ATTEMPT_EXTENSION",
     "BODY_NOT_REPLAYABLE",
+    "FINISH_EXTENSION",
     "FOREIGN_ORIGIN",
+    "OVERRIDES_EXTENSION",
+    "UNSET",
     "AsyncRetryTransport",
     "AttemptConnectTimeout",
     "AttemptTimeout",
     "FinishEvent",
     "FinishOutcome",
     "FinishReason",
+    "RetryOverrides",
     "RetryTransport",
     "Tables",
+    "finish_of",
+    "retry_overrides",
 ]
 
 BODY_NOT_REPLAYABLE: Final = "body_not_replayable"
@@ -79,6 +97,16 @@ stream the adapter cannot send twice."""
 FOREIGN_ORIGIN: Final = "foreign_origin"
 """The finish reason of a request to another origin than the base URL's: sent
 once as it was, no key, no budget (docs/adapters.md, rule 0)."""
+
+OVERRIDES_EXTENSION: Final = "retry_overrides"
+"""The request extension that carries a ``RetryOverrides`` (docs/adapters.md P1)."""
+
+ATTEMPT_EXTENSION: Final = "retry_attempt"
+"""The request extension the wrapped transport reads the attempt number from
+(1 for the first send; docs/adapters.md P2)."""
+
+FINISH_EXTENSION: Final = "retry_finish"
+"""The response extension that carries the request's ``FinishEvent`` (P5)."""
 
 FinishReason: TypeAlias = (
     DecisionReason | Literal["body_not_replayable", "foreign_origin"]
@@ -112,12 +140,68 @@ class Tables(Protocol):
         """Build the classifier of one client (``OperationTable.classifier``)."""
 
 
+class _Unset(enum.Enum):
+    UNSET = "unset"
+
+
+UNSET: Final = _Unset.UNSET
+"""A ``RetryOverrides`` field left as the adapter has it."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RetryOverrides:
+    """The retries of one request (docs/adapters.md P1, P6), as a request extension.
+
+    ::
+
+
+        client.get(url, extensions={"retry_overrides": RetryOverrides(max_retries=0)})
+
+    Checked before anything is sent: a value out of range raises ``ValueError``
+    (``TypeError`` for a wrong type), no attempt, no event. A request to
+    another origin than the base URL's ignores them.
+    """
+
+    max_retries: int | None = None
+    """Replaces the policy's ``max_retries`` (0-100; 0 is one attempt); None keeps it."""
+    attempt_timeout: float | _Unset | None = UNSET
+    """Seconds, replacing the adapter's ``attempt_timeout``; None lifts it; ``UNSET`` keeps it."""
+    read_body_max_bytes: int | None = None
+    """Replaces the adapter's ``read_body_max_bytes`` (0 is off); None keeps it."""
+
+
+_CONTEXT_OVERRIDES: Final[contextvars.ContextVar[RetryOverrides | None]] = (
+    contextvars.ContextVar("retry_overrides", default=None)
+)
+
+
+@contextlib.contextmanager
+def retry_overrides(overrides: RetryOverrides) -> Iterator[RetryOverrides]:
+    """Apply ``overrides`` to the requests made inside the block (this thread or task).
+
+    For an SDK whose calls take no httpx ``extensions`` (openapi-python-client's
+    ``sync_detailed``, ``asyncio_detailed``)::
+
+        with retry_overrides(RetryOverrides(max_retries=0)):
+            get_sandbox.sync_detailed("sb-1", client=client)
+
+    A request's own ``extensions["retry_overrides"]`` wins over the block's.
+    """
+    token = _CONTEXT_OVERRIDES.set(overrides)
+    try:
+        yield overrides
+    finally:
+        _CONTEXT_OVERRIDES.reset(token)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class FinishEvent:
     """How a request ended, handed to ``on_finish`` once per request.
 
-    The operation fields are the retry event's (E1): route templates, never the
-    URL.
+    The same event is on the returned response (``finish_of(response)``,
+    ``response.extensions["retry_finish"]``) or on the raised error
+    (``finish_of(error)``). The operation fields are the retry event's (E1):
+    route templates, never the URL.
     """
 
     attempts: int
@@ -135,13 +219,15 @@ class FinishEvent:
     method: str
     path_template: str | None
     operation_id: str | None
+    total_delay_ms: int = 0
+    """The sum of the delays slept between the attempts (docs/adapters.md P4)."""
 
 
 class AttemptTimeout(httpx.TimeoutException):
-    """The ``attempt_timeout`` of ``AsyncRetryTransport`` fired on the last attempt.
+    """The async ``attempt_timeout`` fired on the last attempt.
 
     An ``httpx.TimeoutException``, so code that catches httpx's timeouts catches
-    it too; its ``__cause__`` is the ``TimeoutError`` of the expired wait.
+    it too; its ``__cause__`` is a ``TimeoutError``.
     """
 
 
@@ -151,8 +237,41 @@ class AttemptConnectTimeout(AttemptTimeout, httpx.ConnectTimeout):
     It fired while connecting (or waiting for a pooled connection, or during
     the TLS or HTTP/2 handshake): the request never left, so it is a
     ``connect`` failure, and an ``httpx.ConnectTimeout`` as the sync
-    transport's capped connect timeout raises.
+    side's capped connect timeout raises.
     """
+
+
+_FINISH_ATTRIBUTE: Final = "retry_finish"
+
+
+def finish_of(result: httpx.Response | BaseException) -> FinishEvent | None:
+    """Return the ``FinishEvent`` of the request that gave ``result`` (P5).
+
+    ``result`` is a response the adapter returned (its ``retry_finish``
+    extension) or an error a call through it raised: the error's own
+    attribute ``retry_finish``, else that of its ``__cause__`` or
+    ``__context__`` chain (an SDK that wraps httpx's error keeps it). None for
+    anything that did not come through the adapter.
+    """
+    if isinstance(result, httpx.Response):
+        found = result.extensions.get(FINISH_EXTENSION)
+        return found if isinstance(found, FinishEvent) else None
+    seen: set[int] = set()
+    current: BaseException | None = result
+    while current is not None and id(current) not in seen:
+        found = getattr(current, _FINISH_ATTRIBUTE, None)
+        if isinstance(found, FinishEvent):
+            return found
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _attach(error: BaseException, event: FinishEvent) -> None:
+    """Put the finish event on the error the call raises, type and cause unchanged."""
+    # An exception type without a __dict__ keeps none: finish_of then finds nothing.
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(error, _FINISH_ATTRIBUTE, event)
 
 
 RetryCallback: TypeAlias = Callable[[RetryEvent], object]
@@ -172,6 +291,14 @@ _FOREIGN: Final = Classification(operation=None, replay_class=ReplayClass.NO_RET
 # refused, unreachable, TLS handshake: ConnectError; the connect phase's timeout) or none was
 # free in the pool before its timeout.
 _CONNECT_ERRORS: Final = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+_MAX_RETRIES_LIMIT: Final = 100
+"""The largest ``max_retries`` a policy takes (contract V2)."""
+
+# RFC 9110 token characters: what a header name may be made of.
+_TOKEN: Final = frozenset(
+    "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
 
 
 def _refused_certificate(error: BaseException) -> bool:
@@ -264,20 +391,233 @@ class _Budget:
             self.tokens = budget_record_success(self._policy, self.tokens, released)
 
 
+def _rewindable_multipart(stream: object) -> bool:
+    """Tell whether ``stream`` is httpx's multipart body over data and seekable files only.
+
+    httpx seeks every file field back to 0 each time it renders the body, so
+    such a body sends the same bytes on every attempt. httpx names these
+    classes nowhere public: they are looked up in its ``_multipart`` module,
+    and anything else (another httpx, a file that cannot seek, an iterator) is
+    sent once.
+    """
+    module = sys.modules.get("httpx._multipart")
+    if module is None or type(stream) is not getattr(module, "MultipartStream", None):
+        return False
+    data_field = getattr(module, "DataField", None)
+    file_field = getattr(module, "FileField", None)
+    fields = getattr(stream, "fields", None)
+    if data_field is None or file_field is None or not isinstance(fields, list):
+        return False
+    for item in fields:
+        if type(item) is data_field:
+            continue
+        if type(item) is not file_field:
+            return False
+        file = getattr(item, "file", None)
+        if isinstance(file, (bytes, str)):
+            continue
+        seekable = getattr(file, "seekable", None)
+        if not callable(seekable) or seekable() is not True:
+            return False
+    return True
+
+
+def _replayable(stream: object) -> bool:
+    """Tell whether a request body can be sent again as it was sent first."""
+    # Bytes, text, JSON and forms are a ByteStream, as is any body once read; an iterator
+    # streams and can be sent only once.
+    return isinstance(stream, httpx.ByteStream) or _rewindable_multipart(stream)
+
+
+# Proxies, as httpx.Client picks them.
+
+
+class _Pattern:
+    """A mount key as ``httpx.Client`` reads one (``all://``, ``https://*example.com``...)."""
+
+    __slots__ = ("host", "port", "priority", "scheme")
+
+    def __init__(self, key: str) -> None:
+        url = httpx.URL(key)
+        self.scheme = "" if url.scheme == "all" else url.scheme
+        self.host = "" if url.host == "*" else url.host
+        self.port = url.port
+        # httpx's order: a port first, then the longer host, then the longer scheme.
+        self.priority = (
+            0 if self.port is not None else 1,
+            -len(self.host),
+            -len(self.scheme),
+        )
+
+    def matches(self, url: httpx.URL) -> bool:
+        """Tell whether ``url`` falls under this key."""
+        if self.scheme and self.scheme != url.scheme:
+            return False
+        host = self.host
+        if host:
+            if host.startswith("*."):
+                domain = host[1:]
+                if not (url.host.endswith(domain) and len(url.host) > len(domain)):
+                    return False
+            elif host.startswith("*"):
+                domain = host[1:]
+                if url.host != domain and not url.host.endswith("." + domain):
+                    return False
+            elif url.host != host:
+                return False
+        return self.port is None or self.port == url.port
+
+
+def _is_address(
+    text: str, kind: type[ipaddress.IPv4Address | ipaddress.IPv6Address]
+) -> bool:
+    try:
+        kind(text.split("/")[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _environment_proxies() -> dict[str, str | None]:
+    """Return the proxies of the environment as httpx reads them (HTTP_PROXY, NO_PROXY...)."""
+    found = urllib.request.getproxies()
+    mounts: dict[str, str | None] = {}
+    for scheme in ("http", "https", "all"):
+        if found.get(scheme):
+            value = found[scheme]
+            mounts[f"{scheme}://"] = value if "://" in value else f"http://{value}"
+    for host in (name.strip() for name in found.get("no", "").split(",")):
+        if host == "*":
+            return {}
+        if not host:
+            continue
+        if "://" in host:
+            mounts[host] = None
+        elif _is_address(host, ipaddress.IPv4Address):
+            mounts[f"all://{host}"] = None
+        elif _is_address(host, ipaddress.IPv6Address):
+            mounts[f"all://[{host}]"] = None
+        elif host.lower() == "localhost":
+            mounts[f"all://{host}"] = None
+        else:
+            mounts[f"all://*{host}"] = None
+    return mounts
+
+
+ProxyOption: TypeAlias = httpx.Proxy | httpx.URL | str
+CertOption: TypeAlias = str | tuple[str, str] | tuple[str, str, str]
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    """What ``httpx.Client`` would build its transports from."""
+
+    verify: ssl.SSLContext | str | bool
+    cert: CertOption | None
+    trust_env: bool
+    http1: bool
+    http2: bool
+    limits: httpx.Limits
+    proxy: ProxyOption | None
+
+    def options(self, proxy: httpx.Proxy | None) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "verify": self.verify,
+            "trust_env": self.trust_env,
+            "http1": self.http1,
+            "http2": self.http2,
+            "limits": self.limits,
+            "proxy": proxy,
+        }
+        if self.cert is not None:
+            options["cert"] = self.cert
+        return options
+
+    def proxy_map(
+        self, *, allow_env: bool
+    ) -> list[tuple[_Pattern, httpx.Proxy | None]]:
+        """Return the mounts ``httpx.Client`` would make, in the order it tries them."""
+        if self.proxy is not None:
+            given = self.proxy
+            proxy = given if isinstance(given, httpx.Proxy) else httpx.Proxy(url=given)
+            entries: list[tuple[_Pattern, httpx.Proxy | None]] = [
+                (_Pattern("all://"), proxy)
+            ]
+        elif allow_env:
+            entries = [
+                (_Pattern(key), None if url is None else httpx.Proxy(url=url))
+                for key, url in _environment_proxies().items()
+            ]
+        else:
+            entries = []
+        # Stable, as httpx's sort of its mounts is.
+        return sorted(entries, key=lambda entry: entry[0].priority)
+
+
+class _Routes(Generic[_T]):
+    """The transports of one side (sync or async): the default one and the proxies'."""
+
+    __slots__ = ("default", "mounts", "owned")
+
+    def __init__(
+        self, default: _T, mounts: list[tuple[_Pattern, _T | None]], owned: list[_T]
+    ) -> None:
+        self.default = default
+        self.mounts = mounts
+        self.owned = owned
+
+    def for_url(self, url: httpx.URL) -> _T:
+        """Return the transport a request to ``url`` goes through."""
+        for pattern, transport in self.mounts:
+            if pattern.matches(url):
+                return self.default if transport is None else transport
+        return self.default
+
+
+def _routes(
+    given: _T | None,
+    settings: _Settings,
+    build: Callable[[dict[str, Any]], _T],
+) -> _Routes[_T]:
+    """Build one side's transports as ``httpx.Client`` does from the same settings."""
+    default = build(settings.options(None)) if given is None else given
+    # httpx honours the environment's proxies only for the transport it builds itself.
+    proxy_map = settings.proxy_map(allow_env=settings.trust_env and given is None)
+    mounts: list[tuple[_Pattern, _T | None]] = []
+    owned = [default]
+    for pattern, proxy in proxy_map:
+        if proxy is None:
+            mounts.append((pattern, None))
+        else:
+            transport = build(settings.options(proxy))
+            owned.append(transport)
+            mounts.append((pattern, transport))
+    return _Routes(default, mounts, owned)
+
+
+# The retry loop's state and decisions.
+
+
 class _Call:
     """The state of one request across its attempts."""
 
     __slots__ = (
+        "attempt_ms",
+        "attempt_timeout",
         "attempts",
         "classification",
         "finished",
         "foreign",
         "has_key",
         "method",
+        "policy",
         "previous_delay_ms",
+        "read_body",
         "released",
         "replayable",
         "retries_used",
+        "slept_ms",
         "started",
     )
 
@@ -285,38 +625,58 @@ class _Call:
         self,
         method: str,
         classification: Classification,
+        policy: RetryPolicy,
         *,
         has_key: bool,
         replayable: bool,
+        attempt_timeout: float | None,
+        read_body: int,
         foreign: bool = False,
     ) -> None:
         self.method = method
         self.classification = classification
+        self.policy = policy
         self.foreign = foreign
         # The finish event was emitted (or is being): never twice, whatever a callback does.
         self.finished = False
         self.has_key = has_key
         self.replayable = replayable
+        self.attempt_timeout = attempt_timeout
+        self.read_body = read_body
         self.attempts = 0
+        self.attempt_ms = 0
         self.retries_used = 0
         self.previous_delay_ms = 0
+        self.slept_ms = 0
         self.released = 0
         self.started = time.monotonic()
 
 
+@dataclass(frozen=True, slots=True)
+class _Stop:
+    """A decision that ends the request on a response: returned (maybe read first)."""
+
+    reason: FinishReason
+    status: int
+
+
 class _Retrying:
-    """What both transports share: classify, mint, decide, report. No I/O."""
+    """What both sides share: classify, mint, decide, report. No I/O."""
 
     __slots__ = (
+        "_attempt_header",
         "_bare_outcomes",
         "_base",
         "_budget",
         "_classifier",
         "_directive_headers",
+        "_listed",
         "_mint",
         "_on_finish",
         "_on_retry",
+        "_policies",
         "_policy",
+        "_read_body",
         "_read_headers",
         "attempt_timeout",
     )
@@ -331,6 +691,8 @@ class _Retrying:
         on_finish: FinishCallback | None,
         mint_idempotency_keys: bool,
         attempt_timeout: float | None,
+        attempt_header: str | None,
+        read_body_max_bytes: int,
     ) -> None:
         # Checked here, once: a policy is valid by construction, but callers may be untyped.
         chosen: object = tables.DEFAULT_RETRY_POLICY if policy is None else policy
@@ -338,12 +700,19 @@ class _Retrying:
             msg = f"policy must be a RetryPolicy, not {type(chosen).__name__}"
             raise TypeError(msg)
         policy = chosen
-        if attempt_timeout is not None and not (
-            math.isfinite(attempt_timeout) and attempt_timeout > 0
+        self.attempt_timeout = _checked_timeout("attempt_timeout", attempt_timeout)
+        if attempt_header is not None and (
+            not isinstance(attempt_header, str)
+            or attempt_header == ""
+            or not set(attempt_header) <= _TOKEN
         ):
-            msg = f"attempt_timeout must be a positive number of seconds, not {attempt_timeout!r}"
+            msg = f"attempt_header must be a header name (an HTTP token), not {attempt_header!r}"
             raise ValueError(msg)
+        self._attempt_header = attempt_header
+        self._read_body = _checked_bound("read_body_max_bytes", read_body_max_bytes)
         self._policy = policy
+        # The policies that per-request overrides of max_retries make, one per value.
+        self._policies: dict[int, RetryPolicy] = {policy.max_retries: policy}
         self._base = None if base_url is None else str(base_url)
         self._classifier = tables.classifier(
             None if base_url is None else str(base_url),
@@ -355,67 +724,128 @@ class _Retrying:
             name.lower().encode("ascii")
             for name in ("retry-after", "retry-after-ms", *self._directive_headers)
         )
+        # Every status some rule names: any other, without a directive, needs no decision.
+        self._listed = frozenset(
+            (
+                *policy.key_reused_statuses,
+                *policy.key_in_flight_statuses,
+                *policy.rejected_statuses,
+                *policy.retryable_statuses,
+            )
+        )
         # The outcome of a status that carries none of those headers, made once per status.
         self._bare_outcomes: dict[int, StatusOutcome] = {}
         self._on_retry = on_retry
         self._on_finish = on_finish
         self._mint = mint_idempotency_keys
-        self.attempt_timeout = attempt_timeout
 
     @property
     def budget_tokens(self) -> int:
         """The retry budget's current tokens."""
         return self._budget.tokens
 
+    def mint_early(self, request: httpx.Request) -> None:
+        """Give a keyed request its key now, before the client's later request hooks."""
+        if not self._mint or (
+            self._base is not None and not in_scope(self._base, str(request.url))
+        ):
+            return
+        classification = self._classifier.classify(
+            request.method, request.url.raw_path.decode("ascii")
+        )
+        self._mint_key(request, classification)
+
+    def _mint_key(self, request: httpx.Request, classification: Classification) -> bool:
+        """Give the request a key where its operation takes one; tell whether it has one."""
+        operation = classification.operation
+        if operation is None or operation.idempotency_header is None:
+            return False
+        headers = request.headers
+        if has_idempotency_key(operation, headers.multi_items()):
+            return True
+        if not self._mint or classification.replay_class != ReplayClass.KEYED:
+            return False
+        # Replaces a blank value in any case of the name; every attempt sends this one.
+        headers[operation.idempotency_header] = str(uuid.uuid4())
+        return True
+
     def begin(self, request: httpx.Request) -> _Call:
-        """Classify the request and give it its idempotency key (steps 0-3)."""
+        """Classify the request, apply its overrides, give it its key (steps 0-3)."""
         method = request.method
         if self._base is not None and not in_scope(self._base, str(request.url)):
             # Rule 0: another origin than the base URL's is not the API the tables describe.
             return _Call(
                 method.upper(),
                 _FOREIGN,
+                self._policy,
                 has_key=False,
                 replayable=False,
+                attempt_timeout=None,
+                read_body=0,
                 foreign=True,
             )
+        policy = self._policy
+        attempt_timeout = self.attempt_timeout
+        read_body = self._read_body
+        overrides = request.extensions.get(OVERRIDES_EXTENSION)
+        if overrides is None:
+            overrides = _CONTEXT_OVERRIDES.get()
+        if overrides is not None:
+            if not isinstance(overrides, RetryOverrides):
+                msg = f"{OVERRIDES_EXTENSION} must be a RetryOverrides, not {type(overrides).__name__}"
+                raise TypeError(msg)
+            if overrides.max_retries is not None:
+                policy = self._policy_with(overrides.max_retries)
+            if overrides.attempt_timeout is not UNSET:
+                attempt_timeout = _checked_timeout(
+                    "RetryOverrides.attempt_timeout", overrides.attempt_timeout
+                )
+            if overrides.read_body_max_bytes is not None:
+                read_body = _checked_bound(
+                    "RetryOverrides.read_body_max_bytes", overrides.read_body_max_bytes
+                )
         # The path and query as sent, still percent-encoded: the classifier decodes segments
         # itself, and the origin plays no part in classifying.
         classification = self._classifier.classify(
             method, request.url.raw_path.decode("ascii")
         )
-        operation = classification.operation
-        has_key = False
-        if operation is not None and operation.idempotency_header is not None:
-            headers = request.headers
-            has_key = has_idempotency_key(operation, headers.multi_items())
-            if (
-                not has_key
-                and self._mint
-                and classification.replay_class == ReplayClass.KEYED
-            ):
-                # Replaces a blank value in any case of the name; every attempt sends this one.
-                headers[operation.idempotency_header] = str(uuid.uuid4())
-                has_key = True
         return _Call(
             method,
             classification,
-            has_key=has_key,
-            # Bytes, text, JSON and forms are a ByteStream, as is any body once read; an
-            # iterator or a multipart upload streams and can be sent only once.
-            replayable=isinstance(request.stream, httpx.ByteStream),
+            policy,
+            has_key=self._mint_key(request, classification),
+            replayable=_replayable(request.stream),
+            attempt_timeout=attempt_timeout,
+            read_body=read_body,
         )
 
-    def answered(self, call: _Call, response: httpx.Response) -> int | None:
-        """Decide after a response: the delay before the next attempt, or None to return it."""
+    def _policy_with(self, max_retries: object) -> RetryPolicy:
+        if not isinstance(max_retries, int) or isinstance(max_retries, bool):
+            msg = f"RetryOverrides.max_retries must be an int, not {type(max_retries).__name__}"
+            raise TypeError(msg)
+        if not 0 <= max_retries <= _MAX_RETRIES_LIMIT:
+            msg = f"RetryOverrides.max_retries must be 0-{_MAX_RETRIES_LIMIT}, not {max_retries}"
+            raise ValueError(msg)
+        policy = self._policies.get(max_retries)
+        if policy is None:
+            policy = dataclasses.replace(self._policy, max_retries=max_retries)
+            self._policies[max_retries] = policy
+        return policy
+
+    def before(self, call: _Call, request: httpx.Request) -> None:
+        """Mark the attempt about to be sent: its number (P2) and the attempt header (P3)."""
+        request.extensions[ATTEMPT_EXTENSION] = call.attempts
+        if self._attempt_header is not None and not call.foreign:
+            request.headers[self._attempt_header] = str(call.attempts - 1)
+
+    def answered(self, call: _Call, response: httpx.Response) -> int | _Stop:
+        """Decide after a response: the delay before the next attempt, or how it stops."""
         status = response.status_code
         if call.foreign:
-            self._finish(call, FOREIGN_ORIGIN, "status", status)
-            return None
+            return _Stop(FOREIGN_ORIGIN, status)
         if not 100 <= status <= 599:
             # Outside what the contract classifies: nothing to retry, returned as it is.
-            self._finish(call, DecisionReason.STATUS_NOT_RETRYABLE, "status", status)
-            return None
+            return _Stop(DecisionReason.STATUS_NOT_RETRYABLE, status)
         headers = response.headers
         # Most responses carry none of the headers decide reads: one pass over the raw names
         # tells, where each lookup by name would scan them all (and raise inside httpx).
@@ -425,42 +855,90 @@ class _Retrying:
                 directive = headers.get(name)
                 if directive is not None:
                     break
+            if directive is None and status not in self._listed:
+                return self._unlisted(call, status)
             outcome = StatusOutcome(
                 status=status,
                 retry_after=headers.get("retry-after"),
                 retry_after_ms=headers.get("retry-after-ms"),
                 directive=directive,
             )
+        elif status not in self._listed:
+            return self._unlisted(call, status)
         else:
             outcome = self._bare_outcomes.get(status) or self._bare_outcomes.setdefault(
                 status, StatusOutcome(status=status)
             )
-        return self._decide(call, outcome, timed_out=False)
+        decided = self._decide(call, outcome, timed_out=False)
+        return decided if isinstance(decided, int) else _Stop(decided, status)
 
-    def failed(self, call: _Call, error: BaseException) -> int | None:
-        """Decide after an exception: the delay before the next attempt, or None to raise it."""
+    def _unlisted(self, call: _Call, status: int) -> _Stop:
+        """Stop on a status no rule names and no directive: decide's answer, without it.
+
+        Rules R1-R3 come before any status rule (R6-R12), and R12 stops with the
+        budget untouched; nothing else can apply.
+        """
+        if call.classification.replay_class == ReplayClass.NO_RETRY:
+            return _Stop(DecisionReason.NO_RETRY_OPERATION, status)
+        if call.retries_used >= call.policy.max_retries:
+            return _Stop(DecisionReason.EXHAUSTED, status)
+        return _Stop(DecisionReason.STATUS_NOT_RETRYABLE, status)
+
+    def stopped(self, call: _Call, stop: _Stop, response: httpx.Response) -> None:
+        """End the request on the response it returns: budget (K3), finish event (P5)."""
+        if (
+            not call.foreign
+            and stop.status < 400
+            and self._budget.tokens < self._policy.budget_capacity
+        ):
+            # A full budget (or a disabled one) stays as it is: no lock for most successes.
+            self._budget.record_success(call.released)
+        self._finish(call, stop.reason, "status", stop.status, response=response)
+
+    def failed(
+        self,
+        call: _Call,
+        error: BaseException,
+        *,
+        body: bool = False,
+        expired: bool = False,
+    ) -> int | None:
+        """Decide after an exception: the delay before the next attempt, or None to raise it.
+
+        ``body``: the response's head had come, its body read failed (never a connect
+        failure); ``expired``: the attempt timeout ended it.
+        """
         failure, timed_out = _failure(error)
+        if body and failure != Failure.ABORTED:
+            failure = Failure.TRANSPORT
+        timed_out = timed_out or expired
         if call.foreign:
             self._finish(
-                call, FOREIGN_ORIGIN, _OUTCOMES[failure], None, timed_out=timed_out
+                call,
+                FOREIGN_ORIGIN,
+                _OUTCOMES[failure],
+                None,
+                timed_out=timed_out,
+                error=error,
             )
             return None
-        return self._decide(call, failure, timed_out=timed_out)
+        decided = self._decide(call, failure, timed_out=timed_out)
+        if isinstance(decided, int):
+            return decided
+        self._finish(
+            call, decided, _OUTCOMES[failure], None, timed_out=timed_out, error=error
+        )
+        return None
 
-    def aborted(self, call: _Call) -> None:
+    def aborted(self, call: _Call, error: BaseException) -> None:
         """End a request cancelled between attempts."""
-        self._finish(call, DecisionReason.ABORTED, "aborted", None)
+        self._finish(call, DecisionReason.ABORTED, "aborted", None, error=error)
 
-    def abandoned(self, call: _Call, reason: FinishReason, outcome: Outcome) -> None:
-        """End a request whose on_retry raised: no further attempt, one finish event."""
-        if isinstance(outcome, StatusOutcome):
-            self._finish(call, reason, "status", outcome.status)
-        else:
-            self._finish(call, reason, _OUTCOMES[outcome], None)
-
-    def _decide(self, call: _Call, outcome: Outcome, *, timed_out: bool) -> int | None:
-        """Apply steps 5-8 to one completed attempt."""
-        policy = self._policy
+    def _decide(
+        self, call: _Call, outcome: Outcome, *, timed_out: bool
+    ) -> int | FinishReason:
+        """Apply steps 5-8 to one completed attempt: the delay, or why it stops."""
+        policy = call.policy
         budget = self._budget
         classification = call.classification
         elapsed_ms = int((time.monotonic() - call.started) * 1000)
@@ -484,13 +962,10 @@ class _Retrying:
                 ),
             )
             if not decision.retry:
-                break
+                return decision.reason
             if not call.replayable:
                 # The stream was consumed by the attempt: stop, and leave the budget alone.
-                self._finish_with(
-                    call, BODY_NOT_REPLAYABLE, outcome, timed_out=timed_out
-                )
-                return None
+                return BODY_NOT_REPLAYABLE
             after = decision.budget_tokens
             if (
                 after is None
@@ -499,9 +974,6 @@ class _Retrying:
             ):
                 break
             # Another request changed the budget since it was read: decide again.
-        if not decision.retry:
-            self._finish_with(call, decision.reason, outcome, timed_out=timed_out)
-            return None
         # What this retry took from the budget (K2), given back if the request then succeeds.
         if policy.budget_capacity == 0:
             call.released = 0
@@ -510,41 +982,33 @@ class _Retrying:
         else:
             call.released = policy.budget_retry_cost
         if self._on_retry is not None:
+            failure = outcome if isinstance(outcome, Failure) else None
+            status = None if isinstance(outcome, Failure) else outcome.status
             event = retry_event(
                 method=call.method,
                 operation=classification.operation,
                 retries_used=call.retries_used,
                 decision=decision,
+                status=status,
+                failure=failure,
+                attempt_duration_ms=call.attempt_ms,
             )
             try:
                 self._on_retry(event)
-            except BaseException:
+            except BaseException as error:
                 # The callback ends the request: the budget stays as decided, the finish
                 # event says how many attempts were sent, the callback's error propagates.
-                self.abandoned(call, decision.reason, outcome)
+                self._finish(
+                    call,
+                    decision.reason,
+                    "status" if failure is None else _OUTCOMES[failure],
+                    status,
+                    error=error,
+                )
                 raise
         call.retries_used += 1
         call.previous_delay_ms = decision.delay_ms
         return decision.delay_ms
-
-    def _finish_with(
-        self,
-        call: _Call,
-        reason: FinishReason,
-        outcome: Outcome,
-        *,
-        timed_out: bool,
-    ) -> None:
-        if isinstance(outcome, StatusOutcome):
-            # A full budget (or a disabled one) stays as it is: no lock for most successes.
-            if (
-                outcome.status < 400
-                and self._budget.tokens < self._policy.budget_capacity
-            ):
-                self._budget.record_success(call.released)
-            self._finish(call, reason, "status", outcome.status)
-        else:
-            self._finish(call, reason, _OUTCOMES[outcome], None, timed_out=timed_out)
 
     def _finish(
         self,
@@ -554,26 +1018,54 @@ class _Retrying:
         status: int | None,
         *,
         timed_out: bool = False,
+        response: httpx.Response | None = None,
+        error: BaseException | None = None,
     ) -> None:
         if call.finished:
             return
         call.finished = True
-        if self._on_finish is None:
-            return
         operation = call.classification.operation
-        self._on_finish(
-            FinishEvent(
-                attempts=call.attempts,
-                reason=reason,
-                outcome=outcome,
-                status=status,
-                timed_out=timed_out,
-                redirects=0,
-                method=call.method if operation is None else operation.method,
-                path_template=None if operation is None else operation.path,
-                operation_id=None if operation is None else operation.operation_id,
-            )
+        event = FinishEvent(
+            attempts=call.attempts,
+            reason=reason,
+            outcome=outcome,
+            status=status,
+            timed_out=timed_out,
+            redirects=0,
+            method=call.method if operation is None else operation.method,
+            path_template=None if operation is None else operation.path,
+            operation_id=None if operation is None else operation.operation_id,
+            total_delay_ms=call.slept_ms,
         )
+        # On the result first, so that it is there whatever the callback does.
+        if response is not None:
+            response.extensions[FINISH_EXTENSION] = event
+        if error is not None:
+            _attach(error, event)
+        if self._on_finish is not None:
+            self._on_finish(event)
+
+
+def _checked_timeout(name: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        msg = f"{name} must be a number of seconds, not {type(value).__name__}"
+        raise TypeError(msg)
+    if not (math.isfinite(value) and value > 0):
+        msg = f"{name} must be a positive number of seconds, not {value!r}"
+        raise ValueError(msg)
+    return float(value)
+
+
+def _checked_bound(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"{name} must be an int, not {type(value).__name__}"
+        raise TypeError(msg)
+    if value < 0:
+        msg = f"{name} must be 0 (off) or a number of bytes, not {value}"
+        raise ValueError(msg)
+    return value
 
 
 def _discard(response: httpx.Response) -> None:
@@ -602,117 +1094,86 @@ def _capped(timeout: object, limit: float) -> dict[str, float | None]:
     return capped
 
 
-class RetryTransport(httpx.BaseTransport):
-    """An ``httpx.BaseTransport`` that retries what the API's retry policy allows.
+def _readable(response: httpx.Response) -> bool:
+    """Tell whether the loop may read this body (P6): not 1xx, not an event stream."""
+    if response.status_code < 200:
+        return False
+    media: str = response.headers.get("content-type", "").partition(";")[0]
+    return media.strip().lower() != "text/event-stream"
 
-    ``transport`` sends each attempt (default ``httpx.HTTPTransport()``); give
-    it the TLS, proxy, HTTP/2 and pool settings the client would have used, and
-    keep its ``retries`` at 0 (the adapter owns every replay). One instance is
-    one client: it holds that client's retry budget.
 
-    - ``tables``: the generated package (``import mysdk.retry_policy``).
-    - ``policy``: a ``RetryPolicy``; default the spec's, ``DEFAULT_RETRY_POLICY``.
-    - ``base_url``: the client's base URL (or base path); the paths under it are
-      matched against the spec's. Default the spec's base path.
-    - ``on_retry``: called with the ``RetryEvent`` of every granted retry,
-      before the sleep.
-    - ``on_finish``: called once per request with its ``FinishEvent``.
-    - ``mint_idempotency_keys``: give a keyed request without a key a UUID v4.
-    - ``attempt_timeout``: seconds. httpx's blocking calls cannot be
-      interrupted, so it caps each network wait of an attempt (connect, each
-      write, each read up to the response's head) rather than their sum; the
-      response's body is then read with the client's own timeouts.
-
-    A request to another origin than ``base_url``'s (when it has one) is sent
-    once as it is: no key, no budget, a finish event with reason
-    ``FOREIGN_ORIGIN``. An exception raised by a callback propagates to the
-    caller after the response is closed and the finish event emitted once; an
-    ``on_retry`` that raises ends the request, no further attempt is sent.
-    """
+class _Prefixed(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A body longer than the read bound: the bytes read, then the rest of the stream."""
 
     def __init__(
         self,
-        transport: httpx.BaseTransport | None = None,
-        *,
-        tables: Tables,
-        policy: RetryPolicy | None = None,
-        base_url: str | httpx.URL | None = None,
-        on_retry: RetryCallback | None = None,
-        on_finish: FinishCallback | None = None,
-        mint_idempotency_keys: bool = True,
-        attempt_timeout: float | None = None,
+        prefix: bytes,
+        rest: Iterator[bytes] | AsyncIterator[bytes],
+        stream: httpx.SyncByteStream | httpx.AsyncByteStream,
     ) -> None:
-        """Wrap ``transport``; see the class for the options."""
-        self._retrying = _Retrying(
-            tables=tables,
-            policy=policy,
-            base_url=base_url,
-            on_retry=on_retry,
-            on_finish=on_finish,
-            mint_idempotency_keys=mint_idempotency_keys,
-            attempt_timeout=attempt_timeout,
-        )
-        self._transport = httpx.HTTPTransport() if transport is None else transport
+        self._prefix = prefix
+        self._rest = rest
+        self._stream = stream
 
-    @property
-    def budget_tokens(self) -> int:
-        """The retry budget's current tokens."""
-        return self._retrying.budget_tokens
+    def __iter__(self) -> Iterator[bytes]:
+        yield self._prefix
+        rest = self._rest
+        if isinstance(rest, Iterator):
+            yield from rest
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request`` until the policy stops; return the last response."""
-        retrying = self._retrying
-        call = retrying.begin(request)
-        while True:
-            call.attempts += 1
-            response = None
-            try:
-                response = (
-                    self._transport.handle_request(request)
-                    if call.foreign
-                    else self._attempt(request)
-                )
-            except BaseException as error:
-                delay = retrying.failed(call, error)
-                if delay is None:
-                    raise
-            else:
-                try:
-                    delay = retrying.answered(call, response)
-                except BaseException:
-                    _discard(response)
-                    raise
-                if delay is None:
-                    return response
-            try:
-                if response is not None:
-                    _discard(response)
-                time.sleep(delay / 1000)
-            except BaseException:
-                retrying.aborted(call)
-                raise
-
-    def _attempt(self, request: httpx.Request) -> httpx.Response:
-        limit = self._retrying.attempt_timeout
-        if limit is None:
-            return self._transport.handle_request(request)
-        # httpcore reads the timeouts from this very dict while sending and again while the
-        # body is read, so the limit is put in for the attempt and taken out when it returns.
-        extensions = request.extensions
-        had = "timeout" in extensions
-        timeout = extensions.get("timeout")
-        extensions["timeout"] = _capped(timeout, limit)
-        try:
-            return self._transport.handle_request(request)
-        finally:
-            if had:
-                extensions["timeout"] = timeout
-            else:
-                del extensions["timeout"]
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self._prefix
+        rest = self._rest
+        if isinstance(rest, AsyncIterator):
+            async for chunk in rest:
+                yield chunk
 
     def close(self) -> None:
-        """Close the wrapped transport."""
-        self._transport.close()
+        stream = self._stream
+        if isinstance(stream, httpx.SyncByteStream):
+            stream.close()
+
+    async def aclose(self) -> None:
+        stream = self._stream
+        if isinstance(stream, httpx.AsyncByteStream):
+            await stream.aclose()
+
+
+def _read_sync(response: httpx.Response, bound: int) -> None:
+    """Read the body inside the loop, up to ``bound`` bytes (P6); raise what the read raises."""
+    stream = response.stream
+    if not isinstance(stream, httpx.SyncByteStream):
+        return
+    chunks: list[bytes] = []
+    size = 0
+    rest = iter(stream)
+    for chunk in rest:
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > bound:
+            response.stream = _Prefixed(b"".join(chunks), rest, stream)
+            return
+    # The end of the body: the connection goes back to the pool.
+    stream.close()
+    response.stream = httpx.ByteStream(b"".join(chunks))
+
+
+async def _read_async(response: httpx.Response, bound: int) -> None:
+    """``_read_sync`` for the async side."""
+    stream = response.stream
+    if not isinstance(stream, httpx.AsyncByteStream):
+        return
+    chunks: list[bytes] = []
+    size = 0
+    rest = stream.__aiter__()
+    async for chunk in rest:
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > bound:
+            response.stream = _Prefixed(b"".join(chunks), rest, stream)
+            return
+    await stream.aclose()
+    response.stream = httpx.ByteStream(b"".join(chunks))
 
 
 TraceCallback: TypeAlias = Callable[[str, dict[str, object]], Awaitable[None]]
@@ -740,24 +1201,113 @@ class _HeadWatch:
             await self._inner(name, info)
 
 
-class AsyncRetryTransport(httpx.AsyncBaseTransport):
-    """An ``httpx.AsyncBaseTransport`` that retries what the API's retry policy allows.
+class _Done:
+    """What the request hook returns: nothing to a ``Client``, an awaitable for an ``AsyncClient``."""
 
-    The options are ``RetryTransport``'s; ``transport`` defaults to
-    ``httpx.AsyncHTTPTransport()``. Runs on asyncio. Cancelling the task
-    cancels the attempt in flight or the sleep between attempts: the request
-    ends as ``aborted`` and ``asyncio.CancelledError`` propagates.
-    ``attempt_timeout`` limits each attempt as a whole, up to the response's
-    head; when it fires on the last attempt the request raises
-    ``AttemptTimeout``, or ``AttemptConnectTimeout`` when it fired before the
-    request's head began to be written (read from httpcore's ``trace``
-    extension): a ``connect`` failure, retried as one.
+    __slots__ = ()
+
+    def __await__(self) -> Generator[None, None, None]:
+        return
+        yield
+
+
+_DONE: Final = _Done()
+
+
+@contextlib.contextmanager
+def _capped_timeouts(request: httpx.Request, limit: float | None) -> Iterator[None]:
+    """Cap the request's timeouts at ``limit`` for one sync attempt, its body read included.
+
+    httpcore reads the timeouts from this very dict while sending and again while the
+    body is read, so the limit is put in for the attempt and taken out after it.
+    """
+    if limit is None:
+        yield
+        return
+    extensions = request.extensions
+    had = "timeout" in extensions
+    timeout = extensions.get("timeout")
+    extensions["timeout"] = _capped(timeout, limit)
+    try:
+        yield
+    finally:
+        if had:
+            extensions["timeout"] = timeout
+        else:
+            del extensions["timeout"]
+
+
+_DEFAULT_LIMITS: Final = httpx.Limits(max_connections=100, max_keepalive_connections=20)
+"""httpx's own default pool limits."""
+
+
+async def _read_async_within(
+    response: httpx.Response, bound: int, limit: float | None
+) -> None:
+    """Read the body inside the loop (P6), within what is left of the attempt timeout."""
+    if limit is None:
+        await _read_async(response, bound)
+        return
+    with anyio.move_on_after(max(limit, 0)) as scope:
+        await _read_async(response, bound)
+    if scope.cancelled_caught:
+        msg = "attempt timed out while its body was read"
+        raise AttemptTimeout(msg, request=response.request) from TimeoutError(msg)
+
+
+class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """A transport for ``httpx.Client`` and ``httpx.AsyncClient`` that retries what the policy allows.
+
+    One object serves both clients of an SDK, with one retry budget: give it
+    to both, or pass ``**retries.httpx_args()`` to each (a generated SDK's
+    ``httpx_args``). The attempts go through the transports it is given or,
+    by default, through ones it builds as ``httpx.Client`` and
+    ``httpx.AsyncClient`` would from the same settings: ``verify``, ``cert``,
+    ``trust_env``, ``http1``, ``http2``, ``limits`` and ``proxy``, with the
+    environment's proxies (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
+    ``NO_PROXY``) when ``trust_env`` and no transport is given, as httpx
+    honours them. A client given a transport ignores its own ``verify``,
+    ``proxy``, ``http2`` and ``limits``, and its environment proxies: give
+    them here. Keep ``retries`` of a transport you give at 0 (the adapter owns
+    every replay).
+
+    - ``transport`` / ``async_transport``: the transports that send each
+      attempt of the sync / async side (default: built from the settings).
+    - ``tables``: the generated package (``import mysdk.retry_policy``).
+    - ``policy``: a ``RetryPolicy``; default the spec's, ``DEFAULT_RETRY_POLICY``.
+    - ``base_url``: the client's base URL (or base path); the paths under it are
+      matched against the spec's. Default the spec's base path.
+    - ``on_retry``: called with the ``RetryEvent`` of every granted retry,
+      before the sleep (with the attempt's status or failure and duration).
+    - ``on_finish``: called once per request with its ``FinishEvent``, which
+      ``finish_of`` also reads from the returned response or the raised error.
+    - ``mint_idempotency_keys``: give a keyed request without a key a UUID v4.
+    - ``attempt_timeout``: seconds. On the async side it limits each attempt
+      as a whole (anyio, so asyncio and trio alike); httpx's blocking calls
+      cannot be interrupted, so on the sync side it caps each network wait of
+      an attempt (connect, each write, each read up to the response's head).
+    - ``attempt_header``: a header name every attempt carries with the number
+      of earlier attempts (``"0"`` first); default none.
+    - ``read_body_max_bytes``: read the body of the response about to be
+      returned inside the loop, up to this many bytes, so that a body cut on a
+      replayable request is retried (0, the default, is off).
+
+    A request may carry ``RetryOverrides`` in ``extensions["retry_overrides"]``;
+    each attempt carries its number in ``extensions["retry_attempt"]`` for the
+    transport below. A request to another origin than ``base_url``'s (when it
+    has one) is sent once as it is: no key, no budget, no attempt header, a
+    finish event with reason ``FOREIGN_ORIGIN``. An exception raised by a
+    callback propagates to the caller after the response is closed and the
+    finish event emitted once; an ``on_retry`` that raises ends the request.
+    Cancelling an async call cancels the attempt in flight or the sleep
+    between attempts: the request ends as ``aborted``.
     """
 
     def __init__(
         self,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
         *,
+        async_transport: httpx.AsyncBaseTransport | None = None,
         tables: Tables,
         policy: RetryPolicy | None = None,
         base_url: str | httpx.URL | None = None,
@@ -765,8 +1315,17 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
         on_finish: FinishCallback | None = None,
         mint_idempotency_keys: bool = True,
         attempt_timeout: float | None = None,
+        attempt_header: str | None = None,
+        read_body_max_bytes: int = 0,
+        verify: ssl.SSLContext | str | bool = True,
+        cert: CertOption | None = None,
+        trust_env: bool = True,
+        http1: bool = True,
+        http2: bool = False,
+        limits: httpx.Limits = _DEFAULT_LIMITS,
+        proxy: ProxyOption | None = None,
     ) -> None:
-        """Wrap ``transport``; see ``RetryTransport`` for the options."""
+        """Retry through the given or built transports; see the class for the options."""
         self._retrying = _Retrying(
             tables=tables,
             policy=policy,
@@ -775,51 +1334,254 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
             on_finish=on_finish,
             mint_idempotency_keys=mint_idempotency_keys,
             attempt_timeout=attempt_timeout,
+            attempt_header=attempt_header,
+            read_body_max_bytes=read_body_max_bytes,
         )
-        self._transport = httpx.AsyncHTTPTransport() if transport is None else transport
+        given_sync: httpx.BaseTransport | None = None
+        given_async = async_transport
+        if transport is not None:
+            # One positional transport for either side (AsyncRetryTransport(inner) as before).
+            if isinstance(transport, httpx.BaseTransport):
+                given_sync = transport
+            if isinstance(transport, httpx.AsyncBaseTransport) and given_async is None:
+                given_async = transport
+            if given_sync is None and given_async is None:
+                msg = f"transport must be an httpx transport, not {type(transport).__name__}"
+                raise TypeError(msg)
+        self._given_sync = given_sync
+        self._given_async = given_async
+        self._settings = _Settings(
+            verify=verify,
+            cert=cert,
+            trust_env=trust_env,
+            http1=http1,
+            http2=http2,
+            limits=limits,
+            proxy=proxy,
+        )
+        # Built on first use, so that a side never used costs no SSL context.
+        self._lock = threading.Lock()
+        self._sync: _Routes[httpx.BaseTransport] | None = None
+        self._async: _Routes[httpx.AsyncBaseTransport] | None = None
+
+    @staticmethod
+    def _build_sync(options: dict[str, Any]) -> httpx.BaseTransport:
+        return httpx.HTTPTransport(**options)
+
+    @staticmethod
+    def _build_async(options: dict[str, Any]) -> httpx.AsyncBaseTransport:
+        return httpx.AsyncHTTPTransport(**options)
+
+    def _sync_routes(self) -> _Routes[httpx.BaseTransport]:
+        routes = self._sync
+        if routes is None:
+            with self._lock:
+                routes = self._sync
+                if routes is None:
+                    routes = _routes(self._given_sync, self._settings, self._build_sync)
+                    self._sync = routes
+        return routes
+
+    def _async_routes(self) -> _Routes[httpx.AsyncBaseTransport]:
+        routes = self._async
+        if routes is None:
+            with self._lock:
+                routes = self._async
+                if routes is None:
+                    routes = _routes(
+                        self._given_async, self._settings, self._build_async
+                    )
+                    self._async = routes
+        return routes
 
     @property
     def budget_tokens(self) -> int:
         """The retry budget's current tokens."""
         return self._retrying.budget_tokens
 
+    def httpx_args(self) -> dict[str, Any]:
+        """Return the arguments that install the adapter in an ``httpx.Client`` or ``AsyncClient``.
+
+        ``transport`` (this object) and ``event_hooks`` whose first request hook
+        gives a keyed request its idempotency key, so that the client's own
+        request hooks, which run before any transport, see it. Pass them as
+        ``httpx.Client(**retries.httpx_args())``, or as a generated SDK's
+        ``httpx_args`` (one dict for its sync and async clients alike).
+        """
+        return {
+            "transport": self,
+            "event_hooks": {"request": [self.request_hook], "response": []},
+        }
+
+    def request_hook(self, request: httpx.Request) -> _Done:
+        """Mint the request's idempotency key now: a request event hook for either client.
+
+        httpx runs request hooks in the client, before the transport gets the
+        request; put this hook first so that the hooks after it see the key.
+        The transport then finds the key and sends it on every attempt.
+        """
+        self._retrying.mint_early(request)
+        return _DONE
+
+    # The sync side.
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` until the policy stops; return the last response."""
+        retrying = self._retrying
+        call = retrying.begin(request)
+        routes = self._sync_routes()
+        transport = routes.default if not routes.mounts else routes.for_url(request.url)
+        while True:
+            call.attempts += 1
+            retrying.before(call, request)
+            response = None
+            sent = time.monotonic()
+            try:
+                if call.attempt_timeout is None:
+                    response = transport.handle_request(request)
+                    call.attempt_ms = int((time.monotonic() - sent) * 1000)
+                    delay = self._answered_sync(call, response)
+                else:
+                    with _capped_timeouts(request, call.attempt_timeout):
+                        response = transport.handle_request(request)
+                        call.attempt_ms = int((time.monotonic() - sent) * 1000)
+                        delay = self._answered_sync(call, response)
+            except BaseException as error:
+                if response is not None:
+                    # Decided already (a callback raised, or the body read failed for good).
+                    _discard(response)
+                    raise
+                call.attempt_ms = int((time.monotonic() - sent) * 1000)
+                delay = retrying.failed(call, error)
+                if delay is None:
+                    raise
+            if delay is None:
+                # Only a response to return gets here without a delay.
+                assert response is not None
+                return response
+            asleep = time.monotonic()
+            try:
+                if response is not None:
+                    _discard(response)
+                time.sleep(delay / 1000)
+            except BaseException as error:
+                call.slept_ms += min(delay, int((time.monotonic() - asleep) * 1000))
+                retrying.aborted(call, error)
+                raise
+            call.slept_ms += delay
+
+    def _answered_sync(self, call: _Call, response: httpx.Response) -> int | None:
+        """Decide on ``response``: a retry's delay, or None to return it.
+
+        Its body is read first when asked. Raises, decided, what a callback or a
+        failed body read raised.
+        """
+        retrying = self._retrying
+        verdict = retrying.answered(call, response)
+        if not isinstance(verdict, _Stop):
+            return verdict
+        if call.read_body > 0 and _readable(response):
+            try:
+                _read_sync(response, call.read_body)
+            except BaseException as error:
+                # The head came and the body did not: that attempt's transport failure.
+                delay = retrying.failed(call, error, body=True)
+                if delay is None:
+                    raise
+                return delay
+        retrying.stopped(call, verdict, response)
+        return None
+
+    def close(self) -> None:
+        """Close the sync transports (given or built)."""
+        routes = self._sync
+        owned = [self._given_sync] if routes is None else routes.owned
+        for transport in owned:
+            if transport is not None:
+                transport.close()
+
+    # The async side.
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` until the policy stops; return the last response."""
         retrying = self._retrying
         call = retrying.begin(request)
+        routes = self._async_routes()
+        transport = routes.default if not routes.mounts else routes.for_url(request.url)
         while True:
             call.attempts += 1
-            response = None
-            try:
-                response = await (
-                    self._transport.handle_async_request(request)
-                    if call.foreign
-                    else self._attempt(request)
-                )
-            except BaseException as error:
-                delay = retrying.failed(call, error)
-                if delay is None:
-                    raise
-            else:
-                try:
-                    delay = retrying.answered(call, response)
-                except BaseException:
-                    await _discard_async(response)
-                    raise
-                if delay is None:
-                    return response
+            retrying.before(call, request)
+            response, delay = await self._attempt_async(call, transport, request)
+            if delay is None:
+                assert response is not None
+                return response
+            asleep = time.monotonic()
             try:
                 if response is not None:
                     await _discard_async(response)
-                await asyncio.sleep(delay / 1000)
-            except BaseException:
-                retrying.aborted(call)
+                await anyio.sleep(delay / 1000)
+            except BaseException as error:
+                call.slept_ms += min(delay, int((time.monotonic() - asleep) * 1000))
+                retrying.aborted(call, error)
                 raise
+            call.slept_ms += delay
 
-    async def _attempt(self, request: httpx.Request) -> httpx.Response:
-        limit = self._retrying.attempt_timeout
-        if limit is None:
-            return await self._transport.handle_async_request(request)
+    async def _attempt_async(
+        self, call: _Call, transport: httpx.AsyncBaseTransport, request: httpx.Request
+    ) -> tuple[httpx.Response | None, int | None]:
+        """Send one attempt and decide on it.
+
+        Returns the response to return (delay None), or the delay of a retry (with
+        the response to discard, if any). Raises, decided, the error the request
+        ends with.
+        """
+        retrying = self._retrying
+        limit = call.attempt_timeout
+        sent = time.monotonic()
+        try:
+            response = await self._send_async(call, transport, request, limit)
+        except BaseException as error:
+            call.attempt_ms = int((time.monotonic() - sent) * 1000)
+            delay = retrying.failed(call, error)
+            if delay is None:
+                raise
+            return None, delay
+        call.attempt_ms = int((time.monotonic() - sent) * 1000)
+        try:
+            verdict = retrying.answered(call, response)
+            if not isinstance(verdict, _Stop):
+                return response, verdict
+            if call.read_body > 0 and _readable(response):
+                left = None if limit is None else limit - (time.monotonic() - sent)
+                try:
+                    await _read_async_within(response, call.read_body, left)
+                except BaseException as error:
+                    # The head came and the body did not: that attempt's transport failure.
+                    delay = retrying.failed(
+                        call,
+                        error,
+                        body=True,
+                        expired=isinstance(error, AttemptTimeout),
+                    )
+                    if delay is None:
+                        raise
+                    return response, delay
+            retrying.stopped(call, verdict, response)
+        except BaseException:
+            await _discard_async(response)
+            raise
+        return response, None
+
+    async def _send_async(
+        self,
+        call: _Call,
+        transport: httpx.AsyncBaseTransport,
+        request: httpx.Request,
+        limit: float | None,
+    ) -> httpx.Response:
+        """Send one attempt, within the attempt timeout when there is one."""
+        if limit is None or call.foreign:
+            return await transport.handle_async_request(request)
         # The watch is put in for the attempt and the caller's trace, if any, put back after.
         extensions = request.extensions
         had = "trace" in extensions
@@ -827,14 +1589,17 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
         watch = _HeadWatch(trace)
         extensions["trace"] = watch
         try:
-            return await asyncio.wait_for(
-                self._transport.handle_async_request(request), limit
-            )
-        except asyncio.TimeoutError as expired:
+            response = None
+            with anyio.move_on_after(limit) as scope:
+                response = await transport.handle_async_request(request)
+            if response is not None and not scope.cancelled_caught:
+                return response
+            if response is not None:
+                await _discard_async(response)
             msg = f"attempt timed out after {limit:g} s"
             if not watch.writing:
-                raise AttemptConnectTimeout(msg, request=request) from expired
-            raise AttemptTimeout(msg, request=request) from expired
+                raise AttemptConnectTimeout(msg, request=request) from TimeoutError(msg)
+            raise AttemptTimeout(msg, request=request) from TimeoutError(msg)
         finally:
             if had:
                 extensions["trace"] = trace
@@ -842,5 +1607,13 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
                 del extensions["trace"]
 
     async def aclose(self) -> None:
-        """Close the wrapped transport."""
-        await self._transport.aclose()
+        """Close the async transports (given or built)."""
+        routes = self._async
+        owned = [self._given_async] if routes is None else routes.owned
+        for transport in owned:
+            if transport is not None:
+                await transport.aclose()
+
+
+AsyncRetryTransport = RetryTransport
+"""The name of ``RetryTransport`` for an ``httpx.AsyncClient`` (one class serves both)."""

@@ -1752,6 +1752,13 @@ class RetryEvent:
     path_template: str | None
     """The operation's path as the spec writes it, or None."""
     operation_id: str | None
+    status: int | None = None
+    """The status of the attempt retried; None when it failed (docs/adapters.md P4)."""
+    failure: Failure | None = None
+    """The failure of the attempt retried (connect or transport); None for a status."""
+    attempt_duration_ms: int | None = None
+    """How long the attempt retried took, from its send to the response head or the
+    failure (monotonic); None where the caller measured none."""
 
 
 def retry_event(
@@ -1760,10 +1767,14 @@ def retry_event(
     operation: Operation | None,
     retries_used: int,
     decision: Decision,
+    status: int | None = None,
+    failure: Failure | None = None,
+    attempt_duration_ms: int | None = None,
 ) -> RetryEvent:
     """Build the event of a retry ``decision`` grants, for a user callback.
 
-    ``operation`` is what ``classify`` found (``Classification.operation``).
+    ``operation`` is what ``classify`` found (``Classification.operation``);
+    an adapter passes what the attempt retried gave and how long it took.
     """
     if not decision.retry:
         msg = "a retry event is built only for a decision that retries"
@@ -1776,6 +1787,9 @@ def retry_event(
             method=method.translate(_ASCII_UPPER),
             path_template=None,
             operation_id=None,
+            status=status,
+            failure=failure,
+            attempt_duration_ms=attempt_duration_ms,
         )
     return RetryEvent(
         attempt=retries_used + 1,
@@ -1784,6 +1798,9 @@ def retry_event(
         method=operation.method,
         path_template=operation.path,
         operation_id=operation.operation_id,
+        status=status,
+        failure=failure,
+        attempt_duration_ms=attempt_duration_ms,
     )
 
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import io
+import os
 import re
 import select
 import socket
@@ -23,6 +24,7 @@ import tempfile
 import threading
 import time
 import unittest
+import unittest.mock
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,10 +34,12 @@ import h2.connection
 import h2.errors
 import h2.events
 import httpx
+import trio
 
 from .._runtime import (
     Classifier,
     DecisionReason,
+    Failure,
     Jitter,
     Operation,
     OperationTable,
@@ -45,12 +49,18 @@ from .._runtime import (
     UnknownOperationClass,
 )
 from ..httpx_transport import (
+    ATTEMPT_EXTENSION,
     BODY_NOT_REPLAYABLE,
+    FINISH_EXTENSION,
     FOREIGN_ORIGIN,
+    OVERRIDES_EXTENSION,
     AsyncRetryTransport,
     AttemptTimeout,
     FinishEvent,
+    RetryOverrides,
     RetryTransport,
+    finish_of,
+    retry_overrides,
 )
 
 # The server.
@@ -82,7 +92,14 @@ class Stall:
     seconds: float
 
 
-Step = Reply | Reset | Stall | ReplyThenClose
+@dataclass(frozen=True)
+class CutBody:
+    """Send the head of ``status`` with ``Content-Length: 10``, 2 bytes of body, then close."""
+
+    status: int = 200
+
+
+Step = Reply | Reset | Stall | ReplyThenClose | CutBody
 
 
 @dataclass(frozen=True)
@@ -98,8 +115,11 @@ class Arrival:
 class Server:
     """A scripted HTTP/1.1 server: arrival ``n`` gets ``script[min(n, len - 1)]``."""
 
-    def __init__(self, *script: Step) -> None:
-        """Listen on an ephemeral port of 127.0.0.1 and serve ``script``."""
+    def __init__(self, *script: Step, tls: bool = False) -> None:
+        """Listen on an ephemeral port of 127.0.0.1 and serve ``script``.
+
+        ``tls``: over TLS, with a self-signed certificate no CA vouches for.
+        """
         self.script = script
         self.arrivals: list[Arrival] = []
         self._lock = threading.Lock()
@@ -107,9 +127,16 @@ class Server:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._threads: list[threading.Thread] = []
         self._connections: list[socket.socket] = []
+        self._tls = _self_signed() if tls else None
         port = self._listener.getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
         self._spawn(self._accept)
+
+    @property
+    def connections(self) -> int:
+        """How many connections the server accepted."""
+        with self._lock:
+            return len(self._connections)
 
     def _spawn(self, target: Callable[..., None], *args: object) -> None:
         thread = threading.Thread(target=target, args=args, daemon=True)
@@ -146,6 +173,14 @@ class Server:
             self._spawn(self._serve, connection)
 
     def _serve(self, connection: socket.socket) -> None:
+        if self._tls is not None:
+            connection.settimeout(5)
+            try:
+                connection = self._tls.wrap_socket(connection, server_side=True)
+            except OSError:
+                connection.close()
+                return
+            connection.settimeout(None)
         reader = connection.makefile("rb")
         try:
             while not self._stop.is_set():
@@ -162,6 +197,11 @@ class Server:
                     )
                     return
                 if isinstance(step, Stall) and not self._stall(connection, step):
+                    return
+                if isinstance(step, CutBody):
+                    connection.sendall(
+                        f"HTTP/1.1 {step.status} Cut\r\nContent-Length: 10\r\n\r\nok".encode()
+                    )
                     return
                 reply = step if isinstance(step, Reply) else Reply(200)
                 head = [f"HTTP/1.1 {reply.status} Scripted"]
@@ -186,6 +226,25 @@ class Server:
             if readable and connection.recv(1, socket.MSG_PEEK) == b"":
                 return False
         return not self._stop.is_set()
+
+
+def _self_signed() -> ssl.SSLContext:
+    """Return a server context with a fresh self-signed certificate for 127.0.0.1."""
+    with tempfile.TemporaryDirectory() as folder:
+        key = f"{folder}/key.pem"
+        cert = f"{folder}/cert.pem"
+        subprocess.run(
+            [
+                *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes"),
+                *("-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1"),
+                *("-addext", "subjectAltName=IP:127.0.0.1"),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+    return context
 
 
 def _read_request(reader: io.BufferedReader) -> Arrival | None:
@@ -620,6 +679,7 @@ class RetryTransportTest(unittest.TestCase):
                 method="GET",
                 path_template="/items/{id}",
                 operation_id="getItem",
+                total_delay_ms=3,
             ),
         )
         retry = events.retries[0]
@@ -1235,7 +1295,7 @@ class AsyncRetryTransportTest(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(AttemptTimeout) as raised:
             await client.get("/items/7")
         self.assertIsInstance(raised.exception, httpx.TimeoutException)
-        self.assertIsInstance(raised.exception.__cause__, asyncio.TimeoutError)
+        self.assertIsInstance(raised.exception.__cause__, TimeoutError)
         self.assertEqual(len(server.arrivals), 2)
         self.assertEqual(events.reasons(), [(1, "transport_failure", 1)])
         finish = events.finish
@@ -1359,6 +1419,480 @@ class AsyncRetryTransportTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(server.connections, 2)
         self.assertEqual(events.reasons(), [(1, "connect_failure", 1)])
         self.assertEqual(events.finish.attempts, 2)
+
+
+# Issue 20: one object for both clients, the client's settings kept, per-request control.
+
+
+def _env(**values: str) -> contextlib.AbstractContextManager[object]:
+    """Set the proxy variables (both cases, as urllib reads either) and clear the others."""
+    names = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+    given = {name: values.get(name, "") for name in names}
+    return unittest.mock.patch.dict(
+        os.environ, {**given, **{name.upper(): v for name, v in given.items()}}
+    )
+
+
+class Hooked(httpx.BaseTransport):
+    """The real transport, noting each attempt's number (P2) as the layer below reads it."""
+
+    def __init__(self) -> None:
+        """Wrap a new ``httpx.HTTPTransport``."""
+        self.inner = httpx.HTTPTransport(verify=TLS)
+        self.attempts: list[object] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.attempts.append(request.extensions.get(ATTEMPT_EXTENSION))
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class Seekless(io.RawIOBase):
+    """A readable file that cannot seek: httpx cannot rewind it."""
+
+    def __init__(self, data: bytes) -> None:
+        """Read ``data`` once."""
+        self._data = io.BytesIO(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        chunk = self._data.read(len(buffer))
+        buffer[: len(chunk)] = chunk
+        return len(chunk)
+
+
+class OneObjectTest(unittest.TestCase):
+    """``RetryTransport`` serves a Client and an AsyncClient with the client's settings."""
+
+    def serve(self, *script: Step, tls: bool = False) -> Server:
+        server = Server(*script, tls=tls)
+        self.addCleanup(server.close)
+        return server
+
+    def adapter(
+        self, server_url: str, events: Events, **options: object
+    ) -> RetryTransport:
+        return RetryTransport(
+            tables=Tables(),
+            base_url=server_url + "/v1",
+            on_retry=events.retries.append,
+            on_finish=events.finishes.append,
+            **options,  # type: ignore[arg-type]
+        )
+
+    def test_one_object_serves_a_client_and_an_async_client(self) -> None:
+        # A generated SDK passes the same httpx_args to both of its clients.
+        server = self.serve(Reply(503), Reply(200))
+        events = Events()
+        adapter = self.adapter(server.url, events)
+        args = adapter.httpx_args()
+        with httpx.Client(base_url=server.url + "/v1", **args) as client:
+            self.assertEqual(client.get("/items/7").status_code, 200)
+
+        async def call() -> int:
+            async with httpx.AsyncClient(base_url=server.url + "/v1", **args) as client:
+                return (await client.get("/items/7")).status_code
+
+        self.assertEqual(asyncio.run(call()), 200)
+        self.assertEqual(len(server.arrivals), 3)
+        self.assertEqual([f.attempts for f in events.finishes], [2, 1])
+        # One budget for both: one retry's 5 tokens taken and given back.
+        self.assertEqual(adapter.budget_tokens, 100)
+
+    def test_the_async_side_runs_on_trio(self) -> None:
+        # anyio sleeps and times out on whichever loop runs: asyncio.sleep fails on trio.
+        server = self.serve(Reply(503), Stall(5), Reply(200))
+        events = Events()
+        adapter = self.adapter(server.url, events, attempt_timeout=0.5)
+
+        async def call() -> int:
+            async with httpx.AsyncClient(
+                base_url=server.url + "/v1", transport=adapter
+            ) as client:
+                return (await client.get("/items/7")).status_code
+
+        self.assertEqual(trio.run(call), 200)
+        self.assertEqual(
+            events.reasons(), [(1, "retryable_status", 1), (2, "transport_failure", 2)]
+        )
+        self.assertEqual(events.finish.attempts, 3)
+
+    def test_verify_false_stays_false(self) -> None:
+        server = self.serve(Reply(200), tls=True)
+        events = Events()
+        with httpx.Client(
+            transport=self.adapter(server.url, events, verify=False)
+        ) as c:
+            self.assertEqual(c.get(server.url + "/v1/items/7").status_code, 200)
+        # The default verifies, as httpx's does: the certificate is refused, once.
+        with (
+            httpx.Client(transport=self.adapter(server.url, events)) as client,
+            self.assertRaises(httpx.ConnectError),
+        ):
+            client.get(server.url + "/v1/items/7")
+        self.assertEqual(events.finishes[-1].reason, DecisionReason.CERTIFICATE_FAILURE)
+
+    def test_the_environments_proxy_is_used_as_httpx_would(self) -> None:
+        proxy = self.serve(Reply(503), Reply(200, body=b"via proxy"))
+        events = Events()
+        with _env(http_proxy=proxy.url):
+            adapter = self.adapter("http://api.invalid", events)
+            with httpx.Client(transport=adapter) as client:
+                response = client.get("http://api.invalid/v1/items/7")
+        self.assertEqual(response.text, "via proxy")
+        # Both attempts went to the proxy, in absolute form.
+        self.assertEqual(
+            [a.target for a in proxy.arrivals], ["http://api.invalid/v1/items/7"] * 2
+        )
+        self.assertEqual(events.finish.attempts, 2)
+
+    def test_no_proxy_and_an_explicit_proxy(self) -> None:
+        proxy = self.serve(Reply(200, body=b"proxy"))
+        api = self.serve(Reply(200, body=b"direct"))
+        with _env(http_proxy=proxy.url, no_proxy="127.0.0.1"):
+            with httpx.Client(transport=self.adapter(api.url, Events())) as client:
+                self.assertEqual(client.get(api.url + "/v1/items/7").text, "direct")
+            # trust_env=False ignores the environment, as httpx's does.
+            with _env(http_proxy=proxy.url):
+                adapter = self.adapter(api.url, Events(), trust_env=False)
+                with httpx.Client(transport=adapter) as client:
+                    self.assertEqual(client.get(api.url + "/v1/items/7").text, "direct")
+        adapter = self.adapter(api.url, Events(), proxy=proxy.url)
+        with _env(), httpx.Client(transport=adapter) as client:
+            self.assertEqual(client.get(api.url + "/v1/items/7").text, "proxy")
+        self.assertEqual((len(proxy.arrivals), len(api.arrivals)), (1, 2))
+
+    def test_limits_and_http2_reach_the_built_transports(self) -> None:
+        server = self.serve(Reply(200))
+        no_keepalive = httpx.Limits(max_keepalive_connections=0)
+        with httpx.Client(
+            transport=self.adapter(server.url, Events(), limits=no_keepalive)
+        ) as client:
+            client.get(server.url + "/v1/items/7")
+            client.get(server.url + "/v1/items/7")
+        self.assertEqual(server.connections, 2)
+        h2 = H2Server(Reply(200))
+        self.addCleanup(h2.close)
+        adapter = self.adapter(h2.url, Events(), http1=False, http2=True)
+        with httpx.Client(transport=adapter) as client:
+            response = client.get(h2.url + "/v1/items/7")
+        self.assertEqual(response.http_version, "HTTP/2")
+
+    def test_multipart_with_seekable_files_is_replayed(self) -> None:
+        server = self.serve(Reset(), Reply(200))
+        events = Events()
+        with httpx.Client(transport=self.adapter(server.url, events)) as client:
+            response = client.put(
+                server.url + "/v1/items/7",
+                data={"name": "x"},
+                files={"file": ("a.txt", io.BytesIO(b"file bytes"))},
+            )
+        self.assertEqual(response.status_code, 200)
+        self.assertEqual(len(server.arrivals), 2)
+        first, second = (a.body for a in server.arrivals)
+        self.assertEqual(first, second)
+        self.assertIn(b"file bytes", second)
+        self.assertEqual(events.reasons(), [(1, "transport_failure", 1)])
+
+    def test_multipart_with_a_file_that_cannot_seek_is_sent_once(self) -> None:
+        server = self.serve(Reset(), Reply(200))
+        events = Events()
+        with (
+            httpx.Client(transport=self.adapter(server.url, events)) as client,
+            self.assertRaises(httpx.TransportError),
+        ):
+            client.put(
+                server.url + "/v1/items/7",
+                files={"file": ("a.txt", io.BufferedReader(Seekless(b"once")))},
+            )
+        self.assertEqual(len(server.arrivals), 1)
+        self.assertEqual(events.finish.reason, BODY_NOT_REPLAYABLE)
+
+    def test_the_minted_key_is_there_for_the_clients_request_hooks(self) -> None:
+        server = self.serve(Reply(503), Reply(201))
+        seen: list[str | None] = []
+        adapter = self.adapter(server.url, Events())
+        args = adapter.httpx_args()
+        args["event_hooks"]["request"].append(
+            lambda request: seen.append(request.headers.get("idempotency-key"))
+        )
+        with httpx.Client(base_url=server.url + "/v1", **args) as client:
+            self.assertEqual(client.post("/items/7/copies").status_code, 201)
+        keys = [a.headers["idempotency-key"] for a in server.arrivals]
+        self.assertEqual(len(keys), 2)
+        self.assertEqual(seen, keys[:1])
+        self.assertTrue(UUID_V4.fullmatch(keys[0]))
+
+    def test_the_request_hook_works_in_an_async_client(self) -> None:
+        server = self.serve(Reply(201))
+        adapter = self.adapter(server.url, Events())
+
+        async def call() -> None:
+            async with httpx.AsyncClient(
+                base_url=server.url + "/v1", **adapter.httpx_args()
+            ) as client:
+                await client.post("/items/7/copies")
+
+        asyncio.run(call())
+        self.assertTrue(
+            UUID_V4.fullmatch(server.arrivals[0].headers["idempotency-key"])
+        )
+
+
+class ControlTest(unittest.TestCase):
+    """Per-request overrides, the attempt below and above, the body read in the loop."""
+
+    def serve(self, *script: Step) -> Server:
+        server = Server(*script)
+        self.addCleanup(server.close)
+        return server
+
+    def client(
+        self,
+        server_url: str,
+        events: Events,
+        transport: httpx.BaseTransport | None = None,
+        **options: object,
+    ) -> httpx.Client:
+        adapter = RetryTransport(
+            httpx.HTTPTransport(verify=TLS) if transport is None else transport,
+            tables=Tables(),
+            base_url=server_url + "/v1",
+            on_retry=events.retries.append,
+            on_finish=events.finishes.append,
+            **options,  # type: ignore[arg-type]
+        )
+        client = httpx.Client(transport=adapter, base_url=server_url + "/v1")
+        self.addCleanup(client.close)
+        return client
+
+    def test_max_retries_is_overridden_per_request(self) -> None:
+        server = self.serve(Reply(503), Reply(200))
+        events = Events()
+        client = self.client(server.url, events)
+        once = {OVERRIDES_EXTENSION: RetryOverrides(max_retries=0)}
+        response = client.get("/items/7", extensions=once)
+        self.assertEqual(response.status_code, 503)
+        self.assertEqual(len(server.arrivals), 1)
+        self.assertEqual(events.finish.reason, DecisionReason.EXHAUSTED)
+        # The next request has the adapter's policy again.
+        self.assertEqual(client.get("/items/7").status_code, 200)
+
+    def test_overrides_apply_inside_a_block_for_sdks_without_extensions(self) -> None:
+        server = self.serve(Reply(503), Reply(503), Reply(200))
+        events = Events()
+        client = self.client(server.url, events)
+        with retry_overrides(RetryOverrides(max_retries=0)):
+            self.assertEqual(client.get("/items/7").status_code, 503)
+            # The request's own overrides win.
+            more = {OVERRIDES_EXTENSION: RetryOverrides(max_retries=1)}
+            self.assertEqual(client.get("/items/7", extensions=more).status_code, 200)
+        self.assertEqual([f.attempts for f in events.finishes], [1, 2])
+
+    def test_overrides_out_of_range_raise_before_sending(self) -> None:
+        server = self.serve(Reply(200))
+        events = Events()
+        client = self.client(server.url, events)
+        for overrides, error in (
+            (RetryOverrides(max_retries=101), ValueError),
+            (RetryOverrides(max_retries=-1), ValueError),
+            (RetryOverrides(attempt_timeout=0), ValueError),
+            (RetryOverrides(read_body_max_bytes=-1), ValueError),
+            (RetryOverrides(max_retries=True), TypeError),
+        ):
+            with self.assertRaises(error):
+                client.get("/items/7", extensions={OVERRIDES_EXTENSION: overrides})
+        with self.assertRaises(TypeError):
+            client.get("/items/7", extensions={OVERRIDES_EXTENSION: {"max_retries": 0}})
+        self.assertEqual((server.arrivals, events.finishes), ([], []))
+
+    def test_the_attempt_timeout_is_overridden_or_lifted(self) -> None:
+        server = self.serve(Stall(0.6), Reply(200), Stall(0.6))
+        events = Events()
+        client = self.client(server.url, events)
+        short = {OVERRIDES_EXTENSION: RetryOverrides(attempt_timeout=0.2)}
+        self.assertEqual(client.get("/items/7", extensions=short).status_code, 200)
+        self.assertEqual(events.reasons(), [(1, "transport_failure", 1)])
+        # An adapter-wide limit lifted for one request: the stall is waited out.
+        events = Events()
+        client = self.client(server.url, events, attempt_timeout=0.2)
+        lifted = {OVERRIDES_EXTENSION: RetryOverrides(attempt_timeout=None)}
+        self.assertEqual(client.get("/items/7", extensions=lifted).status_code, 200)
+        self.assertEqual((events.reasons(), len(server.arrivals)), ([], 3))
+
+    def test_each_attempt_carries_its_number_below(self) -> None:
+        server = self.serve(Reply(503), Reset(), Reply(200))
+        hooked = Hooked()
+        self.client(server.url, Events(), hooked).get("/items/7")
+        self.assertEqual(hooked.attempts, [1, 2, 3])
+
+    def test_the_attempt_header_counts_earlier_attempts(self) -> None:
+        server = self.serve(Reply(503), Reply(503), Reply(200))
+        client = self.client(server.url, Events(), attempt_header="X-Retry-Attempt")
+        client.get("/items/7", headers={"x-retry-attempt": "caller"})
+        self.assertEqual(
+            [a.headers["x-retry-attempt"] for a in server.arrivals], ["0", "1", "2"]
+        )
+        # Off by default; never on a request to another origin.
+        other = self.serve(Reply(200))
+        self.client(server.url, Events()).get("/items/7")
+        client.get(other.url + "/v1/items/7")
+        self.assertNotIn("x-retry-attempt", server.arrivals[-1].headers)
+        self.assertNotIn("x-retry-attempt", other.arrivals[0].headers)
+        with self.assertRaises(ValueError):
+            RetryTransport(tables=Tables(), attempt_header="X Bad")
+
+    def test_retry_events_carry_the_attempt_and_the_finish_its_delays(self) -> None:
+        server = self.serve(Reply(503), Reset(), Reply(200))
+        events = Events()
+        self.client(server.url, events).get("/items/7")
+        first, second = events.retries
+        self.assertEqual((first.status, first.failure), (503, None))
+        self.assertEqual((second.status, second.failure), (None, Failure.TRANSPORT))
+        self.assertIsNotNone(first.attempt_duration_ms)
+        self.assertEqual(events.finish.total_delay_ms, 1 + 2)
+
+    def test_the_finish_is_on_the_response_and_on_the_error(self) -> None:
+        server = self.serve(Reply(503), Reply(200))
+        events = Events()
+        client = self.client(server.url, events)
+        response = client.get("/items/7")
+        self.assertIs(response.extensions[FINISH_EXTENSION], events.finish)
+        self.assertIs(finish_of(response), events.finish)
+        events = Events()
+        client = self.client(f"http://127.0.0.1:{_closed_port()}", events)
+        with self.assertRaises(httpx.ConnectError) as raised:
+            client.get("/items/7")
+        self.assertIs(finish_of(raised.exception), events.finish)
+        self.assertEqual(events.finish.attempts, 4)
+        self.assertIsNone(finish_of(ValueError("not through the adapter")))
+
+    def test_a_body_cut_is_retried_when_read_in_the_loop(self) -> None:
+        server = self.serve(CutBody(), Reply(200, body=b"whole"))
+        events = Events()
+        client = self.client(server.url, events, read_body_max_bytes=1024)
+        response = client.get("/items/7")
+        self.assertEqual((response.status_code, response.text), (200, "whole"))
+        self.assertEqual(events.reasons(), [(1, "transport_failure", 1)])
+        self.assertIs(finish_of(response), events.finish)
+
+    def test_a_body_cut_is_the_callers_without_the_option(self) -> None:
+        server = self.serve(CutBody(), CutBody(), Reply(200))
+        events = Events()
+        with self.assertRaises(httpx.RemoteProtocolError):
+            self.client(server.url, events).get("/items/7")
+        self.assertEqual((len(server.arrivals), events.retries), (1, []))
+        # Per request, the same read.
+        events = Events()
+        read = {OVERRIDES_EXTENSION: RetryOverrides(read_body_max_bytes=1024)}
+        response = self.client(server.url, events).get("/items/7", extensions=read)
+        self.assertEqual(response.status_code, 200)
+        self.assertEqual(events.reasons(), [(1, "transport_failure", 1)])
+
+    def test_a_body_cut_on_a_create_surfaces_once(self) -> None:
+        server = self.serve(CutBody(201), Reply(201))
+        events = Events()
+        client = self.client(server.url, events, read_body_max_bytes=1024)
+        with self.assertRaises(httpx.RemoteProtocolError) as raised:
+            client.post("/items", content=b"{}")
+        self.assertEqual(len(server.arrivals), 1)
+        finish = events.finish
+        self.assertEqual(
+            (finish.reason, finish.outcome, finish.attempts),
+            (DecisionReason.NOT_REPLAYABLE, "transport", 1),
+        )
+        self.assertIs(finish_of(raised.exception), finish)
+
+    def test_a_body_over_the_bound_is_handed_over_whole(self) -> None:
+        body = b"x" * 5000
+        server = self.serve(Reply(200, body=body))
+        client = self.client(server.url, Events(), read_body_max_bytes=100)
+        with client.stream("GET", "/items/7") as response:
+            self.assertEqual(response.read(), body)
+
+    def test_an_event_stream_is_not_read_in_the_loop(self) -> None:
+        server = self.serve(Reply(200, (("content-type", "text/event-stream"),)))
+        recording = Recording()
+        client = self.client(server.url, Events(), recording, read_body_max_bytes=100)
+        with client.stream("GET", "/items/7") as response:
+            self.assertFalse(
+                isinstance(recording.responses[0].stream, httpx.ByteStream)
+            )
+            self.assertEqual(response.read(), b"ok")
+
+    def test_an_unlisted_status_stops_as_decide_would(self) -> None:
+        # No decision is made for a status no rule names; the reason is still decide's.
+        server = self.serve(Reply(503), Reply(404))
+        events = Events()
+        client = self.client(
+            server.url, events, policy=dataclasses.replace(POLICY, max_retries=1)
+        )
+        client.get("/items/7")
+        self.assertEqual(events.finish.reason, DecisionReason.EXHAUSTED)
+        events = Events()
+        self.client(server.url, events).post("/items/7/run")
+        self.assertEqual(events.finish.reason, DecisionReason.NO_RETRY_OPERATION)
+        events = Events()
+        self.client(server.url, events).get("/items/7")
+        self.assertEqual(events.finish.reason, DecisionReason.STATUS_NOT_RETRYABLE)
+
+
+class AsyncControlTest(unittest.IsolatedAsyncioTestCase):
+    """The async side of ``ControlTest``: the body read and the timeout under anyio."""
+
+    async def asyncSetUp(self) -> None:
+        # As AsyncRetryTransportTest's: debug mode logs every step slower than 0.1 s.
+        asyncio.get_running_loop().slow_callback_duration = 2
+
+    def serve(self, *script: Step) -> Server:
+        server = Server(*script)
+        self.addCleanup(server.close)
+        return server
+
+    async def client(
+        self, server_url: str, events: Events, **options: object
+    ) -> httpx.AsyncClient:
+        adapter = RetryTransport(
+            httpx.AsyncHTTPTransport(verify=TLS),
+            tables=Tables(),
+            base_url=server_url + "/v1",
+            on_retry=events.retries.append,
+            on_finish=events.finishes.append,
+            **options,  # type: ignore[arg-type]
+        )
+        client = httpx.AsyncClient(transport=adapter, base_url=server_url + "/v1")
+        self.addAsyncCleanup(client.aclose)
+        return client
+
+    async def test_a_body_cut_is_retried_when_read_in_the_loop(self) -> None:
+        server = self.serve(CutBody(), Reply(200, body=b"whole"))
+        events = Events()
+        client = await self.client(server.url, events, read_body_max_bytes=1024)
+        response = await client.get("/items/7")
+        self.assertEqual((response.status_code, response.text), (200, "whole"))
+        self.assertEqual(events.reasons(), [(1, "transport_failure", 1)])
+        self.assertIs(finish_of(response), events.finish)
+
+    async def test_overrides_and_the_finish_on_the_error(self) -> None:
+        server = self.serve(Stall(5))
+        events = Events()
+        client = await self.client(server.url, events)
+        once = RetryOverrides(max_retries=0, attempt_timeout=0.2)
+        with self.assertRaises(AttemptTimeout) as raised:
+            await client.get("/items/7", extensions={OVERRIDES_EXTENSION: once})
+        self.assertEqual(len(server.arrivals), 1)
+        self.assertIs(finish_of(raised.exception), events.finish)
+        self.assertEqual(
+            (events.finish.reason, events.finish.timed_out),
+            (DecisionReason.EXHAUSTED, True),
+        )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,10 @@ use super::{
     command, copy_harness, copy_sources, lossy, root, run, shell, Built, FaultRun, Module,
     Toolchain,
 };
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use retrygen::emit::{self, TemplateSource};
+use retrygen::model::ModelOptions;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -54,6 +57,11 @@ fn tools_dir() -> PathBuf {
 /// httpx and its dependencies, apart from the tools: the package's core never imports them.
 fn httpx_dir() -> PathBuf {
     root().join(".cache/toolchains/python-httpx")
+}
+
+/// openapi-python-client and its dependencies (scripts/bootstrap.d/python.sh), for examples/python/.
+fn openapi_dir() -> PathBuf {
+    root().join(".cache/toolchains/python-openapi")
 }
 
 /// The folder the runtime project is copied to for its checks: a package folder, so that the
@@ -215,6 +223,12 @@ impl Toolchain for Python {
                 .current_dir(work),
             "python3 -m unittest (runtime/python/tests/test_httpx_transport.py)",
         )?;
+        let scratch = work.with_file_name("python-examples");
+        if scratch.exists() {
+            std::fs::remove_dir_all(&scratch)?;
+        }
+        readme_snippet(&scratch.join("readme"))?;
+        example_sdk(&scratch.join("sdk"))?;
         Ok(())
     }
 
@@ -350,6 +364,235 @@ fn copy_project(src: &Path, dst: &Path) -> std::io::Result<()> {
             std::fs::copy(entry.path(), dst.join(&name))?;
         }
     }
+    Ok(())
+}
+
+// The README's installation and examples/python/, checked by `runtime-tests`.
+
+/// The package rendered from the fault matrix's spec with the httpx adapter, into `dir/`.
+fn render_fault_package(dir: &Path) -> Result<()> {
+    let spec = root().join("conformance/faults/spec.yaml");
+    let backend = emit::backend("python").context("no python backend")?;
+    let (api, _) = retrygen::load_api(&spec, &ModelOptions::default())
+        .map_err(|d| anyhow!("{}: {d}", spec.display()))?;
+    let options = emit::resolve_options(backend, &Default::default())?;
+    let adapters: Vec<&'static emit::Adapter> = backend.adapters().iter().collect();
+    let rendered = emit::render(
+        &api,
+        backend,
+        &options,
+        &adapters,
+        &TemplateSource::Embedded,
+    )?;
+    std::fs::create_dir_all(dir)?;
+    for file in rendered {
+        let name = Path::new(&file.name)
+            .file_name()
+            .context("a rendered file has no name")?;
+        std::fs::write(dir.join(name), file.contents)?;
+    }
+    if !dir.join("httpx_transport.py").is_file() {
+        bail!("the rendered package has no httpx_transport.py");
+    }
+    Ok(())
+}
+
+/// The first ```python block of the "HTTP client adapter" section of runtime/python/README.md,
+/// as written, beside a package `<sdk>.retry_policy` rendered with the adapter (the snippet's
+/// `from <sdk> import retry_policy` names it): black, ruff (its docstring rule for modules
+/// aside: a snippet is not a module of its own) and mypy --strict, then run.
+fn readme_snippet(work: &Path) -> Result<()> {
+    let readme = std::fs::read_to_string(runtime_dir().join("README.md"))?;
+    let section = readme
+        .split_once("## HTTP client adapter")
+        .context("runtime/python/README.md has no \"HTTP client adapter\" section")?
+        .1;
+    let snippet = section
+        .split_once("```python\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .context("no ```python block in the README's HTTP client adapter section")?
+        .0;
+    let sdk = snippet
+        .lines()
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix("from ")?
+                .strip_suffix(" import retry_policy")
+        })
+        .next()
+        .context("the README's snippet does not import retry_policy from a package")?;
+    std::fs::create_dir_all(work.join(sdk))?;
+    std::fs::write(work.join(sdk).join("__init__.py"), "")?;
+    render_fault_package(&work.join(sdk).join(PACKAGE))?;
+    std::fs::write(work.join("snippet.py"), snippet)?;
+    let config = runtime_dir().join("pyproject.toml");
+    run(
+        tool("black")
+            .args(["--check", "--diff", "--config"])
+            .arg(&config)
+            .arg("snippet.py")
+            .current_dir(work),
+        "black --check (README snippet)",
+    )?;
+    run(
+        tool("ruff")
+            .args(["check", "--no-cache", "--ignore", "D100", "--config"])
+            .arg(&config)
+            .arg("snippet.py")
+            .current_dir(work),
+        "ruff check (README snippet)",
+    )?;
+    run(
+        tool("mypy")
+            .args(["--strict", "--no-incremental", "--config-file"])
+            .arg(&config)
+            .arg("snippet.py")
+            .current_dir(work),
+        "mypy --strict (README snippet)",
+    )?;
+    run(
+        command("python3")
+            .args(["-W", "error", "snippet.py"])
+            .env("PYTHONPATH", httpx_dir())
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .current_dir(work),
+        "python3 (README snippet)",
+    )?;
+    println!("runtime python: the README's installation passes black, ruff, mypy --strict and runs");
+    Ok(())
+}
+
+/// The scenarios examples/python/ runs through its generated SDK against the fault server: each
+/// is also checked here by the server's count.
+const EXAMPLE_SCENARIOS: &[&str] = &[
+    "get-503-503-200",
+    "create-503-not-replayable",
+    "create-reset-arrives-once",
+    "kill-reset-arrives-twice",
+    "snapshot-minted-key-reset",
+    "get-body-cut-read-in-loop-retried",
+    "get-override-max-retries-0-once",
+    "get-attempt-header-counts-earlier-attempts",
+];
+
+/// examples/python/ in a scratch copy: openapi-python-client (pinned, from
+/// .cache/toolchains/python-openapi, offline) generates the SDK `sandbox_client` from the fault
+/// matrix's spec, retrygen's package with the httpx adapter goes inside it as
+/// `sandbox_client.retry_policy`, and its test makes the SDK's calls against a real fault server;
+/// the server's counts must be the scenarios'.
+fn example_sdk(work: &Path) -> Result<()> {
+    let generator = openapi_dir();
+    if !generator.join("openapi_python_client").is_dir() {
+        bail!(
+            "openapi-python-client is not installed in {}; run `bash scripts/bootstrap-toolchains.sh`",
+            generator.display()
+        );
+    }
+    let source = root().join("examples/python");
+    std::fs::create_dir_all(work)?;
+    let mut files = Vec::new();
+    for entry in
+        std::fs::read_dir(&source).with_context(|| format!("reading {}", source.display()))?
+    {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            std::fs::copy(entry.path(), work.join(entry.file_name()))?;
+            if entry.path().extension().is_some_and(|e| e == "py") {
+                files.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+    }
+    files.sort();
+    let path = std::env::join_paths([generator, httpx_dir()]).expect("paths without separators");
+    run(
+        command("python3")
+            .args(["-m", "openapi_python_client", "generate", "--meta", "none"])
+            .arg("--path")
+            .arg(root().join("conformance/faults/spec.yaml"))
+            .args(["--config", "openapi-python-client.yaml"])
+            .args(["--output-path", "sandbox_client"])
+            .env("PYTHONPATH", &path)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .current_dir(work),
+        "openapi-python-client generate (examples/python)",
+    )?;
+    render_fault_package(&work.join("sandbox_client").join(PACKAGE))?;
+    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+    // openapi-python-client's code needs Python 3.11 (typing.Self): mypy reads it as such.
+    let mypy_args: Vec<&str> = ["--python-version", "3.11"]
+        .into_iter()
+        .chain(files.iter().copied())
+        .collect();
+    check(work, &runtime_dir().join("pyproject.toml"), &files, &mypy_args)?;
+
+    let server = crate::faults::start_server()?;
+    let run_name = "python-example";
+    let report = run(
+        command("python3")
+            .args(["-m", "unittest", "-v", "test_sdk"])
+            .env("PYTHONPATH", httpx_dir())
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .envs(server.env("http1"))
+            .env("RETRYGEN_FAULT_RUN", run_name)
+            .env("RETRYGEN_EXAMPLE_SCENARIOS", EXAMPLE_SCENARIOS.join(","))
+            .current_dir(work),
+        "python3 -m unittest (examples/python against the fault server)",
+    )?;
+    let scenarios: Value =
+        serde_json::from_str(&std::fs::read_to_string(crate::faults::scenario_file())?)?;
+    let mut problems = Vec::new();
+    for id in EXAMPLE_SCENARIOS {
+        let scenario = scenarios["scenarios"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["id"] == *id))
+            .with_context(|| format!("scenario {id} is not in scenarios.json"))?;
+        let expect = &scenario["expect"];
+        let arrivals = server.arrivals(run_name, id);
+        if Some(arrivals.len() as u64) != expect["arrivals"].as_u64() {
+            problems.push(format!(
+                "{id}: {} arrivals, want {}",
+                arrivals.len(),
+                expect["arrivals"]
+            ));
+        }
+        if expect["key"] == "minted" {
+            let first = arrivals.first().map(|a| a.keys.clone()).unwrap_or_default();
+            if first.len() != 1 || arrivals.iter().any(|a| a.keys != first) {
+                problems.push(format!(
+                    "{id}: keys {:?}, want one minted key on every arrival",
+                    arrivals.iter().map(|a| &a.keys).collect::<Vec<_>>()
+                ));
+            }
+        }
+        if let (Some(name), Some(want)) = (
+            scenario["attempt_header"].as_str(),
+            expect["attempt_header_values"].as_array(),
+        ) {
+            let name = name.to_ascii_lowercase();
+            let got: Vec<Value> = arrivals
+                .iter()
+                .map(|a| {
+                    a.headers
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                        .map_or(Value::Null, |(_, v)| Value::from(v.clone()))
+                })
+                .collect();
+            if &got != want {
+                problems.push(format!("{id}: attempt header {got:?}, want {want:?}"));
+            }
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "examples/python: the server's counts differ:\n  {}\n{report}",
+            problems.join("\n  ")
+        );
+    }
+    println!(
+        "runtime python: examples/python (openapi-python-client SDK, the adapter in 3 lines for its sync and async clients, asyncio and trio): {} scenarios through the SDK agree with the fault server",
+        EXAMPLE_SCENARIOS.len()
+    );
     Ok(())
 }
 

@@ -1,9 +1,9 @@
 """The fault-matrix runner of Python's httpx adapter (conformance/faults/README.md).
 
-Runs every scenario of the file through a new ``httpx.AsyncClient`` with
-``AsyncRetryTransport`` (variant ``async``, the run ``python``) or a new
-``httpx.Client`` with ``RetryTransport`` (variant ``sync``, ``python-sync``)
-and prints one JSON line per scenario. A blocking httpx call cannot be
+Runs every scenario of the file through a new ``httpx.AsyncClient`` (variant
+``async``, the run ``python``) or a new ``httpx.Client`` (variant ``sync``,
+``python-sync``) with a new ``RetryTransport``, the one object that serves
+both, and prints one JSON line per scenario. A blocking httpx call cannot be
 cancelled by its caller, so the sync variant reports the scenarios that abort
 a request as unsupported. With ``RETRYGEN_FAULT_SOAK`` set the file is a soak
 plan, sent through one client; with ``RETRYGEN_FAULT_BENCH=N`` it measures the
@@ -28,16 +28,20 @@ import time
 import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import httpx
+import httpx_retries
 
 import retry_policy
 from retry_policy import RetryEvent
 from retry_policy.httpx_transport import (
-    AsyncRetryTransport,
+    OVERRIDES_EXTENSION,
+    UNSET,
     FinishEvent,
+    RetryOverrides,
     RetryTransport,
+    finish_of,
 )
 
 Json = dict[str, Any]
@@ -75,6 +79,8 @@ class Result:
     error: BaseException | None = None
     body: str | None = None
     body_error: bool = False
+    finish: FinishEvent | None = None
+    """The finish event read back from the response or the error (P5)."""
 
 
 def name(value: str) -> str:
@@ -88,6 +94,22 @@ def operation_fields(event: RetryEvent | FinishEvent) -> Json:
         "method": event.method,
         "path_template": event.path_template,
         "operation_id": event.operation_id,
+    }
+
+
+def finish_fields(finish: FinishEvent | None) -> Json | None:
+    """Return a finish event's line fields."""
+    if finish is None:
+        return None
+    return {
+        "attempts": finish.attempts,
+        "reason": name(finish.reason),
+        "outcome": finish.outcome,
+        "status": finish.status,
+        "timed_out": finish.timed_out,
+        "redirects": finish.redirects,
+        "total_delay_ms": finish.total_delay_ms,
+        **operation_fields(finish),
     }
 
 
@@ -117,19 +139,8 @@ def report(scenario: Json, recorder: Recorder, result: Result, elapsed: float) -
             }
             for e in recorder.events
         ],
-        "finish": (
-            None
-            if finish is None
-            else {
-                "attempts": finish.attempts,
-                "reason": name(finish.reason),
-                "outcome": finish.outcome,
-                "status": finish.status,
-                "timed_out": finish.timed_out,
-                "redirects": finish.redirects,
-                **operation_fields(finish),
-            }
-        ),
+        "finish": finish_fields(finish),
+        "finish_from_result": finish_fields(result.finish),
         "finishes": len(finishes),
         "reported_arrivals": sum(f.attempts + f.redirects for f in finishes),
         "error_type": None if result.error is None else type(result.error).__name__,
@@ -228,15 +239,17 @@ class Scenarios:
         }
 
     def transport_options(self) -> Json:
-        """Return the options of the httpx transport the adapter wraps, for the protocol."""
+        """Return the settings the adapter builds its httpx transports from, for the protocol."""
         # HTTP/2 alone (http1=False): prior knowledge on http://, ALPN h2 only over TLS, so a
-        # run never passes by falling back to HTTP/1.1. retries stays 0: the adapter owns
-        # every replay.
+        # run never passes by falling back to HTTP/1.1. The adapter builds the transports as
+        # httpx.Client would (retries 0: the adapter owns every replay); no proxy from the
+        # environment stands between the runner and the fault server.
         return {
             "verify": self.verify,
             "http1": not self.http2,
             "http2": self.http2,
             "limits": httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY),
+            "trust_env": False,
         }
 
     def check_version(self, response: httpx.Response) -> None:
@@ -264,12 +277,35 @@ def options(
 
 
 def scenario_options(scenario: Json, recorder: Recorder) -> Json:
-    """Return the adapter's options for a scenario."""
-    return options(
-        scenario.get("attempt_timeout_ms"),
-        recorder,
-        mint_keys=scenario.get("mint_keys", True),
-    )
+    """Return the adapter's options for a scenario (P3 and P6 when it has them)."""
+    return {
+        **options(
+            scenario.get("attempt_timeout_ms"),
+            recorder,
+            mint_keys=scenario.get("mint_keys", True),
+        ),
+        "attempt_header": scenario.get("attempt_header"),
+        "read_body_max_bytes": scenario.get("read_body_max_bytes", 0),
+    }
+
+
+def extensions(scenario: Json) -> Json:
+    """Return the request's extensions: the scenario's retry overrides (P1), if any."""
+    given = scenario.get("overrides")
+    if given is None:
+        return {}
+    timeout_ms = given.get("attempt_timeout_ms", UNSET)
+    return {
+        OVERRIDES_EXTENSION: RetryOverrides(
+            max_retries=given.get("max_retries"),
+            attempt_timeout=(
+                timeout_ms
+                if timeout_ms is UNSET or timeout_ms is None
+                else timeout_ms / 1000
+            ),
+            read_body_max_bytes=given.get("read_body_max_bytes"),
+        )
+    }
 
 
 def body_text(scenario: Json) -> bytes | None:
@@ -314,7 +350,7 @@ async def one_shot(data: bytes) -> AsyncIterator[bytes]:
     yield data
 
 
-def async_client(transport: AsyncRetryTransport) -> httpx.AsyncClient:
+def async_client(transport: RetryTransport) -> httpx.AsyncClient:
     """Return an ``httpx.AsyncClient`` over the adapter; it follows redirects, as SDKs do."""
     return httpx.AsyncClient(transport=transport, follow_redirects=True)
 
@@ -349,6 +385,7 @@ async def send_async(
         url,
         headers=file.headers(scenario),
         content=(one_shot(data) if data is not None and is_stream(scenario) else data),
+        extensions=extensions(scenario),
     )
     result = Result()
     started = time.monotonic()
@@ -357,6 +394,7 @@ async def send_async(
         response = await client.send(request, stream=True)
         file.check_version(response)
         result.status = response.status_code
+        result.finish = finish_of(response)
         try:
             result.body = (await response.aread()).decode("utf-8", "replace")
         except httpx.HTTPError:
@@ -375,6 +413,7 @@ async def send_async(
         await task
     except (Exception, asyncio.CancelledError) as error:
         result.error = error
+        result.finish = finish_of(error)
     finally:
         if timer is not None:
             timer.cancel()
@@ -382,11 +421,11 @@ async def send_async(
 
 
 async def run_async(file: Scenarios, scenario: Json) -> Json:
-    """Run one scenario with ``AsyncRetryTransport``."""
+    """Run one scenario through an ``httpx.AsyncClient``."""
     recorder = Recorder()
     base = file.base_url(scenario)
-    transport = AsyncRetryTransport(
-        httpx.AsyncHTTPTransport(**file.transport_options()),
+    transport = RetryTransport(
+        **file.transport_options(),
         base_url=base,
         **scenario_options(scenario, recorder),
     )
@@ -406,11 +445,11 @@ async def run_async(file: Scenarios, scenario: Json) -> Json:
 
 
 async def soak_async(file: Scenarios) -> None:
-    """Send every request of the soak plan through one ``AsyncRetryTransport``."""
+    """Send every request of the soak plan through one ``httpx.AsyncClient``."""
     recorder = Recorder()
     base = file.target("server") + file.base_path
-    transport = AsyncRetryTransport(
-        httpx.AsyncHTTPTransport(**file.transport_options()),
+    transport = RetryTransport(
+        **file.transport_options(),
         base_url=base,
         **options(file.attempt_timeout_ms, recorder, mint_keys=True),
     )
@@ -475,6 +514,7 @@ def send_sync(
         url,
         headers=file.headers(scenario),
         content=iter([data]) if data is not None and is_stream(scenario) else data,
+        extensions=extensions(scenario),
     )
     result = Result()
     started = time.monotonic()
@@ -482,9 +522,11 @@ def send_sync(
         response = client.send(request, stream=True)
     except Exception as error:
         result.error = error
+        result.finish = finish_of(error)
     else:
         file.check_version(response)
         result.status = response.status_code
+        result.finish = finish_of(response)
         try:
             result.body = response.read().decode("utf-8", "replace")
         except httpx.HTTPError:
@@ -504,7 +546,7 @@ def run_sync(file: Scenarios, scenario: Json) -> Json:
     recorder = Recorder()
     base = file.base_url(scenario)
     transport = RetryTransport(
-        httpx.HTTPTransport(**file.transport_options()),
+        **file.transport_options(),
         base_url=base,
         **scenario_options(scenario, recorder),
     )
@@ -540,7 +582,7 @@ def soak_sync(file: Scenarios) -> None:
     recorder = Recorder()
     base = file.target("server") + file.base_path
     transport = RetryTransport(
-        httpx.HTTPTransport(**file.transport_options()),
+        **file.transport_options(),
         base_url=base,
         **options(file.attempt_timeout_ms, recorder, mint_keys=True),
     )
@@ -561,98 +603,116 @@ ALLOCATION_ROUNDS = 200
 """Rounds measured with tracemalloc (it slows every allocation, so apart from the timing)."""
 
 
-def summary(
-    rounds: int,
-    bare: list[float],
-    adapted: list[float],
-    bare_peaks: list[int],
-    adapted_peaks: list[int],
-) -> Json:
-    """Build the bench line from the per-request times (seconds) and memory peaks (bytes)."""
-    bare_us = statistics.median(bare) * 1e6
-    adapter_us = statistics.median(adapted) * 1e6
-    return {
-        "bench": {
-            "requests": rounds,
-            "bare_us": round(bare_us, 2),
-            "adapter_us": round(adapter_us, 2),
-            "overhead_us": round(adapter_us - bare_us, 2),
-            "overhead_pct": round((adapter_us - bare_us) / bare_us * 100, 2),
+PEER = "httpx-retries 0.6.0"
+"""The peer the overhead mode measures beside the adapter (issue 20 item 7): httpx-retries'
+``RetryTransport`` with its default ``Retry`` (scripts/bootstrap.d/python.sh pins it)."""
+
+
+def summary(rounds: int, times: list[list[float]], peaks: list[list[int]]) -> Json:
+    """Build the bench line from the per-request times (seconds) and memory peaks (bytes).
+
+    Index 0 is the bare client, 1 the adapter's, 2 the peer's.
+    """
+    bare_us = statistics.median(times[0]) * 1e6
+
+    def overhead(k: int) -> Json:
+        us = statistics.median(times[k]) * 1e6
+        return {
+            "us": round(us, 2),
+            "overhead_us": round(us - bare_us, 2),
+            "overhead_pct": round((us - bare_us) / bare_us * 100, 2),
             # tracemalloc sees live memory, not a running total of allocations: the peak above
             # the start of a request is the most that request held at once (medians: a
             # collection or a pool's growth during one request would swamp a mean).
             "allocated_bytes_per_request": round(
-                statistics.median(adapted_peaks) - statistics.median(bare_peaks)
+                statistics.median(peaks[k]) - statistics.median(peaks[0])
             ),
+        }
+
+    adapter = overhead(1)
+    return {
+        "bench": {
+            "requests": rounds,
+            "bare_us": round(bare_us, 2),
+            "adapter_us": adapter["us"],
+            "overhead_us": adapter["overhead_us"],
+            "overhead_pct": adapter["overhead_pct"],
+            "allocated_bytes_per_request": adapter["allocated_bytes_per_request"],
             "allocation_counter": "tracemalloc (median peak above each request's start)",
+            "peers": [{"name": PEER, **overhead(2)}],
         }
     }
 
 
 def bench_sync(file: Scenarios, rounds: int) -> Json:
-    """Measure ``RetryTransport`` against the bare ``httpx.Client``."""
+    """Measure ``RetryTransport`` and the peer against the bare ``httpx.Client``."""
     url = file.targets["server"] + file.base_path + "/health"
     headers = {"x-fault-warmup": "1"}
     with (
         httpx.Client() as bare,
         httpx.Client(transport=RetryTransport(tables=retry_policy)) as adapted,
+        httpx.Client(transport=httpx_retries.RetryTransport()) as peer,
     ):
-        clients = (bare, adapted)
+        clients = (bare, adapted, peer)
         for _ in range(WARMUP_REQUESTS):
             for client in clients:
                 client.get(url, headers=headers).raise_for_status()
-        times: tuple[list[float], list[float]] = ([], [])
+        times: list[list[float]] = [[] for _ in clients]
         for i in range(rounds):
-            for k in (0, 1) if i % 2 == 0 else (1, 0):
+            # Each round in another order, so that no client always follows the same one.
+            for k in ORDERS[i % len(ORDERS)]:
                 started = time.perf_counter()
                 clients[k].get(url, headers=headers).raise_for_status()
                 times[k].append(time.perf_counter() - started)
-        peaks: tuple[list[int], list[int]] = ([], [])
+        peaks: list[list[int]] = [[] for _ in clients]
         tracemalloc.start()
         try:
             for _ in range(ALLOCATION_ROUNDS):
-                for k in (0, 1):
+                for k, client in enumerate(clients):
                     start, _ = tracemalloc.get_traced_memory()
                     tracemalloc.reset_peak()
-                    clients[k].get(url, headers=headers).raise_for_status()
+                    client.get(url, headers=headers).raise_for_status()
                     peaks[k].append(tracemalloc.get_traced_memory()[1] - start)
         finally:
             tracemalloc.stop()
-    return summary(rounds, *times, *peaks)
+    return summary(rounds, times, peaks)
 
 
 async def bench_async(file: Scenarios, rounds: int) -> Json:
-    """Measure ``AsyncRetryTransport`` against the bare ``httpx.AsyncClient``."""
+    """Measure ``RetryTransport`` and the peer against the bare ``httpx.AsyncClient``."""
     url = file.targets["server"] + file.base_path + "/health"
     headers = {"x-fault-warmup": "1"}
     async with (
         httpx.AsyncClient() as bare,
-        httpx.AsyncClient(
-            transport=AsyncRetryTransport(tables=retry_policy)
-        ) as adapted,
+        httpx.AsyncClient(transport=RetryTransport(tables=retry_policy)) as adapted,
+        httpx.AsyncClient(transport=httpx_retries.RetryTransport()) as peer,
     ):
-        clients = (bare, adapted)
+        clients = (bare, adapted, peer)
         for _ in range(WARMUP_REQUESTS):
             for client in clients:
                 (await client.get(url, headers=headers)).raise_for_status()
-        times: tuple[list[float], list[float]] = ([], [])
+        times: list[list[float]] = [[] for _ in clients]
         for i in range(rounds):
-            for k in (0, 1) if i % 2 == 0 else (1, 0):
+            for k in ORDERS[i % len(ORDERS)]:
                 started = time.perf_counter()
                 (await clients[k].get(url, headers=headers)).raise_for_status()
                 times[k].append(time.perf_counter() - started)
-        peaks: tuple[list[int], list[int]] = ([], [])
+        peaks: list[list[int]] = [[] for _ in clients]
         tracemalloc.start()
         try:
             for _ in range(ALLOCATION_ROUNDS):
-                for k in (0, 1):
+                for k, client in enumerate(clients):
                     start, _ = tracemalloc.get_traced_memory()
                     tracemalloc.reset_peak()
-                    (await clients[k].get(url, headers=headers)).raise_for_status()
+                    (await client.get(url, headers=headers)).raise_for_status()
                     peaks[k].append(tracemalloc.get_traced_memory()[1] - start)
         finally:
             tracemalloc.stop()
-    return summary(rounds, *times, *peaks)
+    return summary(rounds, times, peaks)
+
+
+ORDERS: Final = ((0, 1, 2), (2, 1, 0), (1, 2, 0), (0, 2, 1), (2, 0, 1), (1, 0, 2))
+"""The orders of the bare client (0), the adapter's (1) and the peer's (2) in a round."""
 
 
 def scenario_lines(variant: str, file: Scenarios) -> Iterator[Json]:
