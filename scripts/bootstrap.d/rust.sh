@@ -8,6 +8,11 @@
 # Cargo.lock, fetched from crates.io into cargo's own cache ($CARGO_HOME/registry). xtask then
 # builds the project with `--locked --offline` in $ROOT/.cache/toolchains/rust-adapter-target.
 #
+# The same for examples/rust/ (a reqwest + reqwest-middleware SDK with the adapter; its own
+# Cargo.lock: those crates plus what reqwest's default, `json`, `form` and `query` features pull
+# in), which `cargo xtask runtime-tests --lang rust` builds `--locked --offline` too, and for the
+# runtime README's snippet, built from that lock file.
+#
 # The stamp is the hash of the manifest and the lock file: bumping a version there (and
 # regenerating Cargo.lock) fetches again. A second run checks that every locked crate's archive
 # is still in cargo's cache, without network.
@@ -43,20 +48,21 @@ rust_adapter_crates_present() {
 
 step_rust_adapter() {
   STEP="rust adapter crates"
-  local t0=$EPOCHREALTIME log="$LOGS/rust-adapter.log" action="cached"
-  local what="the Rust adapter's crates (conformance/faults/harness/rust/Cargo.lock)"
+  local t0=$EPOCHREALTIME log="$LOGS/$STAMP_NAME.log" action="cached"
+  local what="the crates of ${RUST_ADAPTER_PROJECT#"$ROOT/"}/Cargo.lock"
   [[ -f "$RUST_ADAPTER_PROJECT/Cargo.lock" ]] || die "$what" "$RUST_ADAPTER_PROJECT/Cargo.lock is missing"
   local fp
   fp="$(cat "$RUST_ADAPTER_PROJECT/Cargo.toml" "$RUST_ADAPTER_PROJECT/Cargo.lock" | sha256sum | cut -d' ' -f1)"
-  if ! stamp_ok rust-adapter "$fp" || ! rust_adapter_crates_present; then
+  if ! stamp_ok "$STAMP_NAME" "$fp" || ! rust_adapter_crates_present; then
     action="fetched"
     run_logged "$log" cargo fetch --locked --manifest-path "$RUST_ADAPTER_PROJECT/Cargo.toml" \
       || die "$what" "cargo fetch --locked failed (crates.io unreachable, or Cargo.lock out of date with Cargo.toml: run cargo update in that folder and commit the lock file)" "$log"
     rust_adapter_crates_present \
       || die "$what" "after cargo fetch, cargo's cache (${CARGO_HOME:-$HOME/.cargo}/registry/cache) lacks a locked crate" "$log"
-    stamp_write rust-adapter "$fp"
+    stamp_write "$STAMP_NAME" "$fp"
   fi
-  say "rust adapter: $(rust_adapter_crate_files | wc -l) locked crates $action ($(elapsed "$t0"))"
+  say "${RUST_ADAPTER_PROJECT#"$ROOT/"}: $(rust_adapter_crate_files | wc -l) locked crates $action ($(elapsed "$t0"))"
 }
 
-step_rust_adapter
+RUST_ADAPTER_PROJECT="$ROOT/conformance/faults/harness/rust" STAMP_NAME=rust-adapter step_rust_adapter
+RUST_ADAPTER_PROJECT="$ROOT/examples/rust" STAMP_NAME=rust-example step_rust_adapter

@@ -620,6 +620,25 @@ pub(crate) struct FinishEvent<'a> {
     pub total_delay_ms: u64,
 }
 
+impl FinishEvent<'_> {
+    /// This event with its method owned, to keep beyond the callback.
+    #[must_use]
+    pub fn into_owned(self) -> FinishEvent<'static> {
+        FinishEvent {
+            attempts: self.attempts,
+            reason: self.reason,
+            outcome: self.outcome,
+            status: self.status,
+            timed_out: self.timed_out,
+            redirects: self.redirects,
+            method: Cow::Owned(self.method.into_owned()),
+            path_template: self.path_template,
+            operation_id: self.operation_id,
+            total_delay_ms: self.total_delay_ms,
+        }
+    }
+}
+
 /// Why a request was not sent again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -134,7 +134,9 @@ impl Toolchain for Rust {
             "cargo doc (runtime)",
         )?;
         run(&mut cargo(&["test"]), "cargo test (runtime)")?;
-        adapter_tests(work)
+        adapter_tests(work)?;
+        readme_snippet(work)?;
+        example_sdk(work)
     }
 
     fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
@@ -310,6 +312,176 @@ fn adapter_tests(work: &Path) -> Result<()> {
         &mut adapter_cargo(&project, &["test"]),
         "cargo test (reqwest adapter)",
     )?;
+    Ok(())
+}
+
+// The README's installation and examples/rust/, checked by `runtime-tests`.
+
+/// The first ```toml and ```rust blocks of the "HTTP client adapter (reqwest)" section of
+/// runtime/rust/README.md, compiled as written: a crate whose `[dependencies]` are the toml
+/// block's and whose `src/sdk.rs` is the rust block, beside the module rendered from the fault
+/// matrix's spec with the adapter, offline, starting from examples/rust/Cargo.lock (the same
+/// crates). A dependency or a feature the README forgets fails this build.
+fn readme_snippet(work: &Path) -> Result<()> {
+    let readme = std::fs::read_to_string(root().join("runtime/rust/README.md"))?;
+    let section = readme
+        .split_once("## HTTP client adapter (reqwest)")
+        .context("runtime/rust/README.md has no \"HTTP client adapter (reqwest)\" section")?
+        .1;
+    let block = |fence: &str| -> Result<String> {
+        Ok(section
+            .split_once(fence)
+            .and_then(|(_, rest)| rest.split_once("```"))
+            .with_context(|| format!("no {fence} block in the README's adapter section"))?
+            .0
+            .to_string())
+    };
+    let (toml, rust) = (block("```toml\n")?, block("```rust\n")?);
+    let project = work.join("readme");
+    std::fs::create_dir_all(project.join("src"))?;
+    std::fs::write(
+        project.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"readme-snippet\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n{toml}\n[workspace]\n"
+        ),
+    )?;
+    std::fs::copy(
+        root().join("examples/rust/Cargo.lock"),
+        project.join("Cargo.lock"),
+    )?;
+    std::fs::write(
+        project.join("src/lib.rs"),
+        "//! The runtime README's installation, as an SDK crate holds it.\n\npub mod retry_policy;\npub mod sdk;\n",
+    )?;
+    std::fs::write(project.join("src/sdk.rs"), &rust)?;
+    let module = render_adapter_module(&work.join("readme-module"))?;
+    copy_module(&module, &project.join("src/retry_policy"))?;
+    run(
+        command("rustfmt")
+            .args(["--check", "--edition", "2021"])
+            .arg(project.join("src/sdk.rs")),
+        "rustfmt --check (the README's Rust snippet)",
+    )?;
+    let _guard = ADAPTER_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let mut build = command("cargo");
+    build
+        .current_dir(&project)
+        .env("CARGO_TARGET_DIR", adapter_target())
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_RUSTFLAGS")
+        // Not --locked: the lock file is examples/rust's, whose package name differs.
+        .args(["build", "--offline", "--quiet"]);
+    run(
+        &mut build,
+        "cargo build (the README's Cargo.toml and Rust snippet; `bash scripts/bootstrap-toolchains.sh` fetches examples/rust's crates)",
+    )?;
+    println!("runtime rust: the README's installation (Cargo.toml and snippet) compiles");
+    Ok(())
+}
+
+/// The scenarios examples/rust/ runs through its SDK against the fault server: each is also
+/// checked here by the server's count.
+const EXAMPLE_SCENARIOS: &[&str] = &[
+    "get-503-503-200",
+    "create-503-not-replayable",
+    "create-reset-arrives-once",
+    "kill-reset-arrives-twice",
+    "snapshot-minted-key-reset",
+    "get-body-cut-read-in-loop-retried",
+    "get-override-max-retries-0-once",
+    "get-attempt-header-counts-earlier-attempts",
+];
+
+/// examples/rust/ in a scratch copy, with the module rendered from the fault matrix's spec as
+/// its `src/retry_policy/`: rustfmt, clippy pedantic, then its tests against a real fault server
+/// (`--locked --offline`: scripts/bootstrap.d/rust.sh fetched the crates of its lock file); the
+/// server's counts must be the scenarios'.
+fn example_sdk(work: &Path) -> Result<()> {
+    let source = root().join("examples/rust");
+    let project = work.join("example");
+    std::fs::create_dir_all(project.join("src"))?;
+    std::fs::create_dir_all(project.join("tests"))?;
+    for name in ["Cargo.toml", "Cargo.lock", "clippy.toml", "src/lib.rs", "tests/scenarios.rs"] {
+        std::fs::copy(source.join(name), project.join(name))
+            .with_context(|| format!("copying examples/rust/{name}"))?;
+    }
+    let module = render_adapter_module(&work.join("example-module"))?;
+    copy_module(&module, &project.join("src/retry_policy"))?;
+    run(
+        command("rustfmt")
+            .args(["--check", "--edition", "2021"])
+            .arg(project.join("src/lib.rs"))
+            .arg(project.join("tests/scenarios.rs")),
+        "rustfmt --check (examples/rust)",
+    )?;
+    let _guard = ADAPTER_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    run(
+        adapter_cargo(&project, &["clippy", "--all-targets"]).args(["--", "-D", "warnings"]),
+        "cargo clippy --locked --offline (examples/rust, pedantic)",
+    )?;
+    let server = crate::faults::start_server()?;
+    let run_name = "rust-example";
+    let mut test = adapter_cargo(&project, &["test", "--test", "scenarios"]);
+    test.envs(server.env("http1"))
+        .env("RETRYGEN_FAULT_RUN", run_name)
+        .env("RETRYGEN_EXAMPLE_SCENARIOS", EXAMPLE_SCENARIOS.join(","));
+    let report = run(&mut test, "cargo test (examples/rust against the fault server)")?;
+    let scenarios: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(crate::faults::scenario_file())?)?;
+    let mut problems = Vec::new();
+    for id in EXAMPLE_SCENARIOS {
+        let scenario = scenarios["scenarios"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["id"] == *id))
+            .with_context(|| format!("scenario {id} is not in scenarios.json"))?;
+        let expect = &scenario["expect"];
+        let arrivals = server.arrivals(run_name, id);
+        if Some(arrivals.len() as u64) != expect["arrivals"].as_u64() {
+            problems.push(format!(
+                "{id}: {} arrivals, want {}",
+                arrivals.len(),
+                expect["arrivals"]
+            ));
+        }
+        if expect["key"] == "minted" {
+            let first = arrivals.first().map(|a| a.keys.clone()).unwrap_or_default();
+            if first.len() != 1 || arrivals.iter().any(|a| a.keys != first) {
+                problems.push(format!(
+                    "{id}: keys {:?}, want one minted key on every arrival",
+                    arrivals.iter().map(|a| &a.keys).collect::<Vec<_>>()
+                ));
+            }
+        }
+        if let (Some(name), Some(want)) = (
+            scenario["attempt_header"].as_str(),
+            expect["attempt_header_values"].as_array(),
+        ) {
+            let name = name.to_ascii_lowercase();
+            let got: Vec<serde_json::Value> = arrivals
+                .iter()
+                .map(|a| {
+                    a.headers
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                        .map_or(serde_json::Value::Null, |(_, v)| v.clone().into())
+                })
+                .collect();
+            if &got != want {
+                problems.push(format!("{id}: attempt header {got:?}, want {want:?}"));
+            }
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "examples/rust: the server's counts differ:\n  {}\n{report}",
+            problems.join("\n  ")
+        );
+    }
+    println!(
+        "runtime rust: examples/rust (a reqwest + reqwest-middleware SDK, the adapter in 3 lines, resend_count below it): {} scenarios through the SDK agree with the fault server",
+        EXAMPLE_SCENARIOS.len()
+    );
     Ok(())
 }
 
