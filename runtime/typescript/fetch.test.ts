@@ -10,8 +10,18 @@ import { runInNewContext } from "node:vm";
 import { createServer } from "node:http";
 import type { IncomingHttpHeaders, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { isCertificateError, isConnectError, retryingFetch } from "./fetch.js";
-import type { FinishEvent, RetryingFetchOptions } from "./fetch.js";
+import {
+  finishOf,
+  isCertificateError,
+  isConnectError,
+  retryingFetch,
+} from "./fetch.js";
+import type {
+  FetchRetryEvent,
+  FinishEvent,
+  RetryingFetch,
+  RetryingFetchOptions,
+} from "./fetch.js";
 import { RetryInputError, retryTables } from "./runtime.js";
 import type { OperationRow, RetryEvent, RetryPolicy } from "./runtime.js";
 
@@ -66,6 +76,10 @@ type Step =
       readonly body?: string;
       /** Announces 1000 body bytes, sends 10 of them, then nothing. */
       readonly partial?: boolean;
+      /** Announces 1000 body bytes, sends 10 of them, then closes the connection. */
+      readonly cut?: boolean;
+      /** Waits this long before answering. */
+      readonly delayMs?: number;
     }
   /** Resets the connection without a byte of response. */
   | "reset"
@@ -85,6 +99,16 @@ let origin = "";
 let closedOrigin = "";
 
 function answer(res: ServerResponse, step: Step): void {
+  if (typeof step === "object" && step.delayMs !== undefined) {
+    const { delayMs, ...now } = step;
+    setTimeout(() => answer(res, now), delayMs);
+    return;
+  }
+  if (typeof step === "object" && step.cut === true) {
+    res.writeHead(step.status, { ...step.headers, "content-length": "1000" });
+    res.write("x".repeat(10), () => res.socket?.destroy());
+    return;
+  }
   if (step === "reset") {
     res.socket?.resetAndDestroy();
   } else if (step !== "stall" && step.partial === true) {
@@ -149,13 +173,13 @@ function serve(...script: Step[]): { name: string; arrivals: Arrival[] } {
 
 /** An adapter over Node's fetch that records its events. */
 function client(options: Partial<RetryingFetchOptions> = {}): {
-  fetch: typeof fetch;
-  retries: RetryEvent[];
+  fetch: RetryingFetch<typeof fetch>;
+  retries: FetchRetryEvent[];
   finishes: FinishEvent[];
 } {
-  const retries: RetryEvent[] = [];
+  const retries: FetchRetryEvent[] = [];
   const finishes: FinishEvent[] = [];
-  const wrapped: typeof fetch = retryingFetch(fetch, {
+  const wrapped = retryingFetch(fetch, {
     tables: TABLES,
     baseUrl: `${origin}/v1`,
     onRetry: (event) => retries.push(event),
@@ -201,6 +225,9 @@ test("a retryable status is retried; the last response is returned unread", asyn
     ["retryable_status", 1],
     ["retryable_status", 2],
   ]);
+  // [docs/adapters.md P4] The attempt's status, no failure, and how long it took.
+  const duration = c.retries[0]?.attemptDurationMs;
+  assert.ok(typeof duration === "number" && duration >= 0);
   assert.deepEqual(c.retries[0], {
     attempt: 1,
     reason: "retryable_status",
@@ -208,7 +235,11 @@ test("a retryable status is retried; the last response is returned unread", asyn
     method: "GET",
     pathTemplate: "/items/{id}",
     operationId: "getItem",
+    status: 503,
+    failure: null,
+    attemptDurationMs: duration,
   });
+  assert.ok(Object.isFrozen(c.retries[0]));
   assert.deepEqual(c.finishes, [
     {
       attempts: 3,
@@ -220,6 +251,7 @@ test("a retryable status is retried; the last response is returned unread", asyn
       method: "GET",
       pathTemplate: "/items/{id}",
       operationId: "getItem",
+      totalDelayMs: 3,
     },
   ]);
   assert.ok(Object.isFrozen(c.finishes[0]));
@@ -324,6 +356,7 @@ test("connect failures are retried for any class and rethrown as fetch threw the
     method: "POST",
     pathTemplate: "/items",
     operationId: "createItem",
+    totalDelayMs: 7,
   });
 });
 
@@ -359,6 +392,7 @@ test("a reset is replayed for an idempotent request, never for a non-replayable 
     method: "POST",
     pathTemplate: "/items",
     operationId: "createItem",
+    totalDelayMs: 0,
   });
 });
 
@@ -561,6 +595,7 @@ test("URL inputs and the SDK's base URL classify the request", async () => {
     method: "POST",
     pathTemplate: null,
     operationId: null,
+    totalDelayMs: 0,
   });
 });
 
@@ -788,6 +823,7 @@ test("a throwing onRetry ends the request with one finish event", async () => {
       method: "GET",
       pathTemplate: "/items/{id}",
       operationId: "getItem",
+      totalDelayMs: 0,
     },
   ]);
 });
@@ -819,6 +855,7 @@ test("a request to another origin passes through once: no key, no budget, foreig
       method: "POST",
       pathTemplate: null,
       operationId: null,
+      totalDelayMs: 0,
     },
   ]);
   // The budget was not touched: the one retry it can pay for is still there.
@@ -1105,4 +1142,421 @@ test("connect errors of every platform, and what may have been sent", () => {
   for (const error of maybeSent) {
     assert.equal(isConnectError(error), false, String(error));
   }
+});
+
+// Issue 20: per-request control, the attempt below and above, the finish on the result, the body
+// read inside the loop (docs/adapters.md P1-P6), and the result's type.
+
+/** Node's fetch, recording the `init` of every call the adapter makes. */
+function recordingFetch(): {
+  fetch: typeof fetch;
+  inits: (RequestInit & { retryAttempt?: number; retry?: unknown })[];
+} {
+  const inits: (RequestInit & { retryAttempt?: number })[] = [];
+  const recording = (
+    input: Parameters<typeof fetch>[0],
+    init?: RequestInit,
+  ): Promise<Response> => {
+    inits.push({ ...init });
+    return fetch(input, init);
+  };
+  return { fetch: recording, inits };
+}
+
+test("P1: init.retry.maxRetries overrides the policy for one request", async () => {
+  const c = client();
+  const once = serve({ status: 503 }, { status: 200 });
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": once.name },
+    retry: { maxRetries: 0 },
+  });
+  assert.equal(response.status, 503);
+  assert.equal(once.arrivals.length, 1);
+  assert.equal(c.finishes[0]?.reason, "exhausted");
+  // A status no rule retries is `exhausted` too when no retry is left (R3 before R12).
+  const ok = serve({ status: 200 });
+  await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": ok.name },
+    retry: { maxRetries: 0 },
+  });
+  assert.equal(c.finishes[1]?.reason, "exhausted");
+  // The next request has the policy's retries again.
+  const again = serve({ status: 503 }, { status: 200 });
+  const retried = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": again.name },
+  });
+  assert.equal(retried.status, 200);
+  assert.equal(again.arrivals.length, 2);
+  // More than the policy's 3.
+  const many = serve({ status: 503 });
+  await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": many.name },
+    retry: { maxRetries: 5 },
+  });
+  assert.equal(many.arrivals.length, 6);
+});
+
+test("P1: an override out of range rejects before anything is sent", async () => {
+  const { name, arrivals } = serve({ status: 200 });
+  const c = client();
+  for (const retry of [
+    { maxRetries: -1 },
+    { maxRetries: 101 },
+    { maxRetries: 1.5 },
+    { attemptTimeoutMs: 0 },
+    { attemptTimeoutMs: 2 ** 31 },
+    { readBodyMaxBytes: -1 },
+  ]) {
+    const error = await rejection(
+      c.fetch(`${origin}/v1/items/1`, { headers: { "x-case": name }, retry }),
+    );
+    assert.ok(error instanceof RangeError, JSON.stringify(retry));
+  }
+  assert.equal(arrivals.length, 0);
+  assert.deepEqual(c.finishes, []);
+});
+
+test("P1: the overrides are not passed to the wrapped fetch; a foreign origin ignores them", async () => {
+  const { name, arrivals } = serve({ status: 503 });
+  const below = recordingFetch();
+  const c = retryingFetch(below.fetch, {
+    tables: TABLES,
+    baseUrl: `${origin}/v1`,
+    policy: { ...POLICY, maxRetries: 1 },
+  });
+  await c(`${origin}/v1/items/1`, {
+    headers: { "x-case": name },
+    retry: { maxRetries: 2 },
+  });
+  assert.equal(arrivals.length, 3);
+  assert.ok(below.inits.every((init) => !("retry" in init)));
+  const port = new URL(origin).port;
+  const foreign = serve({ status: 503 });
+  await c(`http://localhost:${port}/v1/items/1`, {
+    headers: { "x-case": foreign.name },
+    retry: { maxRetries: -1 },
+  });
+  assert.equal(foreign.arrivals.length, 1);
+});
+
+test("P1: init.retry.attemptTimeoutMs limits the attempts of one request, null lifts it", async () => {
+  const c = client();
+  const stalled = serve("stall", { status: 200, body: "ok" });
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": stalled.name },
+    retry: { attemptTimeoutMs: 100 },
+    // Without the override the stall would last: fail instead of hanging.
+    signal: AbortSignal.timeout(3000),
+  });
+  assert.equal(await response.text(), "ok");
+  assert.equal(stalled.arrivals.length, 2);
+  assert.deepEqual(reasons(c.retries), [["transport_failure", 1]]);
+  assert.equal(c.retries[0]?.failure, "transport");
+  assert.equal(c.retries[0]?.status, null);
+  assert.ok((c.retries[0]?.attemptDurationMs ?? 0) >= 99);
+
+  const limited = client({ attemptTimeoutMs: 50 });
+  const slow = serve({ status: 200, body: "slow", delayMs: 150 });
+  const lifted = await limited.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": slow.name },
+    retry: { attemptTimeoutMs: null },
+  });
+  assert.equal(await lifted.text(), "slow");
+  assert.equal(slow.arrivals.length, 1);
+});
+
+test("P2: every attempt's init carries its number for the fetch below", async () => {
+  const { name } = serve({ status: 503 }, { status: 503 }, { status: 200 });
+  const below = recordingFetch();
+  const c = retryingFetch(below.fetch, {
+    tables: TABLES,
+    baseUrl: `${origin}/v1`,
+  });
+  const response = await c(`${origin}/v1/items/1`, {
+    headers: { "x-case": name },
+  });
+  assert.equal(response.status, 200);
+  assert.deepEqual(
+    below.inits.map((init) => init.retryAttempt),
+    [1, 2, 3],
+  );
+  // A Request input without init gets it too.
+  const request = serve({ status: 200 });
+  await c(
+    new Request(`${origin}/v1/items/1`, {
+      headers: { "x-case": request.name },
+    }),
+  );
+  assert.equal(below.inits.at(-1)?.retryAttempt, 1);
+});
+
+test("P3: the attempt header counts the earlier attempts, replaces the caller's, never leaves the origin", async () => {
+  const c = client({ attemptHeader: "X-Retry-Attempt" });
+  const { name, arrivals } = serve(
+    { status: 503 },
+    { status: 503 },
+    { status: 200 },
+  );
+  await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": name, "x-retry-attempt": "7" },
+  });
+  assert.deepEqual(
+    arrivals.map((a) => a.headers["x-retry-attempt"]),
+    ["0", "1", "2"],
+  );
+  // With a Request input, beside its own headers.
+  const request = serve({ status: 503 }, { status: 200 });
+  await c.fetch(
+    new Request(`${origin}/v1/items/1`, {
+      headers: { "x-case": request.name, "x-other": "1" },
+    }),
+  );
+  assert.deepEqual(
+    request.arrivals.map((a) => [
+      a.headers["x-retry-attempt"],
+      a.headers["x-other"],
+    ]),
+    [
+      ["0", "1"],
+      ["1", "1"],
+    ],
+  );
+  const port = new URL(origin).port;
+  const foreign = serve({ status: 200 });
+  await c.fetch(`http://localhost:${port}/v1/items/1`, {
+    headers: { "x-case": foreign.name },
+  });
+  assert.equal(foreign.arrivals[0]?.headers["x-retry-attempt"], undefined);
+  // Off by default.
+  const plain = serve({ status: 200 });
+  await client().fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": plain.name },
+  });
+  assert.equal(plain.arrivals[0]?.headers["x-retry-attempt"], undefined);
+  for (const attemptHeader of ["", "x retry", "x-retry:", "é"]) {
+    assert.throws(
+      () => retryingFetch(fetch, { tables: TABLES, attemptHeader }),
+      RangeError,
+    );
+  }
+});
+
+test("P4: retry events carry the failure; the finish event the delays slept", async () => {
+  const { name } = serve("reset", { status: 503 }, { status: 200 });
+  const c = client();
+  await c.fetch(`${origin}/v1/items/1`, { headers: { "x-case": name } });
+  assert.deepEqual(
+    c.retries.map((e) => [e.status, e.failure]),
+    [
+      [null, "transport"],
+      [503, null],
+    ],
+  );
+  assert.equal(c.finishes[0]?.totalDelayMs, 1 + 2);
+  const refused = client({ baseUrl: `${closedOrigin}/v1` });
+  await rejection(refused.fetch(`${closedOrigin}/v1/items/1`));
+  assert.deepEqual(
+    refused.retries.map((e) => e.failure),
+    ["connect", "connect", "connect"],
+  );
+  assert.equal(refused.finishes[0]?.totalDelayMs, 1 + 2 + 4);
+});
+
+test("P5: finishOf gives the finish event from the response and from the error", async () => {
+  const c = client();
+  const { name } = serve({ status: 503 }, { status: 200 });
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": name },
+  });
+  assert.equal(finishOf(response), c.finishes[0]);
+  assert.equal(finishOf(response)?.attempts, 2);
+  // Nothing is added to the response itself.
+  assert.deepEqual(Object.keys(response), []);
+
+  const refused = client({ baseUrl: `${closedOrigin}/v1` });
+  const error = await rejection(refused.fetch(`${closedOrigin}/v1/items/1`));
+  assert.ok(error instanceof TypeError);
+  assert.equal(codeOf(error), "ECONNREFUSED");
+  assert.equal(finishOf(error), refused.finishes[0]);
+  assert.equal(finishOf(error)?.outcome, "connect");
+
+  const port = new URL(origin).port;
+  const foreign = serve({ status: 200 });
+  const passed = await c.fetch(`http://localhost:${port}/v1/items/1`, {
+    headers: { "x-case": foreign.name },
+  });
+  assert.equal(finishOf(passed)?.reason, "foreign_origin");
+  assert.equal(finishOf(await fetch(`${origin}/v1/none`)), undefined);
+  assert.equal(finishOf("text"), undefined);
+});
+
+test("P6: with readBodyMaxBytes a body cut on a replayable request is retried", async () => {
+  const c = client({ readBodyMaxBytes: 65536 });
+  const { name, arrivals } = serve(
+    { status: 200, cut: true },
+    { status: 200, body: "ok" },
+  );
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": name },
+  });
+  assert.equal(arrivals.length, 2);
+  assert.equal(response.status, 200);
+  assert.equal(await response.text(), "ok");
+  assert.deepEqual(reasons(c.retries), [["transport_failure", 1]]);
+  assert.deepEqual(
+    c.retries.map((e) => [e.status, e.failure]),
+    [[null, "transport"]],
+  );
+  assert.equal(finishOf(response), c.finishes[0]);
+
+  // Off (the default), the cut is the caller's.
+  const plain = client();
+  const off = serve({ status: 200, cut: true }, { status: 200, body: "ok" });
+  const cut = await plain.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": off.name },
+  });
+  await rejection(cut.text());
+  assert.equal(off.arrivals.length, 1);
+
+  // The per-request override turns it on.
+  const over = serve({ status: 200, cut: true }, { status: 200, body: "ok" });
+  const overridden = await plain.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": over.name },
+    retry: { readBodyMaxBytes: 1024 },
+  });
+  assert.equal(await overridden.text(), "ok");
+  assert.equal(over.arrivals.length, 2);
+  // ...and 0 turns it off again.
+  const zero = serve({ status: 200, cut: true }, { status: 200, body: "ok" });
+  const unread = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": zero.name },
+    retry: { readBodyMaxBytes: 0 },
+  });
+  await rejection(unread.text());
+  assert.equal(zero.arrivals.length, 1);
+});
+
+test("P6: a body cut on a non-replayable request surfaces as the transport failure", async () => {
+  const c = client({ readBodyMaxBytes: 65536 });
+  const { name, arrivals } = serve({ status: 201, cut: true }, { status: 201 });
+  const error = await rejection(
+    c.fetch(`${origin}/v1/items`, {
+      method: "POST",
+      headers: { "x-case": name },
+      body: "{}",
+    }),
+  );
+  assert.ok(error instanceof TypeError);
+  assert.equal(arrivals.length, 1);
+  assert.deepEqual(c.finishes[0], {
+    attempts: 1,
+    reason: "not_replayable",
+    outcome: "transport",
+    status: null,
+    timedOut: false,
+    redirects: 0,
+    method: "POST",
+    pathTemplate: "/items",
+    operationId: "createItem",
+    totalDelayMs: 0,
+  });
+  assert.equal(finishOf(error), c.finishes[0]);
+});
+
+test("P6: a body longer than the bound is handed over whole; event streams are not read", async () => {
+  const c = client({ readBodyMaxBytes: 10 });
+  const long = "0123456789".repeat(100);
+  const big = serve({ status: 200, body: long });
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": big.name },
+  });
+  assert.equal(await response.text(), long);
+  const small = serve({
+    status: 200,
+    body: "0123456789",
+    headers: { "content-length": "10" },
+  });
+  const exact = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": small.name },
+  });
+  assert.equal(exact.headers.get("content-length"), "10");
+  assert.equal(await exact.text(), "0123456789");
+  // An event stream is never read inside the loop: its cut is the caller's.
+  const events = serve(
+    {
+      status: 200,
+      cut: true,
+      headers: { "content-type": "text/event-stream" },
+    },
+    { status: 200, body: "ok" },
+  );
+  const stream = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": events.name },
+  });
+  await rejection(stream.text());
+  assert.equal(events.arrivals.length, 1);
+  // Nor is a discarded response: the 503 is released unread and retried.
+  const discarded = serve({ status: 503, partial: true }, { status: 200 });
+  const after = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": discarded.name },
+  });
+  assert.equal(after.status, 200);
+});
+
+test("P6: the attempt timeout covers the body read", async () => {
+  const c = client({ readBodyMaxBytes: 65536, attemptTimeoutMs: 100 });
+  const { name, arrivals } = serve(
+    { status: 200, partial: true },
+    { status: 200, body: "ok" },
+  );
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": name },
+    // Were the read not timed, the stalled body would last: fail instead of hanging.
+    signal: AbortSignal.timeout(3000),
+  });
+  assert.equal(await response.text(), "ok");
+  assert.equal(arrivals.length, 2);
+  assert.deepEqual(reasons(c.retries), [["transport_failure", 1]]);
+  assert.equal(c.finishes[0]?.attempts, 2);
+  // The timer stops once the body is read: a slow caller is not cut off.
+  const fast = serve({ status: 200, body: "fast" });
+  const read = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": fast.name },
+  });
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  assert.equal(await read.text(), "fast");
+});
+
+test("invalid readBodyMaxBytes throws when the adapter is built", () => {
+  for (const readBodyMaxBytes of [-1, 1.5, Number.NaN]) {
+    assert.throws(
+      () => retryingFetch(fetch, { tables: TABLES, readBodyMaxBytes }),
+      RangeError,
+    );
+  }
+});
+
+/** Bun's `typeof fetch`: the call signature and members of its own. */
+interface BunLikeFetch {
+  (input: string | URL | Request, init?: RequestInit): Promise<Response>;
+  preconnect(url: string | URL): void;
+}
+
+test("the result is an F: assignable to a fetch type with extra members, which it keeps", async () => {
+  const preconnected: string[] = [];
+  const bunFetch: BunLikeFetch = Object.assign(
+    (input: string | URL | Request, init?: RequestInit) => fetch(input, init),
+    { preconnect: (url: string | URL) => void preconnected.push(String(url)) },
+  );
+  // Compiled by tsc --strict: this assignment is the type test.
+  const wrapped: BunLikeFetch = retryingFetch(bunFetch, { tables: TABLES });
+  const node: typeof fetch = retryingFetch(fetch, { tables: TABLES });
+  wrapped.preconnect(origin);
+  assert.deepEqual(preconnected, [origin]);
+  const { name } = serve({ status: 200, body: "ok" });
+  const response = await wrapped(`${origin}/v1/items/1`, {
+    headers: { "x-case": name },
+  });
+  assert.equal(await response.text(), "ok");
+  assert.equal(typeof node, "function");
 });

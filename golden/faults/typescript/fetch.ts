@@ -30,6 +30,7 @@ import {
 } from "./runtime.js";
 import type {
   Classification,
+  Decision,
   DecisionReason,
   Failure,
   Outcome,
@@ -78,6 +79,51 @@ export interface FinishEvent {
   /** The operation's path as the spec writes it, or `null`. */
   readonly pathTemplate: string | null;
   readonly operationId: string | null;
+  /** The sum of the delays slept between the attempts, in milliseconds. */
+  readonly totalDelayMs: number;
+}
+
+/**
+ * What `onRetry` receives for every granted retry (frozen): the retry event
+ * of contract E1 and what the attempt that is retried gave.
+ */
+export interface FetchRetryEvent extends RetryEvent {
+  /** The attempt's status, or `null` when it failed. */
+  readonly status: number | null;
+  /** How the attempt failed (`connect` or `transport`), `null` for a status. */
+  readonly failure: Failure | null;
+  /** From sending the attempt to its response's headers or its failure (monotonic). */
+  readonly attemptDurationMs: number;
+}
+
+/**
+ * The retry overrides of one request (docs/adapters.md P1, P6), passed as
+ * `init.retry`; each one given replaces the adapter's option for this request
+ * only. A request to a foreign origin ignores them; they are not sent.
+ */
+export interface RetryOverrides {
+  /** Replaces the policy's `maxRetries`: an integer 0-100 (0 is one attempt). */
+  readonly maxRetries?: number | undefined;
+  /** Replaces `attemptTimeoutMs` (1 to 2^31-1 ms), or `null` for none. */
+  readonly attemptTimeoutMs?: number | null | undefined;
+  /** Replaces `readBodyMaxBytes`: a bound in bytes, 0 for off. */
+  readonly readBodyMaxBytes?: number | undefined;
+}
+
+/** What a caller may add to fetch's `init` for the adapter. */
+export interface RetryRequestInit {
+  readonly retry?: RetryOverrides | undefined;
+}
+
+/**
+ * What the `init` each attempt passes to the wrapped `fetch` carries besides
+ * the caller's (docs/adapters.md P2): a layer below reads it to set
+ * OpenTelemetry's `http.request.resend_count` to `retryAttempt - 1` (omitted
+ * when 0).
+ */
+export interface RetryAttemptInit {
+  /** 1 for the first send, 2 for the first retry... */
+  readonly retryAttempt: number;
 }
 
 /** How `retryingFetch` retries. Only `tables` is required. */
@@ -92,7 +138,7 @@ export interface RetryingFetchOptions {
    */
   readonly baseUrl?: string | null | undefined;
   /** Called with the retry event of every granted retry, before the wait. */
-  readonly onRetry?: ((event: RetryEvent) => void) | undefined;
+  readonly onRetry?: ((event: FetchRetryEvent) => void) | undefined;
   /** Called once per request when the adapter returns or throws. */
   readonly onFinish?: ((event: FinishEvent) => void) | undefined;
   /**
@@ -107,6 +153,23 @@ export interface RetryingFetchOptions {
    * out. Default: none.
    */
   readonly attemptTimeoutMs?: number | null | undefined;
+  /**
+   * A header every attempt carries with the number of earlier attempts of the
+   * request in decimal (`0` on the first send), replacing the caller's value;
+   * never on a request to a foreign origin. Default: none (a custom header
+   * makes browsers send a CORS preflight). It must be an HTTP token.
+   */
+  readonly attemptHeader?: string | null | undefined;
+  /**
+   * Read the body of the response about to be returned inside the loop, up to
+   * this many bytes (default 0, off), so that a body cut on a replayable
+   * request is retried: a read that fails is the attempt's `transport`
+   * failure. A body read whole is handed over from memory, a longer one as
+   * the bytes read followed by the rest of the stream (whose failures are the
+   * caller's). `text/event-stream` responses are never read. The attempt
+   * timeout then covers the read too.
+   */
+  readonly readBodyMaxBytes?: number | null | undefined;
 }
 
 /** What the adapter reads of a response; every platform's `Response` has it. */
@@ -120,11 +183,16 @@ export interface ResponseLike {
 /** Any `fetch` function: the platform's, undici's, a wrapped one. */
 export type FetchLike = (input: never, init?: never) => Promise<ResponseLike>;
 
-/** A function with the call signature of `F`: what `retryingFetch` returns. */
-export type RetryingFetch<F extends FetchLike> = (
-  input: Parameters<F>[0],
-  init?: Parameters<F>[1],
-) => ReturnType<F>;
+/**
+ * What `retryingFetch` returns: an `F` (so it is assignable wherever `F` is,
+ * such as Bun's `typeof fetch` with its `preconnect`, which the result
+ * carries over), whose `init` also takes `retry` (`RetryOverrides`).
+ */
+export type RetryingFetch<F extends FetchLike> = F &
+  ((
+    input: Parameters<F>[0],
+    init?: Parameters<F>[1] & RetryRequestInit,
+  ) => ReturnType<F>);
 
 // The little of the fetch API and its companions this file uses, typed here so that it compiles
 // with the module's options (ES2020, no DOM or Node types) and against every platform's types.
@@ -159,6 +227,8 @@ interface RequestLike {
 }
 
 interface RequestInitLike {
+  readonly retry?: RetryOverrides | undefined;
+  readonly retryAttempt?: number | undefined;
   readonly method?: string | undefined;
   readonly headers?: HeadersInitLike | undefined;
   readonly body?: unknown;
@@ -202,20 +272,23 @@ const MAX_TIMER_MS = 2147483647;
 
 /**
  * Wraps `fetch` so that each request is retried as the API's policy says
- * (docs/adapters.md). The result has `fetch`'s signature: pass it wherever
- * the SDK takes a `fetch`. Create one per client: it holds the client's retry
- * budget (contract K1-K4).
+ * (docs/adapters.md). The result has `fetch`'s signature and its other
+ * members: pass it wherever the SDK takes a `fetch`. Create one per client:
+ * it holds the client's retry budget (contract K1-K4).
  *
  * ```ts
  * import { RETRY_TABLES, retryingFetch } from "./retry/index.js";
  * const fetchWithRetries = retryingFetch(fetch, { tables: RETRY_TABLES, baseUrl });
  * ```
  *
- * A response is returned untouched and unread; a failure rethrows what
- * `fetch` threw on the last attempt (its `cause` chain kept), or the caller's
- * abort reason when the caller aborts during a wait. Throws
- * `RetryInputError` for an invalid policy and a `RangeError` for an invalid
- * `attemptTimeoutMs`.
+ * A response is returned untouched and unread (unless `readBodyMaxBytes`);
+ * a failure rethrows what `fetch` threw on the last attempt (its `cause`
+ * chain kept), or the caller's abort reason when the caller aborts during a
+ * wait. `finishOf(response)` and `finishOf(error)` give the request's finish
+ * event. Throws `RetryInputError` for an invalid policy and a `RangeError`
+ * for an invalid `attemptTimeoutMs`, `attemptHeader` or `readBodyMaxBytes`;
+ * a request whose `init.retry` is out of range rejects with a `RangeError`
+ * before anything is sent.
  */
 export function retryingFetch<F extends FetchLike>(
   fetch: F,
@@ -230,14 +303,24 @@ export function retryingFetch<F extends FetchLike>(
     policy.unknownOperationClass,
   );
   const mintKeys = options.mintIdempotencyKeys ?? true;
-  const timeoutMs = options.attemptTimeoutMs ?? null;
-  if (timeoutMs !== null && !(timeoutMs >= 1 && timeoutMs <= MAX_TIMER_MS)) {
-    throw new RangeError(
-      `attemptTimeoutMs must be a number of milliseconds in 1..${MAX_TIMER_MS}`,
-    );
+  const timeoutMs = checkTimeout(
+    options.attemptTimeoutMs ?? null,
+    "attemptTimeoutMs",
+  );
+  const attemptHeader = options.attemptHeader ?? null;
+  if (attemptHeader !== null && !isToken(attemptHeader)) {
+    throw new RangeError("attemptHeader must be an HTTP token (a field name)");
   }
+  const readBody = checkBound(
+    options.readBodyMaxBytes ?? 0,
+    "readBodyMaxBytes",
+  );
   const { onRetry, onFinish } = options;
   const send = fetch as unknown as Send;
+  // The statuses some rule of `decide` looks at: any other, with no directive, needs no decision.
+  const listed = listedStatuses(policy);
+  // The policies of `init.retry.maxRetries` overrides, made once per value.
+  const withMaxRetries = new Map<number, RetryPolicy>();
   // The client's retry budget, one cell (contract K4). Every read, decision and write of it below
   // happens with no `await` in between, so no other request of this realm can interleave: the
   // compare-and-swap of K4 always succeeds on its first try.
@@ -245,13 +328,51 @@ export function retryingFetch<F extends FetchLike>(
 
   const retrying = async (
     input: unknown,
-    init?: RequestInitLike,
+    callerInit?: RequestInitLike,
   ): Promise<ResponseLike> => {
+    let init = callerInit;
+    let overrides: RetryOverrides | undefined;
+    if (init?.retry !== undefined) {
+      // The overrides are the adapter's: the wrapped fetch does not get them.
+      const { retry, ...rest } = init;
+      overrides = retry;
+      init = rest;
+    }
     const request = asRequest(input);
     const method = init?.method ?? request?.method ?? "GET";
     const url = request !== null ? request.url : String(input);
     if (baseUrl !== null && !inScope(baseUrl, url)) {
-      return foreign(send, input, init, method, onFinish);
+      return foreign(send, input, init, request, method, onFinish);
+    }
+    // [docs/adapters.md P1, P6] Checked before anything is sent.
+    let requestPolicy = policy;
+    let attemptTimeoutMs = timeoutMs;
+    let readBound = readBody;
+    if (overrides !== undefined && overrides !== null) {
+      const { maxRetries, attemptTimeoutMs: timeout } = overrides;
+      if (maxRetries !== undefined && maxRetries !== policy.maxRetries) {
+        if (!(Number.isInteger(maxRetries) && maxRetries >= 0)) {
+          throw new RangeError("retry.maxRetries must be an integer 0-100");
+        }
+        if (maxRetries > 100) {
+          throw new RangeError("retry.maxRetries must be an integer 0-100");
+        }
+        let overridden = withMaxRetries.get(maxRetries);
+        if (overridden === undefined) {
+          overridden = frozenPolicy({ ...policy, maxRetries });
+          withMaxRetries.set(maxRetries, overridden);
+        }
+        requestPolicy = overridden;
+      }
+      if (timeout !== undefined) {
+        attemptTimeoutMs = checkTimeout(timeout, "retry.attemptTimeoutMs");
+      }
+      if (overrides.readBodyMaxBytes !== undefined) {
+        readBound = checkBound(
+          overrides.readBodyMaxBytes,
+          "retry.readBodyMaxBytes",
+        );
+      }
     }
     let classified: Classification;
     try {
@@ -294,11 +415,15 @@ export function retryingFetch<F extends FetchLike>(
     }
     const signal =
       init?.signal !== undefined ? init.signal : (request?.signal ?? null);
+    const { maxRetries } = requestPolicy;
+    const noRetry = replayClass === "no_retry";
 
     const start = host.performance.now();
+    let sentAt = start;
     let attempts = 0;
     let retriesUsed = 0;
     let previousDelayMs = 0;
+    let totalDelayMs = 0;
     let released = 0;
     let redirects = 0;
     const finish = (
@@ -306,29 +431,38 @@ export function retryingFetch<F extends FetchLike>(
       outcome: FinishOutcome,
       status: number | null,
       timedOut: boolean,
+      result: unknown,
     ): void => {
-      onFinish?.(
-        Object.freeze({
-          attempts,
-          reason,
-          outcome,
-          status,
-          timedOut,
-          redirects,
-          method: operation?.method ?? asciiUpperCase(method),
-          pathTemplate: operation?.path ?? null,
-          operationId: operation?.operationId ?? null,
-        }),
-      );
+      const event: FinishEvent = Object.freeze({
+        attempts,
+        reason,
+        outcome,
+        status,
+        timedOut,
+        redirects,
+        method: operation?.method ?? asciiUpperCase(method),
+        pathTemplate: operation?.path ?? null,
+        operationId: operation?.operationId ?? null,
+        totalDelayMs,
+      });
+      remember(result, event);
+      onFinish?.(event);
     };
 
     for (;;) {
       attempts += 1;
       const attemptInput =
         cloneRequest && request !== null ? request.clone() : input;
-      const attemptInit = guarded(request, init);
+      const attemptInit = initOf(
+        request,
+        init,
+        attempts,
+        attemptHeader === null
+          ? null
+          : [attemptHeader, init?.headers ?? request?.headers],
+      );
       let sent: Attempt;
-      if (timeoutMs === null) {
+      if (attemptTimeoutMs === null) {
         try {
           const response = await send(attemptInput, attemptInit);
           sent = {
@@ -336,9 +470,17 @@ export function retryingFetch<F extends FetchLike>(
             error: undefined,
             timedOut: false,
             unfollow: null,
+            stop: null,
+            read: readBound > 0 && readable(response),
           };
         } catch (error) {
-          sent = { response: null, error, timedOut: false, unfollow: null };
+          sent = {
+            response: null,
+            error,
+            timedOut: false,
+            unfollow: null,
+            stop: null,
+          };
         }
       } else {
         sent = await sendWithTimeout(
@@ -346,98 +488,273 @@ export function retryingFetch<F extends FetchLike>(
           attemptInput,
           attemptInit,
           signal,
-          timeoutMs,
+          attemptTimeoutMs,
+          readBound,
         );
       }
-      const { response } = sent;
+      const now = host.performance.now();
+      let { response } = sent;
       let timedOut = sent.timedOut;
-      let outcome: Outcome;
       if (response?.redirected === true) {
         redirects += 1;
       }
       if (response === null && !isExchangeFailure(sent.error)) {
         // Not the exchange failing (a URL fetch cannot parse, a bad option): propagated at once,
         // as fetch alone throws it.
-        finish("not_replayable", "transport", null, false);
+        finish("not_replayable", "transport", null, false, sent.error);
         throw sent.error;
       }
+      let outcome: Outcome;
+      let decision: Decision | undefined;
       if (response !== null) {
-        if (!isStatus(response.status)) {
+        const status = response.status;
+        if (!isStatus(status)) {
           // An opaque response (status 0: `no-cors`, a manual redirect in a browser) cannot be
           // judged: returned as is.
-          finish("status_not_retryable", "status", response.status, false);
+          release(sent, false);
+          finish("status_not_retryable", "status", status, false, response);
           return response;
         }
-        outcome = new StatusOutcome(response, policy);
+        const statusOutcome = new StatusOutcome(response, policy);
+        outcome = statusOutcome;
+        if (
+          listed[status] === 0 &&
+          statusOutcome.directive === null &&
+          !noRetry &&
+          retriesUsed < maxRetries
+        ) {
+          decision = NOT_RETRYABLE;
+        }
       } else {
         const failure = failureOf(sent.error, signal, timedOut);
         timedOut =
           failure === "transport" && (timedOut || isClientTimeout(sent.error));
         outcome = FAILURE_OUTCOMES[failure];
       }
-      // Contract K4: decide with the tokens read, store what the decision leaves only when the
-      // retry happens (a retry refused for the body takes nothing).
-      const decision = decide(policy, {
-        replayClass,
-        hasIdempotencyKey: hasKey,
-        outcome,
-        retriesUsed,
-        elapsedMs: Math.floor(host.performance.now() - start),
-        previousDelayMs,
-        nowMs: Date.now(),
-        random: Math.random(),
-        budgetTokens: tokens,
-        timedOut,
-      });
+      const ask = (): Decision =>
+        // Contract K4: decide with the tokens read, store what the decision leaves only when the
+        // retry happens (a retry refused for the body takes nothing).
+        decide(requestPolicy, {
+          replayClass,
+          hasIdempotencyKey: hasKey,
+          outcome,
+          retriesUsed,
+          elapsedMs: Math.floor(host.performance.now() - start),
+          previousDelayMs,
+          nowMs: Date.now(),
+          random: Math.random(),
+          budgetTokens: tokens,
+          timedOut,
+        });
+      if (decision === undefined) {
+        decision = ask();
+      }
+      if (response !== null && sent.read && !(decision.retry && replayable)) {
+        // [docs/adapters.md P6] The response to return: its body is read here, and a read that
+        // fails is this attempt's transport failure, decided like any other.
+        const error = await readPrefix(response, readBound);
+        const fired = sent.stop?.() ?? false;
+        if (error !== undefined || fired) {
+          discard(response);
+          const failure = failureOf(error, signal, fired);
+          const cause =
+            error ??
+            new host.DOMException(
+              `the attempt timed out after ${attemptTimeoutMs ?? 0} ms`,
+              "TimeoutError",
+            );
+          sent = {
+            response: null,
+            error: cause,
+            timedOut: fired,
+            unfollow: sent.unfollow,
+            stop: null,
+          };
+          response = null;
+          timedOut =
+            failure === "transport" && (fired || isClientTimeout(error));
+          outcome = FAILURE_OUTCOMES[failure];
+          decision = ask();
+        }
+      }
       if (decision.retry && replayable) {
         const after = decision.budgetTokens ?? tokens;
         released = tokens - after;
         tokens = after;
         try {
-          onRetry?.(retryEvent(method, operation, retriesUsed, decision));
+          onRetry?.(
+            Object.freeze({
+              ...retryEvent(method, operation, retriesUsed, decision),
+              status: response === null ? null : response.status,
+              failure: outcome.kind === "status" ? null : outcome.kind,
+              attemptDurationMs: Math.floor(now - sentAt),
+            }),
+          );
         } catch (error) {
           // A throwing callback ends the request: the budget stays as decided, the attempt's
           // response is released, the finish event still comes (once), no attempt follows.
-          release(sent);
+          release(sent, true);
           finish(
             decision.reason,
             outcome.kind,
             response === null ? null : response.status,
             timedOut,
+            error,
           );
           throw error;
         }
-        release(sent);
+        release(sent, true);
+        const asleep = host.performance.now();
         try {
           await sleep(decision.delayMs, signal);
         } catch (reason) {
-          finish("aborted", "aborted", null, false);
+          totalDelayMs += Math.min(
+            Math.floor(host.performance.now() - asleep),
+            decision.delayMs,
+          );
+          finish("aborted", "aborted", null, false, reason);
           throw reason;
         }
+        totalDelayMs += decision.delayMs;
         retriesUsed += 1;
         previousDelayMs = decision.delayMs;
+        sentAt = host.performance.now();
         continue;
       }
       const reason = decision.retry ? "body_not_replayable" : decision.reason;
       if (response === null) {
-        finish(reason, outcome.kind, null, timedOut);
+        release(sent, true);
+        finish(reason, outcome.kind, null, timedOut, sent.error);
         throw sent.error;
       }
+      release(sent, false);
       if (response.status < 400 && tokens < policy.budgetCapacity) {
         // Contract K3: the cost of the last granted retry comes back (or the refund). A full
         // budget (or a disabled one) stays as it is.
         tokens = budgetRecordSuccess(policy, tokens, released);
       }
       try {
-        finish(reason, "status", response.status, false);
+        finish(reason, "status", response.status, false, response);
       } catch (error) {
-        release(sent);
+        discard(response);
         throw error;
       }
       return response;
     }
   };
+  carryOver(fetch, retrying);
   return retrying as unknown as RetryingFetch<F>;
+}
+
+/**
+ * The finish event of the request that returned `response` or threw `error`
+ * (docs/adapters.md P5), equal to the one `onFinish` got; `undefined` for
+ * anything no `retryingFetch` returned or threw (and for a thrown value that
+ * is not an object, such as a string abort reason). Kept in a `WeakMap`:
+ * nothing is added to the response or the error.
+ */
+export function finishOf(result: unknown): FinishEvent | undefined {
+  return typeof result === "object" && result !== null
+    ? FINISHES.get(result)
+    : undefined;
+}
+
+const FINISHES = new WeakMap<object, FinishEvent>();
+
+function remember(result: unknown, event: FinishEvent): void {
+  if (typeof result === "object" && result !== null) {
+    FINISHES.set(result, event);
+  }
+}
+
+/** The decision `decide` takes for a status no rule looks at: no retry, nothing to record. */
+const NOT_RETRYABLE: Decision = Object.freeze({
+  retry: false,
+  delayMs: 0,
+  reason: "status_not_retryable",
+  budgetTokens: null,
+});
+
+/**
+ * 1 for each status one of the policy's lists holds (rules R7-R11 look at
+ * them), 0 for the others: a status outcome of a status marked 0, with no
+ * directive, a class other than `no_retry` and retries left is
+ * `status_not_retryable` by R12 (R13-R18 follow only a granted reason), so
+ * the adapter returns it without building a decision input.
+ */
+function listedStatuses(policy: RetryPolicy): Uint8Array {
+  const listed = new Uint8Array(600);
+  for (const list of [
+    policy.retryableStatuses,
+    policy.rejectedStatuses,
+    policy.keyInFlightStatuses,
+    policy.keyReusedStatuses,
+    policy.retryOnlyWithServerDelay,
+  ]) {
+    for (const status of list) {
+      if (status >= 0 && status < 600) {
+        listed[status] = 1;
+      }
+    }
+  }
+  return listed;
+}
+
+/**
+ * Gives `wrapper` the own members of `fetch` it lacks (Bun's
+ * `fetch.preconnect`...), so that it is a drop-in `typeof fetch`.
+ */
+function carryOver(fetch: object, wrapper: object): void {
+  for (const key of Reflect.ownKeys(fetch)) {
+    if (
+      key === "prototype" ||
+      key === "arguments" ||
+      key === "caller" ||
+      Object.prototype.hasOwnProperty.call(wrapper, key)
+    ) {
+      continue;
+    }
+    const descriptor = Object.getOwnPropertyDescriptor(fetch, key);
+    if (descriptor !== undefined) {
+      Object.defineProperty(wrapper, key, descriptor);
+    }
+  }
+}
+
+/** `ms` when it is `null` or a timer every platform honours, else a `RangeError`. */
+function checkTimeout(ms: number | null, name: string): number | null {
+  if (ms !== null && !(ms >= 1 && ms <= MAX_TIMER_MS)) {
+    throw new RangeError(
+      `${name} must be a number of milliseconds in 1..${MAX_TIMER_MS}`,
+    );
+  }
+  return ms;
+}
+
+/** `bytes` when it is a whole number of bytes (0 for off), else a `RangeError`. */
+function checkBound(bytes: number, name: string): number {
+  if (!(Number.isSafeInteger(bytes) && bytes >= 0)) {
+    throw new RangeError(`${name} must be a whole number of bytes (0 is off)`);
+  }
+  return bytes;
+}
+
+/** Whether `name` is an HTTP token (RFC 9110, section 5.6.2), as a field name must be. */
+function isToken(name: string): boolean {
+  if (name.length === 0) {
+    return false;
+  }
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    const alphanumeric =
+      (c >= 0x30 && c <= 0x39) ||
+      (c >= 0x41 && c <= 0x5a) ||
+      (c >= 0x61 && c <= 0x7a);
+    if (!alphanumeric && "!#$%&'*+-.^_`|~".indexOf(name[i] ?? "") < 0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 /** What one attempt ended with. */
@@ -450,32 +767,48 @@ interface Attempt {
   readonly timedOut: boolean;
   /** Stops following the caller's signal (an attempt with a timeout). */
   readonly unfollow: (() => void) | null;
+  /**
+   * Stops the attempt timeout kept running over the body read (P6); says
+   * whether it fired meanwhile. `null` when no timer runs.
+   */
+  readonly stop: (() => boolean) | null;
+  /** The response's body is to be read inside the loop if it is returned (P6). */
+  readonly read?: boolean;
 }
 
-/** Discards an attempt: cancels its response's body, lets go of the caller's signal. */
-function release(attempt: Attempt): void {
-  if (attempt.response !== null) {
-    discard(attempt.response);
+/**
+ * Lets go of an attempt: stops its timer, lets go of the caller's signal, and
+ * cancels its response's body when `discarded`.
+ */
+function release(attempt: Attempt, discarded: boolean): void {
+  attempt.stop?.();
+  if (discarded) {
+    if (attempt.response !== null) {
+      discard(attempt.response);
+    }
+    attempt.unfollow?.();
   }
-  attempt.unfollow?.();
 }
 
 /**
  * One attempt with a signal of its own, aborted by the caller's signal or
- * when the timeout expires before the response's headers arrive. The response
- * keeps following the caller's signal: aborting it still cancels the body.
+ * when the timeout expires before the response's headers arrive (or, for a
+ * body read inside the loop, before the read ends). The response keeps
+ * following the caller's signal: aborting it still cancels the body.
  */
 async function sendWithTimeout(
   send: Send,
   input: unknown,
-  init: RequestInitLike | undefined,
+  init: RequestInitLike,
   caller: AbortSignalLike | null,
   timeoutMs: number,
+  readBound: number,
 ): Promise<Attempt> {
   const own = new host.AbortController();
   const [signal, unfollow, weak] =
     caller === null ? [own.signal, null, false] : follow(caller, own);
   let timedOut = false;
+  let keep = false;
   const timer = host.setTimeout(() => {
     timedOut = true;
     own.abort(
@@ -487,16 +820,104 @@ async function sendWithTimeout(
   }, timeoutMs);
   try {
     const response = await send(input, { ...init, signal });
+    keep = readBound > 0 && readable(response);
     if (!weak) {
       unfollow?.();
     }
-    return { response, error: undefined, timedOut: false, unfollow };
+    const stop = keep
+      ? (): boolean => {
+          host.clearTimeout(timer);
+          return timedOut;
+        }
+      : null;
+    return {
+      response,
+      error: undefined,
+      timedOut: false,
+      unfollow,
+      stop,
+      read: keep,
+    };
   } catch (error) {
     unfollow?.();
-    return { response: null, error, timedOut, unfollow: null };
+    return { response: null, error, timedOut, unfollow: null, stop: null };
   } finally {
-    host.clearTimeout(timer);
+    if (!keep) {
+      host.clearTimeout(timer);
+    }
   }
+}
+
+/** A response whose body P6 reads: one with a body that is not an event stream. */
+interface Cloneable extends ResponseLike {
+  clone(): {
+    readonly body: {
+      getReader(): {
+        read(): Promise<{
+          readonly done: boolean;
+          readonly value?: { readonly byteLength: number };
+        }>;
+        cancel(reason?: unknown): Promise<void>;
+      };
+    } | null;
+  };
+}
+
+/**
+ * Whether the body of `response` may be read inside the loop (P6): it has a
+ * body, is no event stream (which does not end) and can be cloned.
+ */
+function readable(response: ResponseLike): boolean {
+  if (
+    response.body === null ||
+    typeof (response as Partial<Cloneable>).clone !== "function"
+  ) {
+    return false;
+  }
+  const type = response.headers.get("content-type");
+  if (type === null) {
+    return true;
+  }
+  const media = type.split(";")[0] ?? "";
+  return media.trim().toLowerCase() !== "text/event-stream";
+}
+
+/**
+ * Reads the body of `response` up to `bound` bytes through a clone, so that
+ * the response itself keeps its body (its stream's branch holds every chunk
+ * read, the rest follows from the network): the response stays the one
+ * `fetch` returned, status, headers and `url` untouched. Returns what the read
+ * failed with, or `undefined` (read whole, or longer than the bound).
+ */
+async function readPrefix(
+  response: ResponseLike,
+  bound: number,
+): Promise<unknown> {
+  let reader;
+  try {
+    const body = (response as Cloneable).clone().body;
+    if (body === null) {
+      return undefined;
+    }
+    reader = body.getReader();
+  } catch (error) {
+    return error;
+  }
+  let size = 0;
+  try {
+    while (size <= bound) {
+      const { done, value } = await reader.read();
+      if (done) {
+        return undefined;
+      }
+      size += value?.byteLength ?? 0;
+    }
+  } catch (error) {
+    return error;
+  }
+  // Longer than the bound: the clone lets go; the caller reads the rest from the response.
+  reader.cancel().catch(ignore);
+  return undefined;
 }
 
 /**
@@ -567,13 +988,15 @@ const links =
 
 /**
  * A request to another origin than the base URL's (docs/adapters.md, rule 0):
- * sent once as the caller wrote it, no key, no budget, no retry event; one
- * finish event with reason `foreign_origin`.
+ * sent once as the caller wrote it, no key, no budget, no override, no
+ * attempt header, no retry event; one finish event with reason
+ * `foreign_origin`.
  */
 async function foreign(
   send: Send,
   input: unknown,
   init: RequestInitLike | undefined,
+  request: RequestLike | null,
   method: string,
   onFinish: ((event: FinishEvent) => void) | undefined,
 ): Promise<ResponseLike> {
@@ -582,8 +1005,9 @@ async function foreign(
     status: number | null,
     redirects: number,
     timedOut: boolean,
-  ): FinishEvent =>
-    Object.freeze({
+    result: unknown,
+  ): FinishEvent => {
+    const finished: FinishEvent = Object.freeze({
       attempts: 1,
       reason: "foreign_origin",
       outcome,
@@ -593,35 +1017,37 @@ async function foreign(
       method: asciiUpperCase(method),
       pathTemplate: null,
       operationId: null,
+      totalDelayMs: 0,
     });
+    remember(result, finished);
+    return finished;
+  };
   let response: ResponseLike;
   try {
-    response = await send(input, guarded(asRequest(input), init));
+    response = await send(input, initOf(request, init, 1, null));
   } catch (error) {
     const signal =
-      init?.signal !== undefined
-        ? init.signal
-        : (asRequest(input)?.signal ?? null);
+      init?.signal !== undefined ? init.signal : (request?.signal ?? null);
     const failure = failureOf(error, signal, false);
-    onFinish?.(
-      event(
-        failure,
-        null,
-        0,
-        failure === "transport" && isClientTimeout(error),
-      ),
+    const finished = event(
+      failure,
+      null,
+      0,
+      failure === "transport" && isClientTimeout(error),
+      error,
     );
+    onFinish?.(finished);
     throw error;
   }
   try {
-    onFinish?.(
-      event(
-        "status",
-        response.status,
-        response.redirected === true ? 1 : 0,
-        false,
-      ),
+    const finished = event(
+      "status",
+      response.status,
+      response.redirected === true ? 1 : 0,
+      false,
+      response,
     );
+    onFinish?.(finished);
   } catch (error) {
     discard(response);
     throw error;
@@ -630,27 +1056,43 @@ async function foreign(
 }
 
 /**
- * `init` with a fresh `ResendGuard` as undici's `dispatcher`, for one attempt
- * (docs/adapters.md, "What the client must not do below the adapter"). The
- * guard wraps the caller's `init.dispatcher`, else undici's global one. A
- * `Request` input without `init.dispatcher` is sent as it is: it may carry a
- * dispatcher of its own the adapter cannot see, and overriding it would send
- * the request elsewhere (another proxy, another CA). Fetches other than
- * undici's ignore the option.
+ * The `init` of one attempt: the caller's, with the attempt's number
+ * (`retryAttempt`, P2), the attempt header when `header` names one (P3), and
+ * a fresh `ResendGuard` as undici's `dispatcher` (docs/adapters.md, "What the
+ * client must not do below the adapter"). The guard wraps the caller's
+ * `init.dispatcher`, else undici's global one. A `Request` input without
+ * `init.dispatcher` keeps its own: it may carry a dispatcher the adapter
+ * cannot see, and overriding it would send the request elsewhere (another
+ * proxy, another CA). Fetches other than undici's ignore the option.
  */
-function guarded(
+function initOf(
   request: RequestLike | null,
   init: RequestInitLike | undefined,
-): RequestInitLike | undefined {
+  attempt: number,
+  header: readonly [string, HeadersInitLike | undefined] | null,
+): RequestInitLike {
   const own = init?.dispatcher;
-  if (own === undefined) {
-    if (request !== null) {
-      return init;
-    }
-  } else if (!isDispatcher(own)) {
-    return init;
+  const guard =
+    own === undefined
+      ? request === null
+        ? new ResendGuard(undefined)
+        : undefined
+      : isDispatcher(own)
+        ? new ResendGuard(own)
+        : undefined;
+  const out: {
+    -readonly [K in keyof RequestInitLike]: RequestInitLike[K];
+  } =
+    guard === undefined
+      ? { ...init, retryAttempt: attempt }
+      : { ...init, retryAttempt: attempt, dispatcher: guard };
+  if (header !== null) {
+    // A header object of this attempt's own, with the number of earlier attempts.
+    const headers = new host.Headers(header[1]);
+    headers.set(header[0], String(attempt - 1));
+    out.headers = headers;
   }
-  return { ...init, dispatcher: new ResendGuard(own) };
+  return out;
 }
 
 /** The little of undici's `Dispatcher` (its API version 1) the guard uses. */

@@ -15,7 +15,10 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { Agent, H2CClient } from "undici";
 import { RETRY_TABLES, retryingFetch } from "./index.js";
-import type { FinishEvent, RetryEvent } from "./index.js";
+import type { FinishEvent, RetryingFetch, RetryEvent } from "./index.js";
+// Not re-exported by index.ts (templates/typescript/tables.j2) yet.
+import { finishOf } from "./fetch.js";
+import type { RetryOverrides } from "./fetch.js";
 
 interface Scenario {
   readonly id: string;
@@ -39,6 +42,15 @@ interface Scenario {
   readonly warm?: boolean;
   readonly warm_close?: boolean;
   readonly warm_pause_ms?: number;
+  /** Retry overrides the request carries (`init.retry`, docs/adapters.md P1). */
+  readonly overrides?: {
+    readonly max_retries?: number;
+    readonly attempt_timeout_ms?: number;
+    readonly read_body_max_bytes?: number;
+  };
+  /** The client's attempt header (P3) and body read bound (P6). */
+  readonly attempt_header?: string;
+  readonly read_body_max_bytes?: number;
 }
 
 interface SoakPlan {
@@ -126,6 +138,7 @@ function finishLine(e: FinishEvent): Record<string, unknown> {
     method: e.method,
     path_template: e.pathTemplate,
     operation_id: e.operationId,
+    total_delay_ms: e.totalDelayMs,
   };
 }
 
@@ -153,8 +166,10 @@ function recording(
   base: string,
   attemptTimeoutMs: number | undefined,
   mintKeys: boolean,
+  attemptHeader?: string,
+  readBodyMaxBytes?: number,
 ): {
-  client: typeof fetch;
+  client: RetryingFetch<typeof fetch>;
   events: RetryEvent[];
   finishes: FinishEvent[];
 } {
@@ -167,6 +182,8 @@ function recording(
     onFinish: (event) => finishes.push(event),
     attemptTimeoutMs,
     mintIdempotencyKeys: mintKeys,
+    attemptHeader,
+    readBodyMaxBytes,
   });
   return { client, events, finishes };
 }
@@ -200,10 +217,22 @@ async function request(
   events.length = 0;
   finishes.length = 0;
   const faultHeaders = { "x-fault-run": run, "x-fault-scenario": s.id };
-  const init: RequestInit & { duplex?: "half" } = {
+  const init: RequestInit & { duplex?: "half"; retry?: RetryOverrides } = {
     method: s.method,
     headers: { ...s.headers, ...faultHeaders },
   };
+  if (s.overrides !== undefined) {
+    const o = s.overrides;
+    init.retry = {
+      ...(o.max_retries !== undefined && { maxRetries: o.max_retries }),
+      ...(o.attempt_timeout_ms !== undefined && {
+        attemptTimeoutMs: o.attempt_timeout_ms,
+      }),
+      ...(o.read_body_max_bytes !== undefined && {
+        readBodyMaxBytes: o.read_body_max_bytes,
+      }),
+    };
+  }
   if (s.body?.kind === "bytes") {
     init.body = s.body.text;
   } else if (s.body?.kind === "stream") {
@@ -223,8 +252,10 @@ async function request(
   let bodyError = false;
   let failed = false;
   let errorType: string | null = null;
+  let fromResult: FinishEvent | undefined;
   try {
     const response = await client(url, withDispatcher(init));
+    fromResult = finishOf(response);
     status = response.status;
     try {
       body = await response.text();
@@ -234,6 +265,7 @@ async function request(
   } catch (error) {
     failed = true;
     errorType = typeName(error);
+    fromResult = finishOf(error);
   }
   const elapsedMs = Math.round(performance.now() - started);
   clearTimeout(abort);
@@ -254,6 +286,9 @@ async function request(
     body_error: bodyError,
     events: events.map(retryLine),
     finish: last === null ? null : finishLine(last),
+    ...(fromResult !== undefined && {
+      finish_from_result: finishLine(fromResult),
+    }),
     finishes: finishes.length,
     reported_arrivals: finishes.reduce(
       (sum, f) => sum + f.attempts + f.redirects,
@@ -280,7 +315,13 @@ async function scenario(s: Scenario, basePath: string): Promise<void> {
     kind === "other_origin"
       ? `${target("other_origin")}${basePath}${s.path}`
       : `${base}${s.path}`;
-  const recorder = recording(base, s.attempt_timeout_ms, s.mint_keys ?? true);
+  const recorder = recording(
+    base,
+    s.attempt_timeout_ms,
+    s.mint_keys ?? true,
+    s.attempt_header,
+    s.read_body_max_bytes,
+  );
   if (s.warm === true) {
     await warmUp(
       recorder.client,
