@@ -354,13 +354,13 @@ func TestDecideExamples(t *testing.T) {
 		want    Decision
 	}{
 		{ClassNonReplayable, false, StatusOutcome(503, "", ""), 0, Decision{Reason: ReasonNotReplayable}},
-		{ClassNonReplayable, false, StatusOutcome(429, "", ""), 0, Decision{Retry: true, DelayMs: 250, Reason: ReasonRejectedStatus}},
+		{ClassNonReplayable, false, StatusOutcome(429, "", ""), 0, Decision{Retry: true, DelayMs: 250, Reason: ReasonRejectedStatus, Throttled: true}},
 		{ClassNonReplayable, false, FailedOutcome(FailureConnect), 2, Decision{Retry: true, DelayMs: 1000, Reason: ReasonConnectFailure}},
 		{ClassNonReplayable, false, FailedOutcome(FailureTransport), 0, Decision{Reason: ReasonNotReplayable}},
 		{ClassKeyed, true, FailedOutcome(FailureTransport), 0, Decision{Retry: true, DelayMs: 250, Reason: ReasonTransportFailure}},
 		{ClassKeyed, false, StatusOutcome(502, "", ""), 0, Decision{Reason: ReasonNotReplayable}},
 		{ClassIdempotent, false, StatusOutcome(503, "7", ""), 1, Decision{Retry: true, DelayMs: 7000, Reason: ReasonRetryableStatus}},
-		{ClassIdempotent, false, StatusOutcome(503, "120", ""), 0, Decision{Reason: ReasonRetryAfterOverCap}},
+		{ClassIdempotent, false, StatusOutcome(503, "120", ""), 0, Decision{Reason: ReasonRetryAfterOverCap, ServerDelayMs: 120000}},
 		{ClassIdempotent, false, StatusOutcome(500, "", ""), 3, Decision{Reason: ReasonExhausted}},
 		{ClassIdempotent, false, StatusOutcome(404, "", ""), 0, Decision{Reason: ReasonStatusNotRetryable}},
 		{ClassNoRetry, false, FailedOutcome(FailureConnect), 0, Decision{Reason: ReasonNoRetryOperation}},
@@ -409,7 +409,7 @@ func TestDecideV2Examples(t *testing.T) {
 		{p, Input{Class: ClassKeyed, HasIdempotencyKey: true, Outcome: said(409, "")}, Decision{Retry: true, DelayMs: 250, Reason: ReasonKeyInFlight}},
 		{p, Input{Class: ClassKeyed, HasIdempotencyKey: true, Outcome: said(422, "true")}, Decision{Reason: ReasonKeyReused}},
 		{p, Input{Class: ClassKeyed, Outcome: said(409, "")}, Decision{Reason: ReasonStatusNotRetryable}},
-		{p, Input{Class: ClassIdempotent, Outcome: StatusOutcome(503, "120", "")}, Decision{Reason: ReasonRetryAfterOverCap}},
+		{p, Input{Class: ClassIdempotent, Outcome: StatusOutcome(503, "120", "")}, Decision{Reason: ReasonRetryAfterOverCap, ServerDelayMs: 120000}},
 		{clamp, Input{Class: ClassIdempotent, Outcome: StatusOutcome(503, "120", "")}, Decision{Retry: true, DelayMs: 60000, Reason: ReasonRetryableStatus}},
 		{clamp, Input{Class: ClassIdempotent, Outcome: StatusOutcome(503, "", "99999999999999999")}, Decision{Retry: true, DelayMs: 60000, Reason: ReasonRetryableStatus}},
 	} {

@@ -1,8 +1,9 @@
 // Command harness runs the conformance cases of conformance/README.md against the generated Go
 // package (operations.go and runtime.go), which the build places in the retrypolicy folder of
-// this module. It reads the contract v2 lines (D, C, I, D2, K, C2, L, H, E, T2) and N, answered
-// from the safe list's entries without an idempotency header (the non_replayable operations);
-// the v1 table dump T is retired (its v2 form is T2).
+// this module. It reads the contract v2 lines (D, C, I, D2, K, C2, L, H, E, O, T2) and N,
+// answered from the safe list's entries without an idempotency header (the non_replayable
+// operations), and the contract v3 draft's lines (D3, K3, HP, Q, SE, F: conformance/README.md,
+// "Contract v3 lines"); the v1 table dump T is retired (its v2 form is T2).
 package main
 
 import (
@@ -48,15 +49,17 @@ func main() {
 	}
 }
 
-// fieldCounts is the number of fields of each line kind; H lines have 3 plus two per header.
-var fieldCounts = map[string]int{"D": 22, "C": 4, "I": 3, "T2": 1, "D2": 35, "K": 7, "C2": 6, "L": 4, "E": 8, "H": 3, "O": 4}
+// fieldCounts is the number of fields of each line kind; H lines have 3 plus two per header,
+// HP lines 2 plus two per header.
+var fieldCounts = map[string]int{"D": 22, "C": 4, "I": 3, "T2": 1, "D2": 35, "K": 7, "C2": 6, "L": 4, "E": 8, "H": 3, "O": 4,
+	"D3": 46, "K3": 28, "HP": 2, "Q": 5, "SE": 3, "F": 4}
 
 func runCase(out *bufio.Writer, f []string) error {
 	want, known := fieldCounts[f[0]]
 	if !known {
 		return fmt.Errorf("unknown case kind %q", f[0])
 	}
-	if f[0] == "H" && len(f) >= want && (len(f)-want)%2 == 0 {
+	if (f[0] == "H" || f[0] == "HP") && len(f) >= want && (len(f)-want)%2 == 0 {
 		want = len(f)
 	}
 	if len(f) != want {
@@ -92,6 +95,18 @@ func runCase(out *bufio.Writer, f []string) error {
 		err = event(out, name, f)
 	case "O":
 		err = origin(out, name, f[2], f[3])
+	case "D3":
+		err = decideV3(out, name, f)
+	case "K3":
+		err = budgetV3(out, name, f)
+	case "HP":
+		err = precondition(out, name, f[2:])
+	case "Q":
+		err = problemType(out, name, f[2], f[3], f[4])
+	case "SE":
+		err = eventStream(out, name, f[2])
+	case "F":
+		err = keyFormat(out, name, f[2], f[3])
 	}
 	var invalid *retrypolicy.InvalidInput
 	if errors.As(err, &invalid) {
@@ -111,6 +126,9 @@ func contractPolicy() retrypolicy.Policy {
 		KeyReusedStatuses: []int{422}, ServerDirectiveHeaders: []string{"x-should-retry"},
 		RetryAfterOverCap: retrypolicy.OverCapRefuse, UnknownOperationClass: retrypolicy.UnknownMethodDefault,
 		BudgetCapacity: 500, BudgetRetryCost: 5, BudgetTimeoutCost: 10, BudgetSuccessRefund: 1,
+		ThrottlingStatuses: []int{429},
+		StopProblemTypes:   []string{retrypolicy.ProblemTypeQuotaExceeded, retrypolicy.ProblemTypeAbnormalUsageDetected},
+		RetryProblemTypes:  []string{}, IdempotencyKeyFormat: retrypolicy.KeyFormatUUID,
 	}
 }
 
@@ -234,6 +252,43 @@ func (r *fields) policyV2(f []string) retrypolicy.Policy {
 	return p
 }
 
+// policyV3 builds a policy from the 25 P3 fields: P2's, then the six keys of contract v3,
+// strings given to the runtime as they are (WTF-8 included), for it to check.
+func (r *fields) policyV3(f []string) retrypolicy.Policy {
+	p := r.policyV2(f[:19])
+	p.ThrottlingStatuses = r.statuses(f[19])
+	if f[20] != "-" {
+		p.ThrottlingInitialBackoffMs, p.HasThrottlingInitialBackoff = r.integer(f[20]), true
+	}
+	if f[21] != "-" {
+		p.BudgetThrottlingCost, p.HasBudgetThrottlingCost = r.integer(f[21]), true
+	}
+	p.StopProblemTypes = r.rawList(f[22])
+	p.RetryProblemTypes = r.rawList(f[23])
+	p.IdempotencyKeyFormat = retrypolicy.KeyFormat(f[24])
+	return p
+}
+
+// rawList reads hex strings joined by ","; "-" is the empty list.
+func (r *fields) rawList(field string) []string {
+	list := []string{}
+	if field == "-" {
+		return list
+	}
+	for _, item := range strings.Split(field, ",") {
+		list = append(list, r.raw(item))
+	}
+	return list
+}
+
+// optionalRaw is raw, or "" for "-".
+func (r *fields) optionalRaw(field string) string {
+	if field == "-" {
+		return ""
+	}
+	return r.raw(field)
+}
+
 // input reads class has_key outcome status retry_after retry_after_ms [directive]
 // retries_used elapsed_ms previous_delay_ms now_ms random_bits.
 func (r *fields) input(f []string, withDirective bool) retrypolicy.Input {
@@ -261,6 +316,39 @@ func (r *fields) input(f []string, withDirective bool) retrypolicy.Input {
 	in.NowMs = r.integer(rest[3])
 	in.Random = r.double(rest[4])
 	return in
+}
+
+// decideV3 answers a D3 line: the 25 policy fields, then class has_key has_precondition
+// resumable has_last_event_id stream_retry problem_type and the D2 input's outcome fields.
+func decideV3(out *bufio.Writer, name string, f []string) error {
+	var r fields
+	p := r.policyV3(f[2:27])
+	in := r.input(append([]string{f[27], f[28]}, f[34:44]...), true)
+	in.HasPrecondition = r.flag(f[29])
+	in.Resumable = r.flag(f[30])
+	in.HasLastEventID = r.flag(f[31])
+	in.StreamRetry = r.optionalRaw(f[32])
+	in.ProblemType = r.optionalRaw(f[33])
+	if f[44] != "-" {
+		in.BudgetTokens, in.HasBudgetTokens = r.integer(f[44]), true
+	}
+	in.TimedOut = r.flag(f[45])
+	if r.err != nil {
+		return r.err
+	}
+	d, err := retrypolicy.Decide(p, in)
+	if err != nil {
+		return err
+	}
+	tokens, asked := "-", "-"
+	if in.HasBudgetTokens {
+		tokens = strconv.FormatInt(d.BudgetTokens, 10)
+	}
+	if d.ServerDelayMs > 0 {
+		asked = strconv.FormatInt(d.ServerDelayMs, 10)
+	}
+	fmt.Fprintf(out, "D3\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n", name, bit(d.Retry), d.DelayMs, d.Reason, tokens, bit(d.Throttled), asked)
+	return nil
 }
 
 func decideV1(out *bufio.Writer, name string, f []string) error {
@@ -309,12 +397,28 @@ func budget(out *bufio.Writer, name string, f []string) error {
 	p.BudgetRetryCost = r.integer(f[3])
 	p.BudgetTimeoutCost = r.integer(f[4])
 	p.BudgetSuccessRefund = r.integer(f[5])
-	var events []string
-	if f[6] != "" {
-		events = strings.Split(f[6], ",")
-	}
 	if r.err != nil {
 		return r.err
+	}
+	return runBudget(out, "K", name, p, f[6])
+}
+
+// budgetV3 runs a K3 line: the whole policy, and the events with "h", a throttled retry.
+func budgetV3(out *bufio.Writer, name string, f []string) error {
+	var r fields
+	p := r.policyV3(f[2:27])
+	if r.err != nil {
+		return r.err
+	}
+	return runBudget(out, "K3", name, p, f[27])
+}
+
+// runBudget runs budget events on a Budget and writes the line.
+func runBudget(out *bufio.Writer, kindName, name string, p retrypolicy.Policy, field string) error {
+	var r fields
+	var events []string
+	if field != "" {
+		events = strings.Split(field, ",")
 	}
 	b, err := retrypolicy.NewBudget(p)
 	if err != nil {
@@ -325,11 +429,15 @@ func budget(out *bufio.Writer, name string, f []string) error {
 	for _, e := range events {
 		var result string
 		switch {
-		case e == "r", e == "t", strings.HasPrefix(e, "a"):
+		case e == "r", e == "t", e == "h" && kindName == "K3", strings.HasPrefix(e, "a"):
 			kind := retrypolicy.BudgetRetry
-			if e == "t" {
+			switch e {
+			case "r":
+			case "t":
 				kind = retrypolicy.BudgetTimeout
-			} else if e != "r" {
+			case "h":
+				kind = retrypolicy.BudgetThrottling
+			default:
 				kind = retrypolicy.BudgetKind(r.text(e[1:]))
 			}
 			if r.err != nil {
@@ -357,7 +465,7 @@ func budget(out *bufio.Writer, name string, f []string) error {
 		}
 		results = append(results, result+strconv.FormatInt(b.Tokens(), 10))
 	}
-	fmt.Fprintf(out, "K\t%s\t%d\t%s\n", name, initial, strings.Join(results, ","))
+	fmt.Fprintf(out, "%s\t%s\t%d\t%s\n", kindName, name, initial, strings.Join(results, ","))
 	return nil
 }
 
@@ -407,6 +515,65 @@ func origin(out *bufio.Writer, name, baseField, targetField string) error {
 		verdict = "1"
 	}
 	fmt.Fprintf(out, "O\t%s\t%s\n", name, verdict)
+	return nil
+}
+
+// precondition answers an HP line: HasPrecondition over the header fields, repeated names kept.
+func precondition(out *bufio.Writer, name string, pairs []string) error {
+	var r fields
+	header := map[string][]string{}
+	for i := 0; i < len(pairs); i += 2 {
+		n := r.raw(pairs[i])
+		header[n] = append(header[n], r.raw(pairs[i+1]))
+	}
+	if r.err != nil {
+		return r.err
+	}
+	fmt.Fprintf(out, "HP\t%s\t%d\n", name, bit(retrypolicy.HasPrecondition(header)))
+	return nil
+}
+
+// problemType answers a Q line: the problem type of a response's Content-Type and body.
+func problemType(out *bufio.Writer, name, contentType, complete, body string) error {
+	var r fields
+	ct, whole, data := r.optionalRaw(contentType), r.flag(complete), r.raw(body)
+	if r.err != nil {
+		return r.err
+	}
+	t, ok := retrypolicy.ProblemTypeOf(ct, []byte(data), whole)
+	fmt.Fprintf(out, "Q\t%s\t%s\n", name, optionalHex(t, ok))
+	return nil
+}
+
+// eventStream answers an SE line. The bytes are fed in two pieces, so that a line or a CRLF
+// split across reads is covered too.
+func eventStream(out *bufio.Writer, name, stream string) error {
+	var r fields
+	data := []byte(r.raw(stream))
+	if r.err != nil {
+		return r.err
+	}
+	var s retrypolicy.EventStreamScanner
+	half := len(data) / 2
+	s.Write(data[:half])
+	s.Write(data[half:])
+	retry, hasRetry := s.Retry()
+	fmt.Fprintf(out, "SE\t%s\t%d\t%s\t%s\n", name, s.CompleteBytes(), hexOf(s.LastEventID()), optionalHex(retry, hasRetry))
+	return nil
+}
+
+// keyFormat answers an F line: the key header value of a format word and a UUID.
+func keyFormat(out *bufio.Writer, name, format, uuid string) error {
+	var r fields
+	u := r.text(uuid)
+	if r.err != nil {
+		return r.err
+	}
+	value, err := retrypolicy.IdempotencyKeyValue(retrypolicy.KeyFormat(format), u)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "F\t%s\t%s\n", name, hexOf(value))
 	return nil
 }
 

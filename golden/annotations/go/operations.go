@@ -40,6 +40,12 @@ func DefaultPolicy() retrypolicy.Policy {
 		BudgetRetryCost:          5,
 		BudgetTimeoutCost:        10,
 		BudgetSuccessRefund:      1,
+
+		// Contract v3 (draft): its defaults, which keep every v2 decision.
+		ThrottlingStatuses:   []int{429},
+		StopProblemTypes:     []string{retrypolicy.ProblemTypeQuotaExceeded, retrypolicy.ProblemTypeAbnormalUsageDetected},
+		RetryProblemTypes:    []string{},
+		IdempotencyKeyFormat: retrypolicy.KeyFormatUUID,
 	}
 }
 

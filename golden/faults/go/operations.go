@@ -38,6 +38,12 @@ func DefaultPolicy() Policy {
 		BudgetRetryCost:          5,
 		BudgetTimeoutCost:        10,
 		BudgetSuccessRefund:      1,
+
+		// Contract v3 (draft): its defaults, which keep every v2 decision.
+		ThrottlingStatuses:   []int{429},
+		StopProblemTypes:     []string{ProblemTypeQuotaExceeded, ProblemTypeAbnormalUsageDetected},
+		RetryProblemTypes:    []string{},
+		IdempotencyKeyFormat: KeyFormatUUID,
 	}
 }
 
