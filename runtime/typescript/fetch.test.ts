@@ -1196,6 +1196,20 @@ test("P1: init.retry.maxRetries overrides the policy for one request", async () 
   assert.equal(many.arrivals.length, 6);
 });
 
+test("P1: a Request carrying retry as a member of its own is overridden (openapi-fetch)", async () => {
+  const { name, arrivals } = serve({ status: 503 }, { status: 200 });
+  const c = client();
+  // openapi-fetch copies the call's options a Request lacks onto the Request it builds.
+  const request = Object.assign(
+    new Request(`${origin}/v1/items/1`, { headers: { "x-case": name } }),
+    { retry: { maxRetries: 0 } },
+  );
+  const response = await c.fetch(request);
+  assert.equal(response.status, 503);
+  assert.equal(arrivals.length, 1);
+  assert.equal(c.finishes[0]?.reason, "exhausted");
+});
+
 test("P1: an override out of range rejects before anything is sent", async () => {
   const { name, arrivals } = serve({ status: 200 });
   const c = client();

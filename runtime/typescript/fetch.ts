@@ -217,6 +217,8 @@ type HeadersInitLike =
   Iterable<readonly [string, string]> | Readonly<Record<string, string>>;
 
 interface RequestLike {
+  /** Retry overrides set on the request object itself (openapi-fetch does). */
+  readonly retry?: RetryOverrides | undefined;
   readonly url: string;
   readonly method: string;
   readonly headers: Iterable<readonly [string, string]>;
@@ -339,6 +341,12 @@ export function retryingFetch<F extends FetchLike>(
       init = rest;
     }
     const request = asRequest(input);
+    if (overrides === undefined && request !== null) {
+      // A `Request` may carry them as a member of its own: openapi-fetch copies the members of
+      // a call's options that a `Request` lacks onto the one it builds (`client.GET(path,
+      // { retry })`).
+      overrides = request.retry;
+    }
     const method = init?.method ?? request?.method ?? "GET";
     const url = request !== null ? request.url : String(input);
     if (baseUrl !== null && !inScope(baseUrl, url)) {

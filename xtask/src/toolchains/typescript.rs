@@ -9,7 +9,10 @@ use super::{
     command, copy_harness, copy_sources, lossy, root, run, shell, Built, FaultRun, Module,
     Toolchain,
 };
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use retrygen::emit::{self, TemplateSource};
+use retrygen::model::ModelOptions;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 pub struct TypeScript;
@@ -310,6 +313,12 @@ impl Toolchain for TypeScript {
             .map(|l| l.trim_start_matches("# "))
             .collect();
         println!("runtime typescript: {}", summary.join(", "));
+        let scratch = work.with_file_name("typescript-examples");
+        if scratch.exists() {
+            std::fs::remove_dir_all(&scratch)?;
+        }
+        readme_snippet(&scratch.join("readme"))?;
+        example_sdk(&scratch.join("sdk"))?;
         Ok(())
     }
 
@@ -373,6 +382,226 @@ impl Toolchain for TypeScript {
             },
         }])
     }
+}
+
+// The README's installation and examples/typescript/, checked by `runtime-tests`.
+
+/// The pinned packages of examples/typescript/ and of the fault runner's overhead peer
+/// (openapi-typescript, openapi-fetch, fetch-retry), installed by scripts/bootstrap.d/typescript.sh.
+fn sdk_modules() -> Result<PathBuf> {
+    let modules = root().join(".cache/toolchains/node-sdk/node_modules");
+    for (name, version) in [
+        ("openapi-typescript", "7.13.0"),
+        ("openapi-fetch", "0.17.0"),
+        ("fetch-retry", "6.0.0"),
+    ] {
+        let text =
+            std::fs::read_to_string(modules.join(name).join("package.json")).unwrap_or_default();
+        if !text.contains(&format!("\"version\": \"{version}\"")) {
+            bail!(
+                "{name} {version} is not installed in {}; run `bash scripts/bootstrap-toolchains.sh`",
+                modules.display()
+            );
+        }
+    }
+    Ok(modules)
+}
+
+/// The module rendered from the fault matrix's spec with the fetch adapter, into `dir`.
+fn render_fault_module(dir: &Path) -> Result<()> {
+    let spec = root().join("conformance/faults/spec.yaml");
+    let backend = emit::backend("typescript").context("no typescript backend")?;
+    let (api, _) = retrygen::load_api(&spec, &ModelOptions::default())
+        .map_err(|d| anyhow!("{}: {d}", spec.display()))?;
+    let options = emit::resolve_options(backend, &Default::default())?;
+    let adapters: Vec<&'static emit::Adapter> = backend.adapters().iter().collect();
+    let rendered = emit::render(
+        &api,
+        backend,
+        &options,
+        &adapters,
+        &TemplateSource::Embedded,
+    )?;
+    std::fs::create_dir_all(dir)?;
+    for file in rendered {
+        std::fs::write(dir.join(&file.name), file.contents)?;
+    }
+    Ok(())
+}
+
+/// `api.d.ts` in `work`: openapi-typescript's types for the fault matrix's spec.
+fn generate_api_types(work: &Path, modules: &Path) -> Result<()> {
+    let spec = root().join("conformance/faults/spec.yaml");
+    run(
+        command("node")
+            .arg(modules.join("openapi-typescript/bin/cli.js"))
+            .arg(&spec)
+            .arg("-o")
+            .arg(work.join("api.d.ts"))
+            .current_dir(work),
+        "openapi-typescript (the API document's types)",
+    )?;
+    Ok(())
+}
+
+/// The tsconfig of examples/typescript/ for `files`, written into `work`.
+fn example_tsconfig(work: &Path, files: &[&str]) -> Result<()> {
+    let text = std::fs::read_to_string(root().join("examples/typescript/tsconfig.json"))?;
+    let mut config: Value = serde_json::from_str(&text)?;
+    config["files"] = Value::from(files.to_vec());
+    std::fs::write(
+        work.join("tsconfig.json"),
+        serde_json::to_string_pretty(&config)?,
+    )?;
+    Ok(())
+}
+
+/// The first ```ts block of the "HTTP client adapter" section of runtime/typescript/README.md:
+/// a whole module (imports, base URL, openapi-fetch's client), compiled by tsc --strict beside
+/// the module (`retry/`) and openapi-typescript's `api.d.ts`, as written.
+fn readme_snippet(work: &Path) -> Result<()> {
+    let readme = std::fs::read_to_string(root().join("runtime/typescript/README.md"))?;
+    let section = readme
+        .split_once("## HTTP client adapter")
+        .context("runtime/typescript/README.md has no \"HTTP client adapter\" section")?
+        .1;
+    let snippet = section
+        .split_once("```ts\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .context("no ```ts block in the README's HTTP client adapter section")?
+        .0;
+    let modules = sdk_modules()?;
+    std::fs::create_dir_all(work)?;
+    std::fs::write(work.join("snippet.ts"), snippet)?;
+    std::fs::write(work.join("package.json"), "{ \"type\": \"module\" }\n")?;
+    render_fault_module(&work.join("retry"))?;
+    merge_modules(work, &[node_modules(), modules.clone()])?;
+    generate_api_types(work, &modules)?;
+    example_tsconfig(work, &["snippet.ts"])?;
+    run(
+        command("tsc")
+            .args(["-p", "tsconfig.json", "--noEmit", "--typeRoots"])
+            .arg(type_roots()?)
+            .current_dir(work),
+        "tsc --strict over the README's snippet",
+    )?;
+    println!("runtime typescript: the README's installation compiles");
+    Ok(())
+}
+
+/// The scenarios examples/typescript/ runs through its SDK against the fault server: each is
+/// also checked here by the server's count.
+const EXAMPLE_SCENARIOS: &[&str] = &[
+    "get-503-503-200",
+    "create-503-not-replayable",
+    "create-reset-arrives-once",
+    "kill-reset-arrives-twice",
+    "snapshot-minted-key-reset",
+    "get-body-cut-read-in-loop-retried",
+    "get-override-max-retries-0-once",
+    "get-attempt-header-counts-earlier-attempts",
+];
+
+/// examples/typescript/ in a scratch copy: openapi-typescript (pinned, from the bootstrapped
+/// cache, offline) generates the API's types, the fetch adapter's module is rendered into
+/// `retry/`, tsc --strict and prettier check the example, and its test runs the SDK's calls
+/// against a real fault server; the server's counts must be the scenarios'.
+fn example_sdk(work: &Path) -> Result<()> {
+    let modules = sdk_modules()?;
+    let source = root().join("examples/typescript");
+    std::fs::create_dir_all(work)?;
+    let mut sources = Vec::new();
+    for entry in
+        std::fs::read_dir(&source).with_context(|| format!("reading {}", source.display()))?
+    {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            std::fs::copy(entry.path(), work.join(&name))?;
+            if name.ends_with(".ts") {
+                sources.push(name);
+            }
+        }
+    }
+    sources.sort();
+    prettier_check(work, &sources)?;
+    render_fault_module(&work.join("retry"))?;
+    merge_modules(work, &[node_modules(), modules.clone()])?;
+    generate_api_types(work, &modules)?;
+    run(
+        command("tsc")
+            .args(["-p", "tsconfig.json", "--typeRoots"])
+            .arg(type_roots()?)
+            .current_dir(work),
+        "tsc --strict over examples/typescript",
+    )?;
+    let server = crate::faults::start_server()?;
+    let run_name = "typescript-example";
+    let report = run(
+        command("node")
+            .args(["--test", "out/sdk.test.js"])
+            .current_dir(work)
+            .envs(server.env("http1"))
+            .env("RETRYGEN_FAULT_RUN", run_name)
+            .env("RETRYGEN_EXAMPLE_SCENARIOS", EXAMPLE_SCENARIOS.join(",")),
+        "node --test (examples/typescript against the fault server)",
+    )?;
+    let scenarios: Value =
+        serde_json::from_str(&std::fs::read_to_string(crate::faults::scenario_file())?)?;
+    let mut problems = Vec::new();
+    for id in EXAMPLE_SCENARIOS {
+        let scenario = scenarios["scenarios"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["id"] == *id))
+            .with_context(|| format!("scenario {id} is not in scenarios.json"))?;
+        let expect = &scenario["expect"];
+        let arrivals = server.arrivals(run_name, id);
+        if Some(arrivals.len() as u64) != expect["arrivals"].as_u64() {
+            problems.push(format!(
+                "{id}: {} arrivals, want {}",
+                arrivals.len(),
+                expect["arrivals"]
+            ));
+        }
+        if expect["key"] == "minted" {
+            let first = arrivals.first().map(|a| a.keys.clone()).unwrap_or_default();
+            if first.len() != 1 || arrivals.iter().any(|a| a.keys != first) {
+                problems.push(format!(
+                    "{id}: keys {:?}, want one minted key on every arrival",
+                    arrivals.iter().map(|a| &a.keys).collect::<Vec<_>>()
+                ));
+            }
+        }
+        if let (Some(name), Some(want)) = (
+            scenario["attempt_header"].as_str(),
+            expect["attempt_header_values"].as_array(),
+        ) {
+            let name = name.to_ascii_lowercase();
+            let got: Vec<Value> = arrivals
+                .iter()
+                .map(|a| {
+                    a.headers
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                        .map_or(Value::Null, |(_, v)| Value::from(v.clone()))
+                })
+                .collect();
+            if &got != want {
+                problems.push(format!("{id}: attempt header {got:?}, want {want:?}"));
+            }
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "examples/typescript: the server's counts differ:\n  {}\n{report}",
+            problems.join("\n  ")
+        );
+    }
+    println!(
+        "runtime typescript: examples/typescript (openapi-typescript + openapi-fetch, the adapter in 3 lines): {} scenarios through the SDK agree with the fault server",
+        EXAMPLE_SCENARIOS.len()
+    );
+    Ok(())
 }
 
 /// The first lines where `original` and `formatted` differ, for a readable failure.
