@@ -242,7 +242,9 @@ impl RetryMiddleware {
                         number: u32::try_from(run.attempts).unwrap_or(u32::MAX),
                     });
                 }
-                let url_hash = hash_of(outgoing.url().as_str());
+                // The URL to tell a followed redirect by; `held` keeps it when the request may be
+                // sent again (no hash to compute then).
+                let url_hash = held.is_none().then(|| hash_of(outgoing.url().as_str()));
                 let attempt_started = Instant::now();
                 let deadline = settings
                     .attempt_timeout
@@ -259,13 +261,18 @@ impl RetryMiddleware {
                     None => sent.await,
                 };
                 let mut attempt_duration = attempt_started.elapsed();
-                run.count_unseen_redirect(&result, url_hash);
+                run.count_unseen_redirect(&result, url_hash, held.as_ref());
                 let mut ended = Ended::of(&result);
                 if foreign {
                     let finish = run.finish(FinishReason::ForeignOrigin, ended);
                     return attach(result, finish);
                 }
-                let mut decision = run.decide(&result, ended, held.is_some());
+                // A status the policy has nothing to say about needs no decision.
+                let mut decision = match &result {
+                    Ok(response) => run.settled(response),
+                    Err(_) => None,
+                }
+                .or_else(|| run.decide(&result, ended, held.is_some()));
                 let stops = !matches!(decision, Some(d) if d.retry && held.is_some());
                 if stops && settings.read_body_max_bytes > 0 {
                     if let Ok(response) = result {
@@ -1176,16 +1183,54 @@ impl<'m> Run<'m> {
     }
 
     /// Counts a redirect the policy did not see (a client without
-    /// [`RetryMiddleware::redirect_policy`]): a response whose URL is not the request's followed
-    /// at least one.
-    fn count_unseen_redirect(&self, result: &reqwest_middleware::Result<Response>, url_hash: u64) {
-        if let Ok(response) = result {
-            if self.redirects.load(Ordering::Relaxed) == 0
-                && hash_of(response.url().as_str()) != url_hash
-            {
-                self.redirects.store(1, Ordering::Relaxed);
-            }
+    /// [`RetryMiddleware::redirect_policy`]): a response whose URL is not the request's
+    /// (`held`'s, or the one hashed as `url_hash`) followed at least one.
+    fn count_unseen_redirect(
+        &self,
+        result: &reqwest_middleware::Result<Response>,
+        url_hash: Option<u64>,
+        held: Option<&Request>,
+    ) {
+        let Ok(response) = result else {
+            return;
+        };
+        if self.redirects.load(Ordering::Relaxed) != 0 {
+            return;
         }
+        let url = response.url().as_str();
+        let moved = match (url_hash, held) {
+            (Some(hash), _) => hash_of(url) != hash,
+            (None, Some(request)) => without_fragment(request.url().as_str()) != url,
+            (None, None) => false,
+        };
+        if moved {
+            self.redirects.store(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The decision [`ValidPolicy::settled_status`] makes without deciding, for a response whose
+    /// status the policy has nothing to say about.
+    fn settled(&self, response: &Response) -> Option<Decision> {
+        let headers = response.headers();
+        let has_directive = self
+            .policy
+            .policy()
+            .server_directive_headers
+            .iter()
+            .any(|name| headers.contains_key(name.as_str()));
+        let reason = self.policy.settled_status(
+            self.classification.class,
+            self.has_idempotency_key,
+            self.retries_used,
+            i64::from(response.status().as_u16()),
+            has_directive,
+        )?;
+        Some(Decision {
+            retry: false,
+            delay_ms: 0,
+            reason,
+            budget_tokens: None,
+        })
     }
 
     /// Counts the retry `decision` granted after an attempt that ended as `ended`.
@@ -1349,11 +1394,16 @@ impl<F: Future + Unpin> Future for CountRedirects<'_, F> {
     }
 }
 
-/// A hash of a URL without its fragment (which never reaches the server, nor the response's
-/// URL), to tell whether a response's URL is the request's without keeping a copy.
+/// A URL without its fragment (which never reaches the server, nor the response's URL).
+fn without_fragment(url: &str) -> &str {
+    url.split('#').next().unwrap_or(url)
+}
+
+/// A hash of a URL without its fragment, to tell whether a response's URL is the request's
+/// without keeping a copy.
 fn hash_of(url: &str) -> u64 {
     let mut hasher = DefaultHasher::new();
-    url.split('#').next().unwrap_or(url).hash(&mut hasher);
+    without_fragment(url).hash(&mut hasher);
     hasher.finish()
 }
 

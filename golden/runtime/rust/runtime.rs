@@ -1951,6 +1951,42 @@ impl ValidPolicy {
         }))
     }
 
+    /// The reason [`decide`] gives for a status the policy has nothing to say about, without
+    /// a decision: a status of 100-599 in none of the policy's status lists (the key lists
+    /// count only with a key) on a response that carries none of its directive headers. Then
+    /// the only rules that can apply are `no_retry_operation`, `exhausted` and
+    /// `status_not_retryable`, none of which reads the clock, the random number or the budget.
+    /// `None`: ask [`ValidPolicy::decide`].
+    #[must_use]
+    pub fn settled_status(
+        &self,
+        class: ReplayClass,
+        has_idempotency_key: bool,
+        retries_used: i64,
+        status: i64,
+        has_directive: bool,
+    ) -> Option<Reason> {
+        let policy = &self.0;
+        let key_listed = has_idempotency_key
+            && (policy.key_reused_statuses.contains(&status)
+                || policy.key_in_flight_statuses.contains(&status));
+        if has_directive
+            || !(100..=599).contains(&status)
+            || key_listed
+            || policy.rejected_statuses.contains(&status)
+            || policy.retryable_statuses.contains(&status)
+        {
+            return None;
+        }
+        Some(if class == ReplayClass::NoRetry {
+            Reason::NoRetryOperation
+        } else if retries_used >= policy.max_retries {
+            Reason::Exhausted
+        } else {
+            Reason::StatusNotRetryable
+        })
+    }
+
     /// [`decide`] without checking the policy again.
     ///
     /// # Errors

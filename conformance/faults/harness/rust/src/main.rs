@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body::Frame;
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, RequestBuilder};
+use reqwest_retry::policies::ExponentialBackoff;
+use reqwest_retry::RetryTransientMiddleware;
 use retrygen_fault_runner::retry_policy::reqwest_adapter::{
     finish_of, FinishEvent, RetryMiddleware, RetryOverrides,
 };
@@ -469,15 +471,27 @@ fn median_us(times: &mut [Duration]) -> f64 {
     times[times.len() / 2].as_secs_f64() * 1e6
 }
 
-/// The overhead mode: the median time of a request with the adapter and without it, and the
-/// adapter's extra allocation per request.
+/// The version of reqwest-retry Cargo.toml pins (the overhead mode's peer).
+const REQWEST_RETRY: &str = "reqwest-retry 0.9.1 (RetryTransientMiddleware)";
+
+/// The overhead mode: the median time of a request with the adapter, with reqwest-retry's
+/// `RetryTransientMiddleware` (the peer: exponential backoff, 3 retries, its defaults otherwise)
+/// and without either, each over a reqwest client of its own, in rotating order, and each one's
+/// extra allocation per request.
 // Request and byte counts stay far below 2^52: their conversions to f64 are exact.
 #[allow(clippy::cast_precision_loss)]
 async fn bench(env: &Env, rounds: usize) -> Value {
     let url = format!("{}{}/health", env.url, env.base_path);
+    // The bare client is reqwest's own (no reqwest-middleware around it): the overhead is all
+    // that installing the adapter or the peer costs.
     let bare = bare_client(env);
     let adapter = ClientBuilder::new(bare_client(env))
         .with(RetryMiddleware::new(&OPERATION_TABLE))
+        .build();
+    let peer = ClientBuilder::new(bare_client(env))
+        .with(RetryTransientMiddleware::new_with_policy(
+            ExponentialBackoff::builder().build_with_max_retries(3),
+        ))
         .build();
     let headers = [
         ("x-fault-run", env.run.as_str()),
@@ -490,42 +504,54 @@ async fn bench(env: &Env, rounds: usize) -> Value {
             .fold(bare.get(&url), |r, (name, value)| r.header(*name, *value))
             .send()
     };
-    let adapter_get = || {
+    let with_middleware = |client: &ClientWithMiddleware| {
         headers
             .iter()
-            .fold(adapter.get(&url), |r, (name, value)| {
-                r.header(*name, *value)
-            })
+            .fold(client.get(&url), |r, (name, value)| r.header(*name, *value))
             .send()
     };
+    // 0: bare, 1: the adapter, 2: the peer.
+    let (adapter, peer) = (&adapter, &peer);
+    let time = |n: usize| async move {
+        match n {
+            0 => timed(bare_get()).await,
+            1 => timed(with_middleware(adapter)).await,
+            _ => timed(with_middleware(peer)).await,
+        }
+    };
     for _ in 0..200 {
-        timed(bare_get()).await;
-        timed(adapter_get()).await;
-    }
-    let (mut bare_times, mut adapter_times) = (Vec::new(), Vec::new());
-    let (mut bare_bytes, mut adapter_bytes) = (0u64, 0u64);
-    for round in 0..rounds.max(1) {
-        for adapter_turn in [round % 2 == 0, round % 2 == 1] {
-            let before = ALLOCATED.load(Ordering::Relaxed);
-            if adapter_turn {
-                adapter_times.push(timed(adapter_get()).await);
-                adapter_bytes += ALLOCATED.load(Ordering::Relaxed) - before;
-            } else {
-                bare_times.push(timed(bare_get()).await);
-                bare_bytes += ALLOCATED.load(Ordering::Relaxed) - before;
-            }
+        for n in 0..3 {
+            time(n).await;
         }
     }
-    let bare_us = median_us(&mut bare_times);
-    let adapter_us = median_us(&mut adapter_times);
-    let count = bare_times.len() as f64;
+    let mut times: [Vec<Duration>; 3] = Default::default();
+    let mut bytes = [0u64; 3];
+    for round in 0..rounds.max(1) {
+        for k in 0..3 {
+            // Each client first, second and third in turn.
+            let n = (round + k) % 3;
+            let before = ALLOCATED.load(Ordering::Relaxed);
+            times[n].push(time(n).await);
+            bytes[n] += ALLOCATED.load(Ordering::Relaxed) - before;
+        }
+    }
+    let [bare_us, adapter_us, peer_us] = times.map(|mut t| median_us(&mut t));
+    let count = rounds.max(1) as f64;
+    let extra = |n: usize| (bytes[n] as f64 - bytes[0] as f64) / count;
     json!({"bench": {
-        "requests": bare_times.len() + adapter_times.len(),
+        "requests": 2 * rounds.max(1),
         "bare_us": bare_us,
         "adapter_us": adapter_us,
         "overhead_us": adapter_us - bare_us,
         "overhead_pct": (adapter_us - bare_us) / bare_us * 100.0,
-        "allocated_bytes_per_request": (adapter_bytes as f64 - bare_bytes as f64) / count,
+        "allocated_bytes_per_request": extra(1),
         "allocation_counter": "a counting #[global_allocator] (bytes allocated on every thread)",
+        "peers": [{
+            "name": REQWEST_RETRY,
+            "us": peer_us,
+            "overhead_us": peer_us - bare_us,
+            "overhead_pct": (peer_us - bare_us) / bare_us * 100.0,
+            "allocated_bytes_per_request": extra(2),
+        }],
     }})
 }

@@ -113,3 +113,73 @@ fn a_valid_policy_does_not_check_the_policy_again() {
         "ValidPolicy::decide {once:?} per 1000, decide {checked:?}"
     );
 }
+
+#[test]
+fn a_settled_status_is_what_decide_says() {
+    // Every status, class, key and retry count, with and without a directive: wherever
+    // `settled_status` answers, `decide` gives that reason (and does not retry).
+    let mut policy = policy();
+    policy.key_in_flight_statuses = vec![409];
+    policy.key_reused_statuses = vec![422];
+    let valid = ValidPolicy::new(policy.clone()).unwrap();
+    let mut settled = 0;
+    for status in 100..=599 {
+        for class in [
+            ReplayClass::Idempotent,
+            ReplayClass::Keyed,
+            ReplayClass::NonReplayable,
+            ReplayClass::NoRetry,
+        ] {
+            for key in [false, true] {
+                for retries_used in [0, 2, 3, 4] {
+                    for directive in [None, Some("true"), Some("false")] {
+                        let input = crate::DecisionInput {
+                            has_idempotency_key: key,
+                            retries_used,
+                            ..input(
+                                class,
+                                Outcome::Status {
+                                    status,
+                                    retry_after: None,
+                                    retry_after_ms: None,
+                                    directive,
+                                },
+                            )
+                        };
+                        let quick = valid.settled_status(
+                            class,
+                            key,
+                            retries_used,
+                            status,
+                            directive.is_some(),
+                        );
+                        if let Some(reason) = quick {
+                            settled += 1;
+                            let decision = decide(&policy, &input).unwrap();
+                            assert!(!decision.retry, "{status} {class:?} {key} {retries_used}");
+                            assert_eq!(decision.reason, reason, "{status} {class:?} {key}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // 200, 404 and the like, without a directive.
+    assert!(settled > 10_000, "{settled}");
+    assert_eq!(
+        valid.settled_status(ReplayClass::Idempotent, false, 0, 200, false),
+        Some(crate::Reason::StatusNotRetryable)
+    );
+    assert_eq!(
+        valid.settled_status(ReplayClass::Idempotent, false, 0, 503, false),
+        None
+    );
+    assert_eq!(
+        valid.settled_status(ReplayClass::Idempotent, false, 0, 200, true),
+        None
+    );
+    assert_eq!(
+        valid.settled_status(ReplayClass::Keyed, true, 0, 409, false),
+        None
+    );
+}
