@@ -292,6 +292,9 @@ _FOREIGN: Final = Classification(operation=None, replay_class=ReplayClass.NO_RET
 # free in the pool before its timeout.
 _CONNECT_ERRORS: Final = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
+_FIRST_FINISHES: Final = 512
+"""How many finish events of first-attempt answers an adapter keeps for reuse."""
+
 _MAX_RETRIES_LIMIT: Final = 100
 """The largest ``max_retries`` a policy takes (contract V2)."""
 
@@ -652,12 +655,15 @@ class _Call:
         self.started = time.monotonic()
 
 
-@dataclass(frozen=True, slots=True)
 class _Stop:
     """A decision that ends the request on a response: returned (maybe read first)."""
 
-    reason: FinishReason
-    status: int
+    # A plain class: a frozen dataclass's __init__ costs a call per field, on every request.
+    __slots__ = ("reason", "status")
+
+    def __init__(self, reason: FinishReason, status: int) -> None:
+        self.reason = reason
+        self.status = status
 
 
 class _Retrying:
@@ -670,6 +676,8 @@ class _Retrying:
         "_budget",
         "_classifier",
         "_directive_headers",
+        "_directive_names",
+        "_first_finishes",
         "_listed",
         "_mint",
         "_on_finish",
@@ -720,6 +728,9 @@ class _Retrying:
         )
         self._budget = _Budget(policy)
         self._directive_headers = policy.server_directive_headers
+        self._directive_names = frozenset(
+            name.lower().encode("ascii") for name in self._directive_headers
+        )
         self._read_headers = frozenset(
             name.lower().encode("ascii")
             for name in ("retry-after", "retry-after-ms", *self._directive_headers)
@@ -735,6 +746,7 @@ class _Retrying:
         )
         # The outcome of a status that carries none of those headers, made once per status.
         self._bare_outcomes: dict[int, StatusOutcome] = {}
+        self._first_finishes: dict[tuple[int, str, int, int], FinishEvent] = {}
         self._on_retry = on_retry
         self._on_finish = on_finish
         self._mint = mint_idempotency_keys
@@ -809,12 +821,18 @@ class _Retrying:
         classification = self._classifier.classify(
             method, request.url.raw_path.decode("ascii")
         )
+        operation = classification.operation
+        stream = request.stream
         return _Call(
             method,
             classification,
             policy,
-            has_key=self._mint_key(request, classification),
-            replayable=_replayable(request.stream),
+            has_key=(
+                operation is not None
+                and operation.idempotency_header is not None
+                and self._mint_key(request, classification)
+            ),
+            replayable=isinstance(stream, httpx.ByteStream) or _replayable(stream),
             attempt_timeout=attempt_timeout,
             read_body=read_body,
         )
@@ -847,24 +865,42 @@ class _Retrying:
             # Outside what the contract classifies: nothing to retry, returned as it is.
             return _Stop(DecisionReason.STATUS_NOT_RETRYABLE, status)
         headers = response.headers
+        if status not in self._listed:
+            # No rule names the status: only a directive could change the answer (R6, R9).
+            names = self._directive_names
+            if not names:
+                return self._unlisted(call, status)
+            # One pass over the raw names, where each lookup by name scans them all (and
+            # raises inside httpx when the field is absent).
+            for raw_name, _ in headers.raw:
+                if raw_name.lower() in names:
+                    break
+            else:
+                return self._unlisted(call, status)
+            outcome = StatusOutcome(
+                status=status,
+                retry_after=headers.get("retry-after"),
+                retry_after_ms=headers.get("retry-after-ms"),
+                directive=next(
+                    value
+                    for name in self._directive_headers
+                    if (value := headers.get(name)) is not None
+                ),
+            )
         # Most responses carry none of the headers decide reads: one pass over the raw names
         # tells, where each lookup by name would scan them all (and raise inside httpx).
-        if any(name.lower() in self._read_headers for name, _ in headers.raw):
+        elif any(name.lower() in self._read_headers for name, _ in headers.raw):
             directive = None
             for name in self._directive_headers:
                 directive = headers.get(name)
                 if directive is not None:
                     break
-            if directive is None and status not in self._listed:
-                return self._unlisted(call, status)
             outcome = StatusOutcome(
                 status=status,
                 retry_after=headers.get("retry-after"),
                 retry_after_ms=headers.get("retry-after-ms"),
                 directive=directive,
             )
-        elif status not in self._listed:
-            return self._unlisted(call, status)
         else:
             outcome = self._bare_outcomes.get(status) or self._bare_outcomes.setdefault(
                 status, StatusOutcome(status=status)
@@ -1025,6 +1061,23 @@ class _Retrying:
             return
         call.finished = True
         operation = call.classification.operation
+        # A request answered at its first attempt ends as every such request of its operation
+        # with that status and reason: the event is immutable, so one is made per kind.
+        key = None
+        if call.attempts == 1 and status is not None and not call.slept_ms:
+            # Identities hash at C speed (an enum member's hash is a Python call): the
+            # operations are the classifier's and the reasons module constants or enum
+            # members, all alive as long as this adapter.
+            key = (
+                id(operation),
+                call.method if operation is None else "",
+                id(reason),
+                status,
+            )
+            event = self._first_finishes.get(key)
+            if event is not None and event.outcome == outcome:
+                self._emit(event, response, error)
+                return
         event = FinishEvent(
             attempts=call.attempts,
             reason=reason,
@@ -1037,6 +1090,20 @@ class _Retrying:
             operation_id=None if operation is None else operation.operation_id,
             total_delay_ms=call.slept_ms,
         )
+        if (
+            key is not None
+            and len(self._first_finishes) < _FIRST_FINISHES
+            and not timed_out
+        ):
+            self._first_finishes[key] = event
+        self._emit(event, response, error)
+
+    def _emit(
+        self,
+        event: FinishEvent,
+        response: httpx.Response | None,
+        error: BaseException | None,
+    ) -> None:
         # On the result first, so that it is there whatever the callback does.
         if response is not None:
             response.extensions[FINISH_EXTENSION] = event

@@ -875,6 +875,14 @@ class RetryTransportTest(unittest.TestCase):
         self.assertEqual(client.get("/items/7").status_code, 503)
         self.assertEqual(events.finish.reason, DecisionReason.SERVER_SAID_NO)
 
+    def test_a_directive_on_a_status_no_list_names_is_still_decided(self) -> None:
+        # The status alone would need no decision; the server's "true" makes it a retry (R9).
+        server = self.serve(Reply(404, (("x-should-retry", "true"),)), Reply(200))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        self.assertEqual(client.get("/items/7").status_code, 200)
+        self.assertEqual(events.reasons(), [(1, "server_said_yes", 1)])
+
     def test_the_attempt_timeout_ends_an_attempt_as_a_timed_out_transport_failure(
         self,
     ) -> None:
