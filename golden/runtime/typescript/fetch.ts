@@ -405,7 +405,7 @@ export function retryingFetch<F extends FetchLike>(
       if (!hasKey && mintKeys && replayClass === "keyed") {
         const keyed = new host.Headers(headers);
         keyed.set(keyHeader, newIdempotencyKey());
-        init = { ...init, headers: keyed };
+        init = withMember(init, "headers", keyed);
         hasKey = true;
       }
     }
@@ -827,7 +827,7 @@ async function sendWithTimeout(
     );
   }, timeoutMs);
   try {
-    const response = await send(input, { ...init, signal });
+    const response = await send(input, withMember(init, "signal", signal));
     keep = readBound > 0 && readable(response);
     if (!weak) {
       unfollow?.();
@@ -1088,18 +1088,31 @@ function initOf(
       : isDispatcher(own)
         ? new ResendGuard(own)
         : undefined;
-  const out: {
-    -readonly [K in keyof RequestInitLike]: RequestInitLike[K];
-  } =
-    guard === undefined
-      ? { ...init, retryAttempt: attempt }
-      : { ...init, retryAttempt: attempt, dispatcher: guard };
+  // Object.assign, not a spread: `{ ...init, member }` costs V8 (Node 20) ten times as much.
+  const out: Mutable<RequestInitLike> = Object.assign({}, init);
+  out.retryAttempt = attempt;
+  if (guard !== undefined) {
+    out.dispatcher = guard;
+  }
   if (header !== null) {
     // A header object of this attempt's own, with the number of earlier attempts.
     const headers = new host.Headers(header[1]);
     headers.set(header[0], String(attempt - 1));
     out.headers = headers;
   }
+  return out;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** `init` (which may be `undefined`) with `key` set to `value`, as a copy. */
+function withMember<K extends keyof RequestInitLike>(
+  init: RequestInitLike | undefined,
+  key: K,
+  value: RequestInitLike[K],
+): RequestInitLike {
+  const out: Mutable<RequestInitLike> = Object.assign({}, init);
+  out[key] = value;
   return out;
 }
 
@@ -1216,67 +1229,121 @@ class ResendGuard implements Dispatcher {
 
   /** `handler`, holding back a `421` until it is read whole. */
   private watch(handler: DispatchHandler): DispatchHandler {
-    let held: HeldResponse | null = null;
-    let size = 0;
-    let done = false;
-    const release = (): void => {
-      if (held !== null) {
-        handler.onHeaders?.(held.status, held.headers, ignore, held.statusText);
-        for (const chunk of held.chunks) {
-          handler.onData?.(chunk);
-        }
+    return new WatchedHandler(this, handler);
+  }
+
+  /** Keeps a `421` read whole for the resend that follows. */
+  hold(held: HeldResponse): void {
+    this.held = held;
+  }
+
+  /** Refuses the resend of a `421` too long to hold. */
+  refuse(): void {
+    this.refused = true;
+  }
+}
+
+/**
+ * The handler the guard passes on for `handler`: every call forwarded, except
+ * that a `421` is held back until it is read whole. One object per dispatch,
+ * its methods on the prototype (no closure per callback: this runs for every
+ * attempt).
+ */
+class WatchedHandler implements DispatchHandler {
+  private held: HeldResponse | null = null;
+  private size = 0;
+  private done = false;
+
+  constructor(
+    private readonly guard: ResendGuard,
+    private readonly handler: DispatchHandler,
+  ) {}
+
+  onConnect(abort: (reason?: unknown) => void): void {
+    this.handler.onConnect?.((reason) => {
+      // fetch destroys the connection of the 421 it resends: the response was read already.
+      if (!this.done) {
+        abort(reason);
       }
-    };
-    return {
-      onConnect: (abort) =>
-        handler.onConnect?.((reason) => {
-          // fetch destroys the connection of the 421 it resends: the response was read already.
-          if (!done) {
-            abort(reason);
-          }
-        }),
-      onResponseStarted: () => handler.onResponseStarted?.(),
-      onHeaders: (status, headers, resume, statusText) => {
-        if (status === 421) {
-          held = { status, headers, statusText, chunks: [], trailers: null };
-          return true;
-        }
-        return handler.onHeaders?.(status, headers, resume, statusText) ?? true;
-      },
-      onData: (chunk) => {
-        if (held === null) {
-          return handler.onData?.(chunk) ?? true;
-        }
-        held.chunks.push(chunk);
-        size += chunk.byteLength;
-        if (size > MAX_HELD_BYTES) {
-          // Too long to hold: fetch gets it as it comes; its resend will be refused.
-          release();
-          held = null;
-          this.refused = true;
-        }
-        return true;
-      },
-      onComplete: (trailers) => {
-        if (held !== null) {
-          held.trailers = trailers;
-          this.held = held;
-          release();
-        }
-        handler.onComplete?.(trailers);
-        // Set last: when fetch's handler throws, undici reports it through onError.
-        done = true;
-      },
-      onError: (error) => {
-        if (!done) {
-          handler.onError?.(error);
-        }
-      },
-      onUpgrade: (status, headers, socket) =>
-        handler.onUpgrade?.(status, headers, socket),
-      onBodySent: (chunk) => handler.onBodySent?.(chunk),
-      onRequestSent: () => handler.onRequestSent?.(),
-    };
+    });
+  }
+
+  onResponseStarted(): void {
+    this.handler.onResponseStarted?.();
+  }
+
+  onHeaders(
+    status: number,
+    headers: unknown,
+    resume: () => void,
+    statusText: string,
+  ): boolean {
+    if (status === 421) {
+      this.held = { status, headers, statusText, chunks: [], trailers: null };
+      return true;
+    }
+    return (
+      this.handler.onHeaders?.(status, headers, resume, statusText) ?? true
+    );
+  }
+
+  onData(chunk: Chunk): boolean {
+    const held = this.held;
+    if (held === null) {
+      return this.handler.onData?.(chunk) ?? true;
+    }
+    held.chunks.push(chunk);
+    this.size += chunk.byteLength;
+    if (this.size > MAX_HELD_BYTES) {
+      // Too long to hold: fetch gets it as it comes; its resend will be refused.
+      this.release(held);
+      this.held = null;
+      this.guard.refuse();
+    }
+    return true;
+  }
+
+  onComplete(trailers: unknown): void {
+    const held = this.held;
+    if (held !== null) {
+      held.trailers = trailers;
+      this.guard.hold(held);
+      this.release(held);
+    }
+    this.handler.onComplete?.(trailers);
+    // Set last: when fetch's handler throws, undici reports it through onError.
+    this.done = true;
+  }
+
+  onError(error: unknown): void {
+    if (!this.done) {
+      this.handler.onError?.(error);
+    }
+  }
+
+  onUpgrade(status: number, headers: unknown, socket: unknown): void {
+    this.handler.onUpgrade?.(status, headers, socket);
+  }
+
+  onBodySent(chunk: unknown): void {
+    this.handler.onBodySent?.(chunk);
+  }
+
+  onRequestSent(): void {
+    this.handler.onRequestSent?.();
+  }
+
+  /** Hands a held response to fetch. */
+  private release(held: HeldResponse): void {
+    this.handler.onHeaders?.(
+      held.status,
+      held.headers,
+      ignore,
+      held.statusText,
+    );
+    for (const chunk of held.chunks) {
+      this.handler.onData?.(chunk);
+    }
   }
 }
 

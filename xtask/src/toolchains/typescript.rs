@@ -52,7 +52,7 @@ fn undici_modules() -> Result<PathBuf> {
 }
 
 /// `work/node_modules` as a folder of links to every package of each of `sources` (the tools,
-/// and undici for the HTTP/2 unit tests).
+/// undici for the HTTP/2 unit tests and the fault runner, the example's packages).
 fn merge_modules(work: &Path, sources: &[PathBuf]) -> Result<()> {
     let folder = work.join("node_modules");
     if let Ok(meta) = folder.symlink_metadata() {
@@ -77,22 +77,6 @@ fn merge_modules(work: &Path, sources: &[PathBuf]) -> Result<()> {
             }
         }
     }
-    Ok(())
-}
-
-/// Links `work/node_modules` to `modules` (once).
-fn link_modules(work: &Path, modules: &Path) -> Result<()> {
-    let link = work.join("node_modules");
-    if link.symlink_metadata().is_ok() {
-        if std::fs::read_link(&link).ok().as_deref() == Some(modules) {
-            return Ok(());
-        }
-        std::fs::remove_file(&link).with_context(|| format!("replacing {}", link.display()))?;
-    }
-    #[cfg(unix)]
-    std::os::unix::fs::symlink(modules, &link)?;
-    #[cfg(windows)]
-    std::os::windows::fs::symlink_dir(modules, &link)?;
     Ok(())
 }
 
@@ -354,7 +338,8 @@ impl Toolchain for TypeScript {
     fn fault_runner(&self, module: &Module, work: &Path) -> Result<Vec<FaultRun>> {
         require("tsc", TYPESCRIPT_VERSION)?;
         let types = type_roots()?;
-        link_modules(work, &undici_modules()?)?;
+        // undici for the dispatchers, fetch-retry for the overhead mode's peer.
+        merge_modules(work, &[undici_modules()?, sdk_modules()?])?;
         let harness = root().join("conformance/faults/harness/typescript");
         for name in ["runner.ts", "package.json", "tsconfig.json"] {
             std::fs::copy(harness.join(name), work.join(name))

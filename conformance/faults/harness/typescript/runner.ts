@@ -14,6 +14,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { Agent, H2CClient } from "undici";
+import fetchRetry from "fetch-retry";
 import { RETRY_TABLES, retryingFetch } from "./index.js";
 import type { FinishEvent, RetryingFetch, RetryEvent } from "./index.js";
 // Not re-exported by index.ts (templates/typescript/tables.j2) yet.
@@ -369,10 +370,18 @@ function median(values: number[]): number {
     : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
-/** The overhead mode: the adapter against the bare client, one request of each per round. */
+/** fetch-retry's version (scripts/bootstrap.d/typescript.sh pins it). */
+const FETCH_RETRY_VERSION = "6.0.0";
+
+/**
+ * The overhead mode: the bare fetch, the adapter (every option at its default) and the peer,
+ * fetch-retry (the most used retry wrapper of `fetch`, its defaults), on the same request, one
+ * request of each per round in rotating order.
+ */
 async function bench(rounds: number, basePath: string): Promise<void> {
   const bare = fetch;
   const adapter = retryingFetch(fetch, { tables: RETRY_TABLES });
+  const peer = fetchRetry(fetch) as typeof fetch;
   const url = `${target("server")}${basePath}/health`;
   const init = {
     headers: {
@@ -387,24 +396,22 @@ async function bench(rounds: number, basePath: string): Promise<void> {
     await response.text();
     return (performance.now() - started) * 1000;
   };
+  const clients = [bare, adapter, peer];
   for (let i = 0; i < 200; i++) {
-    await time(bare);
-    await time(adapter);
+    for (const client of clients) {
+      await time(client);
+    }
   }
-  const bareUs: number[] = [];
-  const adapterUs: number[] = [];
+  const times: number[][] = clients.map(() => []);
   for (let i = 0; i < rounds; i++) {
-    if (i % 2 === 0) {
-      bareUs.push(await time(bare));
-      adapterUs.push(await time(adapter));
-    } else {
-      adapterUs.push(await time(adapter));
-      bareUs.push(await time(bare));
+    for (let k = 0; k < clients.length; k++) {
+      // Each client first, second and third in turn.
+      const n = (i + k) % clients.length;
+      times[n]?.push(await time(clients[n] ?? bare));
     }
   }
   const round = (x: number): number => Math.round(x * 100) / 100;
-  const b = median(bareUs);
-  const a = median(adapterUs);
+  const [b, a, p] = times.map(median) as [number, number, number];
   print({
     bench: {
       requests: rounds,
@@ -415,6 +422,15 @@ async function bench(rounds: number, basePath: string): Promise<void> {
       // Node exposes no per-request allocation counter.
       allocated_bytes_per_request: null,
       allocation_counter: "none",
+      peers: [
+        {
+          name: `fetch-retry ${FETCH_RETRY_VERSION}`,
+          us: round(p),
+          overhead_us: round(p - b),
+          overhead_pct: round(((p - b) / b) * 100),
+          allocated_bytes_per_request: null,
+        },
+      ],
     },
   });
 }
