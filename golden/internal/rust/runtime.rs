@@ -2636,6 +2636,27 @@ impl RetryBudget {
         })
     }
 
+    /// [`RetryBudget::record_success`] with a policy checked once: only `released` and the
+    /// cell's tokens are checked.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] when `released` is outside 0-1000000 (or the cell holds tokens outside
+    /// the policy's capacity).
+    pub fn record_success_valid(
+        &self,
+        policy: &ValidPolicy,
+        released: i64,
+    ) -> Result<i64, InvalidInput> {
+        let policy = policy.policy();
+        self.update(|tokens| {
+            check_tokens(policy, tokens)?;
+            check_range("input.budget_release", released, 0..=BUDGET_MAX)?;
+            let after = refund(policy, tokens, released);
+            Ok((after, after))
+        })
+    }
+
     /// [`budget_record_success`] on the cell: the tokens after.
     ///
     /// # Errors

@@ -1256,7 +1256,7 @@ impl<'m> Run<'m> {
             // either way.
             let _ = middleware
                 .budget
-                .record_success(self.policy.policy(), self.released);
+                .record_success_valid(self.policy, self.released);
         }
         let operation = self.classification.operation;
         let reason = if self.foreign {

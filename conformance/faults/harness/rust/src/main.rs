@@ -475,9 +475,10 @@ fn median_us(times: &mut [Duration]) -> f64 {
 const REQWEST_RETRY: &str = "reqwest-retry 0.9.1 (RetryTransientMiddleware)";
 
 /// The overhead mode: the median time of a request with the adapter, with reqwest-retry's
-/// `RetryTransientMiddleware` (the peer: exponential backoff, 3 retries, its defaults otherwise)
-/// and without either, each over a reqwest client of its own, in rotating order, and each one's
-/// extra allocation per request.
+/// `RetryTransientMiddleware` (the peer: exponential backoff, 3 retries, its defaults otherwise),
+/// through reqwest-middleware with no middleware (the floor both pay) and with the bare reqwest
+/// client, each over a reqwest client of its own, in rotating order, and each one's extra
+/// allocation per request.
 // Request and byte counts stay far below 2^52: their conversions to f64 are exact.
 #[allow(clippy::cast_precision_loss)]
 async fn bench(env: &Env, rounds: usize) -> Value {
@@ -493,6 +494,8 @@ async fn bench(env: &Env, rounds: usize) -> Value {
             ExponentialBackoff::builder().build_with_max_retries(3),
         ))
         .build();
+    // reqwest-middleware with no middleware: the floor of any layer installed through it.
+    let framework = ClientBuilder::new(bare_client(env)).build();
     let headers = [
         ("x-fault-run", env.run.as_str()),
         ("x-fault-scenario", "bench"),
@@ -510,32 +513,33 @@ async fn bench(env: &Env, rounds: usize) -> Value {
             .fold(client.get(&url), |r, (name, value)| r.header(*name, *value))
             .send()
     };
-    // 0: bare, 1: the adapter, 2: the peer.
-    let (adapter, peer) = (&adapter, &peer);
+    // 0: bare, 1: the adapter, 2: the peer, 3: reqwest-middleware alone.
+    let (adapter, peer, framework) = (&adapter, &peer, &framework);
     let time = |n: usize| async move {
         match n {
             0 => timed(bare_get()).await,
             1 => timed(with_middleware(adapter)).await,
-            _ => timed(with_middleware(peer)).await,
+            2 => timed(with_middleware(peer)).await,
+            _ => timed(with_middleware(framework)).await,
         }
     };
     for _ in 0..200 {
-        for n in 0..3 {
+        for n in 0..4 {
             time(n).await;
         }
     }
-    let mut times: [Vec<Duration>; 3] = Default::default();
-    let mut bytes = [0u64; 3];
+    let mut times: [Vec<Duration>; 4] = Default::default();
+    let mut bytes = [0u64; 4];
     for round in 0..rounds.max(1) {
-        for k in 0..3 {
-            // Each client first, second and third in turn.
-            let n = (round + k) % 3;
+        for k in 0..4 {
+            // Each client first, second, third and fourth in turn.
+            let n = (round + k) % 4;
             let before = ALLOCATED.load(Ordering::Relaxed);
             times[n].push(time(n).await);
             bytes[n] += ALLOCATED.load(Ordering::Relaxed) - before;
         }
     }
-    let [bare_us, adapter_us, peer_us] = times.map(|mut t| median_us(&mut t));
+    let [bare_us, adapter_us, peer_us, framework_us] = times.map(|mut t| median_us(&mut t));
     let count = rounds.max(1) as f64;
     let extra = |n: usize| (bytes[n] as f64 - bytes[0] as f64) / count;
     json!({"bench": {
@@ -552,6 +556,12 @@ async fn bench(env: &Env, rounds: usize) -> Value {
             "overhead_us": peer_us - bare_us,
             "overhead_pct": (peer_us - bare_us) / bare_us * 100.0,
             "allocated_bytes_per_request": extra(2),
+        }, {
+            "name": "reqwest-middleware 0.5.2 alone (ClientWithMiddleware, no middleware)",
+            "us": framework_us,
+            "overhead_us": framework_us - bare_us,
+            "overhead_pct": (framework_us - bare_us) / bare_us * 100.0,
+            "allocated_bytes_per_request": extra(3),
         }],
     }})
 }

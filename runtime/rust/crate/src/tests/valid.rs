@@ -183,3 +183,28 @@ fn a_settled_status_is_what_decide_says() {
         None
     );
 }
+
+#[test]
+fn a_valid_policys_refund_is_record_successs() {
+    let valid = ValidPolicy::new(policy()).unwrap();
+    for released in [0, 5, 10, 1_000_000] {
+        let (a, b) = (
+            RetryBudget::new(&policy()).unwrap(),
+            RetryBudget::new(&policy()).unwrap(),
+        );
+        // Spend some first, so that the refund shows.
+        let connect = input(ReplayClass::Idempotent, Outcome::Connect);
+        a.decide(&policy(), &connect).unwrap();
+        b.decide(&policy(), &connect).unwrap();
+        assert_eq!(
+            a.record_success_valid(&valid, released),
+            b.record_success(&policy(), released)
+        );
+        assert_eq!(a.tokens(), b.tokens());
+    }
+    let budget = RetryBudget::new(&policy()).unwrap();
+    assert_eq!(
+        budget.record_success_valid(&valid, -1).unwrap_err().key(),
+        "input.budget_release"
+    );
+}
