@@ -117,3 +117,94 @@ install_okhttp() {
 
 install_okhttp kotlin-okhttp okhttp okhttp-classpath okhttp "$OKHTTP_VERSION" "$OKIO_VERSION" "$OKHTTP_SHA256" "$OKIO_SHA256"
 install_okhttp kotlin-okhttp5 okhttp5 okhttp5-classpath okhttp-jvm "$OKHTTP5_VERSION" "$OKIO5_VERSION" "$OKHTTP5_SHA256" "$OKIO5_SHA256"
+
+# install_maven_jars STEP WHAT FOLDER CLASSPATH_FILE GROUP:ARTIFACT:VERSION:SHA256...
+# Downloads exactly the jars named (no transitive resolution: the list is what the POMs resolve
+# to), each checked against its pin, into $CACHE/FOLDER/, and records their paths joined by ':'
+# in $CACHE/CLASSPATH_FILE. Idempotent: a complete folder with the same pins is kept.
+install_maven_jars() {
+  STEP="$1"
+  local what="$2" folder="$3" cpfile="$4"
+  shift 4
+  local t0=$EPOCHREALTIME action="cached" dir="$CACHE/$folder" pins="$*"
+  local entry g a v sum jar jars=() items=""
+  for entry in "$@"; do
+    IFS=: read -r g a v sum <<<"$entry"
+    jars+=("$a-$v.jar")
+    items+="<artifactItem><groupId>$g</groupId><artifactId>$a</artifactId><version>$v</version></artifactItem>"
+  done
+  local complete=1
+  for jar in "${jars[@]}"; do [[ -s "$dir/$jar" ]] || complete=0; done
+  if [[ ! -f "$dir/.complete" || "$(cat "$dir/.complete")" != "$pins" || $complete == 0 ]]; then
+    action="installed"
+    command -v mvn >/dev/null 2>&1 || die "$what" "mvn is not on PATH (needed to download from Maven Central)"
+    local key="${folder//\//-}"
+    local log="$LOGS/$key-maven.log" stage="$CACHE/.staging-$key" pomdir="$TMP/$key-pom"
+    rm -rf "$stage"
+    mkdir -p "$stage" "$pomdir" "$(dirname "$dir")"
+    cat >"$pomdir/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.bootstrap</groupId>
+  <artifactId>jars-fetch</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <build>
+    <plugins>
+      <plugin>
+        <groupId>org.apache.maven.plugins</groupId>
+        <artifactId>maven-dependency-plugin</artifactId>
+        <version>$MAVEN_DEPENDENCY_PLUGIN_VERSION</version>
+        <executions>
+          <execution>
+            <id>jars</id>
+            <configuration>
+              <outputDirectory>$stage</outputDirectory>
+              <artifactItems>$items</artifactItems>
+            </configuration>
+          </execution>
+        </executions>
+      </plugin>
+    </plugins>
+  </build>
+</project>
+POM
+    run_logged "$log" mvn -B -q -Dstyle.color=never -f "$pomdir/pom.xml" -Dmaven.repo.local="$TMP/m2" \
+      "org.apache.maven.plugins:maven-dependency-plugin:$MAVEN_DEPENDENCY_PLUGIN_VERSION:copy@jars" \
+      || die "$what" "Maven could not download $what (is Maven Central reachable?)" "$log"
+    for entry in "$@"; do
+      IFS=: read -r g a v sum <<<"$entry"
+      jar="$a-$v.jar"
+      [[ -s "$stage/$jar" ]] || die "$what" "Maven finished but $jar is missing" "$log"
+      [[ "$(sha256sum "$stage/$jar" | awk '{ print $1 }')" == "$sum" ]] \
+        || { rm -rf "$stage"; die "$what" "downloaded $jar does not have the pinned sha256 $sum"; }
+    done
+    rm -rf "$dir"
+    mv "$stage" "$dir"
+    printf '%s' "$pins" >"$dir/.complete"
+  fi
+  local real cp=""
+  real="$(cd "$dir" && pwd -P)"
+  for jar in "${jars[@]}"; do cp+="${cp:+:}$real/$jar"; done
+  if [[ ! -f "$CACHE/$cpfile" || "$(cat "$CACHE/$cpfile")" != "$cp" ]]; then
+    printf '%s\n' "$cp" >"$CACHE/$cpfile"
+  fi
+  say "kotlin: $what $action ($(elapsed "$t0"))"
+}
+
+# resilience4j-retry 2.4.0 (the most used retry layer of the JVM) for the peer row of the fault
+# runner's overhead mode (issue 20 item 7: an OkHttp call wrapped in a Retry, beside the adapter):
+# the jars resilience4j-retry 2.4.0 resolves to. $CACHE/resilience4j-classpath is read by xtask.
+install_maven_jars kotlin-resilience4j "resilience4j-retry 2.4.0 (bench peer)" resilience4j/2.4.0 resilience4j-classpath \
+  "io.github.resilience4j:resilience4j-retry:2.4.0:13cd52c89b69b9dbd68188877f16bdbeb3ae524d351a2d947f31ae07684c420a" \
+  "io.github.resilience4j:resilience4j-core:2.4.0:a15d25c4709a4c12432cd0a4f620e37a00a82dbe112f5d1a7a68b31325ffc978" \
+  "org.slf4j:slf4j-api:1.7.30:cdba07964d1bb40a0761485c6b1e8c2f8fd9eb1d19c53928ac0d7f9510105c57"
+
+# examples/kotlin: OpenAPI Generator's CLI (the one jar that generates the Kotlin client, version
+# of openapi-generator-maven-plugin 7.25.0) and Gson, the serialization library the client is
+# generated for (the version the generated build.gradle names). The first path of
+# $CACHE/openapi-generator-classpath is the CLI, the second Gson; read by xtask.
+install_maven_jars kotlin-openapi-generator "openapi-generator-cli 7.25.0 + gson 2.14.0 (examples/kotlin)" \
+  openapi-generator/7.25.0 openapi-generator-classpath \
+  "org.openapitools:openapi-generator-cli:7.25.0:41ce4f6b07f196676439d710759fa1ced7a08066d06ff1bf314681470289efae" \
+  "com.google.code.gson:gson:2.14.0:2cbd119bf1961c28788310963dc80ba65f58cdeec1dd139c8bdb1240faa2c36f"

@@ -8,6 +8,7 @@
 package retrygen.generated
 
 import okhttp3.Call
+import okhttp3.Callback
 import okhttp3.Connection
 import okhttp3.Headers
 import okhttp3.Interceptor
@@ -15,6 +16,7 @@ import okhttp3.OkHttpClient
 import okhttp3.Protocol
 import okhttp3.Request
 import okhttp3.Response
+import okhttp3.ResponseBody
 import okhttp3.internal.http2.ConnectionShutdownException
 import okhttp3.internal.http2.ErrorCode
 import okhttp3.internal.http2.StreamResetException
@@ -27,6 +29,9 @@ import java.time.Duration
 import java.util.UUID
 import java.util.WeakHashMap
 import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.Executors
+import java.util.concurrent.ScheduledExecutorService
+import java.util.concurrent.ScheduledFuture
 import java.util.concurrent.ThreadLocalRandom
 import java.util.concurrent.TimeUnit
 import java.util.concurrent.atomic.AtomicBoolean
@@ -34,15 +39,16 @@ import javax.net.ssl.SSLHandshakeException
 import javax.net.ssl.SSLPeerUnverifiedException
 
 /**
- * Receives the retry event (contract E1) of every retry a [RetryInterceptor] grants, on the
- * calling thread, before the sleep that precedes the retry.
+ * Receives the retry event (contract E1) of every retry a [RetryInterceptor] grants, before the
+ * delay that precedes the retry: on the calling thread, or OkHttp's dispatcher thread for a call
+ * enqueued through [RetryInterceptor.callFactory].
  */
 public fun interface RetryListener {
     /** Called once per granted retry. */
     public fun onRetry(event: RetryEvent)
 }
 
-/** Receives how a request ended, once per request, on the calling thread. */
+/** Receives how a request ended, once per request, on the thread that ends it. */
 public fun interface FinishListener {
     /** Called once per request, when [RetryInterceptor] returns a response or throws. */
     public fun onFinish(finish: RetryFinish)
@@ -50,14 +56,16 @@ public fun interface FinishListener {
 
 /**
  * How a request sent through a [RetryInterceptor] ended: lets an SDK log why it was not retried
- * (again) without reading the decision itself.
+ * (again) without reading the decision itself. The same object is on the returned response and on
+ * the thrown exception ([RetryInterceptor.finishOf]). Not a data class: a field added later must
+ * not break callers compiled against this one (no `copy`, no `componentN`); equal by value.
  *
  * @property attempts how many attempts were sent, at least 1.
  * @property reason the last decision's [DecisionReason.wireName], [BODY_NOT_REPLAYABLE] when a
  *   retry was granted but the request body cannot be sent twice, or [FOREIGN_ORIGIN] for a request
  *   to another origin than the base URL's (sent once, untouched).
  * @property outcome what the last attempt ended with: `status`, `connect`, `transport`,
- *   `certificate` or `aborted` (also for a cancellation during the sleep before a retry).
+ *   `certificate` or `aborted` (also for a cancellation during the delay before a retry).
  * @property status the returned response's status, or null when the request failed.
  * @property timedOut whether the last attempt ended by a timeout after connecting.
  * @property method the operation's method, or the request's method ASCII upper-cased when no
@@ -67,755 +75,1342 @@ public fun interface FinishListener {
  * @property redirects the follow-ups OkHttp sent by itself below the interceptor over all attempts
  *   (redirects it followed, authentication challenges it answered): the server saw at most
  *   [attempts] + [redirects] requests.
+ * @property totalDelayMs the sum of the delays waited between the attempts, in milliseconds
+ *   (docs/adapters.md P4).
  */
-public data class RetryFinish
-    @JvmOverloads
-    constructor(
-        public val attempts: Int,
-        public val reason: String,
-        public val outcome: String,
-        public val status: Int?,
-        public val timedOut: Boolean,
-        public val method: String,
-        public val pathTemplate: String?,
-        public val operationId: String?,
-        public val redirects: Int = 0,
-    ) {
-        /** The reasons that are not a [DecisionReason]. */
-        public companion object {
-            /** [reason] when a retry was granted but the request body is one-shot or duplex. */
-            public const val BODY_NOT_REPLAYABLE: String = "body_not_replayable"
+public class RetryFinish internal constructor(
+    public val attempts: Int,
+    public val reason: String,
+    public val outcome: String,
+    public val status: Int?,
+    public val timedOut: Boolean,
+    public val method: String,
+    public val pathTemplate: String?,
+    public val operationId: String?,
+    public val redirects: Int,
+    public val totalDelayMs: Long,
+) {
+    override fun equals(other: Any?): Boolean =
+        other is RetryFinish &&
+            attempts == other.attempts &&
+            reason == other.reason &&
+            outcome == other.outcome &&
+            status == other.status &&
+            timedOut == other.timedOut &&
+            method == other.method &&
+            pathTemplate == other.pathTemplate &&
+            operationId == other.operationId &&
+            redirects == other.redirects &&
+            totalDelayMs == other.totalDelayMs
 
-            /** [reason] for a request to another origin than the base URL's (docs/adapters.md rule 0). */
-            public const val FOREIGN_ORIGIN: String = "foreign_origin"
+    override fun hashCode(): Int =
+        listOf(attempts, reason, outcome, status, timedOut, method, pathTemplate, operationId, redirects, totalDelayMs).hashCode()
+
+    override fun toString(): String =
+        "RetryFinish(attempts=$attempts, reason=$reason, outcome=$outcome, status=$status, timedOut=$timedOut, " +
+            "method=$method, pathTemplate=$pathTemplate, operationId=$operationId, redirects=$redirects, " +
+            "totalDelayMs=$totalDelayMs)"
+
+    /**
+     * The suppressed exception that carries [finish] on the exception a failed request throws
+     * ([RetryInterceptor.finishOf]): OkHttp's own exception keeps its type, message and cause. No
+     * stack trace of its own.
+     */
+    public class Attached internal constructor(
+        public val finish: RetryFinish,
+    ) : Exception("retrygen: $finish", null, false, false)
+
+    /** The reasons that are not a [DecisionReason]. */
+    public companion object {
+        /** [reason] when a retry was granted but the request body is one-shot or duplex. */
+        public const val BODY_NOT_REPLAYABLE: String = "body_not_replayable"
+
+        /** [reason] for a request to another origin than the base URL's (docs/adapters.md rule 0). */
+        public const val FOREIGN_ORIGIN: String = "foreign_origin"
+    }
+}
+
+/**
+ * Retry overrides for one request (docs/adapters.md P1, P6), as the request's tag:
+ *
+ * ```
+ * val request = Request.Builder().url(url).tag(RetryOverrides::class.java, RetryOverrides.builder().maxRetries(0).build()).build()
+ * ```
+ *
+ * Each value replaces the [RetryInterceptor]'s for this request only; the budget, the deadline,
+ * the backoff and every other policy key stay. A request to another origin than the base URL's
+ * ignores them; they are never sent. Built by [builder], which checks each value when it is set.
+ *
+ * @property maxRetries the policy's `maxRetries` for this request (0-100, 0 is one attempt), or
+ *   null to keep the policy's.
+ * @property attemptTimeout the attempt timeout for this request, [Duration.ZERO] for none (lifting
+ *   the interceptor's), or null to keep the interceptor's.
+ * @property readBodyMaxBytes the bound of the body read inside the loop for this request, 0 for
+ *   off, or null to keep the interceptor's.
+ */
+public class RetryOverrides private constructor(
+    public val maxRetries: Int?,
+    public val attemptTimeout: Duration?,
+    public val readBodyMaxBytes: Long?,
+) {
+    override fun equals(other: Any?): Boolean =
+        other is RetryOverrides &&
+            maxRetries == other.maxRetries &&
+            attemptTimeout == other.attemptTimeout &&
+            readBodyMaxBytes == other.readBodyMaxBytes
+
+    override fun hashCode(): Int = listOf(maxRetries, attemptTimeout, readBodyMaxBytes).hashCode()
+
+    override fun toString(): String =
+        "RetryOverrides(maxRetries=$maxRetries, attemptTimeout=$attemptTimeout, readBodyMaxBytes=$readBodyMaxBytes)"
+
+    /** A builder of [RetryOverrides]; each setter throws [IllegalArgumentException] for a value out of range. */
+    public class Builder internal constructor() {
+        private var maxRetries: Int? = null
+        private var attemptTimeout: Duration? = null
+        private var readBodyMaxBytes: Long? = null
+
+        /** Retries allowed after the first attempt, 0-100 (the policy key's range). */
+        public fun maxRetries(maxRetries: Int): Builder =
+            apply {
+                require(maxRetries in 0..MAX_RETRIES_LIMIT) { "maxRetries must be between 0 and $MAX_RETRIES_LIMIT: $maxRetries" }
+                this.maxRetries = maxRetries
+            }
+
+        /** The attempt timeout, between 1 ms and [Int.MAX_VALUE] ms, or [Duration.ZERO] for none. */
+        public fun attemptTimeout(attemptTimeout: Duration): Builder =
+            apply {
+                if (!attemptTimeout.isZero) {
+                    RetryInterceptor.timeoutMillis(attemptTimeout)
+                }
+                this.attemptTimeout = attemptTimeout
+            }
+
+        /** The bound of the body read inside the loop, 0-[Int.MAX_VALUE] bytes, 0 for off. */
+        public fun readBodyMaxBytes(readBodyMaxBytes: Long): Builder =
+            apply {
+                RetryInterceptor.checkReadBound(readBodyMaxBytes)
+                this.readBodyMaxBytes = readBodyMaxBytes
+            }
+
+        /** The overrides. */
+        public fun build(): RetryOverrides = RetryOverrides(maxRetries, attemptTimeout, readBodyMaxBytes)
+    }
+
+    /** The builder factory. */
+    public companion object {
+        /** A builder that overrides nothing yet. */
+        @JvmStatic
+        public fun builder(): Builder = Builder()
+
+        private const val MAX_RETRIES_LIMIT: Int = 100
+    }
+}
+
+/**
+ * The number of the attempt a request below the [RetryInterceptor] belongs to (docs/adapters.md
+ * P2), as the tag of the request the interceptor hands to `chain.proceed`: `1` for the first send,
+ * `2` for the first retry. An interceptor or event listener below reads it with
+ * `request.tag(RetryAttempt::class.java)`; OpenTelemetry's `http.request.resend_count` is
+ * [number] - 1 when that is not 0.
+ *
+ * @property number the attempt's number, from 1.
+ */
+public class RetryAttempt internal constructor(
+    public val number: Int,
+    // The request's finish, once known (P5): OkHttp copies a request's tags to its follow-ups and
+    // to the response's request, so the returned response carries it without a copy of its own.
+    // One tag for both keeps the request copies OkHttp makes below small.
+    internal val slot: RetryInterceptor.FinishSlot?,
+) {
+    override fun equals(other: Any?): Boolean = other is RetryAttempt && number == other.number
+
+    override fun hashCode(): Int = number
+
+    override fun toString(): String = "RetryAttempt($number)"
+
+    /** The factory. */
+    public companion object {
+        /** The attempt [number] (at least 1). */
+        @JvmStatic
+        public fun of(number: Int): RetryAttempt {
+            require(number >= 1) { "an attempt's number is at least 1: $number" }
+            return RetryAttempt(number, null)
         }
     }
+}
 
 /**
  * The retry loop for OkHttp 4.12 and 5 (docs/adapters.md): an application interceptor that
  * classifies each request with the API's operation table, mints an idempotency key where the
  * operation takes one, sends, maps OkHttp's failures to the retry contract's, asks
  * [RetryRuntime.decide] and sends again after the delay. One instance is one client's retry
- * budget: build one per [OkHttpClient] and install it with [install], which also turns off
- * OkHttp's own replays and adds the network interceptor that watches each exchange.
+ * budget: build one per [OkHttpClient] with [builder] and install it with [install], which also
+ * turns off OkHttp's own replays and adds the network interceptor that watches each exchange.
  *
  * ```
- * val retries = RetryInterceptor(RetryPolicies.TABLE, RetryPolicies.DEFAULT_POLICY, baseUrl = "https://api.example.com/v1")
+ * val retries = RetryInterceptor.builder(RetryPolicies.TABLE, RetryPolicies.DEFAULT_POLICY).baseUrl("https://api.example.com/v1").build()
  * val client = retries.install(OkHttpClient.Builder()).build()
  * ```
  *
- * A request to another origin than [baseUrl]'s passes through once, untouched (finish reason
+ * A call run with [Call.execute] waits out the delay before a retry on its own thread. A call
+ * enqueued on `client` itself would wait it out on OkHttp's dispatcher thread, holding one of the
+ * dispatcher's slots (5 per host by default); enqueue through [callFactory] instead, which ends
+ * the attempt's OkHttp call and sends the retry as a fresh call after the delay.
+ *
+ * A request to another origin than the base URL's passes through once, untouched (finish reason
  * [RetryFinish.FOREIGN_ORIGIN]).
  *
- * Errors: a failure rethrows OkHttp's own exception of the last attempt. It is `aborted` when the
- * call was cancelled ([Call.cancel], the call timeout) or the thread interrupted; `certificate`
- * (never retried) for a refused server certificate; `connect` (retried for every class but
- * no-retry) when OkHttp failed before it had a connection for the attempt (DNS, TCP connect,
- * proxy tunnel, TLS handshake, the connect timeout: the network interceptor [install] adds was
- * never reached) or when an HTTP/2 server refused the attempt's only stream unprocessed
+ * Errors: a failure rethrows OkHttp's own exception of the last attempt, with the request's
+ * [RetryFinish] attached as a suppressed [RetryFinish.Attached] ([finishOf]). It is `aborted` when
+ * the call was cancelled ([Call.cancel], the call timeout) or the thread interrupted;
+ * `certificate` (never retried) for a refused server certificate; `connect` (retried for every
+ * class but no-retry) when OkHttp failed before it had a connection for the attempt (DNS, TCP
+ * connect, proxy tunnel, TLS handshake, the connect timeout: the network interceptor [install]
+ * adds was never reached) or when an HTTP/2 server refused the attempt's only stream unprocessed
  * (`REFUSED_STREAM`, which a GOAWAY below the stream also raises, or a connection already shut
  * down); else `transport`, timed out when it is an [InterruptedIOException] (a read or write
- * timeout, the attempt timeout). A cancellation during the sleep throws `IOException("Canceled")`,
+ * timeout, the attempt timeout). A cancellation during the delay throws `IOException("Canceled")`,
  * as OkHttp does for a cancelled call.
  *
- * @property table the API's operations: the tables object's `TABLE`.
- * @property policy the retry policy, checked here: usually the tables object's `DEFAULT_POLICY`.
- * @param baseUrl the base URL (or base path) the SDK sends requests under, for the classifier
- *   (contract C2) and the origin scope (C5); null for the spec's base path.
- * @param onRetry called with the event of every granted retry, before the sleep; null for none.
- * @param onFinish called once per request with how it ended; null for none.
- * @property mintIdempotencyKeys whether to set a fresh UUID v4 key on requests to keyed operations
- *   that carry none.
- * @property attemptTimeout a limit for each attempt, or null for none: the read and write timeout
- *   of the attempt (OkHttp cannot end one exchange of a call without cancelling the call), so it
- *   fires when the server sends nothing for that long after the connection is open, also while
- *   the caller reads the returned body; then the attempt is a `transport` failure that timed out.
- *   It also bounds the connect timeout (the client's when shorter), whose expiry is `connect`.
- * @throws RetryInputException for a bad [policy] value.
- * @throws IllegalArgumentException for an [attemptTimeout] that is not between 1 ms and
- *   [Int.MAX_VALUE] ms.
+ * Per request: [RetryOverrides] as the request's tag (P1); each attempt's request carries its
+ * [RetryAttempt] tag (P2) and, with [Builder.attemptHeader], the header (P3); the returned
+ * response's request carries the [RetryFinish] ([finishOf], P5).
  */
-public class RetryInterceptor
-    @JvmOverloads
-    constructor(
-        public val table: OperationTable,
-        public val policy: RetryPolicy,
-        private val baseUrl: String? = null,
-        private val onRetry: RetryListener? = null,
-        private val onFinish: FinishListener? = null,
-        public val mintIdempotencyKeys: Boolean = true,
-        public val attemptTimeout: Duration? = null,
-    ) : Interceptor {
-        private val classifier: Classifier = table.classifier(baseUrl, policy.unknownOperationClass)
+public class RetryInterceptor private constructor(
+    builder: Builder,
+) : Interceptor {
+    /** The API's operations: the tables object's `TABLE`. */
+    public val table: OperationTable = builder.table
 
-        // The policy every decision reads: [policy] with its collections copied, checked once by the
-        // budget cell below (contract V1-V2), so that the attempts skip the checks and a caller's
-        // later change of a mutable collection cannot reach them unchecked.
-        private val checked: RetryPolicy =
-            policy.copy(
-                retryableStatuses = policy.retryableStatuses.toSet(),
-                rejectedStatuses = policy.rejectedStatuses.toSet(),
-                retryOnlyWithServerDelay = policy.retryOnlyWithServerDelay.toSet(),
-                keyInFlightStatuses = policy.keyInFlightStatuses.toSet(),
-                keyReusedStatuses = policy.keyReusedStatuses.toSet(),
-                serverDirectiveHeaders = policy.serverDirectiveHeaders.toList(),
-            )
+    /** The retry policy, checked when built: usually the tables object's `DEFAULT_POLICY`. */
+    public val policy: RetryPolicy = builder.policy
 
-        // One budget cell per interceptor, so per client (contract K4).
-        private val budget: RetryBudgetCell = RetryBudgetCell(checked)
+    private val baseUrl: String? = builder.baseUrl
+    private val onRetry: RetryListener? = builder.onRetry
+    private val onFinish: FinishListener? = builder.onFinish
 
-        // Whether a status can reach the server delay (contract R13): one of the policy's status lists
-        // that lead there. Another status without a directive stops before reading Retry-After.
-        private val readsServerDelay: BooleanArray =
-            BooleanArray(MAX_STATUS + 1) { status ->
-                status in checked.retryableStatuses || status in checked.rejectedStatuses || status in checked.keyInFlightStatuses
-            }
+    /** Whether a fresh UUID v4 key is set on requests to keyed operations that carry none. */
+    public val mintIdempotencyKeys: Boolean = builder.mintIdempotencyKeys
 
-        private val directiveHeaders: Array<String> = checked.serverDirectiveHeaders.toTypedArray()
+    /** The limit of each attempt, or null for none ([Builder.attemptTimeout]). */
+    public val attemptTimeout: Duration? = builder.attemptTimeout
 
-        private val attemptTimeoutMillis: Int = attemptTimeout?.let(::timeoutMillis) ?: 0
+    /** The attempt header's name, or null for none ([Builder.attemptHeader]). */
+    public val attemptHeader: String? = builder.attemptHeader
 
-        // The network interceptor [install] adds: it sees every exchange OkHttp sends for an attempt.
-        private val exchanges: ExchangeGuard = ExchangeGuard(this)
+    /** The bound of the body read inside the loop, 0 for off ([Builder.readBodyMaxBytes]). */
+    public val readBodyMaxBytes: Long = builder.readBodyMaxBytes
 
-        // The attempt in flight of each call this interceptor is running.
-        private val attempts: ConcurrentHashMap<Call, Attempt> = ConcurrentHashMap()
+    private val classifier: Classifier = table.classifier(baseUrl, policy.unknownOperationClass)
 
-        // Whether [install] added this interceptor (and its network interceptor) to a client.
-        private val installed: AtomicBoolean = AtomicBoolean()
+    // The policy every decision reads: [policy] with its collections copied, checked once by the
+    // budget cell below (contract V1-V2), so that the attempts skip the checks and a caller's
+    // later change of a mutable collection cannot reach them unchecked.
+    private val checked: RetryPolicy =
+        policy
+            .newBuilder()
+            .retryableStatuses(policy.retryableStatuses.toSet())
+            .rejectedStatuses(policy.rejectedStatuses.toSet())
+            .retryOnlyWithServerDelay(policy.retryOnlyWithServerDelay.toSet())
+            .keyInFlightStatuses(policy.keyInFlightStatuses.toSet())
+            .keyReusedStatuses(policy.keyReusedStatuses.toSet())
+            .serverDirectiveHeaders(policy.serverDirectiveHeaders.toList())
+            .build()
 
-        /** The retry budget's tokens now (contract K1-K4), for metrics. */
-        public val budgetTokens: Long
-            get() = budget.tokens
+    // One budget cell per interceptor, so per client (contract K4).
+    private val budget: RetryBudgetCell = RetryBudgetCell(checked)
 
-        /**
-         * Installs this interceptor in [builder]: turns off OkHttp's own replays after a failed
-         * connection (`retryOnConnectionFailure(false)`, which resends even a POST), adds this as an
-         * application interceptor and adds its network interceptor, which tells the attempts that
-         * failed before a connection (`connect`) from the others, counts the redirects OkHttp
-         * follows, checks an HTTP/1 connection idle for a while before reusing it, and hides from
-         * OkHttp's follow-up logic the two statuses it would resend by itself (a `503` with
-         * `Retry-After`, a `421` on HTTP/2) while the caller still gets them unchanged. Returns
-         * [builder].
-         */
-        public fun install(builder: OkHttpClient.Builder): OkHttpClient.Builder {
-            installed.set(true)
-            return builder.retryOnConnectionFailure(false).addInterceptor(this).addNetworkInterceptor(exchanges)
+    // Whether a status can reach the server delay (contract R13): one of the policy's status lists
+    // that lead there. Another status without a directive stops before reading Retry-After.
+    private val readsServerDelay: BooleanArray =
+        BooleanArray(MAX_STATUS + 1) { status ->
+            status in checked.retryableStatuses || status in checked.rejectedStatuses || status in checked.keyInFlightStatuses
         }
 
-        override fun intercept(chain: Interceptor.Chain): Response {
-            val call = chain.call()
-            checkClient(chain)
-            // What the network interceptor sees of each attempt, found there by the call (the same
-            // object at both levels; a request tag would copy every request).
-            val attempt = Attempt()
-            attempts[call] = attempt
+    private val directiveHeaders: Array<String> = checked.serverDirectiveHeaders.toTypedArray()
+
+    private val attemptTimeoutMillis: Int = attemptTimeout?.let(::timeoutMillis) ?: 0
+
+    // The network interceptor [install] adds: it sees every exchange OkHttp sends for an attempt.
+    private val exchanges: ExchangeGuard = ExchangeGuard(this)
+
+    // The attempt in flight of each call this interceptor is running.
+    private val attempts: ConcurrentHashMap<Call, Attempt> = ConcurrentHashMap()
+
+    // Whether [install] added this interceptor (and its network interceptor) to a client.
+    private val installed: AtomicBoolean = AtomicBoolean()
+
+    /** The retry budget's tokens now (contract K1-K4), for metrics. */
+    public val budgetTokens: Long
+        get() = budget.tokens
+
+    /**
+     * Builds a [RetryInterceptor]. [build] checks the policy and every option.
+     *
+     * @property table the API's operations: the tables object's `TABLE`.
+     * @property policy the retry policy: usually the tables object's `DEFAULT_POLICY`.
+     */
+    public class Builder internal constructor(
+        internal val table: OperationTable,
+        internal val policy: RetryPolicy,
+    ) {
+        internal var baseUrl: String? = null
+        internal var onRetry: RetryListener? = null
+        internal var onFinish: FinishListener? = null
+        internal var mintIdempotencyKeys: Boolean = true
+        internal var attemptTimeout: Duration? = null
+        internal var attemptHeader: String? = null
+        internal var readBodyMaxBytes: Long = 0
+
+        /**
+         * The base URL (or base path) the SDK sends requests under, for the classifier (contract
+         * C2) and the origin scope (C5); null, the default, for the spec's base path.
+         */
+        public fun baseUrl(baseUrl: String?): Builder = apply { this.baseUrl = baseUrl }
+
+        /** Called with the event of every granted retry, before the delay; null, the default, for none. */
+        public fun onRetry(onRetry: RetryListener?): Builder = apply { this.onRetry = onRetry }
+
+        /** Called once per request with how it ended; null, the default, for none. */
+        public fun onFinish(onFinish: FinishListener?): Builder = apply { this.onFinish = onFinish }
+
+        /** Whether to set a fresh UUID v4 key on requests to keyed operations that carry none (default true). */
+        public fun mintIdempotencyKeys(mint: Boolean): Builder = apply { this.mintIdempotencyKeys = mint }
+
+        /**
+         * A limit for each attempt (1 ms to [Int.MAX_VALUE] ms), or null (the default) for none: the
+         * read and write timeout of the attempt (OkHttp cannot end one exchange of a call without
+         * cancelling the call), so it fires when the server sends nothing for that long after the
+         * connection is open, also while the caller reads the returned body; then the attempt is a
+         * `transport` failure that timed out. It also bounds the connect timeout (the client's when
+         * shorter), whose expiry is `connect`.
+         */
+        public fun attemptTimeout(attemptTimeout: Duration?): Builder = apply { this.attemptTimeout = attemptTimeout }
+
+        /**
+         * A header every attempt carries with the number of earlier attempts of the request in
+         * decimal (`0` on the first send), replacing a value the caller set (docs/adapters.md P3);
+         * null, the default, adds none (a custom header makes browsers send a CORS preflight, and
+         * servers must accept it). Requests to another origin never carry it.
+         */
+        public fun attemptHeader(name: String?): Builder = apply { this.attemptHeader = name }
+
+        /**
+         * Reads the body of the response the interceptor is about to return inside the loop, up to
+         * [maxBytes] (0-[Int.MAX_VALUE]; 0, the default, is off; docs/adapters.md P6), so that a body
+         * cut on a replayable request is retried: a read that fails is that attempt's `transport`
+         * failure (timed out when the attempt timeout ended it), decided like any other. A body read
+         * whole is handed over buffered; a longer one as the bytes read followed by the rest of the
+         * stream, whose failures are the caller's. `text/event-stream` bodies are never read. The
+         * per-request override is [RetryOverrides.readBodyMaxBytes].
+         */
+        public fun readBodyMaxBytes(maxBytes: Long): Builder = apply { this.readBodyMaxBytes = maxBytes }
+
+        /**
+         * The interceptor.
+         *
+         * @throws RetryInputException for a bad [policy] value.
+         * @throws IllegalArgumentException for an attempt timeout out of range, an attempt header
+         *   that is not an HTTP token, or a read bound out of range.
+         */
+        public fun build(): RetryInterceptor {
+            attemptTimeout?.let(::timeoutMillis)
+            attemptHeader?.let { name ->
+                require(isToken(name)) { "attemptHeader must be an HTTP token: \"$name\"" }
+            }
+            checkReadBound(readBodyMaxBytes)
+            return RetryInterceptor(this)
+        }
+    }
+
+    /**
+     * Installs this interceptor in [builder]: turns off OkHttp's own replays after a failed
+     * connection (`retryOnConnectionFailure(false)`, which resends even a POST), adds this as an
+     * application interceptor and adds its network interceptor, which tells the attempts that
+     * failed before a connection (`connect`) from the others, counts the redirects OkHttp
+     * follows, checks an HTTP/1 connection idle for a while before reusing it, and hides from
+     * OkHttp's follow-up logic the two statuses it would resend by itself (a `503` with
+     * `Retry-After`, a `421` on HTTP/2) while the caller still gets them unchanged. Returns
+     * [builder].
+     */
+    public fun install(builder: OkHttpClient.Builder): OkHttpClient.Builder {
+        installed.set(true)
+        return builder.retryOnConnectionFailure(false).addInterceptor(this).addNetworkInterceptor(exchanges)
+    }
+
+    /**
+     * The calls of [client] (which has this interceptor installed) as a [Call.Factory] for an SDK or
+     * Retrofit (`callFactory`): [Call.execute] is the client's own, and [Call.enqueue] waits out
+     * the delay before a retry on no thread at all. Each enqueued attempt is an OkHttp call of its
+     * own, so it holds a dispatcher slot only while it is in flight; the retry is enqueued as a
+     * fresh call of the same request when the delay is over (the client's call timeout, if any,
+     * still bounds the whole). Application interceptors added before this one, and event listeners,
+     * see one call per attempt of an enqueued call.
+     */
+    public fun callFactory(client: OkHttpClient): Call.Factory {
+        require(client.interceptors.contains(this)) { "callFactory needs a client this interceptor is installed in ($NOT_INSTALLED)" }
+        return Call.Factory { request -> RetryCall(client, request) }
+    }
+
+    override fun intercept(chain: Interceptor.Chain): Response {
+        val call = chain.call()
+        checkClient(chain)
+        val request = chain.request()
+        val async = request.tag(AsyncRetry::class.java)
+        // The loop's state: new for a request, kept across the calls of one enqueued request.
+        val loop = async?.loop ?: newLoop(request).also { async?.loop = it }
+        // What the network interceptor sees of each attempt, found there by the call (the same
+        // object at both levels; a request tag would copy every request).
+        attempts[call] = loop.attempt
+        try {
+            return retry(chain, call, loop, async)
+        } finally {
+            attempts.remove(call)
+        }
+    }
+
+    /** The state of one request's loop: what it sends, and its retries so far. */
+    private class Loop(
+        var request: Request,
+        val foreign: Boolean,
+        var policy: RetryPolicy,
+        var attemptTimeoutMillis: Int,
+        var readBody: Long,
+    ) {
+        val method: String = request.method
+        var classification: Classification? = null
+        var hasKey: Boolean = false
+        var replayableBody: Boolean = true
+        val started: Long = System.nanoTime()
+        var retriesUsed: Long = 0
+        var previousDelayMs: Long = 0
+        var lastRetryCost: Long = 0
+        var sleptMs: Long = 0
+        val attempt: Attempt = Attempt()
+        val slot: FinishSlot = FinishSlot()
+    }
+
+    /** Where a request's finish event goes once it is known, for [finishOf] (held by its [RetryAttempt] tags). */
+    internal class FinishSlot {
+        @Volatile
+        var finish: RetryFinish? = null
+    }
+
+    /** The loop of [request]: its overrides applied, its key minted. */
+    private fun newLoop(request: Request): Loop {
+        // HttpUrl keeps its string form, so this allocates nothing.
+        val url = request.url.toString()
+        val foreign = baseUrl != null && !RetryRuntime.inScope(baseUrl, url)
+        // Rule 0: another origin gets no overrides, no key, no attempt header, no body read.
+        val loop = Loop(request, foreign, checked, attemptTimeoutMillis, if (foreign) 0 else readBodyMaxBytes)
+        if (foreign) {
+            return loop
+        }
+        val overrides = request.tag(RetryOverrides::class.java)
+        if (overrides != null) {
+            // [P1, P6] Checked when they were built.
+            overrides.maxRetries?.let { if (it != checked.maxRetries) loop.policy = checked.newBuilder().maxRetries(it).build() }
+            overrides.attemptTimeout?.let { loop.attemptTimeoutMillis = if (it.isZero) 0 else timeoutMillis(it) }
+            overrides.readBodyMaxBytes?.let { loop.readBody = it }
+        }
+        val classification = classifier.classify(loop.method, url)
+        loop.classification = classification
+        val operation = classification.operation
+        val keyHeader = operation?.idempotencyHeader
+        if (keyHeader != null) {
+            loop.hasKey = RetryRuntime.hasIdempotencyKey(operation, request.headers)
+            if (!loop.hasKey && mintIdempotencyKeys && classification.replayClass == ReplayClass.KEYED) {
+                // Once per request: every attempt sends this value. UUID.randomUUID draws from
+                // SecureRandom and prints the canonical lower-case form.
+                loop.request = request.newBuilder().header(keyHeader, UUID.randomUUID().toString()).build()
+                loop.hasKey = true
+            }
+        }
+        val body = request.body
+        loop.replayableBody = body == null || !(body.isOneShot() || body.isDuplex())
+        return loop
+    }
+
+    /** The request of the attempt after [earlier] attempts: its [RetryAttempt] tag (P2) and attempt header (P3). */
+    private fun attemptRequest(loop: Loop): Request {
+        // One copy per attempt (OkHttp's requests are immutable) for the attempt's tag, which also
+        // holds the slot the finish goes into (P5).
+        val builder =
+            loop.request
+                .newBuilder()
+                .tag(RetryAttempt::class.java, RetryAttempt((loop.retriesUsed + 1).toInt(), loop.slot))
+        val header = attemptHeader
+        if (header != null && !loop.foreign) {
+            builder.header(header, loop.retriesUsed.toString())
+        }
+        return builder.build()
+    }
+
+    /** The retry loop of one request ([intercept]'s call), its attempts watched as [Loop.attempt]. */
+    private fun retry(
+        chain: Interceptor.Chain,
+        call: Call,
+        loop: Loop,
+        async: AsyncRetry?,
+    ): Response {
+        val attempt = loop.attempt
+        val attemptChain = if (loop.attemptTimeoutMillis > 0) withAttemptTimeout(chain, loop.attemptTimeoutMillis) else chain
+        if (loop.foreign) {
+            // Rule 0: another origin than the base URL's passes through once, untouched.
+            send(attemptChain, attemptRequest(loop), attempt, call)
+            val response = attempt.response
+            val failure = attempt.failure
+            val outcome = if (response != null) STATUS else outcomeName(failureOutcome(checkNotNull(failure), call, attempt))
+            val timedOut = outcome == TRANSPORT && failure is InterruptedIOException
+            return finish(loop, response, failure, outcome, RetryFinish.FOREIGN_ORIGIN, timedOut)
+        }
+        val classification = checkNotNull(loop.classification)
+        while (true) {
+            send(attemptChain, attemptRequest(loop), attempt, call)
+            var response = attempt.response
+            var failure = attempt.failure
+            var outcome = if (response != null) statusOutcome(response) else failureOutcome(checkNotNull(failure), call, attempt)
+            if (outcome == null) {
+                // A status OkHttp reads but HTTP does not define (600-999): returned untouched.
+                return finish(loop, response, null, STATUS, STATUS_NOT_RETRYABLE, false)
+            }
+            var timedOut = outcome == Outcome.Transport && failure is InterruptedIOException
+            var decision = decide(loop, outcome, timedOut)
+            if (response != null && (!decision.retry || !loop.replayableBody) && loop.readBody > 0) {
+                // [P6] The response is the one to return: its body is read here, and a read that
+                // fails is this attempt's transport failure, decided like any other.
+                val cut = readBody(response, loop.readBody)
+                attempt.durationMs = (System.nanoTime() - attempt.sentAt) / NANOS_PER_MILLI
+                if (cut != null) {
+                    response.close()
+                    response = null
+                    failure = cut
+                    attempt.response = null
+                    attempt.failure = cut
+                    outcome = failureOutcome(cut, call, attempt)
+                    timedOut = outcome == Outcome.Transport && cut is InterruptedIOException
+                    decision = decide(loop, outcome, timedOut)
+                }
+            }
+            if (!decision.retry || !loop.replayableBody) {
+                val reason = if (decision.retry) RetryFinish.BODY_NOT_REPLAYABLE else decision.reason.wireName
+                // A full budget stays full (contract K3 caps at the capacity): the common
+                // case skips the call.
+                if (response != null && response.code < SUCCESS_BELOW && budget.tokens < checked.budgetCapacity) {
+                    budget.recordSuccess(loop.lastRetryCost)
+                }
+                return finish(loop, response, failure, outcomeName(outcome), reason, timedOut)
+            }
             try {
-                return retry(chain, call, attempt)
-            } finally {
-                attempts.remove(call)
-            }
-        }
-
-        /** The retry loop of one request ([intercept]'s call), its attempts watched as [attempt]. */
-        private fun retry(
-            chain: Interceptor.Chain,
-            call: Call,
-            attempt: Attempt,
-        ): Response {
-            var request = chain.request()
-            val method = request.method
-            // HttpUrl keeps its string form, so this allocates nothing.
-            val url = request.url.toString()
-            val attemptChain = if (attemptTimeoutMillis > 0) withAttemptTimeout(chain) else chain
-            if (baseUrl != null && !RetryRuntime.inScope(baseUrl, url)) {
-                // Rule 0: another origin than the base URL's passes through once, untouched.
-                send(attemptChain, request, attempt, call)
-                val response = attempt.response
-                val failure = attempt.failure
-                val outcome = if (response != null) STATUS else outcomeName(failureOutcome(checkNotNull(failure), call, attempt))
-                val timedOut = outcome == TRANSPORT && failure is InterruptedIOException
-                return finish(response, failure, outcome, 0, RetryFinish.FOREIGN_ORIGIN, timedOut, null, method, attempt.redirects)
-            }
-            val classification = classifier.classify(method, url)
-            val operation = classification.operation
-            var hasKey = false
-            val keyHeader = operation?.idempotencyHeader
-            if (keyHeader != null) {
-                hasKey = RetryRuntime.hasIdempotencyKey(operation, request.headers)
-                if (!hasKey && mintIdempotencyKeys && classification.replayClass == ReplayClass.KEYED) {
-                    // Once per request: every attempt sends this value. UUID.randomUUID draws from
-                    // SecureRandom and prints the canonical lower-case form.
-                    request = request.newBuilder().header(keyHeader, UUID.randomUUID().toString()).build()
-                    hasKey = true
-                }
-            }
-            val body = request.body
-            val replayableBody = body == null || !(body.isOneShot() || body.isDuplex())
-            val started = System.nanoTime()
-            var retriesUsed = 0L
-            var previousDelayMs = 0L
-            var lastRetryCost = 0L
-            while (true) {
-                send(attemptChain, request, attempt, call)
-                val response = attempt.response
-                val failure = attempt.failure
-                val outcome = if (response != null) statusOutcome(response) else failureOutcome(checkNotNull(failure), call, attempt)
-                val timedOut = outcome == Outcome.Transport && failure is InterruptedIOException
-                if (outcome == null) {
-                    // A status OkHttp reads but HTTP does not define (600-999): returned untouched.
-                    return finish(
-                        response,
-                        null,
-                        STATUS,
-                        retriesUsed,
-                        STATUS_NOT_RETRYABLE,
-                        false,
-                        classification.operation,
-                        method,
-                        attempt.redirects,
-                    )
-                }
-                // Every value is one the checks accept (contract V4-V7): a status of 100-599, at most
-                // maxRetries retries, clocks that do not go back, a draw in [0, 1), the cell's tokens.
-                val elapsedMs = (System.nanoTime() - started) / NANOS_PER_MILLI
-                val nowMs = System.currentTimeMillis()
-                val random = ThreadLocalRandom.current().nextDouble()
-                // A body that cannot be sent twice asks without taking tokens: it stops either way.
-                var decision: Decision
-                while (true) {
-                    val read = budget.tokens
-                    val input =
-                        DecisionInput(
-                            classification.replayClass,
-                            hasKey,
-                            outcome,
-                            retriesUsed,
-                            elapsedMs,
-                            previousDelayMs,
-                            nowMs,
-                            random,
-                            read,
-                            timedOut,
-                        )
-                    decision = RetryRuntime.decideChecked(checked, input)
-                    // As RetryBudgetCell.decide: stored only if no other request changed the state.
-                    if (!replayableBody || budget.compareAndSet(read, decision.budgetTokens ?: read)) {
-                        break
-                    }
-                }
-                if (!decision.retry || !replayableBody) {
-                    val reason = if (decision.retry) RetryFinish.BODY_NOT_REPLAYABLE else decision.reason.wireName
-                    // A full budget stays full (contract K3 caps at the capacity): the common
-                    // case skips the call.
-                    if (response != null && response.code < SUCCESS_BELOW && budget.tokens < checked.budgetCapacity) {
-                        budget.recordSuccess(lastRetryCost)
-                    }
-                    return finish(
-                        response,
-                        failure,
-                        outcomeName(outcome),
-                        retriesUsed,
-                        reason,
-                        timedOut,
-                        classification.operation,
-                        method,
-                        attempt.redirects,
-                    )
-                }
-                try {
-                    onRetry?.onRetry(RetryEvent.of(classification, method, retriesUsed, decision))
-                } catch (e: Throwable) {
-                    // The request ends here: one finish event, then the listener's error.
-                    response?.close()
-                    reportFinish(
-                        finishEvent(
-                            retriesUsed + 1,
-                            decision.reason.wireName,
-                            outcomeName(outcome),
-                            response?.code,
-                            timedOut,
-                            operation,
-                            method,
-                            attempt.redirects,
-                        ),
-                        e,
-                    )
-                    throw e
-                }
-                // OkHttp drains what the server already sent (at most 100 ms) so that the
-                // connection can be reused, else drops the connection.
+                val failed = if (response == null) outcomeName(outcome) else null
+                onRetry?.onRetry(
+                    RetryEvent.of(classification, loop.method, loop.retriesUsed, decision, response?.code, failed, attempt.durationMs),
+                )
+            } catch (e: Throwable) {
+                // The request ends here: one finish event, then the listener's error.
                 response?.close()
-                val cancelled = sleep(decision.delayMs, call)
-                if (cancelled != null) {
-                    failure?.let(cancelled::addSuppressed)
-                    val aborted = DecisionReason.ABORTED.wireName
-                    onFinish?.onFinish(finishEvent(retriesUsed + 1, aborted, ABORTED, null, false, operation, method, attempt.redirects))
-                    throw cancelled
+                reportFinish(finishEvent(loop, decision.reason.wireName, outcomeName(outcome), response?.code, timedOut), e)
+                throw e
+            }
+            // OkHttp drains what the server already sent (at most 100 ms) so that the
+            // connection can be reused, else drops the connection.
+            response?.close()
+            val retriesBefore = loop.retriesUsed
+            loop.lastRetryCost =
+                when {
+                    checked.budgetCapacity == 0L -> 0L
+                    timedOut -> checked.budgetTimeoutCost
+                    else -> checked.budgetRetryCost
                 }
-                lastRetryCost =
-                    when {
-                        checked.budgetCapacity == 0L -> 0L
-                        timedOut -> checked.budgetTimeoutCost
-                        else -> checked.budgetRetryCost
-                    }
-                previousDelayMs = decision.delayMs
-                retriesUsed++
+            loop.previousDelayMs = decision.delayMs
+            loop.retriesUsed++
+            if (async != null) {
+                // An enqueued call: this OkHttp call ends here and the retry is a fresh call of the
+                // same request after the delay, so no dispatcher slot is held while waiting.
+                async.delayMs = decision.delayMs
+                async.failure = failure
+                throw RetryScheduled()
+            }
+            val sleptFrom = System.nanoTime()
+            val cancelled = sleep(decision.delayMs, call)
+            if (cancelled != null) {
+                loop.sleptMs += minOf((System.nanoTime() - sleptFrom) / NANOS_PER_MILLI, decision.delayMs)
+                failure?.let(cancelled::addSuppressed)
+                loop.retriesUsed = retriesBefore
+                throw aborted(loop, cancelled)
+            }
+            loop.sleptMs += decision.delayMs
+        }
+    }
+
+    /** The decision about an attempt of [loop] that ended with [outcome], taken with the budget (contract K4). */
+    private fun decide(
+        loop: Loop,
+        outcome: Outcome,
+        timedOut: Boolean,
+    ): Decision {
+        // Every value is one the checks accept (contract V4-V7): a status of 100-599, at most
+        // maxRetries retries, clocks that do not go back, a draw in [0, 1), the cell's tokens.
+        val elapsedMs = (System.nanoTime() - loop.started) / NANOS_PER_MILLI
+        val nowMs = System.currentTimeMillis()
+        val random = ThreadLocalRandom.current().nextDouble()
+        val classification = checkNotNull(loop.classification)
+        // A body that cannot be sent twice asks without taking tokens: it stops either way.
+        while (true) {
+            val read = budget.tokens
+            val input =
+                DecisionInput(
+                    classification.replayClass,
+                    loop.hasKey,
+                    outcome,
+                    loop.retriesUsed,
+                    elapsedMs,
+                    loop.previousDelayMs,
+                    nowMs,
+                    random,
+                    read,
+                    timedOut,
+                )
+            val decision = RetryRuntime.decideChecked(loop.policy, input)
+            // As RetryBudgetCell.decide: stored only if no other request changed the state.
+            if (!loop.replayableBody || budget.compareAndSet(read, decision.budgetTokens ?: read)) {
+                return decision
             }
         }
+    }
 
-        /**
-         * Sends one attempt of [request] and leaves its response or failure in
-         * [attempt]. A pooled connection the network interceptor found closed by the server, before
-         * anything was written on it, is no attempt: OkHttp is asked again and picks another one.
-         */
-        private fun send(
-            chain: Interceptor.Chain,
-            request: Request,
-            attempt: Attempt,
-            call: Call,
-        ) {
-            var stale = 0
-            while (true) {
-                attempt.start()
-                try {
-                    attempt.response = restore(chain.proceed(request))
-                    // A response from the network that the network interceptor never saw: it is not
-                    // installed, so failures could not be told apart (a cache hit has no network response).
-                    check(attempt.exchanges > 0 || attempt.response?.networkResponse == null) {
-                        attempt.response?.close()
-                        NOT_INSTALLED
-                    }
-                    return
-                } catch (e: StaleConnectionException) {
-                    if (++stale >= MAX_STALE_CONNECTIONS || call.isCanceled()) {
-                        attempt.failure = e
-                        return
-                    }
-                } catch (e: IOException) {
+    /**
+     * Reads [response]'s body into its own buffer, up to [bound] bytes and one more (one past the
+     * bound tells a longer body), and returns the read's failure, or null. The bytes stay in the
+     * body's source: the caller reads them, then the rest, if any.
+     */
+    private fun readBody(
+        response: Response,
+        bound: Long,
+    ): IOException? {
+        // Nullable in OkHttp 4, not in 5: the same code compiles warning-free on both.
+        val body: ResponseBody? = response.body
+        if (body == null || response.code < MIN_BODY_STATUS || isEventStream(response)) {
+            return null
+        }
+        return try {
+            body.source().request(bound + 1)
+            null
+        } catch (e: IOException) {
+            e
+        }
+    }
+
+    /** The exception a request of [loop] ends with when cancelled during the delay: [cancelled], after its finish event. */
+    private fun aborted(
+        loop: Loop,
+        cancelled: IOException,
+    ): IOException {
+        val aborted = DecisionReason.ABORTED.wireName
+        val event = finishEvent(loop, aborted, ABORTED, null, false)
+        cancelled.addSuppressed(RetryFinish.Attached(event))
+        onFinish?.onFinish(event)
+        return cancelled
+    }
+
+    /**
+     * Sends one attempt of [request] and leaves its response or failure in
+     * [attempt]. A pooled connection the network interceptor found closed by the server, before
+     * anything was written on it, is no attempt: OkHttp is asked again and picks another one.
+     */
+    private fun send(
+        chain: Interceptor.Chain,
+        request: Request,
+        attempt: Attempt,
+        call: Call,
+    ) {
+        var stale = 0
+        while (true) {
+            attempt.start()
+            attempt.sentAt = System.nanoTime()
+            try {
+                attempt.response = restore(chain.proceed(request))
+                attempt.durationMs = (System.nanoTime() - attempt.sentAt) / NANOS_PER_MILLI
+                // A response from the network that the network interceptor never saw: it is not
+                // installed, so failures could not be told apart (a cache hit has no network response).
+                check(attempt.exchanges > 0 || attempt.response?.networkResponse == null) {
+                    attempt.response?.close()
+                    NOT_INSTALLED
+                }
+                return
+            } catch (e: StaleConnectionException) {
+                if (++stale >= MAX_STALE_CONNECTIONS || call.isCanceled()) {
                     attempt.failure = e
                     return
                 }
+            } catch (e: IOException) {
+                attempt.durationMs = (System.nanoTime() - attempt.sentAt) / NANOS_PER_MILLI
+                attempt.failure = e
+                return
             }
         }
+    }
 
-        /** Reports the finish event and returns [response], or throws [failure] when there is none. */
-        private fun finish(
-            response: Response?,
-            failure: IOException?,
-            outcome: String,
-            retriesUsed: Long,
-            reason: String,
-            timedOut: Boolean,
-            operation: Operation?,
-            method: String,
-            redirects: Int,
-        ): Response {
-            try {
-                onFinish?.onFinish(
-                    finishEvent(retriesUsed + 1, reason, outcome, response?.code, timedOut, operation, method, redirects),
-                )
-            } catch (e: Throwable) {
-                // The caller never sees the response: close it, else its connection leaks.
-                response?.close()
-                throw e
-            }
+    /**
+     * Reports the finish event and returns [response], whose request's [RetryAttempt] tag holds the
+     * event (P5), or throws [failure] with the event attached when there is none.
+     */
+    private fun finish(
+        loop: Loop,
+        response: Response?,
+        failure: IOException?,
+        outcome: String,
+        reason: String,
+        timedOut: Boolean,
+    ): Response {
+        val event = finishEvent(loop, reason, outcome, response?.code, timedOut)
+        loop.slot.finish = event
+        try {
+            onFinish?.onFinish(event)
+        } catch (e: Throwable) {
+            // The caller never sees the response: close it, else its connection leaks.
+            response?.close()
+            throw e
+        }
+        if (response == null) {
             // The original exception of the last attempt, its cause chain kept.
-            return response ?: throw checkNotNull(failure)
+            val thrown = checkNotNull(failure)
+            thrown.addSuppressed(RetryFinish.Attached(event))
+            throw thrown
+        }
+        return response
+    }
+
+    /** Reports [finish] after an onRetry listener threw [thrown]; an error of onFinish is suppressed in it. */
+    private fun reportFinish(
+        finish: RetryFinish,
+        thrown: Throwable,
+    ) {
+        try {
+            onFinish?.onFinish(finish)
+        } catch (e: Throwable) {
+            thrown.addSuppressed(e)
+        }
+    }
+
+    /** The finish event of [loop] after [Loop.retriesUsed] retries. */
+    private fun finishEvent(
+        loop: Loop,
+        reason: String,
+        outcome: String,
+        status: Int?,
+        timedOut: Boolean,
+    ): RetryFinish {
+        val operation = loop.classification?.operation
+        return RetryFinish(
+            (loop.retriesUsed + 1).toInt(),
+            reason,
+            outcome,
+            status,
+            timedOut,
+            operation?.method ?: RetryRuntime.asciiUpperCase(loop.method),
+            operation?.path,
+            operation?.operationId,
+            loop.attempt.redirects,
+            loop.sleptMs,
+        )
+    }
+
+    /**
+     * The status outcome of [response], or null for a status outside 100-599. Decide reads the
+     * server delay (contract R13) only after a directive or for a status of the lists that lead
+     * there: most responses skip those two header lookups.
+     */
+    private fun statusOutcome(response: Response): Outcome.Status? {
+        val code = response.code
+        if (code < MIN_STATUS || code > MAX_STATUS) {
+            return null
+        }
+        val headers = response.headers
+        var directive: String? = null
+        for (name in directiveHeaders) {
+            directive = firstValue(headers, name)
+            if (directive != null) {
+                break
+            }
+        }
+        if (directive == null && !readsServerDelay[code]) {
+            return Outcome.Status(code, null, null, null)
+        }
+        return Outcome.Status(code, firstValue(headers, "Retry-After"), firstValue(headers, "retry-after-ms"), directive)
+    }
+
+    /**
+     * [chain] with [millis] as its read and write timeout, and as its connect timeout when the
+     * client's is longer (or none).
+     */
+    private fun withAttemptTimeout(
+        chain: Interceptor.Chain,
+        millis: Int,
+    ): Interceptor.Chain {
+        val connect = chain.connectTimeoutMillis()
+        return chain
+            .withConnectTimeout(if (connect in 1..millis) connect else millis, TimeUnit.MILLISECONDS)
+            .withReadTimeout(millis, TimeUnit.MILLISECONDS)
+            .withWriteTimeout(millis, TimeUnit.MILLISECONDS)
+    }
+
+    /** Refuses a client set up so that OkHttp replays requests below the adapter. */
+    private fun checkClient(chain: Interceptor.Chain) {
+        check(chain.connection() == null) {
+            "RetryInterceptor is an application interceptor: install it with RetryInterceptor.install(builder) " +
+                "(OkHttpClient.Builder.addInterceptor), not addNetworkInterceptor"
+        }
+        check(installed.get()) { NOT_INSTALLED }
+    }
+
+    /**
+     * What an enqueued request carries across its calls (a tag of the requests [RetryCall] sends):
+     * the loop, and the delay and failure of the retry the last call ended with.
+     */
+    private class AsyncRetry {
+        @Volatile
+        var loop: Loop? = null
+        var delayMs: Long = 0
+        var failure: IOException? = null
+    }
+
+    /** How the interceptor ends an enqueued call whose retry [RetryCall] sends after the delay. */
+    private class RetryScheduled : IOException("retrygen: retry scheduled") {
+        override fun fillInStackTrace(): Throwable = this
+    }
+
+    /**
+     * A call of [callFactory]: [execute] runs the client's call; [enqueue] sends each attempt as an
+     * OkHttp call of its own and the retry after the delay, on the scheduler. Everything else is
+     * the first call's (tags, event listeners on OkHttp 5).
+     */
+    private inner class RetryCall(
+        private val client: OkHttpClient,
+        private val original: Request,
+        private val first: Call = client.newCall(original),
+    ) : Call by first,
+        Callback {
+        private val lock = Any()
+        private var current: Call = first
+        private var callback: Callback? = null
+        private var pending: ScheduledFuture<*>? = null
+        private var canceled = false
+        private var executed = false
+        private val state = AsyncRetry()
+        private var startedAt: Long = 0
+        private var delayFrom: Long = 0
+
+        override fun request(): Request = original
+
+        override fun execute(): Response {
+            synchronized(lock) {
+                check(!executed) { "Already Executed" }
+                executed = true
+            }
+            return first.execute()
         }
 
-        /** Reports [finish] after an onRetry listener threw [thrown]; an error of onFinish is suppressed in it. */
-        private fun reportFinish(
-            finish: RetryFinish,
-            thrown: Throwable,
+        override fun enqueue(responseCallback: Callback) {
+            val call =
+                synchronized(lock) {
+                    check(!executed) { "Already Executed" }
+                    executed = true
+                    callback = responseCallback
+                    startedAt = System.nanoTime()
+                    // The first attempt as a call of its own: the request with the loop's carrier.
+                    client.newCall(original.newBuilder().tag(AsyncRetry::class.java, state).build()).also {
+                        it.timeout().timeout(first.timeout().timeoutNanos(), TimeUnit.NANOSECONDS)
+                        current = it
+                        if (canceled) it.cancel()
+                    }
+                }
+            call.enqueue(this)
+        }
+
+        override fun cancel() {
+            val waiting =
+                synchronized(lock) {
+                    canceled = true
+                    current.cancel()
+                    pending?.takeIf { it.cancel(false) }
+                }
+            if (waiting != null) {
+                // Cancelled during the delay: the request ends here, as the loop's sleep ends it.
+                deliverAborted(IOException("Canceled"))
+            }
+        }
+
+        override fun isCanceled(): Boolean = synchronized(lock) { canceled }
+
+        override fun isExecuted(): Boolean = synchronized(lock) { executed }
+
+        override fun clone(): Call = RetryCall(client, original)
+
+        override fun onResponse(
+            call: Call,
+            response: Response,
         ) {
-            try {
-                onFinish?.onFinish(finish)
-            } catch (e: Throwable) {
-                thrown.addSuppressed(e)
-            }
+            checkNotNull(callback).onResponse(this, response)
         }
 
-        private fun finishEvent(
-            attempts: Long,
-            reason: String,
-            outcome: String,
-            status: Int?,
-            timedOut: Boolean,
-            operation: Operation?,
-            method: String,
-            redirects: Int,
-        ): RetryFinish =
-            RetryFinish(
-                attempts.toInt(),
-                reason,
-                outcome,
-                status,
-                timedOut,
-                operation?.method ?: RetryRuntime.asciiUpperCase(method),
-                operation?.path,
-                operation?.operationId,
-                redirects,
-            )
-
-        /**
-         * The status outcome of [response], or null for a status outside 100-599. Decide reads the
-         * server delay (contract R13) only after a directive or for a status of the lists that lead
-         * there: most responses skip those two header lookups.
-         */
-        private fun statusOutcome(response: Response): Outcome.Status? {
-            val code = response.code
-            if (code < MIN_STATUS || code > MAX_STATUS) {
-                return null
+        override fun onFailure(
+            call: Call,
+            e: IOException,
+        ) {
+            if (e !is RetryScheduled) {
+                checkNotNull(callback).onFailure(this, e)
+                return
             }
-            val headers = response.headers
-            var directive: String? = null
-            for (name in directiveHeaders) {
-                directive = firstValue(headers, name)
-                if (directive != null) {
-                    break
+            val delay = state.delayMs
+            val callTimeout = first.timeout().timeoutNanos()
+            var wait = TimeUnit.MILLISECONDS.toNanos(delay)
+            if (callTimeout > 0) {
+                wait = minOf(wait, callTimeout - (System.nanoTime() - startedAt))
+            }
+            synchronized(lock) {
+                delayFrom = System.nanoTime()
+                if (!canceled) {
+                    pending = SCHEDULER.schedule({ resume(delay) }, maxOf(wait, 0), TimeUnit.NANOSECONDS)
+                    return
                 }
             }
-            if (directive == null && !readsServerDelay[code]) {
-                return Outcome.Status(code, null, null, null)
+            deliverAborted(IOException("Canceled"))
+        }
+
+        /** The delay of [delay] ms is over (or the call timeout reached): the retry goes out. */
+        private fun resume(delay: Long) {
+            val callTimeout = first.timeout().timeoutNanos()
+            val left = if (callTimeout > 0) callTimeout - (System.nanoTime() - startedAt) else Long.MAX_VALUE
+            if (left <= 0) {
+                // The client's call timeout ended the request during the delay, as it ends a call.
+                deliverAborted(InterruptedIOException("timeout"))
+                return
             }
-            return Outcome.Status(code, firstValue(headers, "Retry-After"), firstValue(headers, "retry-after-ms"), directive)
+            checkNotNull(state.loop).sleptMs += delay
+            val call =
+                synchronized(lock) {
+                    pending = null
+                    client.newCall(original.newBuilder().tag(AsyncRetry::class.java, state).build()).also {
+                        if (callTimeout > 0) it.timeout().timeout(left, TimeUnit.NANOSECONDS)
+                        current = it
+                        if (canceled) it.cancel()
+                    }
+                }
+            call.enqueue(this)
         }
 
         /**
-         * [chain] with the attempt timeout as its read and write timeout, and as its connect timeout
-         * when the client's is longer (or none).
+         * Ends the request during the delay with [cancelled] and its finish event, on the
+         * dispatcher's threads, where OkHttp calls back (never on the canceller's).
          */
-        private fun withAttemptTimeout(chain: Interceptor.Chain): Interceptor.Chain {
-            val connect = chain.connectTimeoutMillis()
-            return chain
-                .withConnectTimeout(if (connect in 1..attemptTimeoutMillis) connect else attemptTimeoutMillis, TimeUnit.MILLISECONDS)
-                .withReadTimeout(attemptTimeoutMillis, TimeUnit.MILLISECONDS)
-                .withWriteTimeout(attemptTimeoutMillis, TimeUnit.MILLISECONDS)
-        }
-
-        /** Refuses a client set up so that OkHttp replays requests below the adapter. */
-        private fun checkClient(chain: Interceptor.Chain) {
-            check(chain.connection() == null) {
-                "RetryInterceptor is an application interceptor: install it with RetryInterceptor.install(builder) " +
-                    "(OkHttpClient.Builder.addInterceptor), not addNetworkInterceptor"
-            }
-            check(installed.get()) { NOT_INSTALLED }
-        }
-
-        /** What the network interceptor saw of one attempt, and what the attempt ended with. */
-        private class Attempt {
-            // Exchanges the network interceptor let through in this attempt (the first and OkHttp's
-            // follow-ups), the status of the last one (0 while it is in flight or when it failed), and
-            // the follow-ups of the request's earlier attempts.
-            var exchanges: Int = 0
-            var lastStatus: Int = 0
-            private var earlierRedirects: Int = 0
-            var response: Response? = null
-            var failure: IOException? = null
-
-            /** The follow-ups OkHttp sent by itself over all attempts so far. */
-            val redirects: Int
-                get() = earlierRedirects + maxOf(exchanges - 1, 0)
-
-            fun start() {
-                earlierRedirects += maxOf(exchanges - 1, 0)
-                exchanges = 0
-                lastStatus = 0
-                response = null
-                failure = null
-            }
-        }
-
-        /** Thrown by the network interceptor, before writing, for a pooled connection the server closed. */
-        private class StaleConnectionException : IOException("retrygen: the server closed this pooled connection while it was idle")
-
-        /**
-         * The network interceptor of [owner]: runs once per exchange, after OkHttp has a connection
-         * for it and before a byte of the request is written.
-         */
-        private class ExchangeGuard(
-            private val owner: RetryInterceptor,
-        ) : Interceptor {
-            // When each HTTP/1 connection last started an exchange; weak keys, so closed connections go.
-            private val lastUsed: WeakHashMap<Connection, Long> = WeakHashMap()
-
-            override fun intercept(chain: Interceptor.Chain): Response {
-                val request = chain.request()
-                val attempt = owner.attempts[chain.call()] ?: return chain.proceed(request)
-                val connection = chain.connection()
-                if (attempt.exchanges > 0 && !isFollowUp(attempt.lastStatus)) {
-                    // OkHttp is sending the attempt again by itself: after a failure
-                    // (retryOnConnectionFailure set back to true) or after a 408.
-                    error(NOT_INSTALLED)
-                }
-                // Only before the attempt's first exchange: after a follow-up nothing may be sent again.
-                if (connection != null && isStale(connection, attempt.exchanges == 0)) {
-                    throw StaleConnectionException()
-                }
-                attempt.exchanges++
-                attempt.lastStatus = 0
-                val response = chain.proceed(request)
-                attempt.lastStatus = response.code
-                return hideFollowUp(response, connection)
-            }
-
-            /**
-             * Whether [connection] is an HTTP/1 connection the server has closed, checked (when [check])
-             * only when it sat idle for [IDLE_CHECK_NANOS] or more (the check costs a 1 ms read timeout);
-             * a closed one is closed here too, so that OkHttp's pool drops it. OkHttp itself checks only
-             * after 10 s of idleness, and only for requests other than GET.
-             */
-            private fun isStale(
-                connection: Connection,
-                check: Boolean,
-            ): Boolean {
-                val protocol = connection.protocol()
-                if (protocol != Protocol.HTTP_1_1 && protocol != Protocol.HTTP_1_0) {
-                    // HTTP/2 reads its connection all the time: a closed one is never handed out.
-                    return false
-                }
-                val now = System.nanoTime()
-                val last = synchronized(lastUsed) { lastUsed.put(connection, now) } ?: return false
-                if (!check || now - last < IDLE_CHECK_NANOS) {
-                    return false
-                }
-                val socket = connection.socket()
-                val closed =
+        private fun deliverAborted(cancelled: IOException) {
+            val loop = checkNotNull(state.loop)
+            loop.sleptMs += minOf((System.nanoTime() - delayFrom) / NANOS_PER_MILLI, state.delayMs)
+            client.dispatcher.executorService.execute {
+                state.failure?.let(cancelled::addSuppressed)
+                // The finish counts the attempts sent: the retry granted last was never sent.
+                loop.retriesUsed--
+                val thrown =
                     try {
-                        val timeout = socket.soTimeout
-                        try {
-                            socket.soTimeout = 1
-                            // An idle HTTP/1 connection has nothing to read: an end of stream or a byte
-                            // means the server closed it or broke it.
-                            socket.getInputStream().read()
-                            true
-                        } finally {
-                            socket.soTimeout = timeout
-                        }
-                    } catch (e: SocketTimeoutException) {
-                        false
-                    } catch (e: IOException) {
-                        true
+                        aborted(loop, cancelled)
+                    } catch (e: Throwable) {
+                        cancelled.addSuppressed(e)
+                        cancelled
                     }
-                if (closed) {
-                    socket.close()
-                }
-                return closed
+                checkNotNull(callback).onFailure(this, thrown)
             }
         }
+    }
 
-        private companion object {
-            const val NANOS_PER_MILLI: Long = 1_000_000
-            const val SLEEP_SLICE_NANOS: Long = 10_000_000
-            const val SUCCESS_BELOW: Int = 400
-            const val MIN_STATUS: Int = 100
-            const val MAX_STATUS: Int = 599
-            const val STATUS: String = "status"
-            const val TRANSPORT: String = "transport"
-            const val ABORTED: String = "aborted"
-            const val STATUS_NOT_RETRYABLE: String = "status_not_retryable"
-            const val MAX_CAUSE_DEPTH: Int = 16
+    /** What the network interceptor saw of one attempt, and what the attempt ended with. */
+    private class Attempt {
+        // Exchanges the network interceptor let through in this attempt (the first and OkHttp's
+        // follow-ups), the status of the last one (0 while it is in flight or when it failed), and
+        // the follow-ups of the request's earlier attempts.
+        var exchanges: Int = 0
+        var lastStatus: Int = 0
+        private var earlierRedirects: Int = 0
+        var response: Response? = null
+        var failure: IOException? = null
 
-            /** An HTTP/1 connection idle this long is checked before it is reused (50 ms). */
-            const val IDLE_CHECK_NANOS: Long = 50_000_000
+        // When the attempt was sent, and how long it took to the response head, the failure or the
+        // end of the body read (P4).
+        var sentAt: Long = 0
+        var durationMs: Long = 0
 
-            /** Stale pooled connections skipped in one attempt before it counts as a `connect` failure. */
-            const val MAX_STALE_CONNECTIONS: Int = 16
+        /** The follow-ups OkHttp sent by itself over all attempts so far. */
+        val redirects: Int
+            get() = earlierRedirects + maxOf(exchanges - 1, 0)
 
-            const val MISDIRECTED: Int = 421
-            const val UNAVAILABLE: Int = 503
+        fun start() {
+            earlierRedirects += maxOf(exchanges - 1, 0)
+            exchanges = 0
+            lastStatus = 0
+            response = null
+            failure = null
+        }
+    }
 
-            /** The status a `421` on HTTP/2 passes OkHttp's follow-up logic as: one it never resends. */
-            const val MISDIRECTED_IN_TRANSIT: Int = 400
+    /** Thrown by the network interceptor, before writing, for a pooled connection the server closed. */
+    private class StaleConnectionException : IOException("retrygen: the server closed this pooled connection while it was idle")
 
-            /** The prefix of a header hidden from OkHttp's follow-up logic, and the carrier of a hidden status. */
-            const val HIDDEN: String = "Retrygen-Hidden-"
-            const val HIDDEN_STATUS: String = "Retrygen-Hidden-Status"
+    /**
+     * The network interceptor of [owner]: runs once per exchange, after OkHttp has a connection
+     * for it and before a byte of the request is written.
+     */
+    private class ExchangeGuard(
+        private val owner: RetryInterceptor,
+    ) : Interceptor {
+        // When each HTTP/1 connection last started an exchange; weak keys, so closed connections go.
+        private val lastUsed: WeakHashMap<Connection, Long> = WeakHashMap()
 
-            const val NOT_INSTALLED: String =
-                "RetryInterceptor needs OkHttpClient.Builder.retryOnConnectionFailure(false) and its network interceptor: " +
-                    "OkHttp would otherwise resend requests (POSTs included) the retry policy did not grant; " +
-                    "install it with RetryInterceptor.install(builder)"
-
-            fun timeoutMillis(timeout: Duration): Int {
-                require(timeout >= Duration.ofMillis(1) && timeout <= Duration.ofMillis(Int.MAX_VALUE.toLong())) {
-                    "attemptTimeout must be between 1 ms and ${Int.MAX_VALUE} ms: $timeout"
-                }
-                return timeout.toMillis().toInt()
+        override fun intercept(chain: Interceptor.Chain): Response {
+            val request = chain.request()
+            val attempt = owner.attempts[chain.call()] ?: return chain.proceed(request)
+            val connection = chain.connection()
+            if (attempt.exchanges > 0 && !isFollowUp(attempt.lastStatus)) {
+                // OkHttp is sending the attempt again by itself: after a failure
+                // (retryOnConnectionFailure set back to true) or after a 408.
+                error(NOT_INSTALLED)
             }
-
-            /** Whether OkHttp sends a follow-up after [status] that the server asked for: a redirect or an auth challenge. */
-            fun isFollowUp(status: Int): Boolean = status in 300..303 || status == 307 || status == 308 || status == 401 || status == 407
-
-            /**
-             * [response] as OkHttp's follow-up logic may see it: a `503` without `Retry-After` (OkHttp
-             * resends a `503` whose `Retry-After` is `0` at once, any method) and a `421` on HTTP/2 as a
-             * `400` (OkHttp resends a `421` from a coalesced connection). [restore] undoes both.
-             */
-            fun hideFollowUp(
-                response: Response,
-                connection: Connection?,
-            ): Response {
-                val code = response.code
-                if (code == UNAVAILABLE && response.headers.names().any { it.equals("Retry-After", ignoreCase = true) }) {
-                    return response.newBuilder().headers(renamed(response.headers, true)).build()
-                }
-                val protocol = connection?.protocol()
-                if (code == MISDIRECTED && (protocol == Protocol.HTTP_2 || protocol == Protocol.H2_PRIOR_KNOWLEDGE)) {
-                    return response
-                        .newBuilder()
-                        .code(MISDIRECTED_IN_TRANSIT)
-                        .addHeader(HIDDEN_STATUS, code.toString())
-                        .build()
-                }
-                return response
+            // Only before the attempt's first exchange: after a follow-up nothing may be sent again.
+            if (connection != null && isStale(connection, attempt.exchanges == 0)) {
+                throw StaleConnectionException()
             }
+            attempt.exchanges++
+            attempt.lastStatus = 0
+            val response = chain.proceed(request)
+            attempt.lastStatus = response.code
+            return hideFollowUp(response, connection)
+        }
 
-            /** [response] as the server sent it: what [hideFollowUp] changed, put back. */
-            fun restore(response: Response): Response {
-                val code = response.code
-                if (code == UNAVAILABLE && firstValue(response.headers, HIDDEN + "Retry-After") != null) {
-                    return response.newBuilder().headers(renamed(response.headers, false)).build()
-                }
-                if (code == MISDIRECTED_IN_TRANSIT) {
-                    val status = firstValue(response.headers, HIDDEN_STATUS) ?: return response
-                    return response
-                        .newBuilder()
-                        .code(status.toInt())
-                        .removeHeader(HIDDEN_STATUS)
-                        .build()
-                }
-                return response
-            }
-
-            /** [headers] in their order, each `Retry-After` renamed to its hidden name ([hide]) or back. */
-            fun renamed(
-                headers: Headers,
-                hide: Boolean,
-            ): Headers {
-                val out = Headers.Builder()
-                for (i in 0 until headers.size) {
-                    val name = headers.name(i)
-                    val hidden = name.startsWith(HIDDEN, ignoreCase = true)
-                    val renamed =
-                        if (hide && name.equals("Retry-After", ignoreCase = true)) {
-                            HIDDEN + name
-                        } else if (!hide && hidden && name.substring(HIDDEN.length).equals("Retry-After", ignoreCase = true)) {
-                            name.substring(HIDDEN.length)
-                        } else {
-                            name
-                        }
-                    out.addUnsafeNonAscii(renamed, headers.value(i))
-                }
-                return out.build()
-            }
-
-            /** The contract's failure for [failure], an attempt of [call] the network interceptor watched as [attempt]. */
-            fun failureOutcome(
-                failure: IOException,
-                call: Call,
-                attempt: Attempt,
-            ): Outcome =
-                when {
-                    call.isCanceled() || Thread.currentThread().isInterrupted -> Outcome.Aborted
-
-                    isCertificateFailure(failure) -> Outcome.Certificate
-
-                    // No exchange began: OkHttp failed while finding or opening the connection.
-                    attempt.exchanges == 0 -> Outcome.Connect
-
-                    // The attempt's only stream, refused unprocessed (RFC 9113 section 8.7).
-                    attempt.exchanges == 1 && attempt.lastStatus == 0 && isRefusal(failure) -> Outcome.Connect
-
-                    else -> Outcome.Transport
-                }
-
-            /**
-             * Whether [failure] is an HTTP/2 refusal of a stream the server provably did not process:
-             * `REFUSED_STREAM` (OkHttp also raises it for the streams above a GOAWAY's last stream id)
-             * or a connection already shut down when the stream was to be opened. OkHttp's own
-             * `isRecoverable` treats both as not sent.
-             */
-            fun isRefusal(failure: IOException): Boolean =
-                failure is ConnectionShutdownException ||
-                    (failure is StreamResetException && failure.errorCode == ErrorCode.REFUSED_STREAM)
-
-            fun outcomeName(outcome: Outcome): String =
-                when (outcome) {
-                    is Outcome.Status -> STATUS
-                    Outcome.Connect -> "connect"
-                    Outcome.Transport -> TRANSPORT
-                    Outcome.Aborted -> ABORTED
-                    Outcome.Certificate -> "certificate"
-                }
-
-            /**
-             * Whether [failure] is a refused server certificate (OkHttp's own `isRecoverable` never
-             * retries these): a hostname or pin mismatch ([SSLPeerUnverifiedException]) or a
-             * handshake that failed on a [CertificateException] or [CertPathValidatorException].
-             */
-            fun isCertificateFailure(failure: IOException): Boolean {
-                if (failure is SSLPeerUnverifiedException) {
-                    return true
-                }
-                if (failure !is SSLHandshakeException) {
-                    return false
-                }
-                var cause: Throwable? = failure.cause
-                var depth = 0
-                while (cause != null && depth < MAX_CAUSE_DEPTH) {
-                    if (cause is CertificateException || cause is CertPathValidatorException) {
-                        return true
-                    }
-                    cause = cause.cause
-                    depth++
-                }
+        /**
+         * Whether [connection] is an HTTP/1 connection the server has closed, checked (when [check])
+         * only when it sat idle for [IDLE_CHECK_NANOS] or more (the check costs a 1 ms read timeout);
+         * a closed one is closed here too, so that OkHttp's pool drops it. OkHttp itself checks only
+         * after 10 s of idleness, and only for requests other than GET.
+         */
+        private fun isStale(
+            connection: Connection,
+            check: Boolean,
+        ): Boolean {
+            val protocol = connection.protocol()
+            if (protocol != Protocol.HTTP_1_1 && protocol != Protocol.HTTP_1_0) {
+                // HTTP/2 reads its connection all the time: a closed one is never handed out.
                 return false
             }
+            val now = System.nanoTime()
+            val last = synchronized(lastUsed) { lastUsed.put(connection, now) } ?: return false
+            if (!check || now - last < IDLE_CHECK_NANOS) {
+                return false
+            }
+            val socket = connection.socket()
+            val closed =
+                try {
+                    val timeout = socket.soTimeout
+                    try {
+                        socket.soTimeout = 1
+                        // An idle HTTP/1 connection has nothing to read: an end of stream or a byte
+                        // means the server closed it or broke it.
+                        socket.getInputStream().read()
+                        true
+                    } finally {
+                        socket.soTimeout = timeout
+                    }
+                } catch (e: SocketTimeoutException) {
+                    false
+                } catch (e: IOException) {
+                    true
+                }
+            if (closed) {
+                socket.close()
+            }
+            return closed
+        }
+    }
 
-            /**
-             * The first value of the header [name] (ASCII case-insensitive; OkHttp's names are
-             * ASCII) in [headers], or null; [Headers.get] would return the last.
-             */
-            fun firstValue(
-                headers: Headers,
-                name: String,
-            ): String? {
-                for (i in 0 until headers.size) {
-                    if (headers.name(i).equals(name, ignoreCase = true)) {
-                        return headers.value(i)
+    /** The builder, and the finish of what a call returned or threw (P5). */
+    public companion object {
+        /** A builder of an interceptor with [table] (the tables object's `TABLE`) and [policy]. */
+        @JvmStatic
+        public fun builder(
+            table: OperationTable,
+            policy: RetryPolicy,
+        ): Builder = Builder(table, policy)
+
+        /**
+         * The finish event of the request that gave [response] (a tag of its request, P5), as
+         * onFinish got it; null for a response that did not come through a [RetryInterceptor].
+         */
+        @JvmStatic
+        public fun finishOf(response: Response): RetryFinish? =
+            response.request
+                .tag(RetryAttempt::class.java)
+                ?.slot
+                ?.finish
+
+        /**
+         * The finish event of the request that threw [error] (a suppressed [RetryFinish.Attached] on
+         * it or on an exception of its cause chain: OkHttp wraps the exception in a call timeout's),
+         * as onFinish got it; null for an exception that did not come through a [RetryInterceptor].
+         */
+        @JvmStatic
+        public fun finishOf(error: Throwable): RetryFinish? {
+            var at: Throwable? = error
+            var depth = 0
+            while (at != null && depth < MAX_CAUSE_DEPTH) {
+                for (suppressed in at.suppressed) {
+                    if (suppressed is RetryFinish.Attached) {
+                        return suppressed.finish
                     }
                 }
-                return null
+                at = at.cause
+                depth++
+            }
+            return null
+        }
+
+        // The delays of enqueued calls (callFactory): one daemon thread for the JVM, which only
+        // enqueues the retries when their delay is over.
+        private val SCHEDULER: ScheduledExecutorService by lazy {
+            Executors.newSingleThreadScheduledExecutor { task ->
+                Thread(task, "retrygen retry delays").apply { isDaemon = true }
+            }
+        }
+
+        private const val NANOS_PER_MILLI: Long = 1_000_000
+        private const val SLEEP_SLICE_NANOS: Long = 10_000_000
+        private const val SUCCESS_BELOW: Int = 400
+        private const val MIN_STATUS: Int = 100
+        private const val MAX_STATUS: Int = 599
+        private const val STATUS: String = "status"
+        private const val TRANSPORT: String = "transport"
+        private const val ABORTED: String = "aborted"
+        private const val STATUS_NOT_RETRYABLE: String = "status_not_retryable"
+        private const val MAX_CAUSE_DEPTH: Int = 16
+
+        /** An HTTP/1 connection idle this long is checked before it is reused (50 ms). */
+        private const val IDLE_CHECK_NANOS: Long = 50_000_000
+
+        /** Stale pooled connections skipped in one attempt before it counts as a `connect` failure. */
+        private const val MAX_STALE_CONNECTIONS: Int = 16
+
+        private const val MIN_BODY_STATUS: Int = 200
+
+        private const val MISDIRECTED: Int = 421
+        private const val UNAVAILABLE: Int = 503
+
+        /** The status a `421` on HTTP/2 passes OkHttp's follow-up logic as: one it never resends. */
+        private const val MISDIRECTED_IN_TRANSIT: Int = 400
+
+        /** The prefix of a header hidden from OkHttp's follow-up logic, and the carrier of a hidden status. */
+        private const val HIDDEN: String = "Retrygen-Hidden-"
+        private const val HIDDEN_STATUS: String = "Retrygen-Hidden-Status"
+
+        private const val NOT_INSTALLED: String =
+            "RetryInterceptor needs OkHttpClient.Builder.retryOnConnectionFailure(false) and its network interceptor: " +
+                "OkHttp would otherwise resend requests (POSTs included) the retry policy did not grant; " +
+                "install it with RetryInterceptor.install(builder)"
+
+        internal fun timeoutMillis(timeout: Duration): Int {
+            require(timeout >= Duration.ofMillis(1) && timeout <= Duration.ofMillis(Int.MAX_VALUE.toLong())) {
+                "attemptTimeout must be between 1 ms and ${Int.MAX_VALUE} ms: $timeout"
+            }
+            return timeout.toMillis().toInt()
+        }
+
+        /** Checks a bound of the body read (P6): 0 (off) to [Int.MAX_VALUE] bytes. */
+        internal fun checkReadBound(bound: Long) {
+            require(bound in 0..Int.MAX_VALUE.toLong()) { "readBodyMaxBytes must be between 0 and ${Int.MAX_VALUE}: $bound" }
+        }
+
+        /** Whether [name] is an HTTP token (RFC 9110 section 5.6.2), as a field name must be. */
+        private fun isToken(name: String): Boolean =
+            name.isNotEmpty() &&
+                name.all { c ->
+                    c in 'a'..'z' || c in 'A'..'Z' || c in '0'..'9' || c in "!#$%&'*+-.^_`|~"
+                }
+
+        /** Whether [response] is an event stream (P6: never read inside the loop, it does not end). */
+        private fun isEventStream(response: Response): Boolean {
+            val type = firstValue(response.headers, "Content-Type") ?: return false
+            return type.substringBefore(';').trim().equals("text/event-stream", ignoreCase = true)
+        }
+
+        /** Whether OkHttp sends a follow-up after [status] that the server asked for: a redirect or an auth challenge. */
+        private fun isFollowUp(status: Int): Boolean =
+            status in 300..303 || status == 307 || status == 308 || status == 401 || status == 407
+
+        /**
+         * [response] as OkHttp's follow-up logic may see it: a `503` without `Retry-After` (OkHttp
+         * resends a `503` whose `Retry-After` is `0` at once, any method) and a `421` on HTTP/2 as a
+         * `400` (OkHttp resends a `421` from a coalesced connection). [restore] undoes both.
+         */
+        private fun hideFollowUp(
+            response: Response,
+            connection: Connection?,
+        ): Response {
+            val code = response.code
+            if (code == UNAVAILABLE && response.headers.names().any { it.equals("Retry-After", ignoreCase = true) }) {
+                return response.newBuilder().headers(renamed(response.headers, true)).build()
+            }
+            val protocol = connection?.protocol()
+            if (code == MISDIRECTED && (protocol == Protocol.HTTP_2 || protocol == Protocol.H2_PRIOR_KNOWLEDGE)) {
+                return response
+                    .newBuilder()
+                    .code(MISDIRECTED_IN_TRANSIT)
+                    .addHeader(HIDDEN_STATUS, code.toString())
+                    .build()
+            }
+            return response
+        }
+
+        /** [response] as the server sent it: what [hideFollowUp] changed, put back. */
+        private fun restore(response: Response): Response {
+            val code = response.code
+            if (code == UNAVAILABLE && firstValue(response.headers, HIDDEN + "Retry-After") != null) {
+                return response.newBuilder().headers(renamed(response.headers, false)).build()
+            }
+            if (code == MISDIRECTED_IN_TRANSIT) {
+                val status = firstValue(response.headers, HIDDEN_STATUS) ?: return response
+                return response
+                    .newBuilder()
+                    .code(status.toInt())
+                    .removeHeader(HIDDEN_STATUS)
+                    .build()
+            }
+            return response
+        }
+
+        /** [headers] in their order, each `Retry-After` renamed to its hidden name ([hide]) or back. */
+        private fun renamed(
+            headers: Headers,
+            hide: Boolean,
+        ): Headers {
+            val out = Headers.Builder()
+            for (i in 0 until headers.size) {
+                val name = headers.name(i)
+                val hidden = name.startsWith(HIDDEN, ignoreCase = true)
+                val renamed =
+                    if (hide && name.equals("Retry-After", ignoreCase = true)) {
+                        HIDDEN + name
+                    } else if (!hide && hidden && name.substring(HIDDEN.length).equals("Retry-After", ignoreCase = true)) {
+                        name.substring(HIDDEN.length)
+                    } else {
+                        name
+                    }
+                out.addUnsafeNonAscii(renamed, headers.value(i))
+            }
+            return out.build()
+        }
+
+        /** The contract's failure for [failure], an attempt of [call] the network interceptor watched as [attempt]. */
+        private fun failureOutcome(
+            failure: IOException,
+            call: Call,
+            attempt: Attempt,
+        ): Outcome =
+            when {
+                call.isCanceled() || Thread.currentThread().isInterrupted -> Outcome.Aborted
+
+                isCertificateFailure(failure) -> Outcome.Certificate
+
+                // No exchange began: OkHttp failed while finding or opening the connection.
+                attempt.exchanges == 0 -> Outcome.Connect
+
+                // The attempt's only stream, refused unprocessed (RFC 9113 section 8.7).
+                attempt.exchanges == 1 && attempt.lastStatus == 0 && isRefusal(failure) -> Outcome.Connect
+
+                else -> Outcome.Transport
             }
 
-            /**
-             * Sleeps [delayMs] unless [call] is cancelled or the thread interrupted first: then returns
-             * the exception the request ends with (null after a full sleep). OkHttp has no
-             * cancellation callback per call, so the sleep polls [Call.isCanceled] every 10 ms.
-             */
-            fun sleep(
-                delayMs: Long,
-                call: Call,
-            ): IOException? {
-                val end = System.nanoTime() + delayMs * NANOS_PER_MILLI
-                while (true) {
-                    if (call.isCanceled()) {
-                        return IOException("Canceled")
-                    }
-                    val left = end - System.nanoTime()
-                    if (left <= 0) {
-                        return null
-                    }
-                    try {
-                        TimeUnit.NANOSECONDS.sleep(minOf(left, SLEEP_SLICE_NANOS))
-                    } catch (e: InterruptedException) {
-                        // Keep the interrupt for the caller, as OkHttp's own blocking calls do.
-                        Thread.currentThread().interrupt()
-                        return InterruptedIOException("interrupted").apply { initCause(e) }
-                    }
+        /**
+         * Whether [failure] is an HTTP/2 refusal of a stream the server provably did not process:
+         * `REFUSED_STREAM` (OkHttp also raises it for the streams above a GOAWAY's last stream id)
+         * or a connection already shut down when the stream was to be opened. OkHttp's own
+         * `isRecoverable` treats both as not sent.
+         */
+        private fun isRefusal(failure: IOException): Boolean =
+            failure is ConnectionShutdownException ||
+                (failure is StreamResetException && failure.errorCode == ErrorCode.REFUSED_STREAM)
+
+        private fun outcomeName(outcome: Outcome): String =
+            when (outcome) {
+                is Outcome.Status -> STATUS
+                Outcome.Connect -> "connect"
+                Outcome.Transport -> TRANSPORT
+                Outcome.Aborted -> ABORTED
+                Outcome.Certificate -> "certificate"
+            }
+
+        /**
+         * Whether [failure] is a refused server certificate (OkHttp's own `isRecoverable` never
+         * retries these): a hostname or pin mismatch ([SSLPeerUnverifiedException]) or a
+         * handshake that failed on a [CertificateException] or [CertPathValidatorException].
+         */
+        private fun isCertificateFailure(failure: IOException): Boolean {
+            if (failure is SSLPeerUnverifiedException) {
+                return true
+            }
+            if (failure !is SSLHandshakeException) {
+                return false
+            }
+            var cause: Throwable? = failure.cause
+            var depth = 0
+            while (cause != null && depth < MAX_CAUSE_DEPTH) {
+                if (cause is CertificateException || cause is CertPathValidatorException) {
+                    return true
+                }
+                cause = cause.cause
+                depth++
+            }
+            return false
+        }
+
+        /**
+         * The first value of the header [name] (ASCII case-insensitive; OkHttp's names are
+         * ASCII) in [headers], or null; [Headers.get] would return the last.
+         */
+        private fun firstValue(
+            headers: Headers,
+            name: String,
+        ): String? {
+            for (i in 0 until headers.size) {
+                if (headers.name(i).equals(name, ignoreCase = true)) {
+                    return headers.value(i)
+                }
+            }
+            return null
+        }
+
+        /**
+         * Sleeps [delayMs] unless [call] is cancelled or the thread interrupted first: then returns
+         * the exception the request ends with (null after a full sleep). OkHttp has no
+         * cancellation callback per call, so the sleep polls [Call.isCanceled] every 10 ms.
+         */
+        private fun sleep(
+            delayMs: Long,
+            call: Call,
+        ): IOException? {
+            val end = System.nanoTime() + delayMs * NANOS_PER_MILLI
+            while (true) {
+                if (call.isCanceled()) {
+                    return IOException("Canceled")
+                }
+                val left = end - System.nanoTime()
+                if (left <= 0) {
+                    return null
+                }
+                try {
+                    TimeUnit.NANOSECONDS.sleep(minOf(left, SLEEP_SLICE_NANOS))
+                } catch (e: InterruptedException) {
+                    // Keep the interrupt for the caller, as OkHttp's own blocking calls do.
+                    Thread.currentThread().interrupt()
+                    return InterruptedIOException("interrupted").apply { initCause(e) }
                 }
             }
         }
     }
+}

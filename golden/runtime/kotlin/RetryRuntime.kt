@@ -231,7 +231,7 @@ public enum class DecisionReason(
  * @property idempotencyHeader the idempotency key header the operation declares (as written in the
  *   spec) when its class is [ReplayClass.KEYED], else null.
  */
-public data class Operation(
+public class Operation(
     public val method: String,
     public val route: String,
     public val path: String,
@@ -239,6 +239,29 @@ public data class Operation(
     public val replayClass: ReplayClass,
     public val idempotencyHeader: String?,
 ) {
+    override fun equals(other: Any?): Boolean =
+        other is Operation &&
+            method == other.method &&
+            route == other.route &&
+            path == other.path &&
+            operationId == other.operationId &&
+            replayClass == other.replayClass &&
+            idempotencyHeader == other.idempotencyHeader
+
+    override fun hashCode(): Int {
+        var hash = method.hashCode()
+        hash = 31 * hash + route.hashCode()
+        hash = 31 * hash + path.hashCode()
+        hash = 31 * hash + (operationId?.hashCode() ?: 0)
+        hash = 31 * hash + replayClass.hashCode()
+        hash = 31 * hash + (idempotencyHeader?.hashCode() ?: 0)
+        return hash
+    }
+
+    override fun toString(): String =
+        "Operation(method=$method, route=$route, path=$path, operationId=$operationId, " +
+            "replayClass=$replayClass, idempotencyHeader=$idempotencyHeader)"
+
     /**
      * The safe-list expression of the route (contract L1): anchored, over the request path without
      * base path and query, accepting one trailing slash and each literal character as written or
@@ -256,10 +279,23 @@ public data class Operation(
  * @property idempotencyHeader null for a non-replayable entry; for a keyed one, the header that makes
  *   it replayable.
  */
-public data class SafeListEntry(
+public class SafeListEntry(
     public val operation: Operation,
     public val idempotencyHeader: String?,
 ) {
+    override fun equals(other: Any?): Boolean =
+        other is SafeListEntry &&
+            operation == other.operation &&
+            idempotencyHeader == other.idempotencyHeader
+
+    override fun hashCode(): Int {
+        var hash = operation.hashCode()
+        hash = 31 * hash + (idempotencyHeader?.hashCode() ?: 0)
+        return hash
+    }
+
+    override fun toString(): String = "SafeListEntry(operation=$operation, idempotencyHeader=$idempotencyHeader)"
+
     /** The operation's method, compared exactly. */
     public val method: String get() = operation.method
 
@@ -275,15 +311,29 @@ public data class SafeListEntry(
  * @property replayClass the operation's class, or the class [UnknownOperationClass] gives when
  *   [operation] is null (by default the method's default class).
  */
-public data class Classification(
+public class Classification(
     public val operation: Operation?,
     public val replayClass: ReplayClass,
-)
+) {
+    override fun equals(other: Any?): Boolean =
+        other is Classification &&
+            operation == other.operation &&
+            replayClass == other.replayClass
+
+    override fun hashCode(): Int {
+        var hash = (operation?.hashCode() ?: 0)
+        hash = 31 * hash + replayClass.hashCode()
+        return hash
+    }
+
+    override fun toString(): String = "Classification(operation=$operation, replayClass=$replayClass)"
+}
 
 /**
  * The values that drive [RetryRuntime.decide]. The constructor's defaults are the retry contract's;
  * the values a spec declares are its tables object's `DEFAULT_POLICY` (change some with
- * `DEFAULT_POLICY.copy(...)`). [RetryRuntime.decide], the budget functions and [RetryBudgetCell]
+ * `DEFAULT_POLICY.newBuilder().maxRetries(5).build()`). Not a data class: a key added later must
+ * not break callers compiled against this one (no `copy`, no `componentN`); equal by value. [RetryRuntime.decide], the budget functions and [RetryBudgetCell]
  * check every value (contract V1-V2) and throw [RetryInputException] for the first bad one;
  * [fromConfig] takes the names as strings, as a configuration file holds them.
  *
@@ -309,7 +359,7 @@ public data class Classification(
  * @property budgetTimeoutCost the tokens a retry after a timeout takes.
  * @property budgetSuccessRefund the tokens a success without retries gives back.
  */
-public data class RetryPolicy
+public class RetryPolicy
     @JvmOverloads
     constructor(
         public val maxRetries: Int = 3,
@@ -332,8 +382,193 @@ public data class RetryPolicy
         public val budgetTimeoutCost: Long = 10,
         public val budgetSuccessRefund: Long = 1,
     ) {
+        override fun equals(other: Any?): Boolean =
+            other is RetryPolicy &&
+                maxRetries == other.maxRetries &&
+                initialBackoffMs == other.initialBackoffMs &&
+                maxBackoffMs == other.maxBackoffMs &&
+                multiplier == other.multiplier &&
+                jitter == other.jitter &&
+                retryableStatuses == other.retryableStatuses &&
+                rejectedStatuses == other.rejectedStatuses &&
+                retryAfterCapMs == other.retryAfterCapMs &&
+                deadlineMs == other.deadlineMs &&
+                retryOnlyWithServerDelay == other.retryOnlyWithServerDelay &&
+                keyInFlightStatuses == other.keyInFlightStatuses &&
+                keyReusedStatuses == other.keyReusedStatuses &&
+                serverDirectiveHeaders == other.serverDirectiveHeaders &&
+                retryAfterOverCap == other.retryAfterOverCap &&
+                unknownOperationClass == other.unknownOperationClass &&
+                budgetCapacity == other.budgetCapacity &&
+                budgetRetryCost == other.budgetRetryCost &&
+                budgetTimeoutCost == other.budgetTimeoutCost &&
+                budgetSuccessRefund == other.budgetSuccessRefund
+
+        override fun hashCode(): Int {
+            var hash = maxRetries.hashCode()
+            hash = 31 * hash + initialBackoffMs.hashCode()
+            hash = 31 * hash + maxBackoffMs.hashCode()
+            hash = 31 * hash + multiplier.hashCode()
+            hash = 31 * hash + jitter.hashCode()
+            hash = 31 * hash + retryableStatuses.hashCode()
+            hash = 31 * hash + rejectedStatuses.hashCode()
+            hash = 31 * hash + retryAfterCapMs.hashCode()
+            hash = 31 * hash + (deadlineMs?.hashCode() ?: 0)
+            hash = 31 * hash + retryOnlyWithServerDelay.hashCode()
+            hash = 31 * hash + keyInFlightStatuses.hashCode()
+            hash = 31 * hash + keyReusedStatuses.hashCode()
+            hash = 31 * hash + serverDirectiveHeaders.hashCode()
+            hash = 31 * hash + retryAfterOverCap.hashCode()
+            hash = 31 * hash + unknownOperationClass.hashCode()
+            hash = 31 * hash + budgetCapacity.hashCode()
+            hash = 31 * hash + budgetRetryCost.hashCode()
+            hash = 31 * hash + budgetTimeoutCost.hashCode()
+            hash = 31 * hash + budgetSuccessRefund.hashCode()
+            return hash
+        }
+
+        override fun toString(): String =
+            "RetryPolicy(maxRetries=$maxRetries, initialBackoffMs=$initialBackoffMs, maxBackoffMs=$maxBackoffMs, " +
+                "multiplier=$multiplier, jitter=$jitter, retryableStatuses=$retryableStatuses, " +
+                "rejectedStatuses=$rejectedStatuses, retryAfterCapMs=$retryAfterCapMs, " +
+                "deadlineMs=$deadlineMs, retryOnlyWithServerDelay=$retryOnlyWithServerDelay, " +
+                "keyInFlightStatuses=$keyInFlightStatuses, keyReusedStatuses=$keyReusedStatuses, " +
+                "serverDirectiveHeaders=$serverDirectiveHeaders, retryAfterOverCap=$retryAfterOverCap, " +
+                "unknownOperationClass=$unknownOperationClass, budgetCapacity=$budgetCapacity, " +
+                "budgetRetryCost=$budgetRetryCost, budgetTimeoutCost=$budgetTimeoutCost, " +
+                "budgetSuccessRefund=$budgetSuccessRefund)"
+
+        /** A builder of this policy with some values changed: `policy.newBuilder().maxRetries(5).build()`. */
+        public fun newBuilder(): Builder = Builder(this)
+
+        /**
+         * A builder of [RetryPolicy], starting from a policy's values (the contract's defaults for
+         * [RetryPolicy.builder]); [build] does not check them (the policy's users do, contract V1-V2).
+         */
+        public class Builder internal constructor(
+            from: RetryPolicy,
+        ) {
+            private var maxRetries: Int = from.maxRetries
+            private var initialBackoffMs: Long = from.initialBackoffMs
+            private var maxBackoffMs: Long = from.maxBackoffMs
+            private var multiplier: Double = from.multiplier
+            private var jitter: Jitter = from.jitter
+            private var retryableStatuses: Set<Int> = from.retryableStatuses
+            private var rejectedStatuses: Set<Int> = from.rejectedStatuses
+            private var retryAfterCapMs: Long = from.retryAfterCapMs
+            private var deadlineMs: Long? = from.deadlineMs
+            private var retryOnlyWithServerDelay: Set<Int> = from.retryOnlyWithServerDelay
+            private var keyInFlightStatuses: Set<Int> = from.keyInFlightStatuses
+            private var keyReusedStatuses: Set<Int> = from.keyReusedStatuses
+            private var serverDirectiveHeaders: List<String> = from.serverDirectiveHeaders
+            private var retryAfterOverCap: OverCapMode = from.retryAfterOverCap
+            private var unknownOperationClass: UnknownOperationClass = from.unknownOperationClass
+            private var budgetCapacity: Long = from.budgetCapacity
+            private var budgetRetryCost: Long = from.budgetRetryCost
+            private var budgetTimeoutCost: Long = from.budgetTimeoutCost
+            private var budgetSuccessRefund: Long = from.budgetSuccessRefund
+
+            /** See [RetryPolicy.maxRetries]. */
+            public fun maxRetries(maxRetries: Int): Builder = apply { this.maxRetries = maxRetries }
+
+            /** See [RetryPolicy.initialBackoffMs]. */
+            public fun initialBackoffMs(initialBackoffMs: Long): Builder = apply { this.initialBackoffMs = initialBackoffMs }
+
+            /** See [RetryPolicy.maxBackoffMs]. */
+            public fun maxBackoffMs(maxBackoffMs: Long): Builder = apply { this.maxBackoffMs = maxBackoffMs }
+
+            /** See [RetryPolicy.multiplier]. */
+            public fun multiplier(multiplier: Double): Builder = apply { this.multiplier = multiplier }
+
+            /** See [RetryPolicy.jitter]. */
+            public fun jitter(jitter: Jitter): Builder = apply { this.jitter = jitter }
+
+            /** See [RetryPolicy.retryableStatuses]. */
+            public fun retryableStatuses(retryableStatuses: Set<Int>): Builder = apply { this.retryableStatuses = retryableStatuses }
+
+            /** See [RetryPolicy.rejectedStatuses]. */
+            public fun rejectedStatuses(rejectedStatuses: Set<Int>): Builder = apply { this.rejectedStatuses = rejectedStatuses }
+
+            /** See [RetryPolicy.retryAfterCapMs]. */
+            public fun retryAfterCapMs(retryAfterCapMs: Long): Builder = apply { this.retryAfterCapMs = retryAfterCapMs }
+
+            /** See [RetryPolicy.deadlineMs]. */
+            public fun deadlineMs(deadlineMs: Long?): Builder = apply { this.deadlineMs = deadlineMs }
+
+            /** See [RetryPolicy.retryOnlyWithServerDelay]. */
+            public fun retryOnlyWithServerDelay(retryOnlyWithServerDelay: Set<Int>): Builder =
+                apply {
+                    this.retryOnlyWithServerDelay =
+                        retryOnlyWithServerDelay
+                }
+
+            /** See [RetryPolicy.keyInFlightStatuses]. */
+            public fun keyInFlightStatuses(keyInFlightStatuses: Set<Int>): Builder =
+                apply { this.keyInFlightStatuses = keyInFlightStatuses }
+
+            /** See [RetryPolicy.keyReusedStatuses]. */
+            public fun keyReusedStatuses(keyReusedStatuses: Set<Int>): Builder = apply { this.keyReusedStatuses = keyReusedStatuses }
+
+            /** See [RetryPolicy.serverDirectiveHeaders]. */
+            public fun serverDirectiveHeaders(serverDirectiveHeaders: List<String>): Builder =
+                apply {
+                    this.serverDirectiveHeaders =
+                        serverDirectiveHeaders
+                }
+
+            /** See [RetryPolicy.retryAfterOverCap]. */
+            public fun retryAfterOverCap(retryAfterOverCap: OverCapMode): Builder = apply { this.retryAfterOverCap = retryAfterOverCap }
+
+            /** See [RetryPolicy.unknownOperationClass]. */
+            public fun unknownOperationClass(unknownOperationClass: UnknownOperationClass): Builder =
+                apply {
+                    this.unknownOperationClass =
+                        unknownOperationClass
+                }
+
+            /** See [RetryPolicy.budgetCapacity]. */
+            public fun budgetCapacity(budgetCapacity: Long): Builder = apply { this.budgetCapacity = budgetCapacity }
+
+            /** See [RetryPolicy.budgetRetryCost]. */
+            public fun budgetRetryCost(budgetRetryCost: Long): Builder = apply { this.budgetRetryCost = budgetRetryCost }
+
+            /** See [RetryPolicy.budgetTimeoutCost]. */
+            public fun budgetTimeoutCost(budgetTimeoutCost: Long): Builder = apply { this.budgetTimeoutCost = budgetTimeoutCost }
+
+            /** See [RetryPolicy.budgetSuccessRefund]. */
+            public fun budgetSuccessRefund(budgetSuccessRefund: Long): Builder = apply { this.budgetSuccessRefund = budgetSuccessRefund }
+
+            /** The policy. */
+            public fun build(): RetryPolicy =
+                RetryPolicy(
+                    maxRetries,
+                    initialBackoffMs,
+                    maxBackoffMs,
+                    multiplier,
+                    jitter,
+                    retryableStatuses,
+                    rejectedStatuses,
+                    retryAfterCapMs,
+                    deadlineMs,
+                    retryOnlyWithServerDelay,
+                    keyInFlightStatuses,
+                    keyReusedStatuses,
+                    serverDirectiveHeaders,
+                    retryAfterOverCap,
+                    unknownOperationClass,
+                    budgetCapacity,
+                    budgetRetryCost,
+                    budgetTimeoutCost,
+                    budgetSuccessRefund,
+                )
+        }
+
         /** The retry contract's default collections, unmodifiable, and the name-parsing factory. */
         public companion object {
+            /** A builder starting from the contract's defaults (those of `RetryPolicy()`). */
+            @JvmStatic
+            public fun builder(): Builder = Builder(RetryPolicy())
+
             /** The contract's default `retryable_statuses`. */
             @JvmField
             public val CONTRACT_RETRYABLE_STATUSES: Set<Int> = RetryRuntime.statusSet(408, 425, 429, 500, 502, 503, 504)
@@ -427,14 +662,32 @@ public sealed class Outcome {
      * @property directive the value of the first of the policy's [RetryPolicy.serverDirectiveHeaders]
      *   the response carries, or null; see [RetryRuntime.directiveHeader].
      */
-    public data class Status
+    public class Status
         @JvmOverloads
         constructor(
             public val status: Int,
             public val retryAfter: String? = null,
             public val retryAfterMs: String? = null,
             public val directive: String? = null,
-        ) : Outcome()
+        ) : Outcome() {
+            override fun equals(other: Any?): Boolean =
+                other is Status &&
+                    status == other.status &&
+                    retryAfter == other.retryAfter &&
+                    retryAfterMs == other.retryAfterMs &&
+                    directive == other.directive
+
+            override fun hashCode(): Int {
+                var hash = status.hashCode()
+                hash = 31 * hash + (retryAfter?.hashCode() ?: 0)
+                hash = 31 * hash + (retryAfterMs?.hashCode() ?: 0)
+                hash = 31 * hash + (directive?.hashCode() ?: 0)
+                return hash
+            }
+
+            override fun toString(): String =
+                "Status(status=$status, retryAfter=$retryAfter, retryAfterMs=$retryAfterMs, directive=$directive)"
+        }
 
     /** The request provably never left: DNS failure, connection refused, connect timeout, TLS handshake failure. */
     public data object Connect : Outcome()
@@ -483,7 +736,7 @@ public sealed class Outcome {
  * @property timedOut whether the failed attempt ended by a timeout (a budget retry then costs
  *   [RetryPolicy.budgetTimeoutCost]).
  */
-public data class DecisionInput
+public class DecisionInput
     @JvmOverloads
     constructor(
         public val replayClass: ReplayClass,
@@ -496,7 +749,39 @@ public data class DecisionInput
         public val random: Double,
         public val budgetTokens: Long? = null,
         public val timedOut: Boolean = false,
-    )
+    ) {
+        override fun equals(other: Any?): Boolean =
+            other is DecisionInput &&
+                replayClass == other.replayClass &&
+                hasIdempotencyKey == other.hasIdempotencyKey &&
+                outcome == other.outcome &&
+                retriesUsed == other.retriesUsed &&
+                elapsedMs == other.elapsedMs &&
+                previousDelayMs == other.previousDelayMs &&
+                nowMs == other.nowMs &&
+                random == other.random &&
+                budgetTokens == other.budgetTokens &&
+                timedOut == other.timedOut
+
+        override fun hashCode(): Int {
+            var hash = replayClass.hashCode()
+            hash = 31 * hash + hasIdempotencyKey.hashCode()
+            hash = 31 * hash + outcome.hashCode()
+            hash = 31 * hash + retriesUsed.hashCode()
+            hash = 31 * hash + elapsedMs.hashCode()
+            hash = 31 * hash + previousDelayMs.hashCode()
+            hash = 31 * hash + nowMs.hashCode()
+            hash = 31 * hash + random.hashCode()
+            hash = 31 * hash + (budgetTokens?.hashCode() ?: 0)
+            hash = 31 * hash + timedOut.hashCode()
+            return hash
+        }
+
+        override fun toString(): String =
+            "DecisionInput(replayClass=$replayClass, hasIdempotencyKey=$hasIdempotencyKey, outcome=$outcome, " +
+                "retriesUsed=$retriesUsed, elapsedMs=$elapsedMs, previousDelayMs=$previousDelayMs, " +
+                "nowMs=$nowMs, random=$random, budgetTokens=$budgetTokens, timedOut=$timedOut)"
+    }
 
 /**
  * The decision about one failed attempt.
@@ -507,14 +792,31 @@ public data class DecisionInput
  * @property budgetTokens the retry budget state after the decision (unchanged unless a retry is
  *   granted), or null when the input had none.
  */
-public data class Decision
+public class Decision
     @JvmOverloads
     constructor(
         public val retry: Boolean,
         public val delayMs: Long,
         public val reason: DecisionReason,
         public val budgetTokens: Long? = null,
-    )
+    ) {
+        override fun equals(other: Any?): Boolean =
+            other is Decision &&
+                retry == other.retry &&
+                delayMs == other.delayMs &&
+                reason == other.reason &&
+                budgetTokens == other.budgetTokens
+
+        override fun hashCode(): Int {
+            var hash = retry.hashCode()
+            hash = 31 * hash + delayMs.hashCode()
+            hash = 31 * hash + reason.hashCode()
+            hash = 31 * hash + (budgetTokens?.hashCode() ?: 0)
+            return hash
+        }
+
+        override fun toString(): String = "Decision(retry=$retry, delayMs=$delayMs, reason=$reason, budgetTokens=$budgetTokens)"
+    }
 
 /**
  * The result of [RetryRuntime.budgetTryAcquire].
@@ -522,14 +824,28 @@ public data class Decision
  * @property allowed whether the budget pays for the retry.
  * @property tokens the budget state after the acquisition.
  */
-public data class BudgetAcquisition(
+public class BudgetAcquisition(
     public val allowed: Boolean,
     public val tokens: Long,
-)
+) {
+    override fun equals(other: Any?): Boolean =
+        other is BudgetAcquisition &&
+            allowed == other.allowed &&
+            tokens == other.tokens
+
+    override fun hashCode(): Int {
+        var hash = allowed.hashCode()
+        hash = 31 * hash + tokens.hashCode()
+        return hash
+    }
+
+    override fun toString(): String = "BudgetAcquisition(allowed=$allowed, tokens=$tokens)"
+}
 
 /**
  * What the runtime reports for every retry it grants (contract E1), for metrics and logs: route
- * templates, never concrete paths, so that cardinality stays low.
+ * templates, never concrete paths, so that cardinality stays low. Not a data class: a field added
+ * later must not break callers compiled against this one (no `copy`, no `componentN`).
  *
  * @property attempt the retry's number, 1 for the first retry.
  * @property reason the decision's reason.
@@ -538,16 +854,45 @@ public data class BudgetAcquisition(
  *   operation matched.
  * @property pathTemplate the operation's path as the spec writes it, or null.
  * @property operationId the operation's operationId, or null.
+ * @property status the status of the attempt that is retried, or null when it failed
+ *   (docs/adapters.md P4; [of] without it leaves it null).
+ * @property failure how the attempt that is retried failed, `connect` or `transport`, or null for a
+ *   status.
+ * @property attemptDurationMs how long that attempt took, from the send to the response head or the
+ *   failure, on the monotonic clock (0 when the caller does not know).
  */
-public data class RetryEvent(
+public class RetryEvent private constructor(
     public val attempt: Long,
     public val reason: DecisionReason,
     public val delayMs: Long,
     public val method: String,
     public val pathTemplate: String?,
     public val operationId: String?,
+    public val status: Int?,
+    public val failure: String?,
+    public val attemptDurationMs: Long,
 ) {
-    /** The event builder. */
+    override fun equals(other: Any?): Boolean =
+        other is RetryEvent &&
+            attempt == other.attempt &&
+            reason == other.reason &&
+            delayMs == other.delayMs &&
+            method == other.method &&
+            pathTemplate == other.pathTemplate &&
+            operationId == other.operationId &&
+            status == other.status &&
+            failure == other.failure &&
+            attemptDurationMs == other.attemptDurationMs
+
+    override fun hashCode(): Int =
+        listOf(attempt, reason, delayMs, method, pathTemplate, operationId, status, failure, attemptDurationMs).hashCode()
+
+    override fun toString(): String =
+        "RetryEvent(attempt=$attempt, reason=${reason.wireName}, delayMs=$delayMs, method=$method, " +
+            "pathTemplate=$pathTemplate, operationId=$operationId, status=$status, failure=$failure, " +
+            "attemptDurationMs=$attemptDurationMs)"
+
+    /** The event builders. */
     public companion object {
         /**
          * The event of the retry [decision] grants to a request classified as [classification], sent
@@ -559,6 +904,21 @@ public data class RetryEvent(
             method: String,
             retriesUsed: Long,
             decision: Decision,
+        ): RetryEvent = of(classification, method, retriesUsed, decision, null, null, 0)
+
+        /**
+         * [of] with what the attempt that is retried gave (docs/adapters.md P4): its [status] or its
+         * [failure] (`connect` or `transport`), and its duration in milliseconds.
+         */
+        @JvmStatic
+        public fun of(
+            classification: Classification,
+            method: String,
+            retriesUsed: Long,
+            decision: Decision,
+            status: Int?,
+            failure: String?,
+            attemptDurationMs: Long,
         ): RetryEvent {
             require(decision.retry) { "a retry event is built for a granted retry" }
             val operation = classification.operation
@@ -569,6 +929,9 @@ public data class RetryEvent(
                 operation?.method ?: RetryRuntime.asciiUpperCase(method),
                 operation?.path,
                 operation?.operationId,
+                status,
+                failure,
+                attemptDurationMs,
             )
         }
     }
@@ -2379,7 +2742,22 @@ public class RetryBudgetCell(
     public fun decide(input: DecisionInput): Decision {
         while (true) {
             val read = cell.get()
-            val decision = RetryRuntime.decide(policy, input.copy(budgetTokens = read))
+            val decision =
+                RetryRuntime.decide(
+                    policy,
+                    DecisionInput(
+                        input.replayClass,
+                        input.hasIdempotencyKey,
+                        input.outcome,
+                        input.retriesUsed,
+                        input.elapsedMs,
+                        input.previousDelayMs,
+                        input.nowMs,
+                        input.random,
+                        read,
+                        input.timedOut,
+                    ),
+                )
             if (cell.compareAndSet(read, decision.budgetTokens ?: read)) {
                 return decision
             }

@@ -22,10 +22,12 @@ import retrygen.generated.Jitter
 import retrygen.generated.Operation
 import retrygen.generated.OperationTable
 import retrygen.generated.ReplayClass
+import retrygen.generated.RetryAttempt
 import retrygen.generated.RetryEvent
 import retrygen.generated.RetryFinish
 import retrygen.generated.RetryInputException
 import retrygen.generated.RetryInterceptor
+import retrygen.generated.RetryOverrides
 import retrygen.generated.RetryPolicy
 import retrygen.generated.RetryRuntime
 import java.io.BufferedInputStream
@@ -120,12 +122,17 @@ private class Arrival(
     val body: String,
 )
 
-/** One answer of the server's script: a status, or `reset`, `close`, `stall`, `answer_then_close`. */
+/**
+ * One answer of the server's script: a status and [body], or `reset`, `close`, `stall`,
+ * `answer_then_close`, `close_after_headers` (the head announces [body]'s length, then the
+ * connection closes: a body cut).
+ */
 private class Step(
     val status: Int = 200,
     val headers: Map<String, String> = emptyMap(),
     val action: String? = null,
     val ms: Long = 0,
+    val body: String = "ok",
 )
 
 /**
@@ -199,9 +206,15 @@ private class TestServer(
             }
             val reply = StringBuilder("HTTP/1.1 ${step.status} X\r\n")
             step.headers.forEach { (name, value) -> reply.append("$name: $value\r\n") }
-            reply.append("Content-Length: 2\r\n\r\nok")
+            reply.append("Content-Length: ${step.body.toByteArray().size}\r\n\r\n")
+            if (step.action != "close_after_headers") {
+                reply.append(step.body)
+            }
             output.write(reply.toString().toByteArray())
             output.flush()
+            if (step.action == "close_after_headers") {
+                return
+            }
             if (step.action == "answer_then_close") {
                 // A keep-alive answer, then the server closes the idle connection: stale in the pool.
                 return
@@ -293,6 +306,11 @@ private class Run {
     var error: Exception? = null
     var elapsedMs: Long = 0
 
+    // The finish read back from what the call returned or threw (P5), and the returned response's
+    // request as OkHttp handed it over.
+    var finishFromResult: RetryFinish? = null
+    var responseRequest: Request? = null
+
     val finish: RetryFinish? get() = finishes.singleOrNull()
 
     fun eventPairs(): List<Pair<String, Long>> = events.map { it.reason.wireName to it.delayMs }
@@ -303,16 +321,19 @@ private fun interceptor(
     baseUrl: String?,
     mintKeys: Boolean = true,
     attemptTimeout: Duration? = null,
+    attemptHeader: String? = null,
+    readBodyMaxBytes: Long = 0,
 ): RetryInterceptor =
-    RetryInterceptor(
-        table,
-        policy,
-        baseUrl,
-        { run.events += it },
-        { run.finishes += it },
-        mintKeys,
-        attemptTimeout,
-    )
+    RetryInterceptor
+        .builder(table, policy)
+        .baseUrl(baseUrl)
+        .onRetry { run.events += it }
+        .onFinish { run.finishes += it }
+        .mintIdempotencyKeys(mintKeys)
+        .attemptTimeout(attemptTimeout)
+        .attemptHeader(attemptHeader)
+        .readBodyMaxBytes(readBodyMaxBytes)
+        .build()
 
 /** Sends [request] through [client], reading the whole body; cancels the call after [cancelAfterMs]. */
 private fun send(
@@ -330,6 +351,8 @@ private fun send(
     try {
         call.execute().use { response ->
             run.status = response.code
+            run.finishFromResult = RetryInterceptor.finishOf(response)
+            run.responseRequest = response.request
             run.headers = response.headers.map { it.first to it.second }
             // Nullable in OkHttp 4, not in 5: the same code compiles warning-free on both.
             val body: ResponseBody? = response.body
@@ -337,6 +360,7 @@ private fun send(
         }
     } catch (e: IOException) {
         run.error = e
+        run.finishFromResult = RetryInterceptor.finishOf(e)
     } catch (e: IllegalStateException) {
         run.error = e
     } finally {
@@ -355,14 +379,18 @@ private fun exchange(
     mintKeys: Boolean = true,
     attemptTimeout: Duration? = null,
     cancelAfterMs: Long? = null,
+    attemptHeader: String? = null,
+    readBodyMaxBytes: Long = 0,
+    overrides: RetryOverrides? = null,
     check: (Run, TestServer, RetryInterceptor) -> Unit,
 ) {
     TestServer(script).use { server ->
         val run = Run()
-        val retries = interceptor(run, "${server.url}/v1", mintKeys, attemptTimeout)
+        val retries = interceptor(run, "${server.url}/v1", mintKeys, attemptTimeout, attemptHeader, readBodyMaxBytes)
         val client = retries.install(OkHttpClient.Builder()).build()
         val request = Request.Builder().url("${server.url}/v1$path").method(method, body)
         headers.forEach { (name, value) -> request.header(name, value) }
+        overrides?.let { request.tag(RetryOverrides::class.java, it) }
         send(client, request.build(), run, cancelAfterMs)
         check(run, server, retries)
         client.connectionPool.evictAll()
@@ -385,6 +413,10 @@ private fun expectFinish(
     expect("$what: timed out", finish.timedOut, timedOut)
     expect("$what: status", finish.status, run.status)
     expect("$what: failed exactly when the outcome is not a status", run.error == null, outcome == "status")
+    // [P5] The same event on what the call returned or threw, whatever the scenario.
+    if (run.error is IOException || run.error == null) {
+        expect("$what: finish on the result", run.finishFromResult, finish)
+    }
 }
 
 private fun json(text: String): RequestBody = text.toRequestBody("application/json".toMediaType())
@@ -659,6 +691,396 @@ private fun callTests() {
         // Its threads are not daemons: let the test's JVM end.
         client.dispatcher.executorService.shutdown()
     }
+}
+
+/** The adapter's public value types are no data classes (a field added later would break callers). */
+private fun valueTypeTests() {
+    for (type in listOf(RetryFinish::class.java, RetryOverrides::class.java, RetryAttempt::class.java)) {
+        val generated = type.methods.map { it.name }.filter { it == "copy" || it.startsWith("component") }
+        expect("${type.simpleName}: no data-class members", generated, emptyList<String>())
+    }
+    expect("overrides: equal by value", overrides { maxRetries(2) }, overrides { maxRetries(2) })
+    expect("attempts: equal by value", RetryAttempt.of(40), RetryAttempt.of(40))
+}
+
+private fun overrides(build: RetryOverrides.Builder.() -> Unit): RetryOverrides = RetryOverrides.builder().apply(build).build()
+
+/** [P1] Overrides on the request's tag, for that request only. */
+private fun overrideTests() {
+    exchange(listOf(Step(503), Step(200)), "GET", "/items/7", overrides = overrides { maxRetries(0) }) { run, server, retries ->
+        expect("override max retries 0: arrivals", server.arrivals.size, 1)
+        expect("override max retries 0: status", run.status, 503)
+        expect("override max retries 0: no event", run.events.size, 0)
+        expectFinish("override max retries 0", run, 1, "exhausted", "status")
+        expect("override max retries 0: budget untouched", retries.budgetTokens, 15L)
+    }
+    exchange(listOf(Step(503)), "GET", "/items/7", overrides = overrides { maxRetries(1) }) { run, server, _ ->
+        expect("override max retries 1: arrivals", server.arrivals.size, 2)
+        expectFinish("override max retries 1", run, 2, "exhausted", "status")
+    }
+    val stall = listOf(Step(action = "stall", ms = 3000), Step(200))
+    exchange(stall, "GET", "/items/7", overrides = overrides { attemptTimeout(Duration.ofMillis(200)) }) { run, server, _ ->
+        expect("override attempt timeout: arrivals", server.arrivals.size, 2)
+        expect("override attempt timeout: events", run.eventPairs(), listOf("transport_failure" to 1L))
+        expectFinish("override attempt timeout", run, 2, "status_not_retryable", "status")
+        expectTrue("override attempt timeout: elapsed ${run.elapsedMs} ms", run.elapsedMs < 2000)
+    }
+    // Duration.ZERO lifts the interceptor's attempt timeout: the stalled answer is waited for.
+    val slow = listOf(Step(action = "stall", ms = 500), Step(200))
+    exchange(slow, "GET", "/items/7", attemptTimeout = Duration.ofMillis(100), overrides = overrides { attemptTimeout(Duration.ZERO) }) {
+        run,
+        server,
+        _,
+        ->
+        expect("override no attempt timeout: arrivals", server.arrivals.size, 1)
+        expectFinish("override no attempt timeout", run, 1, "status_not_retryable", "status")
+    }
+    // The policy of the next request is the interceptor's again.
+    TestServer(listOf(Step(503), Step(503), Step(200))).use { server ->
+        val run = Run()
+        val client = interceptor(run, "${server.url}/v1").install(OkHttpClient.Builder()).build()
+        val url = "${server.url}/v1/items/7"
+        send(
+            client,
+            Request
+                .Builder()
+                .url(url)
+                .tag(RetryOverrides::class.java, overrides { maxRetries(0) })
+                .build(),
+            run,
+        )
+        expect("override for one request: one arrival", server.arrivals.size, 1)
+        run.finishes.clear()
+        send(client, Request.Builder().url(url).build(), run)
+        expect("override for one request: the next one retried", run.finish?.attempts, 2)
+        client.connectionPool.evictAll()
+    }
+    for ((what, build) in listOf<Pair<String, RetryOverrides.Builder.() -> Unit>>(
+        "max retries -1" to { maxRetries(-1) },
+        "max retries 101" to { maxRetries(101) },
+        "negative attempt timeout" to { attemptTimeout(Duration.ofMillis(-1)) },
+        "negative read bound" to { readBodyMaxBytes(-1) },
+    )) {
+        val thrown = runCatching { overrides(build) }.exceptionOrNull()
+        expectTrue("override $what: IllegalArgumentException before anything is sent, got $thrown", thrown is IllegalArgumentException)
+    }
+    // Another origin's request ignores its overrides: one attempt as always, no body read.
+    TestServer(listOf(Step(200, action = "close_after_headers"))).use { other ->
+        val run = Run()
+        val client = interceptor(run, "http://127.0.0.1:1/v1").install(OkHttpClient.Builder()).build()
+        val request =
+            Request
+                .Builder()
+                .url("${other.url}/v1/items/7")
+                .tag(RetryOverrides::class.java, overrides { readBodyMaxBytes(1024) })
+                .build()
+        send(client, request, run)
+        expect("other origin with overrides: one attempt", run.finish?.attempts, 1)
+        expect("other origin with overrides: reason", run.finish?.reason, RetryFinish.FOREIGN_ORIGIN)
+        expect("other origin with overrides: arrivals", other.arrivals.size, 1)
+        // The body was not read inside the loop: the cut reaches the caller's read.
+        expect("other origin with overrides: the cut is the caller's", run.body, null)
+        expectTrue("other origin with overrides: the read failed, got ${run.error}", run.error is IOException)
+    }
+}
+
+/** [P2, P3] The attempt's number below the interceptor, and the optional header. */
+private fun attemptTests() {
+    TestServer(listOf(Step(503), Step(503), Step(200))).use { server ->
+        val run = Run()
+        val seen = Collections.synchronizedList(ArrayList<Int?>())
+        val client =
+            interceptor(run, "${server.url}/v1")
+                .install(OkHttpClient.Builder())
+                // An application interceptor after the adapter's: it gets each attempt's request.
+                .addInterceptor { chain ->
+                    seen += chain.request().tag(RetryAttempt::class.java)?.number
+                    chain.proceed(chain.request())
+                }.build()
+        send(client, Request.Builder().url("${server.url}/v1/items/7").build(), run)
+        expect("attempt below: numbers", seen.toList(), listOf<Int?>(1, 2, 3))
+        expect(
+            "attempt below: no header without the option",
+            server.arrivals.map {
+                it.headers["x-retry-attempt"]
+            },
+            listOf<String?>(null, null, null),
+        )
+        client.connectionPool.evictAll()
+    }
+    val header = "X-Retry-Attempt"
+    exchange(
+        listOf(Step(503), Step(503), Step(200)),
+        "GET",
+        "/items/7",
+        headers = mapOf("x-retry-attempt" to "9"),
+        attemptHeader = header,
+    ) {
+        run,
+        server,
+        _,
+        ->
+        expect(
+            "attempt header: values, the caller's replaced",
+            server.arrivals.map {
+                it.headers["x-retry-attempt"]
+            },
+            listOf<String?>("0", "1", "2"),
+        )
+        expectFinish("attempt header", run, 3, "status_not_retryable", "status")
+    }
+    exchange(listOf(Step(503), Step(201)), "POST", "/items", json("{}"), attemptHeader = header) { run, server, _ ->
+        expect("attempt header on a POST: once", server.arrivals.map { it.headers["x-retry-attempt"] }, listOf<String?>("0"))
+        expectFinish("attempt header on a POST", run, 1, "not_replayable", "status")
+    }
+    TestServer(listOf(Step(200))).use { other ->
+        val run = Run()
+        val client = interceptor(run, "http://127.0.0.1:1/v1", attemptHeader = header).install(OkHttpClient.Builder()).build()
+        send(client, Request.Builder().url("${other.url}/v1/items/7").build(), run)
+        expect("attempt header: never to another origin", other.arrivals.map { it.headers["x-retry-attempt"] }, listOf<String?>(null))
+    }
+    val bad = runCatching { RetryInterceptor.builder(table, policy).attemptHeader("X Retry").build() }.exceptionOrNull()
+    expectTrue("attempt header: a name that is no token is refused, got $bad", bad is IllegalArgumentException)
+}
+
+/** [P4] Events with the attempt's status, failure and duration; the finish's total delay. */
+private fun eventFactTests() {
+    exchange(listOf(Step(503), Step(action = "stall", ms = 300), Step(200)), "GET", "/items/7", attemptTimeout = Duration.ofMillis(100)) {
+        run,
+        _,
+        _,
+        ->
+        expect("event facts: statuses", run.events.map { it.status }, listOf<Int?>(503, null))
+        expect("event facts: failures", run.events.map { it.failure }, listOf<String?>(null, "transport"))
+        val timedOut = run.events.getOrNull(1)?.attemptDurationMs ?: 0
+        expectTrue("event facts: the timed-out attempt took ~100 ms, got $timedOut", timedOut in 90..1000)
+        expect("event facts: total delay", run.finish?.totalDelayMs, run.events.sumOf { it.delayMs })
+    }
+    // A port nothing listens on: connect failures.
+    val closed = ServerSocket(0, 1, InetAddress.getLoopbackAddress()).use { it.localPort }
+    val run = Run()
+    val client = interceptor(run, "http://127.0.0.1:$closed/v1").install(OkHttpClient.Builder()).build()
+    send(client, Request.Builder().url("http://127.0.0.1:$closed/v1/items/7").build(), run)
+    expect("event facts: connect", run.events.map { it.failure }.distinct(), listOf<String?>("connect"))
+    expect("event facts: connect total delay", run.finish?.totalDelayMs, 7L)
+    // [P5] OkHttp's own exception, its type kept, with the finish attached.
+    expectTrue("finish on the error: ConnectException, got ${run.error}", run.error is ConnectException)
+    expect("finish on the error", run.finishFromResult, run.finish)
+}
+
+/** [P5] The finish on the returned response's request. */
+private fun finishOnResultTests() {
+    exchange(listOf(Step(503), Step(200)), "GET", "/items/7") { run, _, _ ->
+        expectTrue("finish on the response: present", run.finishFromResult != null)
+        expect("finish on the response: the same object onFinish got", run.finishFromResult === run.finish, true)
+        expect("finish on the response: equal to onFinish's", run.finishFromResult, run.finish)
+    }
+    TestServer(listOf(Step(200))).use { server ->
+        val plain = OkHttpClient()
+        plain.newCall(Request.Builder().url(server.url).build()).execute().use { response ->
+            expect("finish of a response that never passed the adapter", RetryInterceptor.finishOf(response), null)
+        }
+        expect("finish of an exception that never passed the adapter", RetryInterceptor.finishOf(IOException("x")), null)
+        plain.connectionPool.evictAll()
+    }
+}
+
+/** [P6] The body read inside the loop. */
+private fun readBodyTests() {
+    val cut = listOf(Step(200, action = "close_after_headers"), Step(200))
+    exchange(cut, "GET", "/items/7", readBodyMaxBytes = 65536) { run, server, _ ->
+        expect("body cut, read in the loop: arrivals", server.arrivals.size, 2)
+        expect("body cut, read in the loop: body", run.body, "ok")
+        expect("body cut, read in the loop: events", run.eventPairs(), listOf("transport_failure" to 1L))
+        expect("body cut, read in the loop: the event's failure", run.events.map { it.failure }, listOf<String?>("transport"))
+        expectFinish("body cut, read in the loop", run, 2, "status_not_retryable", "status")
+    }
+    exchange(cut, "GET", "/items/7", overrides = overrides { readBodyMaxBytes(65536) }) { run, server, _ ->
+        expect("body cut, read by override: arrivals", server.arrivals.size, 2)
+        expect("body cut, read by override: body", run.body, "ok")
+    }
+    // Off by default: the cut is the caller's, after one arrival.
+    exchange(cut, "GET", "/items/7") { run, server, _ ->
+        expect("body cut, not read: arrivals", server.arrivals.size, 1)
+        expect("body cut, not read: the caller's read fails", run.body, null)
+    }
+    // The override turns it off for one request.
+    exchange(cut, "GET", "/items/7", readBodyMaxBytes = 65536, overrides = overrides { readBodyMaxBytes(0) }) { _, server, _ ->
+        expect("body cut, read turned off by override: arrivals", server.arrivals.size, 1)
+    }
+    exchange(listOf(Step(201, action = "close_after_headers"), Step(201)), "POST", "/items", json("{}"), readBodyMaxBytes = 65536) {
+        run,
+        server,
+        _,
+        ->
+        expect("POST body cut: once", server.arrivals.size, 1)
+        expectFinish("POST body cut", run, 1, "not_replayable", "transport")
+    }
+    // Longer than the bound: the prefix read, then the rest of the stream, untouched.
+    val long = "x".repeat(10_000)
+    exchange(listOf(Step(200, body = long)), "GET", "/items/7", readBodyMaxBytes = 100) { run, server, _ ->
+        expect("long body: arrivals", server.arrivals.size, 1)
+        expect("long body: whole", run.body, long)
+    }
+    // An event stream is never read inside the loop.
+    val stream = listOf(Step(200, mapOf("Content-Type" to "text/event-stream; charset=utf-8"), "close_after_headers"), Step(200))
+    exchange(stream, "GET", "/items/7", readBodyMaxBytes = 65536) { run, server, _ ->
+        expect("event stream: arrivals", server.arrivals.size, 1)
+        expect("event stream: the cut is the caller's", run.body, null)
+    }
+    val bad = runCatching { RetryInterceptor.builder(table, policy).readBodyMaxBytes(-1).build() }.exceptionOrNull()
+    expectTrue("read bound: negative refused, got $bad", bad is IllegalArgumentException)
+}
+
+/** The result of an enqueued call: its response's status and body, or its failure. */
+private class CallOutcome(
+    val status: Int?,
+    val body: String?,
+    val error: IOException?,
+    val finish: RetryFinish?,
+)
+
+/** Enqueues [request] on [calls] and returns the future of its outcome. */
+private fun enqueue(
+    calls: Call.Factory,
+    request: Request,
+): Pair<Call, CompletableFuture<CallOutcome>> {
+    val done = CompletableFuture<CallOutcome>()
+    val call = calls.newCall(request)
+    call.enqueue(
+        object : Callback {
+            override fun onFailure(
+                call: Call,
+                e: IOException,
+            ) {
+                done.complete(CallOutcome(null, null, e, RetryInterceptor.finishOf(e)))
+            }
+
+            override fun onResponse(
+                call: Call,
+                response: Response,
+            ) {
+                response.use {
+                    val body: ResponseBody? = it.body
+                    done.complete(CallOutcome(it.code, body?.string(), null, RetryInterceptor.finishOf(it)))
+                }
+            }
+        },
+    )
+    return call to done
+}
+
+/**
+ * An enqueued call waits out its delay before a retry without holding a dispatcher slot: five
+ * calls to one host waiting 2 s must not hold back a sixth (OkHttp runs 5 per host at once).
+ */
+private fun dispatcherTests() {
+    val waiting = Step(503, mapOf("retry-after-ms" to "2000"))
+    TestServer(listOf(waiting, waiting, waiting, waiting, waiting, Step(200))).use { server ->
+        // A budget for the five retries.
+        val retries = RetryInterceptor.builder(table, policy.newBuilder().budgetCapacity(100).build()).baseUrl("${server.url}/v1").build()
+        val client = retries.install(OkHttpClient.Builder()).build()
+        val calls: Call.Factory = retries.callFactory(client)
+        val url = "${server.url}/v1/items/7"
+        val five = (1..5).map { enqueue(calls, Request.Builder().url(url).build()).second }
+        val deadline = System.nanoTime() + 5_000_000_000
+        while (server.arrivals.size < 5 && System.nanoTime() < deadline) {
+            Thread.sleep(5)
+        }
+        val started = System.nanoTime()
+        val sixth = runCatching { enqueue(calls, Request.Builder().url(url).build()).second.get(5, TimeUnit.SECONDS) }.getOrNull()
+        val elapsedMs = (System.nanoTime() - started) / 1_000_000
+        expect("sixth call while five wait: status", sixth?.status, 200)
+        expectTrue("sixth call while five wait: answered in $elapsedMs ms, not after the others' 2 s delay", elapsedMs < 1000)
+        val outcomes = five.map { runCatching { it.get(10, TimeUnit.SECONDS) }.getOrNull() }
+        expect("the five: retried to a 200", outcomes.map { it?.status }, List<Int?>(5) { 200 })
+        expect("the five: two attempts each", outcomes.map { it?.finish?.attempts }, List<Int?>(5) { 2 })
+        expect("the five: waited what was granted", outcomes.map { it?.finish?.totalDelayMs }, List<Long?>(5) { 2000L })
+        expect("arrivals", server.arrivals.size, 11)
+        client.dispatcher.executorService.shutdown()
+    }
+}
+
+/** The enqueued path of callFactory: retries, stops, cancellation and the call timeout during the delay. */
+private fun callFactoryTests() {
+    TestServer(listOf(Step(503), Step(503), Step(200))).use { server ->
+        val run = Run()
+        val retries = interceptor(run, "${server.url}/v1")
+        val client = retries.install(OkHttpClient.Builder()).build()
+        val calls = retries.callFactory(client)
+        val (_, done) = enqueue(calls, Request.Builder().url("${server.url}/v1/items/7").build())
+        val outcome = runCatching { done.get(5, TimeUnit.SECONDS) }.getOrNull()
+        expect("factory enqueue: status", outcome?.status, 200)
+        expect("factory enqueue: body", outcome?.body, "ok")
+        expect("factory enqueue: events", run.eventPairs(), listOf("retryable_status" to 1L, "retryable_status" to 2L))
+        expect("factory enqueue: one finish", run.finishes.size, 1)
+        expect("factory enqueue: finish", run.finish?.attempts, 3)
+        expect("factory enqueue: finish on the response", outcome?.finish, run.finish)
+        expect("factory enqueue: total delay", run.finish?.totalDelayMs, 3L)
+        // Two retries of 5 taken from 15, then the success gives the last retry's cost back (K3).
+        expect("factory enqueue: one budget", retries.budgetTokens, 10L)
+        // execute() through the factory: the interceptor's own loop.
+        run.finishes.clear()
+        val executed = calls.newCall(Request.Builder().url("${server.url}/v1/items/7").build()).execute()
+        executed.use { expect("factory execute: status", it.code, 200) }
+        expect("factory execute: finish", run.finish?.attempts, 1)
+        client.dispatcher.executorService.shutdown()
+    }
+    // A key minted once for all the calls of an enqueued request; a POST without one sent once.
+    TestServer(listOf(Step(503), Step(201))).use { server ->
+        val run = Run()
+        val retries = interceptor(run, "${server.url}/v1")
+        val client = retries.install(OkHttpClient.Builder()).build()
+        val calls = retries.callFactory(client)
+        val keyed =
+            enqueue(
+                calls,
+                Request
+                    .Builder()
+                    .url("${server.url}/v1/items/7/snapshots")
+                    .post(json("{}"))
+                    .build(),
+            ).second
+        expect("factory keyed: status", runCatching { keyed.get(5, TimeUnit.SECONDS) }.getOrNull()?.status, 201)
+        val keys = server.arrivals.map { it.headers["idempotency-key"] }
+        expect("factory keyed: one key on both attempts", keys.distinct().size, 1)
+        expectTrue("factory keyed: a UUID v4, got $keys", keys.all { it != null && uuidV4.matches(it) })
+        client.dispatcher.executorService.shutdown()
+    }
+    TestServer(listOf(Step(503, mapOf("retry-after-ms" to "1500")), Step(200))).use { server ->
+        val run = Run()
+        val retries = interceptor(run, "${server.url}/v1")
+        val client = retries.install(OkHttpClient.Builder()).build()
+        val (call, done) = enqueue(retries.callFactory(client), Request.Builder().url("${server.url}/v1/items/7").build())
+        Thread.sleep(300)
+        val started = System.nanoTime()
+        call.cancel()
+        val outcome = runCatching { done.get(5, TimeUnit.SECONDS) }.getOrNull()
+        val elapsedMs = (System.nanoTime() - started) / 1_000_000
+        expect("factory cancel in the delay: OkHttp's message", outcome?.error?.message, "Canceled")
+        expectTrue("factory cancel in the delay: at once, $elapsedMs ms", elapsedMs < 1000)
+        expect("factory cancel in the delay: arrivals", server.arrivals.size, 1)
+        expect("factory cancel in the delay: finish", run.finish?.let { it.attempts to it.reason }, 1 to "aborted")
+        expect("factory cancel in the delay: finish on the error", outcome?.finish, run.finish)
+        expect("factory cancel in the delay: cancelled", call.isCanceled(), true)
+        client.dispatcher.executorService.shutdown()
+    }
+    TestServer(listOf(Step(503, mapOf("retry-after-ms" to "1500")), Step(200))).use { server ->
+        val run = Run()
+        val retries = interceptor(run, "${server.url}/v1")
+        val client = retries.install(OkHttpClient.Builder().callTimeout(Duration.ofMillis(400))).build()
+        val started = System.nanoTime()
+        val (_, done) = enqueue(retries.callFactory(client), Request.Builder().url("${server.url}/v1/items/7").build())
+        val outcome = runCatching { done.get(5, TimeUnit.SECONDS) }.getOrNull()
+        val elapsedMs = (System.nanoTime() - started) / 1_000_000
+        expect("factory call timeout in the delay: OkHttp's message", outcome?.error?.message, "timeout")
+        expectTrue("factory call timeout in the delay: after ~400 ms, got $elapsedMs", elapsedMs in 300..1200)
+        expect("factory call timeout in the delay: arrivals", server.arrivals.size, 1)
+        expect("factory call timeout in the delay: finish", run.finish?.reason, "aborted")
+        client.dispatcher.executorService.shutdown()
+    }
+    val notInstalled = runCatching { interceptor(Run(), null).callFactory(OkHttpClient()) }.exceptionOrNull()
+    expectTrue("callFactory: refused for a client without the interceptor, got $notInstalled", notInstalled is IllegalArgumentException)
 }
 
 /**
@@ -1062,13 +1484,12 @@ private fun throwingRetryTest() {
     TestServer(listOf(Step(503), Step(200))).use { server ->
         val finishes = ArrayList<RetryFinish>()
         val retries =
-            RetryInterceptor(
-                table,
-                policy,
-                "${server.url}/v1",
-                { throw IllegalStateException("retry listener") },
-                { finishes += it },
-            )
+            RetryInterceptor
+                .builder(table, policy)
+                .baseUrl("${server.url}/v1")
+                .onRetry { throw IllegalStateException("retry listener") }
+                .onFinish { finishes += it }
+                .build()
         val client = retries.install(OkHttpClient.Builder()).build()
         val run = Run()
         send(client, Request.Builder().url("${server.url}/v1/items/7").build(), run)
@@ -1109,7 +1530,12 @@ private fun replayBackstopTest() {
 /** A throwing onFinish must not leak the connection of the response the caller never gets. */
 private fun throwingFinishTest() {
     TestServer(listOf(Step(200))).use { server ->
-        val retries = RetryInterceptor(table, policy, "${server.url}/v1", onFinish = { throw IllegalStateException("listener") })
+        val retries =
+            RetryInterceptor
+                .builder(table, policy)
+                .baseUrl("${server.url}/v1")
+                .onFinish { throw IllegalStateException("listener") }
+                .build()
         val client = retries.install(OkHttpClient.Builder()).build()
         val run = Run()
         send(client, Request.Builder().url("${server.url}/v1/items/7").build(), run)
@@ -1142,11 +1568,11 @@ private fun setupTests() {
         expectTrue("network interceptor: refused, got ${network.error}", network.error is IllegalStateException)
     }
     val bad =
-        runCatching { RetryInterceptor(table, policy.copy(multiplier = Double.NaN)) }.exceptionOrNull()
+        runCatching { RetryInterceptor.builder(table, policy.newBuilder().multiplier(Double.NaN).build()).build() }.exceptionOrNull()
     expect("bad policy: checked when built", (bad as? RetryInputException)?.key, "policy.multiplier")
-    val zero = runCatching { RetryInterceptor(table, policy, attemptTimeout = Duration.ZERO) }.exceptionOrNull()
+    val zero = runCatching { RetryInterceptor.builder(table, policy).attemptTimeout(Duration.ZERO).build() }.exceptionOrNull()
     expectTrue("zero attempt timeout: refused, got $zero", zero is IllegalArgumentException)
-    expect("budget starts full", RetryInterceptor(table, policy).budgetTokens, RetryRuntime.budgetNew(policy))
+    expect("budget starts full", RetryInterceptor.builder(table, policy).build().budgetTokens, RetryRuntime.budgetNew(policy))
     expect("finish reason names", DecisionReason.ABORTED.wireName, "aborted")
 }
 
@@ -1169,6 +1595,14 @@ public fun main() {
     replayBackstopTest()
     throwingFinishTest()
     setupTests()
+    valueTypeTests()
+    overrideTests()
+    attemptTests()
+    eventFactTests()
+    finishOnResultTests()
+    readBodyTests()
+    dispatcherTests()
+    callFactoryTests()
     if (failures.isNotEmpty()) {
         failures.forEach { System.err.println("FAIL $it") }
         System.err.println("${failures.size} of $checks checks failed")

@@ -20,6 +20,17 @@ private fun <T> expect(
     }
 }
 
+/** [this] with some values changed (DecisionInput is not a data class: no copy). */
+private fun DecisionInput.with(
+    outcome: Outcome = this.outcome,
+    retriesUsed: Long = this.retriesUsed,
+    elapsedMs: Long = this.elapsedMs,
+    previousDelayMs: Long = this.previousDelayMs,
+    random: Double = this.random,
+    budgetTokens: Long? = this.budgetTokens,
+): DecisionInput =
+    DecisionInput(replayClass, hasIdempotencyKey, outcome, retriesUsed, elapsedMs, previousDelayMs, nowMs, random, budgetTokens, timedOut)
+
 private fun expectThrows(
     what: String,
     block: () -> Unit,
@@ -276,7 +287,7 @@ private fun decideTests() {
     expect("other scheme", RetryRuntime.inScope("http://a/", "https://a/"), false)
     expect(
         "deadline",
-        decide(i, Outcome.Status(503), policy = policy.copy(deadlineMs = 1000), elapsedMs = 900).reason,
+        decide(i, Outcome.Status(503), policy = policy.newBuilder().deadlineMs(1000).build(), elapsedMs = 900).reason,
         DecisionReason.DEADLINE,
     )
     expect("wire names", DecisionReason.RETRY_AFTER_OVER_CAP.wireName, "retry_after_over_cap")
@@ -350,20 +361,20 @@ private fun validationTests() {
     expect("failure name", Outcome.failure("connect"), Outcome.Connect)
     expectInvalid("budget kind", "input.budget_kind") { BudgetKind.parse("slow") }
     val policy = RetryPolicy()
-    expectInvalid("status", "input.status") { RetryRuntime.decide(policy, statusInput.copy(outcome = Outcome.Status(600))) }
+    expectInvalid("status", "input.status") { RetryRuntime.decide(policy, statusInput.with(outcome = Outcome.Status(600))) }
     expectInvalid(
         "retries_used",
         "input.retries_used",
-    ) { RetryRuntime.decide(policy, statusInput.copy(retriesUsed = 9_007_199_254_740_992L)) }
-    expectInvalid("elapsed_ms", "input.elapsed_ms") { RetryRuntime.decide(policy, statusInput.copy(elapsedMs = -1)) }
-    expectInvalid("previous_delay_ms", "input.previous_delay_ms") { RetryRuntime.decide(policy, statusInput.copy(previousDelayMs = -1)) }
+    ) { RetryRuntime.decide(policy, statusInput.with(retriesUsed = 9_007_199_254_740_992L)) }
+    expectInvalid("elapsed_ms", "input.elapsed_ms") { RetryRuntime.decide(policy, statusInput.with(elapsedMs = -1)) }
+    expectInvalid("previous_delay_ms", "input.previous_delay_ms") { RetryRuntime.decide(policy, statusInput.with(previousDelayMs = -1)) }
     for (random in listOf(Double.NaN, 1.0, -0.0 - 1e-300, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY)) {
-        expectInvalid("random $random", "input.random") { RetryRuntime.decide(policy, statusInput.copy(random = random)) }
+        expectInvalid("random $random", "input.random") { RetryRuntime.decide(policy, statusInput.with(random = random)) }
     }
     expectInvalid("random NaN on an aborted request", "input.random") {
-        RetryRuntime.decide(policy, statusInput.copy(outcome = Outcome.Aborted, random = Double.NaN))
+        RetryRuntime.decide(policy, statusInput.with(outcome = Outcome.Aborted, random = Double.NaN))
     }
-    expectInvalid("budget tokens", "input.budget_tokens") { RetryRuntime.decide(policy, statusInput.copy(budgetTokens = 501)) }
+    expectInvalid("budget tokens", "input.budget_tokens") { RetryRuntime.decide(policy, statusInput.with(budgetTokens = 501)) }
     val asArgument: IllegalArgumentException = RetryInputException("k")
     expect("an IllegalArgumentException", asArgument.message, "invalid input: k")
 }
@@ -390,7 +401,7 @@ private fun decideV2Tests() {
     )
     expect(
         "directives off",
-        decide(Outcome.Status(503, directive = "false"), policy = policy.copy(serverDirectiveHeaders = emptyList())).reason,
+        decide(Outcome.Status(503, directive = "false"), policy = policy.newBuilder().serverDirectiveHeaders(emptyList()).build()).reason,
         DecisionReason.RETRYABLE_STATUS,
     )
     expect("key in flight", decide(Outcome.Status(409), ReplayClass.KEYED, hasKey = true).reason, DecisionReason.KEY_IN_FLIGHT)
@@ -398,12 +409,12 @@ private fun decideV2Tests() {
     expect("409 without key", decide(Outcome.Status(409), ReplayClass.KEYED).reason, DecisionReason.STATUS_NOT_RETRYABLE)
     expect(
         "no server delay",
-        decide(Outcome.Status(429), policy = policy.copy(retryOnlyWithServerDelay = setOf(429))).reason,
+        decide(Outcome.Status(429), policy = policy.newBuilder().retryOnlyWithServerDelay(setOf(429)).build()).reason,
         DecisionReason.NO_SERVER_DELAY,
     )
     expect(
         "clamp",
-        decide(Outcome.Status(503, "120"), policy = policy.copy(retryAfterOverCap = OverCapMode.CLAMP)),
+        decide(Outcome.Status(503, "120"), policy = policy.newBuilder().retryAfterOverCap(OverCapMode.CLAMP).build()),
         Decision(true, 60_000, DecisionReason.RETRYABLE_STATUS),
     )
     expect("budget", decide(Outcome.Connect, tokens = 500), Decision(true, 250, DecisionReason.CONNECT_FAILURE, 495))
@@ -417,12 +428,16 @@ private fun budgetTests() {
     expect("new", RetryRuntime.budgetNew(policy), 500L)
     expect("acquire", RetryRuntime.budgetTryAcquire(policy, 500, BudgetKind.RETRY), BudgetAcquisition(true, 495))
     expect("refused", RetryRuntime.budgetTryAcquire(policy, 9, BudgetKind.TIMEOUT), BudgetAcquisition(false, 9))
-    expect("disabled", RetryRuntime.budgetTryAcquire(policy.copy(budgetCapacity = 0), 0, BudgetKind.RETRY), BudgetAcquisition(true, 0))
+    expect(
+        "disabled",
+        RetryRuntime.budgetTryAcquire(policy.newBuilder().budgetCapacity(0).build(), 0, BudgetKind.RETRY),
+        BudgetAcquisition(true, 0),
+    )
     expect("success refund", RetryRuntime.budgetRecordSuccess(policy, 400, 0), 401L)
     expect("release", RetryRuntime.budgetRecordSuccess(policy, 400, 5), 405L)
     expect("never above the capacity", RetryRuntime.budgetRecordSuccess(policy, 499, 10), 500L)
     expectInvalid("release", "input.budget_release") { RetryRuntime.budgetRecordSuccess(policy, 400, -1) }
-    expectInvalid("cell policy", "policy.budget_retry_cost") { RetryBudgetCell(policy.copy(budgetRetryCost = 0)) }
+    expectInvalid("cell policy", "policy.budget_retry_cost") { RetryBudgetCell(policy.newBuilder().budgetRetryCost(0).build()) }
     val cell = RetryBudgetCell(policy)
     var granted = 0
     while (cell.tryAcquire(BudgetKind.RETRY).allowed) {
@@ -432,7 +447,14 @@ private fun budgetTests() {
     expect("success gives back", cell.recordSuccess(5), 5L)
 
     // Threads race on one cell: every granted retry takes exactly its cost, none is lost.
-    val shared = RetryBudgetCell(policy.copy(budgetCapacity = 1_000_000, budgetRetryCost = 1))
+    val shared =
+        RetryBudgetCell(
+            policy
+                .newBuilder()
+                .budgetCapacity(1_000_000)
+                .budgetRetryCost(1)
+                .build(),
+        )
     val grants =
         java.util.concurrent.atomic
             .AtomicLong()
@@ -440,7 +462,7 @@ private fun budgetTests() {
         (1..4).map {
             Thread {
                 repeat(50_000) {
-                    val decision = shared.decide(statusInput.copy(outcome = Outcome.Connect))
+                    val decision = shared.decide(statusInput.with(outcome = Outcome.Connect))
                     if (decision.retry) {
                         grants.incrementAndGet()
                     }
@@ -452,7 +474,15 @@ private fun budgetTests() {
     threads.forEach { it.join() }
     expect("threads: every retry granted", grants.get(), 200_000L)
     expect("threads: the state adds up", shared.tokens, 1_000_000L)
-    val small = RetryBudgetCell(policy.copy(budgetCapacity = 1000, budgetRetryCost = 1, budgetSuccessRefund = 0))
+    val small =
+        RetryBudgetCell(
+            policy
+                .newBuilder()
+                .budgetCapacity(1000)
+                .budgetRetryCost(1)
+                .budgetSuccessRefund(0)
+                .build(),
+        )
     val smallGrants =
         java.util.concurrent.atomic
             .AtomicLong()
@@ -460,7 +490,7 @@ private fun budgetTests() {
         (1..4).map {
             Thread {
                 repeat(1000) {
-                    if (small.decide(statusInput.copy(outcome = Outcome.Connect)).retry) {
+                    if (small.decide(statusInput.with(outcome = Outcome.Connect)).retry) {
                         smallGrants.incrementAndGet()
                     }
                 }
@@ -579,19 +609,74 @@ private fun keyAndEventTests() {
     expect("directive header order", RetryRuntime.directiveHeader(policy, listOf("x-b" to "false", "X-A" to "true")), "true")
     expect("no directive header", RetryRuntime.directiveHeader(policy, listOf("x-c" to "true")), null)
     val granted = Decision(true, 250, DecisionReason.RETRYABLE_STATUS)
+    val event = RetryEvent.of(Classification(keyed, ReplayClass.KEYED), "post", 0, granted)
     expect(
         "event",
-        RetryEvent.of(Classification(keyed, ReplayClass.KEYED), "post", 0, granted),
-        RetryEvent(1, DecisionReason.RETRYABLE_STATUS, 250, "POST", "/k", "k"),
+        listOf(event.attempt, event.reason, event.delayMs, event.method, event.pathTemplate, event.operationId),
+        listOf(1L, DecisionReason.RETRYABLE_STATUS, 250L, "POST", "/k", "k"),
     )
+    expect("event: no attempt facts", listOf(event.status, event.failure, event.attemptDurationMs), listOf(null, null, 0L))
+    expect("event: equal by value", event, RetryEvent.of(Classification(keyed, ReplayClass.KEYED), "post", 0, granted))
+    val unknown = RetryEvent.of(Classification(null, ReplayClass.IDEMPOTENT), "get\u00e9", 2, granted, 503, null, 7)
     expect(
         "event without operation",
-        RetryEvent.of(Classification(null, ReplayClass.IDEMPOTENT), "get\u00e9", 2, granted),
-        RetryEvent(3, DecisionReason.RETRYABLE_STATUS, 250, "GET\u00e9", null, null),
+        listOf(unknown.attempt, unknown.method, unknown.pathTemplate, unknown.operationId, unknown.status, unknown.attemptDurationMs),
+        listOf(3L, "GET\u00e9", null, null, 503, 7L),
+    )
+    expect(
+        "event: attempt facts are part of equality",
+        unknown == RetryEvent.of(Classification(null, ReplayClass.IDEMPOTENT), "get", 2, granted),
+        false,
     )
 }
 
+/**
+ * The public value types are no data classes: a `copy` or `componentN` in the API would break
+ * every caller compiled against it as soon as a field is added. Their public methods say so.
+ */
+private fun valueTypeTests() {
+    val types =
+        listOf(
+            RetryPolicy::class.java,
+            Operation::class.java,
+            SafeListEntry::class.java,
+            Classification::class.java,
+            Outcome.Status::class.java,
+            DecisionInput::class.java,
+            Decision::class.java,
+            BudgetAcquisition::class.java,
+            RetryEvent::class.java,
+        )
+    for (type in types) {
+        val generated = type.methods.map { it.name }.filter { it == "copy" || it.startsWith("component") }
+        expect("${type.simpleName}: no data-class members", generated, emptyList<String>())
+    }
+    val policy = RetryPolicy.builder().maxRetries(5).build()
+    expect("policy builder", policy, RetryPolicy(maxRetries = 5))
+    expect("policy builder: hash by value", policy.hashCode(), RetryPolicy(maxRetries = 5).hashCode())
+    expect(
+        "policy newBuilder",
+        policy
+            .newBuilder()
+            .deadlineMs(10)
+            .build()
+            .deadlineMs,
+        10L,
+    )
+    expect(
+        "policy newBuilder keeps the rest",
+        policy
+            .newBuilder()
+            .deadlineMs(10)
+            .build()
+            .maxRetries,
+        5,
+    )
+    expect("policy toString", RetryPolicy().toString().startsWith("RetryPolicy(maxRetries=3, "), true)
+}
+
 public fun main() {
+    valueTypeTests()
     matcherTests()
     patternTests()
     lazyPatternTests()

@@ -113,7 +113,7 @@ impl Toolchain for Kotlin {
         // behave the same on both lines.
         let classes5 = work.join("classes-okhttp5");
         kotlinc(
-            &[runtime, adapter, adapter_tests],
+            &[runtime.clone(), adapter.clone(), adapter_tests],
             &classes5,
             "kotlin runtime (OkHttp 5): kotlinc",
             OkHttp::V5,
@@ -146,6 +146,12 @@ impl Toolchain for Kotlin {
             let printed = run(command("java").args(["-cp", &classpath, main]), what)?;
             print!("{printed}");
         }
+        // The README's snippets compile as a user copies them, with a spec's tables object.
+        readme_snippets(
+            &dir.join("README.md"),
+            &[runtime.clone(), adapter.clone()],
+            &work.join("readme"),
+        )?;
         let java = work.join("java");
         javac(
             &[
@@ -195,14 +201,17 @@ impl Toolchain for Kotlin {
             (OkHttp::V5, "kotlin-okhttp5", "classes-okhttp5"),
         ] {
             let classes = work.join(classes);
-            kotlinc(
+            // resilience4j-retry: the peer the overhead mode measures beside the adapter.
+            let peer = resilience4j_classpath()?;
+            kotlinc_with(
                 &sources,
                 &classes,
                 &format!("{name} faults: kotlinc"),
                 okhttp,
+                Some(&peer),
             )?;
             let classpath = format!(
-                "{}:{}:{}",
+                "{}:{}:{peer}:{}",
                 classes.display(),
                 okhttp_classpath(okhttp)?,
                 stdlib()?.display()
@@ -297,6 +306,82 @@ fn java_callers(module: &Module, classes: &Path, work: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The marker line before each ` ```kotlin ` block of runtime/kotlin/README.md that must compile.
+const README_MARKER: &str = "<!-- compiled by runtime-tests (xtask/src/toolchains/kotlin.rs) -->";
+
+/// Compiles the README's marked snippets, in order, as one function (their imports at the top)
+/// with the runtime and adapter `sources` and the fault spec's tables object
+/// (golden/faults/kotlin/RetryPolicies.kt), warnings as errors: an install that does not compile
+/// as written fails the runtime tests. The snippets are compiled, not run (they name
+/// api.example.com).
+fn readme_snippets(readme: &Path, sources: &[PathBuf], work: &Path) -> Result<()> {
+    let text =
+        std::fs::read_to_string(readme).with_context(|| format!("reading {}", readme.display()))?;
+    let mut imports = Vec::new();
+    let mut body = Vec::new();
+    let mut blocks = 0;
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() != README_MARKER {
+            continue;
+        }
+        if lines.next().map(str::trim) != Some("```kotlin") {
+            bail!(
+                "{}: a snippet marker not followed by ```kotlin",
+                readme.display()
+            );
+        }
+        blocks += 1;
+        for line in lines.by_ref() {
+            if line.trim_start().starts_with("```") {
+                break;
+            }
+            if line.starts_with("import ") {
+                if !imports.contains(&line) {
+                    imports.push(line);
+                }
+            } else {
+                body.push(line);
+            }
+        }
+    }
+    if blocks < 2 {
+        bail!(
+            "{}: expected the install and the per-request snippets marked with {README_MARKER}",
+            readme.display()
+        );
+    }
+    imports.sort_unstable();
+    let mut source = String::from("package retrygen.readme\n\n");
+    for import in &imports {
+        source.push_str(import);
+        source.push('\n');
+    }
+    source.push_str(
+        "\n/** The runtime README's snippets, in order. */\npublic fun readmeSnippets() {\n",
+    );
+    for line in &body {
+        if !line.is_empty() {
+            source.push_str("    ");
+            source.push_str(line);
+        }
+        source.push('\n');
+    }
+    source.push_str("}\n");
+    std::fs::create_dir_all(work)?;
+    let file = work.join("ReadmeSnippets.kt");
+    std::fs::write(&file, source)?;
+    let mut all = sources.to_vec();
+    all.push(root().join("golden/faults/kotlin/RetryPolicies.kt"));
+    all.push(file);
+    kotlinc(
+        &all,
+        &work.join("classes"),
+        "kotlin runtime: the README's snippets",
+        OkHttp::V4,
+    )
+}
+
 /// Compiles Java `sources` against `classpath` into `out`, every lint on and warnings as errors.
 fn javac(sources: &[PathBuf], classpath: &str, out: &Path) -> Result<()> {
     run(
@@ -385,10 +470,25 @@ pub(crate) fn ktlint(files: &[PathBuf], dir: &Path) -> Result<()> {
 /// Compiles `sources` into `out`; any diagnostic (warnings are errors) fails. Sources that hold
 /// the OkHttp adapter ([`ADAPTER_FILE`]) compile against `okhttp`.
 pub(crate) fn kotlinc(sources: &[PathBuf], out: &Path, what: &str, okhttp: OkHttp) -> Result<()> {
+    kotlinc_with(sources, out, what, okhttp, None)
+}
+
+/// [`kotlinc`] with `extra` jars (joined by `:`) on the classpath too.
+fn kotlinc_with(
+    sources: &[PathBuf],
+    out: &Path,
+    what: &str,
+    okhttp: OkHttp,
+    extra: Option<&str>,
+) -> Result<()> {
     let mut cmd = command("kotlinc");
     cmd.args(KOTLINC_FLAGS);
     if sources.iter().any(|s| s.ends_with(ADAPTER_FILE)) {
-        cmd.arg("-cp").arg(okhttp_classpath(okhttp)?);
+        let mut classpath = okhttp_classpath(okhttp)?;
+        if let Some(extra) = extra {
+            classpath = format!("{classpath}:{extra}");
+        }
+        cmd.arg("-cp").arg(classpath);
     }
     cmd.arg("-d").arg(out).args(sources);
     let output = cmd.output().with_context(|| format!("{what}: cannot start kotlinc; run `bash scripts/bootstrap-toolchains.sh` to install it"))?;
@@ -422,6 +522,25 @@ fn okhttp_classpath(okhttp: OkHttp) -> Result<String> {
     };
     let file = root().join(".cache/toolchains").join(name);
     let hint = "run `bash scripts/bootstrap-toolchains.sh` to install OkHttp";
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("reading {}; {hint}", file.display()))?;
+    let classpath = text.trim().to_string();
+    for jar in classpath.split(':') {
+        if !Path::new(jar).is_file() {
+            bail!(
+                "{} names {jar}, which does not exist; {hint}",
+                file.display()
+            );
+        }
+    }
+    Ok(classpath)
+}
+
+/// The resilience4j-retry jars scripts/bootstrap.d/kotlin.sh records in
+/// `.cache/toolchains/resilience4j-classpath` (the fault runner's bench peer), joined by `:`.
+fn resilience4j_classpath() -> Result<String> {
+    let file = root().join(".cache/toolchains/resilience4j-classpath");
+    let hint = "run `bash scripts/bootstrap-toolchains.sh` to install resilience4j-retry";
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("reading {}; {hint}", file.display()))?;
     let classpath = text.trim().to_string();

@@ -3,14 +3,16 @@
 // matrix's server. Built by `cargo xtask faults` with the module rendered from
 // conformance/faults/spec.yaml (package retrygen.generated, object RetryPolicies), once against
 // OkHttp 4.12 (run `kotlin`) and once against OkHttp 5 (run `kotlin-okhttp5`): the same source.
-// Kotlin stdlib, OkHttp and Okio only; the scenario file is read with the small JSON reader at the
-// end. With RETRYGEN_FAULT_SOAK set, the soak (one client, the plan's requests); with
+// Kotlin stdlib, OkHttp and Okio (and resilience4j-retry, the overhead mode's peer); the scenario
+// file is read with the small JSON reader at the end. With RETRYGEN_FAULT_SOAK set, the soak (one client, the plan's requests); with
 // RETRYGEN_FAULT_BENCH=N, the overhead mode instead.
 //
 // Protocols (RETRYGEN_FAULT_PROTOCOL): http1 (HTTP/1.1 only), h2c (Protocol.H2_PRIOR_KNOWLEDGE),
 // http1-tls (HTTP/1.1 only over TLS), h2 (HTTP/2 and HTTP/1.1 offered by ALPN); over TLS the client
 // trusts exactly the CA in RETRYGEN_FAULT_CA_FILE.
 
+import io.github.resilience4j.retry.Retry
+import io.github.resilience4j.retry.RetryConfig
 import okhttp3.OkHttpClient
 import okhttp3.Protocol
 import okhttp3.Request
@@ -22,6 +24,7 @@ import okio.BufferedSink
 import retrygen.generated.RetryEvent
 import retrygen.generated.RetryFinish
 import retrygen.generated.RetryInterceptor
+import retrygen.generated.RetryOverrides
 import retrygen.generated.RetryPolicies
 import java.io.File
 import java.io.IOException
@@ -143,19 +146,24 @@ private class Recorder(
     base: String,
     mintKeys: Boolean,
     attemptTimeoutMs: Long?,
+    attemptHeader: String? = null,
+    readBodyMaxBytes: Long = 0,
 ) {
     val events: MutableList<RetryEvent> = Collections.synchronizedList(ArrayList())
     val finishes: MutableList<RetryFinish> = Collections.synchronizedList(ArrayList())
     val client: OkHttpClient =
-        RetryInterceptor(
-            RetryPolicies.TABLE,
-            RetryPolicies.DEFAULT_POLICY,
-            base,
-            { events += it },
-            { finishes += it },
-            mintKeys,
-            attemptTimeoutMs?.let(Duration::ofMillis),
-        ).install(builder(targets)).build()
+        RetryInterceptor
+            .builder(RetryPolicies.TABLE, RetryPolicies.DEFAULT_POLICY)
+            .baseUrl(base)
+            .onRetry { events += it }
+            .onFinish { finishes += it }
+            .mintIdempotencyKeys(mintKeys)
+            .attemptTimeout(attemptTimeoutMs?.let(Duration::ofMillis))
+            .attemptHeader(attemptHeader)
+            .readBodyMaxBytes(readBodyMaxBytes)
+            .build()
+            .install(builder(targets))
+            .build()
 
     fun close() {
         client.dispatcher.executorService.shutdown()
@@ -198,7 +206,15 @@ private fun runScenario(
     val kind = scenario["target"] as String? ?: "server"
     val base = targets.base(if (kind == "other_origin") "server" else kind)
     val url = targets.base(kind) + scenario["path"] as String
-    val recorder = Recorder(targets, base, scenario["mint_keys"] as Boolean? ?: true, scenario["attempt_timeout_ms"] as Long?)
+    val recorder =
+        Recorder(
+            targets,
+            base,
+            scenario["mint_keys"] as Boolean? ?: true,
+            scenario["attempt_timeout_ms"] as Long?,
+            scenario["attempt_header"] as String?,
+            scenario["read_body_max_bytes"] as Long? ?: 0,
+        )
     try {
         if (scenario["warm"] == true) {
             warmUp(recorder, "$base/health", scenario["warm_close"] == true, id, targets)
@@ -233,6 +249,14 @@ private fun request(
     val builder = Request.Builder().url(url).method(method, requestBody)
     (scenario["headers"]?.asObject() ?: emptyMap()).forEach { (name, value) -> builder.addHeader(name, value as String) }
     builder.header("x-fault-run", targets.run).header("x-fault-scenario", id)
+    // [P1] The overrides as the request's tag, each only when given.
+    scenario["overrides"]?.asObject()?.let { given ->
+        val overrides = RetryOverrides.builder()
+        (given["max_retries"] as Long?)?.let { overrides.maxRetries(it.toInt()) }
+        (given["attempt_timeout_ms"] as Long?)?.let { overrides.attemptTimeout(Duration.ofMillis(it)) }
+        (given["read_body_max_bytes"] as Long?)?.let { overrides.readBodyMaxBytes(it) }
+        builder.tag(RetryOverrides::class.java, overrides.build())
+    }
     val call = recorder.client.newCall(builder.build())
     val canceller = Executors.newSingleThreadScheduledExecutor()
     (scenario["abort_after_ms"] as Long?)?.let { canceller.schedule({ call.cancel() }, it, TimeUnit.MILLISECONDS) }
@@ -240,10 +264,12 @@ private fun request(
     var read: String? = null
     var bodyError = false
     var failure: Exception? = null
+    var fromResult: RetryFinish? = null
     val started = System.nanoTime()
     try {
         call.execute().use { response ->
             status = response.code
+            fromResult = RetryInterceptor.finishOf(response)
             try {
                 read = readBody(response)
             } catch (e: IOException) {
@@ -252,6 +278,7 @@ private fun request(
         }
     } catch (e: IOException) {
         failure = e
+        fromResult = RetryInterceptor.finishOf(e)
     } finally {
         canceller.shutdownNow()
     }
@@ -282,24 +309,40 @@ private fun request(
         out.append('}')
     }
     out.append("],\"finish\":")
-    if (finish == null) {
-        out.append("null,")
-    } else {
-        out.append('{')
-        field(out, "attempts", finish.attempts)
-        field(out, "reason", finish.reason)
-        field(out, "outcome", finish.outcome)
-        field(out, "status", finish.status)
-        field(out, "timed_out", finish.timedOut)
-        field(out, "redirects", finish.redirects)
-        operation(out, finish.method, finish.pathTemplate, finish.operationId)
-        out.append("},")
+    finishLine(out, finish)
+    out.append(',')
+    fromResult?.let {
+        // [P5] The finish read back from the response or the exception.
+        out.append("\"finish_from_result\":")
+        finishLine(out, it)
+        out.append(',')
     }
     field(out, "finishes", finishes.size)
     field(out, "reported_arrivals", finishes.sumOf { it.attempts + it.redirects })
     field(out, "error_type", failure?.javaClass?.name)
     out.append("\"elapsed_ms\":").append(elapsedMs).append('}')
     return out.toString()
+}
+
+/** A finish event in the line's field names, or `null`. */
+private fun finishLine(
+    out: StringBuilder,
+    finish: RetryFinish?,
+) {
+    if (finish == null) {
+        out.append("null")
+        return
+    }
+    out.append('{')
+    field(out, "attempts", finish.attempts)
+    field(out, "reason", finish.reason)
+    field(out, "outcome", finish.outcome)
+    field(out, "status", finish.status)
+    field(out, "timed_out", finish.timedOut)
+    field(out, "redirects", finish.redirects)
+    field(out, "total_delay_ms", finish.totalDelayMs)
+    operation(out, finish.method, finish.pathTemplate, finish.operationId)
+    out.append('}')
 }
 
 /** Open descriptors and resident memory, from /proc/self. */
@@ -389,8 +432,10 @@ private fun value(
 }
 
 /**
- * The overhead mode: a bare client and one with the adapter (defaults, no callbacks), each
- * warmed up, then [rounds] rounds of one request each in alternating order.
+ * The overhead mode: a bare client, one with the adapter (defaults, no callbacks) and one whose
+ * calls resilience4j-retry wraps (its defaults, retrying 5xx results too: the peer, issue 20 item
+ * 7), each warmed up, then [rounds] rounds of one request each, every client first, second and
+ * third in turn.
  */
 private fun bench(
     targets: Targets,
@@ -398,37 +443,51 @@ private fun bench(
 ): String {
     val server = targets.base("server")
     val bare = builder(targets).build()
-    val adapted = RetryInterceptor(RetryPolicies.TABLE, RetryPolicies.DEFAULT_POLICY).install(builder(targets)).build()
-    val clients = listOf(bare, adapted)
+    val adapted =
+        RetryInterceptor
+            .builder(RetryPolicies.TABLE, RetryPolicies.DEFAULT_POLICY)
+            .build()
+            .install(builder(targets))
+            .build()
+    val peerClient = builder(targets).build()
+    val retry = Retry.of("bench", RetryConfig.custom<Response>().retryOnResult { it.code >= 500 }.build())
     val request =
         Request
             .Builder()
             .url("$server/health")
             .header("x-fault-warmup", "1")
             .build()
+    val peerCall = Retry.decorateCheckedSupplier(retry) { peerClient.newCall(request).execute() }
 
-    fun get(client: OkHttpClient) {
-        client.newCall(request).execute().use { response ->
-            check(response.code == 200) { "warm-up request answered ${response.code}" }
-            readBody(response)
+    fun read(response: Response) {
+        response.use {
+            check(it.code == 200) { "warm-up request answered ${it.code}" }
+            readBody(it)
         }
     }
-    repeat(WARMUP_REQUESTS) { clients.forEach(::get) }
-    val times = listOf(LongArray(rounds), LongArray(rounds))
-    val allocated = LongArray(2)
+    val sends: List<() -> Unit> =
+        listOf(
+            { read(bare.newCall(request).execute()) },
+            { read(adapted.newCall(request).execute()) },
+            { read(peerCall.get()) },
+        )
+    repeat(WARMUP_REQUESTS) { sends.forEach { it() } }
+    val times = List(sends.size) { LongArray(rounds) }
+    val allocated = LongArray(sends.size)
     val threads = ManagementFactory.getThreadMXBean() as com.sun.management.ThreadMXBean
     val thread = Thread.currentThread().id
     for (i in 0 until rounds) {
-        for (k in if (i % 2 == 0) intArrayOf(0, 1) else intArrayOf(1, 0)) {
+        for (k in sends.indices) {
+            val n = (i + k) % sends.size
             val bytes = threads.getThreadAllocatedBytes(thread)
             val started = System.nanoTime()
-            get(clients[k])
-            times[k][i] = System.nanoTime() - started
-            allocated[k] += threads.getThreadAllocatedBytes(thread) - bytes
+            sends[n]()
+            times[n][i] = System.nanoTime() - started
+            allocated[n] += threads.getThreadAllocatedBytes(thread) - bytes
         }
     }
-    val (bareUs, adapterUs) = times.map { median(it) / 1000.0 }
-    clients.forEach {
+    val (bareUs, adapterUs, peerUs) = times.map { median(it) / 1000.0 }
+    listOf(bare, adapted, peerClient).forEach {
         it.dispatcher.executorService.shutdown()
         it.connectionPool.evictAll()
     }
@@ -436,15 +495,25 @@ private fun bench(
         java.util.Locale.ROOT,
         "{\"bench\": {\"requests\": %d, \"bare_us\": %.2f, \"adapter_us\": %.2f, \"overhead_us\": %.2f, " +
             "\"overhead_pct\": %.2f, \"allocated_bytes_per_request\": %d, " +
-            "\"allocation_counter\": \"ThreadMXBean.getThreadAllocatedBytes (calling thread)\"}}",
+            "\"allocation_counter\": \"ThreadMXBean.getThreadAllocatedBytes (calling thread)\", " +
+            "\"peers\": [{\"name\": \"resilience4j-retry %s\", \"us\": %.2f, \"overhead_us\": %.2f, " +
+            "\"overhead_pct\": %.2f, \"allocated_bytes_per_request\": %d}]}}",
         rounds,
         bareUs,
         adapterUs,
         adapterUs - bareUs,
         (adapterUs - bareUs) / bareUs * 100,
         (allocated[1] - allocated[0]) / rounds,
+        RESILIENCE4J_VERSION,
+        peerUs,
+        peerUs - bareUs,
+        (peerUs - bareUs) / bareUs * 100,
+        (allocated[2] - allocated[0]) / rounds,
     )
 }
+
+/** The resilience4j-retry release scripts/bootstrap.d/kotlin.sh installs (R4J_VERSION there). */
+private const val RESILIENCE4J_VERSION = "2.4.0"
 
 private fun median(values: LongArray): Double {
     val sorted = values.sorted()
