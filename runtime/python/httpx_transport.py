@@ -1606,7 +1606,12 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         limit = call.attempt_timeout
         sent = time.monotonic()
         try:
-            response = await self._send_async(call, transport, request, limit)
+            response = await (
+                transport.handle_async_request(request)
+                if limit is None or call.foreign
+                # One coroutine less per request when no attempt timeout applies.
+                else self._send_async(call, transport, request, limit)
+            )
         except BaseException as error:
             call.attempt_ms = int((time.monotonic() - sent) * 1000)
             delay = retrying.failed(call, error)
