@@ -16,6 +16,7 @@ use super::{
     CommentState, FaultRun, Module, Toolchain,
 };
 use anyhow::{bail, Context, Result};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 pub struct Kotlin;
@@ -152,6 +153,8 @@ impl Toolchain for Kotlin {
             &[runtime.clone(), adapter.clone()],
             &work.join("readme"),
         )?;
+        // examples/kotlin: OpenAPI Generator's Kotlin client with the adapter, against the server.
+        example_sdk(&work.join("example"))?;
         let java = work.join("java");
         javac(
             &[
@@ -303,6 +306,149 @@ fn java_callers(module: &Module, classes: &Path, work: &Path) -> Result<()> {
         ]),
         "kotlin lint: Java caller of the tables",
     )?;
+    Ok(())
+}
+
+/// The scenarios examples/kotlin/ runs through its generated SDK against the fault server
+/// (SdkTest.kt knows each one's call and result); the server's counts are checked here.
+const EXAMPLE_SCENARIOS: &[&str] = &[
+    "get-503-503-200",
+    "create-503-not-replayable",
+    "create-reset-arrives-once",
+    "kill-reset-arrives-twice",
+    "snapshot-minted-key-reset",
+    "get-body-cut-read-in-loop-retried",
+];
+
+/// examples/kotlin/ in `work`: OpenAPI Generator's CLI (scripts/bootstrap.d/kotlin.sh pins it)
+/// generates the Kotlin client (`jvm-okhttp4`, Gson) from conformance/faults/spec.yaml, compiled
+/// as generated (its warnings are the generator's); the example's own files, ktlint-clean and
+/// compiled with warnings as errors beside the fault module (golden/faults/kotlin/), install the
+/// adapter and run the scenarios through the generated API against a real fault server, whose
+/// arrivals must be the scenarios'.
+fn example_sdk(work: &Path) -> Result<()> {
+    let jars = std::fs::read_to_string(root().join(".cache/toolchains/openapi-generator-classpath"))
+        .context("reading .cache/toolchains/openapi-generator-classpath; run `bash scripts/bootstrap-toolchains.sh`")?;
+    let mut jars = jars.trim().split(':');
+    let (cli, gson) = match (jars.next(), jars.next()) {
+        (Some(cli), Some(gson)) => (cli.to_string(), gson.to_string()),
+        _ => bail!("openapi-generator-classpath names no CLI and Gson jars"),
+    };
+    if work.exists() {
+        std::fs::remove_dir_all(work)?;
+    }
+    let generated = work.join("generated");
+    run(
+        command("java")
+            .args(["-jar", &cli, "generate", "-g", "kotlin", "-i"])
+            .arg(root().join("conformance/faults/spec.yaml"))
+            .arg("-o")
+            .arg(&generated)
+            .arg("--additional-properties=library=jvm-okhttp4,serializationLibrary=gson,packageName=retrygen.example.sdk,omitGradleWrapper=true"),
+        "openapi-generator (examples/kotlin)",
+    )?;
+    let mut sources = Vec::new();
+    collect_kotlin(&generated.join("src/main/kotlin"), &mut sources)?;
+    let okhttp = okhttp_classpath(OkHttp::V5)?;
+    let generated_classes = work.join("generated-classes");
+    run(
+        command("kotlinc")
+            .arg("-nowarn")
+            .arg("-cp")
+            .arg(format!("{okhttp}:{gson}"))
+            .arg("-d")
+            .arg(&generated_classes)
+            .args(&sources),
+        "kotlinc (examples/kotlin: the generated client)",
+    )?;
+    let example = root().join("examples/kotlin");
+    let files = vec![example.join("Sdk.kt"), example.join("SdkTest.kt")];
+    ktlint(&files, &work.join("ktlint"))?;
+    let module = root().join("golden/faults/kotlin");
+    let mut all = vec![
+        module.join("RetryRuntime.kt"),
+        module.join(ADAPTER_FILE),
+        module.join("RetryPolicies.kt"),
+    ];
+    all.extend(files);
+    let classes = work.join("classes");
+    let extra = format!("{}:{gson}", generated_classes.display());
+    kotlinc_with(
+        &all,
+        &classes,
+        "kotlinc (examples/kotlin)",
+        OkHttp::V5,
+        Some(&extra),
+    )?;
+    let server = crate::faults::start_server()?;
+    let run_name = "kotlin-example";
+    let classpath = format!(
+        "{}:{extra}:{okhttp}:{}",
+        classes.display(),
+        stdlib()?.display()
+    );
+    let report = run(
+        command("java")
+            .args(["-cp", &classpath, "retrygen.example.SdkTestKt"])
+            .envs(server.env("http1"))
+            .env("RETRYGEN_FAULT_RUN", run_name)
+            .env("RETRYGEN_EXAMPLE_SCENARIOS", EXAMPLE_SCENARIOS.join(",")),
+        "examples/kotlin against the fault server",
+    )?;
+    let scenarios: Value =
+        serde_json::from_str(&std::fs::read_to_string(crate::faults::scenario_file())?)?;
+    let mut problems = Vec::new();
+    for id in EXAMPLE_SCENARIOS {
+        let scenario = scenarios["scenarios"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["id"] == *id))
+            .with_context(|| format!("scenario {id} is not in scenarios.json"))?;
+        let expect = &scenario["expect"];
+        let arrivals = server.arrivals(run_name, id);
+        if Some(arrivals.len() as u64) != expect["arrivals"].as_u64() {
+            problems.push(format!(
+                "{id}: {} arrivals, want {}",
+                arrivals.len(),
+                expect["arrivals"]
+            ));
+        }
+        if expect["key"] == "minted" {
+            let first = arrivals.first().map(|a| a.keys.clone()).unwrap_or_default();
+            if first.len() != 1 || arrivals.iter().any(|a| a.keys != first) {
+                problems.push(format!(
+                    "{id}: keys {:?}, want one minted key on every arrival",
+                    arrivals.iter().map(|a| &a.keys).collect::<Vec<_>>()
+                ));
+            }
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "examples/kotlin: the server's counts differ:\n  {}\n{report}",
+            problems.join("\n  ")
+        );
+    }
+    println!(
+        "runtime kotlin: examples/kotlin (OpenAPI Generator's jvm-okhttp4 client, the adapter in 3 lines): {} scenarios through the SDK agree with the fault server",
+        EXAMPLE_SCENARIOS.len()
+    );
+    Ok(())
+}
+
+/// Every `.kt` file under `dir`, in a stable order.
+fn collect_kotlin(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .collect::<std::io::Result<_>>()?;
+    entries.sort_by_key(std::fs::DirEntry::path);
+    for entry in entries {
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            collect_kotlin(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "kt") {
+            out.push(path);
+        }
+    }
     Ok(())
 }
 
