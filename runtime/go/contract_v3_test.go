@@ -41,6 +41,9 @@ func TestEventStreamScannerPieces(t *testing.T) {
 		// A data line as long as a model's answer is passed through, never kept.
 		{"data: " + strings.Repeat("x", 70000) + "\nid: 9\n\nid\n", "9", "", 70014, false},
 		{"id: \xff\xe2\x82\n\n", "\ufffd\ufffd", "", 9, false},
+		{"id: \xf0\x90\x80A\xed\xa0\x80\n\n", "\ufffdA\ufffd\ufffd\ufffd", "", 13, false},
+		// As the reference reads it, a leading mark is complete: it belongs to no event.
+		{"\xef\xbb\xbfdata: x", "", "", 3, false},
 	} {
 		for _, size := range []int{0, 1, 2, 3, 5} {
 			complete, id, retry, hasRetry := scanAll(c.stream, size)
