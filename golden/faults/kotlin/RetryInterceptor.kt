@@ -330,6 +330,13 @@ public class RetryInterceptor private constructor(
 
     private val directiveHeaders: Array<String> = checked.serverDirectiveHeaders.toTypedArray()
 
+    // Whether a status is in none of the policy's lists decide reads (contract R7-R11): without a
+    // directive, such a status is decided by [settled].
+    private val settledStatus: BooleanArray =
+        BooleanArray(MAX_STATUS + 1) { status ->
+            !readsServerDelay[status] && status !in checked.keyReusedStatuses
+        }
+
     private val attemptTimeoutMillis: Int = attemptTimeout?.let(::timeoutMillis) ?: 0
 
     // The network interceptor [install] adds: it sees every exchange OkHttp sends for an attempt.
@@ -576,7 +583,7 @@ public class RetryInterceptor private constructor(
                 return finish(loop, response, null, STATUS, STATUS_NOT_RETRYABLE, false)
             }
             var timedOut = outcome == Outcome.Transport && failure is InterruptedIOException
-            var decision = decide(loop, outcome, timedOut)
+            var decision = settled(loop, outcome) ?: decide(loop, outcome, timedOut)
             if (response != null && (!decision.retry || !loop.replayableBody) && loop.readBody > 0) {
                 // [P6] The response is the one to return: its body is read here, and a read that
                 // fails is this attempt's transport failure, decided like any other.
@@ -642,6 +649,21 @@ public class RetryInterceptor private constructor(
             }
             loop.sleptMs += decision.delayMs
         }
+    }
+
+    /**
+     * The decision about a status that no list of the policy names, without a directive: a stop
+     * whose reason needs neither clocks nor a draw nor the budget (contract R2, R3, R12), so no
+     * [DecisionInput] is built for the commonest answer, a 2xx. Null for any other outcome.
+     */
+    private fun settled(
+        loop: Loop,
+        outcome: Outcome,
+    ): Decision? {
+        if (outcome !is Outcome.Status || outcome.directive != null || !settledStatus[outcome.status]) {
+            return null
+        }
+        return settledDecision(checkNotNull(loop.classification).replayClass, loop.retriesUsed, loop.policy.maxRetries)
     }
 
     /** The decision about an attempt of [loop] that ended with [outcome], taken with the budget (contract K4). */
@@ -1179,6 +1201,27 @@ public class RetryInterceptor private constructor(
                 Thread(task, "retrygen retry delays").apply { isDaemon = true }
             }
         }
+
+        // The three stops [settled] returns, shared (a Decision is immutable).
+        private val NO_RETRY_STOP: Decision = Decision(false, 0, DecisionReason.NO_RETRY_OPERATION)
+        private val EXHAUSTED_STOP: Decision = Decision(false, 0, DecisionReason.EXHAUSTED)
+        private val STATUS_STOP: Decision = Decision(false, 0, DecisionReason.STATUS_NOT_RETRYABLE)
+
+        /**
+         * What [RetryRuntime.decide] decides for a status in none of the policy's lists, without a
+         * directive, for a request of [replayClass] after [retriesUsed] retries (R2, R3, R12 in
+         * their order); the budget is unchanged by a stop, so the decision carries none.
+         */
+        internal fun settledDecision(
+            replayClass: ReplayClass,
+            retriesUsed: Long,
+            maxRetries: Int,
+        ): Decision =
+            when {
+                replayClass == ReplayClass.NO_RETRY -> NO_RETRY_STOP
+                retriesUsed >= maxRetries -> EXHAUSTED_STOP
+                else -> STATUS_STOP
+            }
 
         private const val NANOS_PER_MILLI: Long = 1_000_000
         private const val SLEEP_SLICE_NANOS: Long = 10_000_000

@@ -17,10 +17,12 @@ import okhttp3.RequestBody.Companion.toRequestBody
 import okhttp3.Response
 import okhttp3.ResponseBody
 import okio.BufferedSink
+import retrygen.generated.DecisionInput
 import retrygen.generated.DecisionReason
 import retrygen.generated.Jitter
 import retrygen.generated.Operation
 import retrygen.generated.OperationTable
+import retrygen.generated.Outcome
 import retrygen.generated.ReplayClass
 import retrygen.generated.RetryAttempt
 import retrygen.generated.RetryEvent
@@ -691,6 +693,38 @@ private fun callTests() {
         // Its threads are not daemons: let the test's JVM end.
         client.dispatcher.executorService.shutdown()
     }
+}
+
+/**
+ * A status in none of the policy's lists, without a directive, is decided without a decision
+ * input; the shortcut must be what decide says for every such status, class, key and retry count.
+ */
+private fun settledStatusTests() {
+    var compared = 0
+    for (p in listOf(policy, RetryPolicy(), policy.newBuilder().maxRetries(0).build())) {
+        val listed = p.retryableStatuses + p.rejectedStatuses + p.keyInFlightStatuses + p.keyReusedStatuses
+        for (status in 100..599) {
+            if (status in listed) {
+                continue
+            }
+            for (replayClass in ReplayClass.entries) {
+                for (hasKey in listOf(false, true)) {
+                    for (retriesUsed in 0L..p.maxRetries.toLong()) {
+                        val input =
+                            DecisionInput(replayClass, hasKey, Outcome.Status(status), retriesUsed, 0, 0, 0, 0.5, 7, false)
+                        val decided = RetryRuntime.decide(p, input)
+                        val settled = RetryInterceptor.settledDecision(replayClass, retriesUsed, p.maxRetries)
+                        if (decided.retry != settled.retry || decided.reason != settled.reason || decided.delayMs != settled.delayMs) {
+                            failures += "settled $status $replayClass key=$hasKey retries=$retriesUsed: decide $decided, shortcut $settled"
+                        }
+                        expectTrue("settled: decide leaves the budget", decided.budgetTokens == 7L)
+                        compared++
+                    }
+                }
+            }
+        }
+    }
+    expectTrue("settled: compared $compared cases", compared > 10_000)
 }
 
 /** The adapter's public value types are no data classes (a field added later would break callers). */
@@ -1596,6 +1630,7 @@ public fun main() {
     throwingFinishTest()
     setupTests()
     valueTypeTests()
+    settledStatusTests()
     overrideTests()
     attemptTests()
     eventFactTests()
