@@ -135,7 +135,7 @@ fn check_not_underscores(what: &str, value: &str) -> Result<(), String> {
 /// The top-level types runtime/kotlin/RetryRuntime.kt and the adapter (RetryInterceptor.kt)
 /// declare, and the file names they take: an object (and its `<object>.kt`) named like one would
 /// clash with it.
-const DECLARED_TYPES: [&str; 24] = [
+const DECLARED_TYPES: [&str; 26] = [
     "BudgetAcquisition",
     "BudgetKind",
     "Classifier",
@@ -160,12 +160,21 @@ const DECLARED_TYPES: [&str; 24] = [
     "RetryListener",
     "FinishListener",
     "RetryFinish",
+    "RetryOverrides",
+    "RetryAttempt",
 ];
 
 /// Types nested in a declared type and referred to by their simple names only inside it, where
 /// the nesting scope wins over any package-level name.
 #[cfg(test)]
-const NESTED_TYPES: [&str; 12] = [
+const NESTED_TYPES: [&str; 19] = [
+    "Builder",
+    "FinishSlot",
+    "AsyncRetry",
+    "Attached",
+    "Loop",
+    "RetryCall",
+    "RetryScheduled",
     "Attempt",
     "ExchangeGuard",
     "StaleConnectionException",
@@ -182,7 +191,7 @@ const NESTED_TYPES: [&str; 12] = [
 
 /// Platform types the runtime and the tables refer to by their simple names; an object named like
 /// one would hide it (package members win over default imports). A unit test keeps the list whole.
-const REFERENCED_TYPES: [&str; 54] = [
+const REFERENCED_TYPES: [&str; 55] = [
     "AtomicLong",
     "IllegalStateException",
     "Request",
@@ -237,6 +246,7 @@ const REFERENCED_TYPES: [&str; 54] = [
     "Lazy",
     "Throwable",
     "Triple",
+    "Exception",
 ];
 
 /// `OperationChunk<n>`, the nested objects that load the operations.
@@ -378,7 +388,7 @@ mod tests {
             .collect();
         assert!(imported.contains(&"Interceptor") && imported.contains(&"UUID"));
         // Reached through their outer type (`Interceptor.Chain`, `OkHttpClient.Builder`).
-        let qualified = ["Chain", "Builder"];
+        let qualified = ["Chain", "Builder", "Factory"];
         for text in [runtime, tables, adapter] {
             for name in capitalised_names_in_code(text) {
                 let known = DECLARED_TYPES.contains(&name.as_str())
