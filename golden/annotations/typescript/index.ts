@@ -52,15 +52,19 @@ export type {
   SafeListEntry,
   UnknownOperationClass,
 } from "../../runtime/typescript/runtime.js";
-export { isConnectError, retryingFetch } from "../../runtime/typescript/fetch.js";
+export { finishOf, isCertificateError, isConnectError, retryingFetch } from "../../runtime/typescript/fetch.js";
 export type {
   FetchLike,
+  FetchRetryEvent,
   FinishEvent,
   FinishOutcome,
   FinishReason,
   ResponseLike,
+  RetryAttemptInit,
   RetryingFetch,
   RetryingFetchOptions,
+  RetryOverrides,
+  RetryRequestInit,
 } from "../../runtime/typescript/fetch.js";
 
 /** The file retrygen generated this module from. */

@@ -52,15 +52,19 @@ export type {
   SafeListEntry,
   UnknownOperationClass,
 } from "./runtime.js";
-export { isConnectError, retryingFetch } from "./fetch.js";
+export { finishOf, isCertificateError, isConnectError, retryingFetch } from "./fetch.js";
 export type {
   FetchLike,
+  FetchRetryEvent,
   FinishEvent,
   FinishOutcome,
   FinishReason,
   ResponseLike,
+  RetryAttemptInit,
   RetryingFetch,
   RetryingFetchOptions,
+  RetryOverrides,
+  RetryRequestInit,
 } from "./fetch.js";
 
 /** The file retrygen generated this module from. */
