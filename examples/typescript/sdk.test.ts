@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createSandboxClient } from "./sdk.js";
 import type { RetryOptions } from "./sdk.js";
-import { finishOf } from "./retry/fetch.js";
+import { finishOf } from "./retry/index.js";
 import type { FinishEvent } from "./retry/index.js";
 
 type Client = ReturnType<typeof createSandboxClient>;

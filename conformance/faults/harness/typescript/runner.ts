@@ -15,11 +15,13 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { Agent, H2CClient } from "undici";
 import fetchRetry from "fetch-retry";
-import { RETRY_TABLES, retryingFetch } from "./index.js";
-import type { FinishEvent, RetryingFetch, RetryEvent } from "./index.js";
-// Not re-exported by index.ts (templates/typescript/tables.j2) yet.
-import { finishOf } from "./fetch.js";
-import type { RetryOverrides } from "./fetch.js";
+import { RETRY_TABLES, finishOf, retryingFetch } from "./index.js";
+import type {
+  FinishEvent,
+  RetryEvent,
+  RetryingFetch,
+  RetryOverrides,
+} from "./index.js";
 
 interface Scenario {
   readonly id: string;
