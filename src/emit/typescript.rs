@@ -138,7 +138,7 @@ mod tests {
             .contains("export const RETRY_TABLES: RetryTables = TABLES;"));
         assert!(with[0]
             .contents
-            .contains("retryingFetch } from \"./fetch.js\";"));
+            .contains("  retryingFetch,\n} from \"./fetch.js\";"));
         assert_eq!(
             with[2].contents,
             include_str!("../../runtime/typescript/fetch.ts")

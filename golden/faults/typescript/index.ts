@@ -52,7 +52,12 @@ export type {
   SafeListEntry,
   UnknownOperationClass,
 } from "./runtime.js";
-export { finishOf, isCertificateError, isConnectError, retryingFetch } from "./fetch.js";
+export {
+  finishOf,
+  isCertificateError,
+  isConnectError,
+  retryingFetch,
+} from "./fetch.js";
 export type {
   FetchLike,
   FetchRetryEvent,

@@ -52,7 +52,12 @@ export type {
   SafeListEntry,
   UnknownOperationClass,
 } from "../../runtime/typescript/runtime.js";
-export { finishOf, isCertificateError, isConnectError, retryingFetch } from "../../runtime/typescript/fetch.js";
+export {
+  finishOf,
+  isCertificateError,
+  isConnectError,
+  retryingFetch,
+} from "../../runtime/typescript/fetch.js";
 export type {
   FetchLike,
   FetchRetryEvent,
