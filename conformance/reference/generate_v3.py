@@ -462,6 +462,8 @@ SSE_CASES = [
     ("hand: a CR at the cut may be a CRLF: no dispatch yet", b"id: a\n\r", (0, "", None)),
     ("hand: a BOM is skipped", b"\xef\xbb\xbfid: 1\n\n", (10, "1", None)),
     ("hand: no BOM, nothing complete", b"data: partial", (0, "", None)),
+    ("hand: a BOM is complete before the first event", b"\xef\xbb\xbfdata: x", (3, "", None)),
+    ("hand: a BOM cut in the middle is not", b"\xef\xbb", (0, "", None)),
     ("hand: an id with NUL is ignored", b"id: 1\n\nid: 2\x00\n\n", (15, "1", None)),
     ("hand: an empty id empties the buffer", b"id: 1\n\nid\n\n", (11, "", None)),
     ("hand: id without a space and with two spaces", b"id:x\n\nid:  y\n\n", (14, " y", None)),

@@ -4560,8 +4560,10 @@ namespace Retrygen.Generated
                     bomMatched++;
                     if (bomMatched == Bom.Length)
                     {
+                        // The whole mark is passed on: it is complete before any event.
                         started = true;
                         line.Clear();
+                        CompleteBytes = consumed;
                     }
                     else
                     {
