@@ -40,7 +40,10 @@ import javax.net.ssl.TrustManagerFactory
 import javax.net.ssl.X509TrustManager
 import kotlin.system.exitProcess
 
-private const val WARMUP_REQUESTS = 200
+// The overhead mode's warm-up per client: enough for the JIT to compile the adapter's path (C2
+// after some thousand calls of a method), so that the medians are a running service's, not the
+// interpreter's; with 200 the adapter's figure was mostly its code still interpreted.
+private const val WARMUP_REQUESTS = 10_000
 
 private class Targets(
     val urls: Map<String, String?>,
