@@ -1065,7 +1065,7 @@ fn write_overhead(
         doc,
         "\n## 4. Adapter overhead\n\nEach language's HTTP client adapter (docs/adapters.md) against the same \
          client without it: `GET /v1/health` on a keep-alive connection to the fault server on 127.0.0.1, which \
-         answers `200 ok` at once, body read, both clients warmed up with 200 requests, then rounds of one bare and \
+         answers `200 ok` at once, body read, both clients warmed up with 200 requests (the Kotlin runner 10,000, so that the JIT has compiled the adapter), then rounds of one bare and \
          one adapted request in alternating order (the runners' overhead mode, conformance/faults/README.md). \
          The server and the runner share one CPU (`sched_setaffinity`): across the two CPUs of this virtual \
          machine the client-to-server wake-up varied by tens of microseconds per connection. \
