@@ -458,7 +458,9 @@ fn readme_snippet(work: &Path) -> Result<()> {
             .current_dir(work),
         "python3 (README snippet)",
     )?;
-    println!("runtime python: the README's installation passes black, ruff, mypy --strict and runs");
+    println!(
+        "runtime python: the README's installation passes black, ruff, mypy --strict and runs"
+    );
     Ok(())
 }
 
@@ -523,7 +525,12 @@ fn example_sdk(work: &Path) -> Result<()> {
         .into_iter()
         .chain(files.iter().copied())
         .collect();
-    check(work, &runtime_dir().join("pyproject.toml"), &files, &mypy_args)?;
+    check(
+        work,
+        &runtime_dir().join("pyproject.toml"),
+        &files,
+        &mypy_args,
+    )?;
 
     let server = crate::faults::start_server()?;
     let run_name = "python-example";

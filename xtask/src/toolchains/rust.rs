@@ -402,7 +402,13 @@ fn example_sdk(work: &Path) -> Result<()> {
     let project = work.join("example");
     std::fs::create_dir_all(project.join("src"))?;
     std::fs::create_dir_all(project.join("tests"))?;
-    for name in ["Cargo.toml", "Cargo.lock", "clippy.toml", "src/lib.rs", "tests/scenarios.rs"] {
+    for name in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "clippy.toml",
+        "src/lib.rs",
+        "tests/scenarios.rs",
+    ] {
         std::fs::copy(source.join(name), project.join(name))
             .with_context(|| format!("copying examples/rust/{name}"))?;
     }
@@ -426,7 +432,10 @@ fn example_sdk(work: &Path) -> Result<()> {
     test.envs(server.env("http1"))
         .env("RETRYGEN_FAULT_RUN", run_name)
         .env("RETRYGEN_EXAMPLE_SCENARIOS", EXAMPLE_SCENARIOS.join(","));
-    let report = run(&mut test, "cargo test (examples/rust against the fault server)")?;
+    let report = run(
+        &mut test,
+        "cargo test (examples/rust against the fault server)",
+    )?;
     let scenarios: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(crate::faults::scenario_file())?)?;
     let mut problems = Vec::new();
