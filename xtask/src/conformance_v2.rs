@@ -39,7 +39,7 @@ fn default_policy() -> Map<String, Value> {
 }
 
 /// A double field of a v2 vector: a JSON number or "NaN", "Infinity", "-Infinity".
-fn double(v: &Value) -> Option<f64> {
+pub(crate) fn double(v: &Value) -> Option<f64> {
     match v {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => match s.as_str() {
@@ -52,7 +52,7 @@ fn double(v: &Value) -> Option<f64> {
     }
 }
 
-fn int_field(v: &Value, what: &str) -> Result<String> {
+pub(crate) fn int_field(v: &Value, what: &str) -> Result<String> {
     match v {
         Value::Null => Ok("-".into()),
         Value::Number(n) if n.is_i64() => Ok(n.to_string()),
@@ -145,7 +145,7 @@ pub fn model_policy_fields(p: &Policy) -> String {
     )
 }
 
-fn b(v: &Value) -> &'static str {
+pub(crate) fn b(v: &Value) -> &'static str {
     if v.as_bool().unwrap_or(false) {
         "1"
     } else {

@@ -8,6 +8,7 @@
 //! case's inputs intact, then builds the module and harness of every language whose runtime
 //! implements v3 ([`IMPLEMENTED`], or those `--lang` names) and compares their lines too.
 
+use crate::conformance::v2::{b, double, int_field};
 use crate::conformance::{bits, hex, opt_hex, run_suite, Probe, Suite};
 use crate::toolchains::{self, root};
 use anyhow::{anyhow, bail, Context, Result};
@@ -70,35 +71,6 @@ fn default_policy() -> Map<String, Value> {
         "idempotency_key_format": "uuid",
     });
     v.as_object().cloned().expect("an object")
-}
-
-fn double(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => match s.as_str() {
-            "NaN" => Some(f64::NAN),
-            "Infinity" => Some(f64::INFINITY),
-            "-Infinity" => Some(f64::NEG_INFINITY),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-fn int_field(v: &Value, what: &str) -> Result<String> {
-    match v {
-        Value::Null => Ok("-".into()),
-        Value::Number(n) if n.is_i64() => Ok(n.to_string()),
-        _ => bail!("{what} must be an integer, found {v}"),
-    }
-}
-
-fn b(v: &Value) -> &'static str {
-    if v.as_bool().unwrap_or(false) {
-        "1"
-    } else {
-        "0"
-    }
 }
 
 /// A list of strings as hex joined by `,`, `-` for the empty list.
