@@ -135,9 +135,12 @@ fn check_not_underscores(what: &str, value: &str) -> Result<(), String> {
 /// The top-level types runtime/kotlin/RetryRuntime.kt and the adapter (RetryInterceptor.kt)
 /// declare, and the file names they take: an object (and its `<object>.kt`) named like one would
 /// clash with it.
-const DECLARED_TYPES: [&str; 26] = [
+const DECLARED_TYPES: [&str; 29] = [
     "BudgetAcquisition",
     "BudgetKind",
+    "IdempotencyKeyFormat",
+    "EventStreamScanner",
+    "ProblemScanner",
     "Classifier",
     "OverCapMode",
     "RetryBudgetCell",
@@ -167,7 +170,7 @@ const DECLARED_TYPES: [&str; 26] = [
 /// Types nested in a declared type and referred to by their simple names only inside it, where
 /// the nesting scope wins over any package-level name.
 #[cfg(test)]
-const NESTED_TYPES: [&str; 19] = [
+const NESTED_TYPES: [&str; 20] = [
     "Builder",
     "FinishSlot",
     "AsyncRetry",
@@ -184,6 +187,7 @@ const NESTED_TYPES: [&str; 19] = [
     "Connect",
     "Transport",
     "Aborted",
+    "Dropped",
     "Node",
     "MixedChild",
     "OperationChunk",

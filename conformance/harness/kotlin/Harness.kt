@@ -8,6 +8,8 @@ import retrygen.generated.Classification
 import retrygen.generated.Decision
 import retrygen.generated.DecisionInput
 import retrygen.generated.DecisionReason
+import retrygen.generated.EventStreamScanner
+import retrygen.generated.IdempotencyKeyFormat
 import retrygen.generated.Outcome
 import retrygen.generated.ReplayClass
 import retrygen.generated.RetryBudgetCell
@@ -113,6 +115,35 @@ private fun runCase(fields: List<String>, out: StringBuilder) {
             expectFields(fields, 1)
             tables(out)
         }
+        "D3" -> decide3Case(fields, out)
+        "K3" -> budget3Case(fields, out)
+        "HP" -> {
+            if (fields.size % 2 != 0) {
+                throw MalformedCase("HP line needs name/value pairs")
+            }
+            val headers = (2 until fields.size step 2).map { wtf8(fields[it]) to wtf8(fields[it + 1]) }
+            line(out, "HP", fields[1], if (RetryRuntime.hasPrecondition(headers)) "1" else "0")
+        }
+        "Q" -> {
+            expectFields(fields, 5)
+            val type = RetryRuntime.problemTypeOf(if (fields[2] == "-") null else wtf8(fields[2]), bytes(fields[4]), flag(fields[3], "complete"))
+            line(out, "Q", fields[1], hexOrAbsent(type))
+        }
+        "SE" -> {
+            expectFields(fields, 3)
+            val stream = bytes(fields[2])
+            val scanner = EventStreamScanner()
+            // Fed in two pieces, so that a line or a CRLF split across reads is covered too.
+            val half = stream.size / 2
+            scanner.feed(stream, 0, half)
+            scanner.feed(stream, half, stream.size - half)
+            line(out, "SE", fields[1], scanner.completeBytes.toString(), hex(scanner.lastEventId), hexOrAbsent(scanner.retry))
+        }
+        "F" -> {
+            expectFields(fields, 4)
+            val format = IdempotencyKeyFormat.parse(fields[2])
+            line(out, "F", fields[1], hex(RetryRuntime.idempotencyKeyValue(format, unhex(fields[3]))))
+        }
         else -> throw MalformedCase("unknown line type ${fields[0]}")
     }
 }
@@ -153,6 +184,81 @@ private fun decide2Case(f: List<String>, out: StringBuilder) {
         out, "D2", f[1], if (decision.retry) "1" else "0", decision.delayMs.toString(), decision.reason.wireName,
         decision.budgetTokens?.toString() ?: "-",
     )
+}
+
+/** A contract v3 decision (docs/contract-v3.md): the 25 policy fields, then the input. */
+private fun decide3Case(f: List<String>, out: StringBuilder) {
+    expectFields(f, 46)
+    val policy = policy3(f, 2)
+    val replayClass = ReplayClass.parse(f[27])
+    val hasKey = flag(f[28], "has_key")
+    val hasPrecondition = flag(f[29], "has_precondition")
+    val resumable = flag(f[30], "resumable")
+    val hasLastEventId = flag(f[31], "has_last_event_id")
+    val streamRetry = if (f[32] == "-") null else wtf8(f[32])
+    val problemType = if (f[33] == "-") null else wtf8(f[33])
+    val outcome = if (f[34] == "status") {
+        Outcome.Status(int(f[35]), optionalHex(f[36]), optionalHex(f[37]), optionalHex(f[38]))
+    } else {
+        Outcome.failure(f[34])
+    }
+    val tokens = if (f[44] == "-") null else integer(f[44])
+    val input = DecisionInput(
+        replayClass, hasKey, outcome, integer(f[39]), integer(f[40]), integer(f[41]), integer(f[42]), double(f[43]), tokens,
+        flag(f[45], "timed_out"), hasPrecondition, resumable, hasLastEventId, streamRetry, problemType,
+    )
+    val decision = RetryPolicies.decide(policy, input)
+    line(
+        out, "D3", f[1], if (decision.retry) "1" else "0", decision.delayMs.toString(), decision.reason.wireName,
+        decision.budgetTokens?.toString() ?: "-", if (decision.throttled) "1" else "0", decision.serverDelayMs?.toString() ?: "-",
+    )
+}
+
+/** A contract v3 budget sequence: the whole policy, and the throttling kind. */
+private fun budget3Case(f: List<String>, out: StringBuilder) {
+    expectFields(f, 28)
+    val cell = RetryBudgetCell(policy3(f, 2))
+    val initial = cell.tokens
+    val results = ArrayList<String>()
+    for (event in if (f[27].isEmpty()) emptyList() else f[27].split(',')) {
+        if (event.startsWith("s")) {
+            results += "s" + cell.recordSuccess(integer(event.substring(1)))
+            continue
+        }
+        val kind = when {
+            event == "r" -> BudgetKind.RETRY
+            event == "t" -> BudgetKind.TIMEOUT
+            event == "h" -> BudgetKind.THROTTLING
+            event.startsWith("a") -> BudgetKind.parse(unhex(event.substring(1)))
+            else -> throw MalformedCase("unknown budget event $event")
+        }
+        val result = cell.tryAcquire(kind)
+        results += (if (result.allowed) "y" else "n") + result.tokens
+    }
+    line(out, "K3", f[1], initial.toString(), results.joinToString(","))
+}
+
+/** The policy of the 25 `P3` fields from [at], names as given: the runtime checks them in order. */
+private fun policy3(f: List<String>, at: Int): RetryPolicy =
+    RetryPolicy.fromConfig(
+        int(f[at]), integer(f[at + 1]), integer(f[at + 2]), double(f[at + 3]), f[at + 4], statuses(f[at + 5]), statuses(f[at + 6]),
+        integer(f[at + 7]), optionalInteger(f[at + 8]), statuses(f[at + 9]), statuses(f[at + 10]), statuses(f[at + 11]),
+        hexList(f[at + 12]), f[at + 13], f[at + 14], integer(f[at + 15]), integer(f[at + 16]), integer(f[at + 17]),
+        integer(f[at + 18]), statuses(f[at + 19]), optionalInteger(f[at + 20]), optionalInteger(f[at + 21]), hexList(f[at + 22]),
+        hexList(f[at + 23]), f[at + 24],
+    )
+
+/** A list of WTF-8 hex strings joined by `,`; `-` is the empty list (an empty field, one empty string). */
+private fun hexList(field: String): List<String> = if (field == "-") emptyList() else field.split(',').map { wtf8(it) }
+
+private fun optionalInteger(text: String): Long? = if (text == "-") null else integer(text)
+
+/** The bytes of a hex field, whatever they hold. */
+private fun bytes(text: String): ByteArray {
+    if (text.length % 2 != 0 || text.any { it !in '0'..'9' && it !in 'a'..'f' }) {
+        throw MalformedCase("not lower-case hex: $text")
+    }
+    return ByteArray(text.length / 2) { i -> text.substring(2 * i, 2 * i + 2).toInt(16).toByte() }
 }
 
 /** A retry budget sequence on one client's cell. */

@@ -1386,6 +1386,7 @@ public class RetryInterceptor private constructor(
                 Outcome.Transport -> TRANSPORT
                 Outcome.Aborted -> ABORTED
                 Outcome.Certificate -> "certificate"
+                Outcome.Dropped -> "dropped"
             }
 
         /**

@@ -52,6 +52,7 @@ public object RetryPolicies {
             listOf(
                 OperationChunk0.LIST,
             ).flatten(),
+            DEFAULT_POLICY.unknownOperationClass,
         )
 
     /** Every operation of the API, sorted by path, then method (unmodifiable). */
@@ -77,19 +78,25 @@ public object RetryPolicies {
     public val NON_REPLAYABLE_OPERATIONS: List<SafeListEntry>
         get() = TABLE.nonReplayableOperations
 
-    /** See [OperationTable.classify]: the spec's base path. */
+    /**
+     * See [OperationTable.classify]: the spec's base path; a request no operation matches gets
+     * [DEFAULT_POLICY]'s `unknownOperationClass` (contract C3).
+     */
     @JvmStatic
     public fun classify(
         method: String,
         target: String,
     ): Classification = TABLE.classify(method, target)
 
-    /** See [OperationTable.classifier]: one per client, for the base path or URL it configures. */
+    /**
+     * See [OperationTable.classifier]: one per client, for the base path or URL it configures;
+     * unknown requests get [DEFAULT_POLICY]'s `unknownOperationClass` unless another is given.
+     */
     @JvmStatic
     @JvmOverloads
     public fun classifier(
         base: String?,
-        unknownOperationClass: UnknownOperationClass = UnknownOperationClass.METHOD_DEFAULT,
+        unknownOperationClass: UnknownOperationClass = DEFAULT_POLICY.unknownOperationClass,
     ): Classifier = TABLE.classifier(base, unknownOperationClass)
 
     /** See [OperationTable.classifier] (the `unknown_operation_class` name as configured). */
@@ -123,6 +130,25 @@ public object RetryPolicies {
         operation: Operation?,
         headers: Iterable<Pair<String, String>>,
     ): Boolean = RetryRuntime.hasIdempotencyKey(operation, headers)
+
+    /** See [RetryRuntime.hasPrecondition] (contract v3, H2). */
+    @JvmStatic
+    public fun hasPrecondition(headers: Iterable<Pair<String, String>>): Boolean = RetryRuntime.hasPrecondition(headers)
+
+    /** See [RetryRuntime.problemTypeOf] (contract v3, Q1-Q2). */
+    @JvmStatic
+    public fun problemTypeOf(
+        contentType: String?,
+        body: ByteArray,
+        complete: Boolean,
+    ): String? = RetryRuntime.problemTypeOf(contentType, body, complete)
+
+    /** See [RetryRuntime.idempotencyKeyValue] (contract v3, F1); the format is usually [DEFAULT_POLICY]'s. */
+    @JvmStatic
+    public fun idempotencyKeyValue(
+        format: IdempotencyKeyFormat,
+        uuid: String,
+    ): String = RetryRuntime.idempotencyKeyValue(format, uuid)
 
     /** See [RetryRuntime.decide]; [policy] is usually [DEFAULT_POLICY]. */
     @JvmStatic

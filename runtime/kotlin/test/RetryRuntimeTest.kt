@@ -254,7 +254,8 @@ private fun decideTests() {
     val n = ReplayClass.NON_REPLAYABLE
     val i = ReplayClass.IDEMPOTENT
     expect("503, non-replayable", decide(n, Outcome.Status(503)), Decision(false, 0, DecisionReason.NOT_REPLAYABLE))
-    expect("429, non-replayable", decide(n, Outcome.Status(429)), Decision(true, 250, DecisionReason.REJECTED_STATUS))
+    // A granted 429 is throttled (contract v3, T1), with the default policy's v2 base and cost.
+    expect("429, non-replayable", decide(n, Outcome.Status(429)), Decision(true, 250, DecisionReason.REJECTED_STATUS, null, true))
     expect("connect", decide(n, Outcome.Connect, retriesUsed = 2), Decision(true, 1000, DecisionReason.CONNECT_FAILURE))
     expect("transport, non-replayable", decide(n, Outcome.Transport).reason, DecisionReason.NOT_REPLAYABLE)
     expect(
@@ -675,8 +676,267 @@ private fun valueTypeTests() {
     expect("policy toString", RetryPolicy().toString().startsWith("RetryPolicy(maxRetries=3, "), true)
 }
 
+/** A v3 input: a status or failure of [replayClass] after [retriesUsed] retries, at a neutral clock. */
+private fun v3Input(
+    replayClass: ReplayClass,
+    outcome: Outcome,
+    retriesUsed: Long = 0,
+    budgetTokens: Long? = null,
+    timedOut: Boolean = false,
+    hasPrecondition: Boolean = false,
+    resumable: Boolean = false,
+    hasLastEventId: Boolean = false,
+    streamRetry: String? = null,
+    problemType: String? = null,
+): DecisionInput =
+    DecisionInput(
+        replayClass,
+        false,
+        outcome,
+        retriesUsed,
+        0,
+        0,
+        0,
+        0.5,
+        budgetTokens,
+        timedOut,
+        hasPrecondition,
+        resumable,
+        hasLastEventId,
+        streamRetry,
+        problemType,
+    )
+
+/** A throttled retry: its own backoff base (B1-B5 from it) and budget kind (contract v3, T1, K2). */
+private fun throttlingTests() {
+    val policy =
+        RetryPolicy
+            .builder()
+            .jitter(Jitter.NONE)
+            .throttlingInitialBackoffMs(1_000)
+            .budgetThrottlingCost(2)
+            .build()
+    val throttled = RetryRuntime.decide(policy, v3Input(ReplayClass.IDEMPOTENT, Outcome.Status(429), retriesUsed = 1, budgetTokens = 500))
+    expect(
+        "throttled 429",
+        listOf(throttled.retry, throttled.throttled, throttled.reason),
+        listOf(true, true, DecisionReason.REJECTED_STATUS),
+    )
+    expect("throttled 429: the backoff grows from the throttling base", throttled.delayMs, 2_000L)
+    expect("throttled 429: the throttling cost", throttled.budgetTokens, 498L)
+    val timedOut =
+        RetryRuntime.decide(policy, v3Input(ReplayClass.IDEMPOTENT, Outcome.Status(429), budgetTokens = 500, timedOut = true))
+    expect("throttled 429 after a timeout still pays the throttling cost", timedOut.budgetTokens, 498L)
+    val failed = RetryRuntime.decide(policy, v3Input(ReplayClass.IDEMPOTENT, Outcome.Status(503), retriesUsed = 1, budgetTokens = 500))
+    expect("503 is no throttling", listOf(failed.throttled, failed.delayMs, failed.budgetTokens), listOf(false, 1_000L, 495L))
+    val decorrelated = policy.newBuilder().jitter(Jitter.DECORRELATED).build()
+    expect(
+        "decorrelated: the previous delay defaults to the throttling base",
+        RetryRuntime.decide(decorrelated, v3Input(ReplayClass.IDEMPOTENT, Outcome.Status(429))).delayMs,
+        2_000L,
+    )
+    expect(
+        "throttling kind without a throttling cost pays the retry cost",
+        RetryRuntime.budgetTryAcquire(RetryPolicy(), 500, BudgetKind.THROTTLING),
+        BudgetAcquisition(true, 495),
+    )
+    expect("throttling kind", RetryRuntime.budgetTryAcquire(policy, 500, BudgetKind.THROTTLING), BudgetAcquisition(true, 498))
+    expect("throttling kind parses", BudgetKind.parse("throttling"), BudgetKind.THROTTLING)
+    // The defaults change nothing: a 429 is throttled, with v2's base and cost.
+    val plain = RetryPolicy(jitter = Jitter.NONE)
+    val v2 = RetryRuntime.decide(plain, v3Input(ReplayClass.IDEMPOTENT, Outcome.Status(429), budgetTokens = 500))
+    expect("default policy: 429", listOf(v2.throttled, v2.delayMs, v2.budgetTokens), listOf(true, 500L, 495L))
+    // The budget cell decides with every v3 input, the throttled kind included.
+    val cell = RetryBudgetCell(policy)
+    expect("cell: throttled", cell.decide(v3Input(ReplayClass.IDEMPOTENT, Outcome.Status(429))).budgetTokens, 498L)
+    val dropped = cell.decide(v3Input(ReplayClass.NON_REPLAYABLE, Outcome.Dropped, resumable = true, hasLastEventId = true))
+    expect("cell: a resumable drop", dropped.reason, DecisionReason.STREAM_RESUME)
+}
+
+/** A committed stream that drops (contract v3, R5a, S9). */
+private fun droppedStreamTests() {
+    val policy = RetryPolicy(jitter = Jitter.NONE)
+    val resumed =
+        RetryRuntime.decide(
+            policy,
+            v3Input(ReplayClass.NON_REPLAYABLE, Outcome.Dropped, resumable = true, hasLastEventId = true, streamRetry = "300"),
+        )
+    expect(
+        "resumed after its last event id",
+        listOf(resumed.retry, resumed.reason, resumed.delayMs),
+        listOf(true, DecisionReason.STREAM_RESUME, 300L),
+    )
+    expect(
+        "no last event id: a non-replayable stream stops",
+        RetryRuntime.decide(policy, v3Input(ReplayClass.NON_REPLAYABLE, Outcome.Dropped, resumable = true)).reason,
+        DecisionReason.STREAM_NOT_RESUMABLE,
+    )
+    expect(
+        "no last event id: an idempotent stream is replayed whole, after the backoff",
+        RetryRuntime.decide(policy, v3Input(ReplayClass.IDEMPOTENT, Outcome.Dropped, resumable = true, streamRetry = "x")).delayMs,
+        500L,
+    )
+    expect(
+        "not resumable",
+        RetryRuntime.decide(policy, v3Input(ReplayClass.IDEMPOTENT, Outcome.Dropped, hasLastEventId = true)).reason,
+        DecisionReason.STREAM_NOT_RESUMABLE,
+    )
+    expect(
+        "a drop ignores Retry-After: only the stream's retry field counts",
+        RetryRuntime
+            .decide(
+                policy,
+                v3Input(ReplayClass.IDEMPOTENT, Outcome.Dropped, resumable = true, hasLastEventId = true),
+            ).delayMs,
+        500L,
+    )
+    val overCap =
+        RetryRuntime.decide(
+            policy,
+            v3Input(ReplayClass.IDEMPOTENT, Outcome.Dropped, resumable = true, hasLastEventId = true, streamRetry = "9".repeat(20)),
+        )
+    expect(
+        "a huge retry field is over the cap, reported saturated",
+        listOf(overCap.reason, overCap.serverDelayMs),
+        listOf(DecisionReason.RETRY_AFTER_OVER_CAP, 9_007_199_254_740_991L),
+    )
+    val status = RetryRuntime.decide(policy, v3Input(ReplayClass.IDEMPOTENT, Outcome.Status(503), streamRetry = "7"))
+    expect("a status ignores the stream's retry field", status.delayMs, 500L)
+    val refused = RetryRuntime.decide(policy, v3Input(ReplayClass.IDEMPOTENT, Outcome.Status(503, "120")))
+    expect("the refused server delay is reported", listOf(refused.retry, refused.serverDelayMs), listOf(false, 120_000L))
+    expect("dropped parses", Outcome.failure("dropped"), Outcome.Dropped)
+}
+
+/** Preconditions and problem types (contract v3, H2, R6a, R6b, R9a, Q1-Q2) and the key format (F1). */
+private fun preconditionAndProblemTests() {
+    expect("If-Match with a tag", RetryRuntime.hasPrecondition(listOf("if-MATCH" to " \"v1\" ")), true)
+    expect("If-Match: *", RetryRuntime.hasPrecondition(listOf("If-Match" to "*", "If-Match" to "")), false)
+    expect("If-None-Match: *", RetryRuntime.hasPrecondition(listOf("If-None-Match" to "	*")), true)
+    expect("If-None-Match with a tag", RetryRuntime.hasPrecondition(listOf("If-None-Match" to "\"v1\"")), false)
+    expect("If-Unmodified-Since", RetryRuntime.hasPrecondition(listOf("If-Unmodified-Since" to "Sun, 06 Nov 1994 08:49:37 GMT")), false)
+    val policy = RetryPolicy(jitter = Jitter.NONE)
+    expect(
+        "a precondition makes a non-replayable request replayable",
+        RetryRuntime.decide(policy, v3Input(ReplayClass.NON_REPLAYABLE, Outcome.Transport, hasPrecondition = true)).reason,
+        DecisionReason.TRANSPORT_FAILURE,
+    )
+    expect(
+        "412 after a replay",
+        RetryRuntime.decide(policy, v3Input(ReplayClass.NON_REPLAYABLE, Outcome.Status(412), 1, hasPrecondition = true)).reason,
+        DecisionReason.PRECONDITION_FAILED_AFTER_REPLAY,
+    )
+    expect(
+        "412 on the first attempt",
+        RetryRuntime.decide(policy, v3Input(ReplayClass.NON_REPLAYABLE, Outcome.Status(412), hasPrecondition = true)).reason,
+        DecisionReason.STATUS_NOT_RETRYABLE,
+    )
+    val quota = RetryPolicy.PROBLEM_TYPE_QUOTA_EXCEEDED
+    expect(
+        "a quota problem stops a 429",
+        RetryRuntime.decide(policy, v3Input(ReplayClass.IDEMPOTENT, Outcome.Status(429), problemType = quota)).reason,
+        DecisionReason.PROBLEM_TYPE_STOP,
+    )
+    val retrying = policy.newBuilder().retryProblemTypes(listOf("urn:busy")).build()
+    expect(
+        "a retry problem type, replayable",
+        RetryRuntime.decide(retrying, v3Input(ReplayClass.IDEMPOTENT, Outcome.Status(400), problemType = "urn:busy")).reason,
+        DecisionReason.PROBLEM_TYPE_RETRY,
+    )
+    expect(
+        "a retry problem type, not replayable",
+        RetryRuntime.decide(retrying, v3Input(ReplayClass.NON_REPLAYABLE, Outcome.Status(400), problemType = "urn:busy")).reason,
+        DecisionReason.STATUS_NOT_RETRYABLE,
+    )
+    val body = "{\"type\": \"urn:a\\u00e9\", \"detail\": [1, {\"type\": 2}]}".toByteArray(Charsets.UTF_8)
+    expect("problem type", RetryRuntime.problemTypeOf("Application/Problem+JSON; charset=utf-8", body, true), "urn:a\u00e9")
+    expect("problem type: another media type", RetryRuntime.problemTypeOf("application/json", body, true), null)
+    expect("problem type: a prefix", RetryRuntime.problemTypeOf("application/problem+json", body, false), null)
+    expect(
+        "problem type: repeated",
+        RetryRuntime.problemTypeOf("application/problem+json", "{\"type\":\"a\",\"type\":\"a\"}".toByteArray(), true),
+        null,
+    )
+    expect(
+        "problem type: an escaped lone surrogate",
+        RetryRuntime.problemTypeOf("application/problem+json", "{\"type\":\"\\ud800\"}".toByteArray(), true),
+        null,
+    )
+    expect(
+        "key format uuid",
+        RetryRuntime.idempotencyKeyValue(IdempotencyKeyFormat.UUID, "8e03978e-0000-4000-8000-000000000000").length,
+        36,
+    )
+    expect("key format sf-string", RetryRuntime.idempotencyKeyValue(IdempotencyKeyFormat.SF_STRING, "u"), "\"u\"")
+}
+
+/** The event scanner fed in every piece size gives what it gives fed whole (contract v3, E2). */
+private fun eventScannerTests() {
+    val streams =
+        listOf(
+            "\uFEFFid: 1\r\ndata: a\r\n\r\nid: 2\rretry: 250\r\rdata: b\nid: 3\n",
+            ": comment\nid\nretry: 12x\n\nid: \u00e9\u0000\ndata: c\n\n\r",
+            "retry:40\ndata: d\n\nid: 9\ndata: cut",
+        )
+    val expected =
+        listOf(
+            Triple(39L, "2", "250"),
+            Triple(42L, "", null),
+            Triple(18L, "", "40"),
+        )
+    for ((index, text) in streams.withIndex()) {
+        val bytes = text.toByteArray(Charsets.UTF_8)
+        val whole = EventStreamScanner()
+        whole.feed(bytes)
+        val found = Triple(whole.completeBytes, whole.lastEventId, whole.retry)
+        expect("stream $index fed whole", found, expected[index])
+        for (piece in 1..bytes.size) {
+            val scanner = EventStreamScanner()
+            var at = 0
+            while (at < bytes.size) {
+                val length = minOf(piece, bytes.size - at)
+                scanner.feed(bytes, at, length)
+                at += length
+            }
+            expect("stream $index in pieces of $piece", Triple(scanner.completeBytes, scanner.lastEventId, scanner.retry), found)
+        }
+    }
+    val bom = EventStreamScanner()
+    bom.feed(byteArrayOf(0xEF.toByte(), 0xBB.toByte()))
+    expect("a partial byte order mark", bom.completeBytes, 0L)
+    bom.feed(byteArrayOf(0xBF.toByte()))
+    expect("a byte order mark is complete before the first event", bom.completeBytes, 3L)
+}
+
+/** Contract C3 as v3 settles it, and the stream attributes of a match (A1-A2). */
+private fun unknownClassAndStreamTests() {
+    val stream = Operation("GET", "/logs", "/logs", "logs", ReplayClass.IDEMPOTENT, null, true, true)
+    val table = OperationTable("", listOf(stream), UnknownOperationClass.NO_RETRY)
+    expect("classify: the table's unknown class", table.classify("GET", "/other").replayClass, ReplayClass.NO_RETRY)
+    expect("classifier: the table's unknown class", table.classifier(null).classify("GET", "/other").replayClass, ReplayClass.NO_RETRY)
+    expect(
+        "classifier: another unknown class",
+        table.classifier(null, UnknownOperationClass.METHOD_DEFAULT).classify("GET", "/other").replayClass,
+        ReplayClass.IDEMPOTENT,
+    )
+    expect(
+        "two-argument table: the method default",
+        OperationTable("", listOf(stream)).classify("GET", "/x").replayClass,
+        ReplayClass.IDEMPOTENT,
+    )
+    val match = table.classify("GET", "/logs")
+    expect("a stream's attributes", listOf(match.streaming, match.resumable), listOf(true, true))
+    val none = table.classify("GET", "/other")
+    expect("no operation: no stream", listOf(none.streaming, none.resumable), listOf(false, false))
+    expect("six-argument operation does not stream", op("GET", "/x", "x").streaming, false)
+}
+
 public fun main() {
     valueTypeTests()
+    throttlingTests()
+    droppedStreamTests()
+    preconditionAndProblemTests()
+    eventScannerTests()
+    unknownClassAndStreamTests()
     matcherTests()
     patternTests()
     lazyPatternTests()
