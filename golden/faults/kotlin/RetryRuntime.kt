@@ -2358,18 +2358,17 @@ public object RetryRuntime {
         val throttled = outcome is Outcome.Status && outcome.status in policy.throttlingStatuses
         var delay = -1L
         if (outcome is Outcome.Status || outcome == Outcome.Dropped) {
-            val serverDelay =
-                if (outcome is Outcome.Status) {
-                    // [contract R13] only a status carries a server delay.
-                    serverDelayMs(outcome.retryAfter, outcome.retryAfterMs, input.nowMs).also {
-                        if (it == null && outcome.status in policy.retryOnlyWithServerDelay) {
-                            return stop(DecisionReason.NO_SERVER_DELAY, tokens)
-                        }
-                    }
-                } else {
-                    // [contract v3 S9] a dropped stream's server delay is its last retry field, never a header.
-                    streamDelayMs(input.streamRetry)
+            val serverDelay: Long?
+            if (outcome is Outcome.Status) {
+                serverDelay = serverDelayMs(outcome.retryAfter, outcome.retryAfterMs, input.nowMs)
+                // [contract R13] some statuses are retried only when the server says when.
+                if (serverDelay == null && outcome.status in policy.retryOnlyWithServerDelay) {
+                    return stop(DecisionReason.NO_SERVER_DELAY, tokens)
                 }
+            } else {
+                // [contract v3 S9] a dropped stream's server delay is its last retry field, never a header.
+                serverDelay = streamDelayMs(input.streamRetry)
+            }
             // [contract R14]
             if (serverDelay != null && serverDelay > policy.retryAfterCapMs) {
                 if (policy.retryAfterOverCap == OverCapMode.REFUSE) {
