@@ -13,6 +13,8 @@ import retrygen.generated.Classifier;
 import retrygen.generated.Decision;
 import retrygen.generated.DecisionInput;
 import retrygen.generated.DecisionReason;
+import retrygen.generated.EventStreamScanner;
+import retrygen.generated.IdempotencyKeyFormat;
 import retrygen.generated.Jitter;
 import retrygen.generated.Operation;
 import retrygen.generated.OperationTable;
@@ -94,6 +96,23 @@ public final class JavaCallers {
         expect("server delay", RetryRuntime.serverDelayMs("7", null, 0L), 7000L);
         expect("backoff", RetryRuntime.backoffMs(contract, 1L, 0L, 0.5), 500L);
         expect("beyond any cap", RetryRuntime.BEYOND_ANY_CAP_MS, Long.MAX_VALUE);
+
+        // Contract v3 from Java: the builder, the longer DecisionInput overload, the pure functions.
+        RetryPolicy throttling = RetryPolicy.builder().jitter(Jitter.NONE).throttlingInitialBackoffMs(1000L).budgetThrottlingCost(2L).build();
+        Decision throttled = RetryRuntime.decide(throttling, new DecisionInput(ReplayClass.IDEMPOTENT, false, new Outcome.Status(429), 0L, 0L, 0L, 0L,
+            0.5, 500L, false, false, false, false, null, null));
+        expect("throttled", throttled, new Decision(true, 1000L, DecisionReason.REJECTED_STATUS, 498L, true, null));
+        Decision resumed = RetryRuntime.decide(contract, new DecisionInput(ReplayClass.NON_REPLAYABLE, false, Outcome.Dropped.INSTANCE, 0L, 0L, 0L,
+            0L, 0.5, null, false, false, true, true, "300", null));
+        expect("resumed", resumed.getDelayMs(), 300L);
+        expect("precondition", RetryRuntime.hasPrecondition(List.of(new Pair<>("If-Match", "\"v1\""))), true);
+        expect("problem type", RetryRuntime.problemTypeOf("application/problem+json", "{\"type\":\"t\"}".getBytes(), true), "t");
+        expect("key format", RetryRuntime.idempotencyKeyValue(IdempotencyKeyFormat.parse("sf-string"), "u"), "\"u\"");
+        EventStreamScanner scanner = new EventStreamScanner();
+        scanner.feed("id: 7\n\nda".getBytes());
+        expect("scanner", scanner.getCompleteBytes() + " " + scanner.getLastEventId() + " " + scanner.getRetry(), "7 7 null");
+        Operation logs = new Operation("GET", "/logs", "/logs", "logs", ReplayClass.IDEMPOTENT, null, true, true);
+        expect("stream attributes", new OperationTable("", List.of(logs)).classify("GET", "/logs").getResumable(), true);
 
         expectUnmodifiable("operations", () -> table.getOperations().add(get));
         expectUnmodifiable("non-replayable list", () -> table.getNonReplayableOperations().clear());
