@@ -41,6 +41,12 @@ public object RetryPolicies {
         budgetRetryCost = 5,
         budgetTimeoutCost = 10,
         budgetSuccessRefund = 1,
+        throttlingStatuses = RetryPolicy.CONTRACT_THROTTLING_STATUSES,
+        throttlingInitialBackoffMs = null,
+        budgetThrottlingCost = null,
+        stopProblemTypes = RetryPolicy.CONTRACT_STOP_PROBLEM_TYPES,
+        retryProblemTypes = RetryPolicy.NO_PROBLEM_TYPES,
+        idempotencyKeyFormat = IdempotencyKeyFormat.UUID,
     )
     // @formatter:on
 
@@ -175,19 +181,19 @@ public object RetryPolicies {
     ): Long? = RetryRuntime.serverDelayMs(retryAfter, retryAfterMs, nowMs)
 
     // @formatter:off
-    /** Operation(method, route, path, operationId, class, idempotency header), in table order. */
+    /** Operation(method, route, path, operationId, class, idempotency header, streaming, resumable), in table order. */
     @Suppress("ktlint")
     private object OperationChunk0 {
         val LIST: List<Operation> = listOf(
-            Operation("POST", "/charges", "/charges", "createCharge", ReplayClass.KEYED, "IDEMPOTENCY-KEY"),
-            Operation("GET", "/jobs", "/jobs", "listJobs", ReplayClass.NON_REPLAYABLE, null),
-            Operation("POST", "/jobs", "/jobs", "createJob", ReplayClass.NON_REPLAYABLE, null),
-            Operation("QUERY", "/jobs", "/jobs", "searchJobs", ReplayClass.IDEMPOTENT, null),
-            Operation("LINK", "/jobs/{jobID}", "/jobs/{jobID}", "linkJob", ReplayClass.IDEMPOTENT, null),
-            Operation("POST", "/jobs/{jobID}", "/jobs/{jobID}", "runJob", ReplayClass.NON_REPLAYABLE, null),
-            Operation("PUT", "/jobs/{jobID}", "/jobs/{jobID}", "replaceJob", ReplayClass.IDEMPOTENT, null),
-            Operation("POST", "/jobs/{jobID}/cancel", "/jobs/{jobID}/cancel", "cancelJob", ReplayClass.NO_RETRY, null),
-            Operation("GET", "/jobs/{jobID}/events", "/jobs/{jobID}/events", "watchJob", ReplayClass.IDEMPOTENT, null),
+            Operation("POST", "/charges", "/charges", "createCharge", ReplayClass.KEYED, "IDEMPOTENCY-KEY", false, false),
+            Operation("GET", "/jobs", "/jobs", "listJobs", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("POST", "/jobs", "/jobs", "createJob", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("QUERY", "/jobs", "/jobs", "searchJobs", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("LINK", "/jobs/{jobID}", "/jobs/{jobID}", "linkJob", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/jobs/{jobID}", "/jobs/{jobID}", "runJob", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("PUT", "/jobs/{jobID}", "/jobs/{jobID}", "replaceJob", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/jobs/{jobID}/cancel", "/jobs/{jobID}/cancel", "cancelJob", ReplayClass.NO_RETRY, null, false, false),
+            Operation("GET", "/jobs/{jobID}/events", "/jobs/{jobID}/events", "watchJob", ReplayClass.IDEMPOTENT, null, false, false),
         )
     }
     // @formatter:on

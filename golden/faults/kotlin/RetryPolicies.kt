@@ -41,6 +41,12 @@ public object RetryPolicies {
         budgetRetryCost = 5,
         budgetTimeoutCost = 10,
         budgetSuccessRefund = 1,
+        throttlingStatuses = RetryPolicy.CONTRACT_THROTTLING_STATUSES,
+        throttlingInitialBackoffMs = null,
+        budgetThrottlingCost = null,
+        stopProblemTypes = RetryPolicy.CONTRACT_STOP_PROBLEM_TYPES,
+        retryProblemTypes = RetryPolicy.NO_PROBLEM_TYPES,
+        idempotencyKeyFormat = IdempotencyKeyFormat.UUID,
     )
     // @formatter:on
 
@@ -175,18 +181,18 @@ public object RetryPolicies {
     ): Long? = RetryRuntime.serverDelayMs(retryAfter, retryAfterMs, nowMs)
 
     // @formatter:off
-    /** Operation(method, route, path, operationId, class, idempotency header), in table order. */
+    /** Operation(method, route, path, operationId, class, idempotency header, streaming, resumable), in table order. */
     @Suppress("ktlint")
     private object OperationChunk0 {
         val LIST: List<Operation> = listOf(
-            Operation("GET", "/health", "/health", "health", ReplayClass.IDEMPOTENT, null),
-            Operation("POST", "/sandboxes", "/sandboxes", "createSandbox", ReplayClass.NON_REPLAYABLE, null),
-            Operation("DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", ReplayClass.IDEMPOTENT, null),
-            Operation("GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", ReplayClass.IDEMPOTENT, null),
-            Operation("PUT", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "replaceSandbox", ReplayClass.IDEMPOTENT, null),
-            Operation("POST", "/sandboxes/{sandboxID}/exec", "/sandboxes/{sandboxID}/exec", "execCommand", ReplayClass.NO_RETRY, null),
-            Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamLogs", ReplayClass.NO_RETRY, null),
-            Operation("POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", ReplayClass.KEYED, "Idempotency-Key"),
+            Operation("GET", "/health", "/health", "health", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/sandboxes", "/sandboxes", "createSandbox", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("PUT", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "replaceSandbox", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/sandboxes/{sandboxID}/exec", "/sandboxes/{sandboxID}/exec", "execCommand", ReplayClass.NO_RETRY, null, false, false),
+            Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamLogs", ReplayClass.NO_RETRY, null, false, false),
+            Operation("POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", ReplayClass.KEYED, "Idempotency-Key", false, false),
         )
     }
     // @formatter:on

@@ -41,6 +41,12 @@ public object RetryPolicies {
         budgetRetryCost = 5,
         budgetTimeoutCost = 10,
         budgetSuccessRefund = 1,
+        throttlingStatuses = RetryPolicy.CONTRACT_THROTTLING_STATUSES,
+        throttlingInitialBackoffMs = null,
+        budgetThrottlingCost = null,
+        stopProblemTypes = RetryPolicy.CONTRACT_STOP_PROBLEM_TYPES,
+        retryProblemTypes = RetryPolicy.NO_PROBLEM_TYPES,
+        idempotencyKeyFormat = IdempotencyKeyFormat.UUID,
     )
     // @formatter:on
 
@@ -175,17 +181,17 @@ public object RetryPolicies {
     ): Long? = RetryRuntime.serverDelayMs(retryAfter, retryAfterMs, nowMs)
 
     // @formatter:off
-    /** Operation(method, route, path, operationId, class, idempotency header), in table order. */
+    /** Operation(method, route, path, operationId, class, idempotency header, streaming, resumable), in table order. */
     @Suppress("ktlint")
     private object OperationChunk0 {
         val LIST: List<Operation> = listOf(
-            Operation("GET", "/buckets", "/buckets", "listBuckets", ReplayClass.IDEMPOTENT, null),
-            Operation("POST", "/buckets", "/buckets", "createBucket", ReplayClass.NON_REPLAYABLE, null),
-            Operation("DELETE", "/buckets/{bucket}", "/buckets/{bucket}", "deleteBucket", ReplayClass.IDEMPOTENT, null),
-            Operation("GET", "/buckets/{bucket}", "/buckets/{bucket}", "getBucket", ReplayClass.IDEMPOTENT, null),
-            Operation("GET", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "watchObject", ReplayClass.NO_RETRY, null),
-            Operation("POST", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "appendObject", ReplayClass.KEYED, "Idempotency-Key"),
-            Operation("PUT", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "putObject", ReplayClass.IDEMPOTENT, null),
+            Operation("GET", "/buckets", "/buckets", "listBuckets", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/buckets", "/buckets", "createBucket", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("DELETE", "/buckets/{bucket}", "/buckets/{bucket}", "deleteBucket", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/buckets/{bucket}", "/buckets/{bucket}", "getBucket", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "watchObject", ReplayClass.NO_RETRY, null, false, false),
+            Operation("POST", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "appendObject", ReplayClass.KEYED, "Idempotency-Key", false, false),
+            Operation("PUT", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "putObject", ReplayClass.IDEMPOTENT, null, false, false),
         )
     }
     // @formatter:on

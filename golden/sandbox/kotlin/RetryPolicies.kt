@@ -41,6 +41,12 @@ public object RetryPolicies {
         budgetRetryCost = 5,
         budgetTimeoutCost = 10,
         budgetSuccessRefund = 1,
+        throttlingStatuses = RetryPolicy.CONTRACT_THROTTLING_STATUSES,
+        throttlingInitialBackoffMs = null,
+        budgetThrottlingCost = null,
+        stopProblemTypes = RetryPolicy.CONTRACT_STOP_PROBLEM_TYPES,
+        retryProblemTypes = RetryPolicy.NO_PROBLEM_TYPES,
+        idempotencyKeyFormat = IdempotencyKeyFormat.UUID,
     )
     // @formatter:on
 
@@ -175,36 +181,36 @@ public object RetryPolicies {
     ): Long? = RetryRuntime.serverDelayMs(retryAfter, retryAfterMs, nowMs)
 
     // @formatter:off
-    /** Operation(method, route, path, operationId, class, idempotency header), in table order. */
+    /** Operation(method, route, path, operationId, class, idempotency header, streaming, resumable), in table order. */
     @Suppress("ktlint")
     private object OperationChunk0 {
         val LIST: List<Operation> = listOf(
-            Operation("POST", "/admin/teams/{teamID}/api-keys", "/admin/teams/{teamID}/api-keys", "createTeamApiKey", ReplayClass.NON_REPLAYABLE, null),
-            Operation("POST", "/api-keys", "/api-keys", "createApiKey", ReplayClass.NON_REPLAYABLE, null),
-            Operation("POST", "/events/webhooks", "/events/webhooks", "createWebhook", ReplayClass.NON_REPLAYABLE, null),
-            Operation("GET", "/health", "/health", null, ReplayClass.IDEMPOTENT, null),
-            Operation("GET", "/sandboxes", "/sandboxes", "listSandboxes", ReplayClass.IDEMPOTENT, null),
-            Operation("POST", "/sandboxes", "/sandboxes", "createSandbox", ReplayClass.NON_REPLAYABLE, null),
-            Operation("GET", "/sandboxes/templates", "/sandboxes/templates", "listSandboxTemplates", ReplayClass.IDEMPOTENT, null),
-            Operation("DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", ReplayClass.IDEMPOTENT, null),
-            Operation("GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", ReplayClass.IDEMPOTENT, null),
-            Operation("POST", "/sandboxes/{sandboxID}/fork", "/sandboxes/{sandboxID}/fork", "forkSandbox", ReplayClass.NON_REPLAYABLE, null),
-            Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamSandboxLogs", ReplayClass.NO_RETRY, null),
-            Operation("POST", "/sandboxes/{sandboxID}/pause", "/sandboxes/{sandboxID}/pause", "pauseSandbox", ReplayClass.IDEMPOTENT, null),
-            Operation("POST", "/sandboxes/{sandboxID}/resume", "/sandboxes/{sandboxID}/resume", "resumeSandbox", ReplayClass.IDEMPOTENT, null),
-            Operation("POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", ReplayClass.NON_REPLAYABLE, null),
-            Operation("POST", "/sandboxes/{sandboxID}/timeout", "/sandboxes/{sandboxID}/timeout", "setSandboxTimeout", ReplayClass.IDEMPOTENT, null),
-            Operation("POST", "/secrets", "/secrets", "createSecret", ReplayClass.NON_REPLAYABLE, null),
-            Operation("PATCH", "/secrets/{secretID}", "/secrets/{secretID}", "updateSecret", ReplayClass.KEYED, "x-idempotency-key"),
-            Operation("DELETE", "/templates/{templateID}", "/templates/{templateID}", "deleteTemplate", ReplayClass.IDEMPOTENT, null),
-            Operation("GET", "/templates/{templateID}", "/templates/{templateID}", "getTemplate", ReplayClass.IDEMPOTENT, null),
-            Operation("GET", "/templates/{templateID}/builds/{buildID}/logs", "/templates/{templateID}/builds/{buildID}/logs", "getTemplateBuildLogs", ReplayClass.NO_RETRY, null),
-            Operation("POST", "/v2/sandboxes", "/v2/sandboxes", "createSandboxV2", ReplayClass.KEYED, "Idempotency-Key"),
-            Operation("POST", "/v3/templates", "/v3/templates", "createTemplate", ReplayClass.IDEMPOTENT, null),
-            Operation("POST", "/volumes", "/volumes", "createVolume", ReplayClass.NON_REPLAYABLE, null),
-            Operation("DELETE", "/volumes/{volumeID}", "/volumes/{volumeID}", "deleteVolume", ReplayClass.IDEMPOTENT, null),
-            Operation("GET", "/volumes/{volumeID}/files/archive.tar", "/volumes/{volumeID}/files/archive.tar", "downloadVolumeArchive", ReplayClass.IDEMPOTENT, null),
-            Operation("PUT", "/volumes/{volumeID}/files/{name}.{ext}", "/volumes/{volumeID}/files/{name}.{ext}", "uploadVolumeFile", ReplayClass.IDEMPOTENT, null),
+            Operation("POST", "/admin/teams/{teamID}/api-keys", "/admin/teams/{teamID}/api-keys", "createTeamApiKey", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("POST", "/api-keys", "/api-keys", "createApiKey", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("POST", "/events/webhooks", "/events/webhooks", "createWebhook", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("GET", "/health", "/health", null, ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/sandboxes", "/sandboxes", "listSandboxes", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/sandboxes", "/sandboxes", "createSandbox", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("GET", "/sandboxes/templates", "/sandboxes/templates", "listSandboxTemplates", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/sandboxes/{sandboxID}/fork", "/sandboxes/{sandboxID}/fork", "forkSandbox", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamSandboxLogs", ReplayClass.NO_RETRY, null, false, false),
+            Operation("POST", "/sandboxes/{sandboxID}/pause", "/sandboxes/{sandboxID}/pause", "pauseSandbox", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/sandboxes/{sandboxID}/resume", "/sandboxes/{sandboxID}/resume", "resumeSandbox", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("POST", "/sandboxes/{sandboxID}/timeout", "/sandboxes/{sandboxID}/timeout", "setSandboxTimeout", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/secrets", "/secrets", "createSecret", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("PATCH", "/secrets/{secretID}", "/secrets/{secretID}", "updateSecret", ReplayClass.KEYED, "x-idempotency-key", false, false),
+            Operation("DELETE", "/templates/{templateID}", "/templates/{templateID}", "deleteTemplate", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/templates/{templateID}", "/templates/{templateID}", "getTemplate", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/templates/{templateID}/builds/{buildID}/logs", "/templates/{templateID}/builds/{buildID}/logs", "getTemplateBuildLogs", ReplayClass.NO_RETRY, null, false, false),
+            Operation("POST", "/v2/sandboxes", "/v2/sandboxes", "createSandboxV2", ReplayClass.KEYED, "Idempotency-Key", false, false),
+            Operation("POST", "/v3/templates", "/v3/templates", "createTemplate", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/volumes", "/volumes", "createVolume", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("DELETE", "/volumes/{volumeID}", "/volumes/{volumeID}", "deleteVolume", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/volumes/{volumeID}/files/archive.tar", "/volumes/{volumeID}/files/archive.tar", "downloadVolumeArchive", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("PUT", "/volumes/{volumeID}/files/{name}.{ext}", "/volumes/{volumeID}/files/{name}.{ext}", "uploadVolumeFile", ReplayClass.IDEMPOTENT, null, false, false),
         )
     }
     // @formatter:on

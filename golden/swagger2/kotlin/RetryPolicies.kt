@@ -41,6 +41,12 @@ public object RetryPolicies {
         budgetRetryCost = 5,
         budgetTimeoutCost = 10,
         budgetSuccessRefund = 1,
+        throttlingStatuses = RetryPolicy.CONTRACT_THROTTLING_STATUSES,
+        throttlingInitialBackoffMs = null,
+        budgetThrottlingCost = null,
+        stopProblemTypes = RetryPolicy.CONTRACT_STOP_PROBLEM_TYPES,
+        retryProblemTypes = RetryPolicy.NO_PROBLEM_TYPES,
+        idempotencyKeyFormat = IdempotencyKeyFormat.UUID,
     )
     // @formatter:on
 
@@ -175,17 +181,17 @@ public object RetryPolicies {
     ): Long? = RetryRuntime.serverDelayMs(retryAfter, retryAfterMs, nowMs)
 
     // @formatter:off
-    /** Operation(method, route, path, operationId, class, idempotency header), in table order. */
+    /** Operation(method, route, path, operationId, class, idempotency header, streaming, resumable), in table order. */
     @Suppress("ktlint")
     private object OperationChunk0 {
         val LIST: List<Operation> = listOf(
-            Operation("GET", "/orders", "/orders", "listOrders", ReplayClass.IDEMPOTENT, null),
-            Operation("POST", "/orders", "/orders", "placeOrder", ReplayClass.KEYED, "Idempotency-Key"),
-            Operation("DELETE", "/orders/{orderId}", "/orders/{orderId}", "cancelOrder", ReplayClass.IDEMPOTENT, null),
-            Operation("GET", "/orders/{orderId}", "/orders/{orderId}", "getOrder", ReplayClass.IDEMPOTENT, null),
-            Operation("PATCH", "/orders/{orderId}", "/orders/{orderId}", "updateOrder", ReplayClass.IDEMPOTENT, null),
-            Operation("GET", "/orders/{orderId}/feed", "/orders/{orderId}/feed", "orderFeed", ReplayClass.NO_RETRY, null),
-            Operation("POST", "/payments", "/payments", "pay", ReplayClass.NON_REPLAYABLE, null),
+            Operation("GET", "/orders", "/orders", "listOrders", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/orders", "/orders", "placeOrder", ReplayClass.KEYED, "Idempotency-Key", false, false),
+            Operation("DELETE", "/orders/{orderId}", "/orders/{orderId}", "cancelOrder", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/orders/{orderId}", "/orders/{orderId}", "getOrder", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("PATCH", "/orders/{orderId}", "/orders/{orderId}", "updateOrder", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/orders/{orderId}/feed", "/orders/{orderId}/feed", "orderFeed", ReplayClass.NO_RETRY, null, false, false),
+            Operation("POST", "/payments", "/payments", "pay", ReplayClass.NON_REPLAYABLE, null, false, false),
         )
     }
     // @formatter:on
