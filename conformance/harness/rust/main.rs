@@ -1,5 +1,5 @@
-//! Runs the conformance cases of conformance/README.md (v1 lines and the contract v2 lines)
-//! against the generated Rust module, which the build places beside this file as the folder
+//! Runs the conformance cases of conformance/README.md (v1 lines, the contract v2 lines and the
+//! contract v3 draft's `D3`, `K3`, `HP`, `Q`, `SE` and `F`) against the generated Rust module, which the build places beside this file as the folder
 //! `retry_policy/` (`mod.rs` and `runtime.rs`).
 
 // The harness does not exercise every public item of the module.
@@ -7,8 +7,9 @@
 mod retry_policy;
 
 use retry_policy::{
-    BudgetKind, Decision, DecisionInput, InvalidInput, Jitter, Outcome, OverCapMode, Reason,
-    ReplayClass, RetryBudget, RetryEvent, RetryPolicy, UnknownOperationClass,
+    BudgetKind, Decision, DecisionInput, EventStreamScanner, InvalidInput, Jitter, KeyFormat,
+    Outcome, OverCapMode, Reason, ReplayClass, RetryBudget, RetryEvent, RetryPolicy,
+    UnknownOperationClass,
 };
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -66,6 +67,12 @@ impl From<InvalidInput> for Case {
     }
 }
 
+impl From<&'static str> for Case {
+    fn from(key: &'static str) -> Case {
+        Case::Invalid(key)
+    }
+}
+
 fn run_case(out: &mut String, f: &[&str]) -> Result<(), Failure> {
     let want = match f[0] {
         "D2" => Some(35),
@@ -78,18 +85,23 @@ fn run_case(out: &mut String, f: &[&str]) -> Result<(), Failure> {
         "E" => Some(8),
         "H" => None,
         "O" => Some(4),
+        "D3" => Some(46),
+        "K3" => Some(28),
+        "HP" => None,
+        "Q" => Some(5),
+        "SE" => Some(3),
+        "F" => Some(4),
         other => return Err(format!("unknown case kind {other:?}")),
     };
     match want {
         Some(want) if f.len() != want => {
             return Err(format!("{} needs {want} fields, found {}", f[0], f.len()))
         }
-        None if f.len() < 3 || (f.len() - 3) % 2 != 0 => {
-            return Err(format!(
-                "{} needs 3 fields and pairs, found {}",
-                f[0],
-                f.len()
-            ))
+        None if f[0] == "HP" && f.len() % 2 != 0 => {
+            return Err(format!("HP needs 2 fields and pairs, found {}", f.len()))
+        }
+        None if f[0] == "H" && (f.len() < 3 || (f.len() - 3) % 2 != 0) => {
+            return Err(format!("H needs 3 fields and pairs, found {}", f.len()))
         }
         _ => {}
     }
@@ -102,6 +114,45 @@ fn run_case(out: &mut String, f: &[&str]) -> Result<(), Failure> {
         "D" => decide_v1(f)?,
         "D2" => decide_v2(f)?,
         "K" => budget(f)?,
+        "D3" => decide_v3(f)?,
+        "K3" => match policy_of(&f[2..27])? {
+            Ok(policy) => run_budget(&policy, f[27])?,
+            Err(e) => e.into(),
+        },
+        "HP" => {
+            let headers = f[2..]
+                .chunks(2)
+                .map(|pair| Ok((lossy(pair[0])?, lossy(pair[1])?)))
+                .collect::<Result<Vec<(String, String)>, Failure>>()?;
+            Case::Line(u8::from(retry_policy::has_precondition(headers)).to_string())
+        }
+        "Q" => {
+            let content_type = if f[2] == "-" { None } else { Some(lossy(f[2])?) };
+            let body = bytes(f[4])?;
+            let t = retry_policy::problem_type_of(content_type.as_deref(), &body, flag(f[3])?);
+            Case::Line(optional_hex(t.as_deref()))
+        }
+        "SE" => {
+            // Fed in two pieces, so that a line or a CRLF split across reads is covered too.
+            let stream = bytes(f[2])?;
+            let (first, second) = stream.split_at(stream.len() / 2);
+            let mut scanner = EventStreamScanner::new();
+            scanner.feed(first);
+            scanner.feed(second);
+            Case::Line(format!(
+                "{}\t{}\t{}",
+                scanner.complete_bytes(),
+                hex_of(scanner.last_event_id()),
+                optional_hex(scanner.retry())
+            ))
+        }
+        "F" => match f[2].parse::<KeyFormat>() {
+            Ok(format) => Case::Line(hex_of(&retry_policy::idempotency_key_value(
+                format,
+                &text(f[3])?,
+            ))),
+            Err(e) => e.into(),
+        },
         "C2" => classify_v2(f)?,
         "L" => safe_list(f)?,
         "H" => has_key(f)?,
@@ -152,11 +203,20 @@ fn contract_policy() -> RetryPolicy {
         budget_retry_cost: 5,
         budget_timeout_cost: 10,
         budget_success_refund: 1,
+        throttling_statuses: vec![429],
+        throttling_initial_backoff_ms: None,
+        budget_throttling_cost: None,
+        stop_problem_types: vec![
+            retry_policy::PROBLEM_TYPE_QUOTA_EXCEEDED.to_string(),
+            retry_policy::PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED.to_string(),
+        ],
+        retry_problem_types: vec![],
+        idempotency_key_format: KeyFormat::Uuid,
     }
 }
 
-/// The policy keys in the contract's table order (V1).
-const POLICY_KEYS: [&str; 19] = [
+/// The policy keys in the contract's table order (V1), v2's then v3's.
+const POLICY_KEYS: [&str; 25] = [
     "policy.max_retries",
     "policy.initial_backoff_ms",
     "policy.max_backoff_ms",
@@ -176,12 +236,44 @@ const POLICY_KEYS: [&str; 19] = [
     "policy.budget_retry_cost",
     "policy.budget_timeout_cost",
     "policy.budget_success_refund",
+    "policy.throttling_statuses",
+    "policy.throttling_initial_backoff_ms",
+    "policy.budget_throttling_cost",
+    "policy.stop_problem_types",
+    "policy.retry_problem_types",
+    "policy.idempotency_key_format",
 ];
 
-/// The policy of the 19 `P2` fields. Its three names go through the runtime's parsers; the
-/// first failing check in the contract's order (V1 key by key, then V2) is the error, whether
-/// a parser or [`RetryPolicy::validate`] finds it.
-fn policy_v2(p: &[&str]) -> Result<Result<RetryPolicy, InvalidInput>, Failure> {
+/// The policy of the 19 `P2` fields or the 25 `P3` fields (v3's keys at their defaults for
+/// `P2`). Its names go through the runtime's parsers, and a problem type that is not UTF-8
+/// (a Rust `String` cannot hold it) is its key's error; the first failing check in the
+/// contract's order (V1 key by key, then V2) is the error, whether the harness, a parser or
+/// [`RetryPolicy::validate`] finds it.
+fn policy_of(p: &[&str]) -> Result<Result<RetryPolicy, &'static str>, Failure> {
+    let mut conversion = Vec::new();
+    let mut v3 = contract_policy();
+    let mut key_format = Ok(KeyFormat::Uuid);
+    if p.len() == 25 {
+        v3.throttling_statuses = statuses(p[19])?;
+        v3.throttling_initial_backoff_ms = optional_integer(p[20])?;
+        v3.budget_throttling_cost = optional_integer(p[21])?;
+        for (field, key, list) in [
+            (p[22], "policy.stop_problem_types", &mut v3.stop_problem_types),
+            (p[23], "policy.retry_problem_types", &mut v3.retry_problem_types),
+        ] {
+            list.clear();
+            if field == "-" {
+                continue;
+            }
+            for item in field.split(',') {
+                match String::from_utf8(bytes(item)?) {
+                    Ok(t) => list.push(t),
+                    Err(_) => conversion.push(key),
+                }
+            }
+        }
+        key_format = p[24].parse::<KeyFormat>();
+    }
     let jitter = p[4].parse::<Jitter>();
     let over_cap = p[13].parse::<OverCapMode>();
     let unknown = p[14].parse::<UnknownOperationClass>();
@@ -213,16 +305,20 @@ fn policy_v2(p: &[&str]) -> Result<Result<RetryPolicy, InvalidInput>, Failure> {
         budget_retry_cost: integer(p[16])?,
         budget_timeout_cost: integer(p[17])?,
         budget_success_refund: integer(p[18])?,
+        idempotency_key_format: *key_format.as_ref().unwrap_or(&KeyFormat::Uuid),
+        ..v3
     };
     let rank = |key: &str| POLICY_KEYS.iter().position(|k| *k == key);
-    let mut first: Option<(usize, InvalidInput)> = None;
-    for e in [jitter.err(), over_cap.err(), unknown.err()]
+    let mut first: Option<(usize, &'static str)> = None;
+    for key in [jitter.err(), over_cap.err(), unknown.err(), key_format.err()]
         .into_iter()
         .flatten()
+        .map(|e| e.key())
+        .chain(conversion)
     {
-        let r = rank(e.key()).ok_or("a parser's key outside the policy")?;
+        let r = rank(key).ok_or("a parser's key outside the policy")?;
         if first.map_or(true, |(best, _)| r < best) {
-            first = Some((r, e));
+            first = Some((r, key));
         }
     }
     if let Err(e) = policy.validate() {
@@ -235,7 +331,7 @@ fn policy_v2(p: &[&str]) -> Result<Result<RetryPolicy, InvalidInput>, Failure> {
             rank(e.key()).ok_or("validate's key outside the policy")?
         };
         if first.map_or(true, |(best, _)| r < best) {
-            first = Some((r, e));
+            first = Some((r, e.key()));
         }
     }
     Ok(match first {
@@ -245,7 +341,7 @@ fn policy_v2(p: &[&str]) -> Result<Result<RetryPolicy, InvalidInput>, Failure> {
 }
 
 fn decide_v2(f: &[&str]) -> Result<Case, Failure> {
-    let policy = match policy_v2(&f[2..21])? {
+    let policy = match policy_of(&f[2..21])? {
         Ok(policy) => policy,
         Err(e) => return Ok(e.into()),
     };
@@ -281,6 +377,7 @@ fn decide_v2(f: &[&str]) -> Result<Case, Failure> {
         random: double(i[11])?,
         budget_tokens: optional_integer(i[12])?,
         timed_out: flag(i[13])?,
+        ..DecisionInput::new(class, outcome, 0, 0.0)
     };
     Ok(match retry_policy::decide(&policy, &input) {
         Ok(d) => Case::Line(format!(
@@ -293,6 +390,86 @@ fn decide_v2(f: &[&str]) -> Result<Case, Failure> {
         )),
         Err(e) => e.into(),
     })
+}
+
+/// A `D3` line: the 25 `P3` fields, then class has_key has_precondition resumable
+/// has_last_event_id stream_retry problem_type and `D2`'s outcome fields. A `stream_retry` or
+/// `problem_type` that is not UTF-8 (a Rust `&str` cannot hold it) is V8's error, after every
+/// check `decide` makes.
+fn decide_v3(f: &[&str]) -> Result<Case, Failure> {
+    let policy = match policy_of(&f[2..27])? {
+        Ok(policy) => policy,
+        Err(e) => return Ok(e.into()),
+    };
+    let class = match f[27].parse::<ReplayClass>() {
+        Ok(class) => class,
+        Err(e) => return Ok(e.into()),
+    };
+    let retry_after = optional_text(f[36])?;
+    let retry_after_ms = optional_text(f[37])?;
+    let directive = optional_text(f[38])?;
+    let outcome = if f[34] == "status" {
+        Outcome::Status {
+            status: integer(f[35])?,
+            retry_after: retry_after.as_deref(),
+            retry_after_ms: retry_after_ms.as_deref(),
+            directive: directive.as_deref(),
+        }
+    } else {
+        match Outcome::failure(f[34]) {
+            Ok(outcome) => outcome,
+            Err(e) => return Ok(e.into()),
+        }
+    };
+    let mut late = None;
+    let mut scalar = |field: &str, key: &'static str| -> Result<Option<String>, Failure> {
+        if field == "-" {
+            return Ok(None);
+        }
+        Ok(String::from_utf8(bytes(field)?)
+            .map_err(|_| late = late.or(Some(key)))
+            .ok())
+    };
+    let stream_retry = scalar(f[32], "input.stream_retry")?;
+    let problem_type = scalar(f[33], "input.problem_type")?;
+    let input = DecisionInput {
+        class,
+        has_idempotency_key: flag(f[28])?,
+        outcome,
+        retries_used: integer(f[39])?,
+        elapsed_ms: integer(f[40])?,
+        previous_delay_ms: integer(f[41])?,
+        now_ms: integer(f[42])?,
+        random: double(f[43])?,
+        budget_tokens: optional_integer(f[44])?,
+        timed_out: flag(f[45])?,
+        has_precondition: flag(f[29])?,
+        resumable: flag(f[30])?,
+        has_last_event_id: flag(f[31])?,
+        stream_retry: stream_retry.as_deref(),
+        problem_type: problem_type.as_deref(),
+    };
+    Ok(match (retry_policy::decide(&policy, &input), late) {
+        (Err(e), _) => e.into(),
+        (Ok(_), Some(key)) => key.into(),
+        (Ok(d), None) => Case::Line(format!(
+            "{}\t{}\t{}\t{}\t{}\t{}",
+            u8::from(d.retry),
+            d.delay_ms,
+            d.reason.as_str(),
+            d.budget_tokens
+                .map_or_else(|| "-".to_string(), |t| t.to_string()),
+            u8::from(d.throttled),
+            d.server_delay_ms
+                .map_or_else(|| "-".to_string(), |ms| ms.to_string())
+        )),
+    })
+}
+
+/// Decodes a hex field as text, invalid UTF-8 replaced (header names and values: a
+/// replacement character matches what the invalid bytes match, nothing).
+fn lossy(field: &str) -> Result<String, Failure> {
+    Ok(String::from_utf8_lossy(&bytes(field)?).into_owned())
 }
 
 /// A v1 `D` line: a v2 decision with the new keys neutral and no budget.
@@ -363,22 +540,30 @@ fn budget(f: &[&str]) -> Result<Case, Failure> {
         budget_success_refund: integer(f[5])?,
         ..contract_policy()
     };
-    let cell = match RetryBudget::new(&policy) {
+    run_budget(&policy, f[6])
+}
+
+/// Budget events (`r`, `t`, `h`, `a<kind hex>`, `s<released>`) on a [`RetryBudget`] cell.
+fn run_budget(policy: &RetryPolicy, events: &str) -> Result<Case, Failure> {
+    let cell = match RetryBudget::new(policy) {
         Ok(cell) => cell,
         Err(e) => return Ok(e.into()),
     };
     let initial = cell.tokens();
     let mut results = Vec::new();
-    for event in f[6].split(',').filter(|e| !e.is_empty()) {
+    for event in events.split(',').filter(|e| !e.is_empty()) {
         let step = match event.split_at(1) {
-            ("r", "") => cell.try_acquire(&policy, BudgetKind::Retry).map(acquired),
-            ("t", "") => cell.try_acquire(&policy, BudgetKind::Timeout).map(acquired),
+            ("r", "") => cell.try_acquire(policy, BudgetKind::Retry).map(acquired),
+            ("t", "") => cell.try_acquire(policy, BudgetKind::Timeout).map(acquired),
+            ("h", "") => cell
+                .try_acquire(policy, BudgetKind::Throttling)
+                .map(acquired),
             ("a", kind) => text(kind)?
                 .parse::<BudgetKind>()
-                .and_then(|kind| cell.try_acquire(&policy, kind))
+                .and_then(|kind| cell.try_acquire(policy, kind))
                 .map(acquired),
             ("s", released) => cell
-                .record_success(&policy, integer(released)?)
+                .record_success(policy, integer(released)?)
                 .map(|t| format!("s{t}")),
             _ => return Err(format!("bad budget event {event:?}")),
         };
@@ -458,7 +643,7 @@ fn has_key(f: &[&str]) -> Result<Case, Failure> {
     ))
 }
 
-const REASONS: [Reason; 18] = [
+const REASONS: [Reason; 23] = [
     Reason::Aborted,
     Reason::NoRetryOperation,
     Reason::Exhausted,
@@ -477,6 +662,11 @@ const REASONS: [Reason; 18] = [
     Reason::NoServerDelay,
     Reason::BudgetExhausted,
     Reason::CertificateFailure,
+    Reason::StreamResume,
+    Reason::StreamNotResumable,
+    Reason::PreconditionFailedAfterReplay,
+    Reason::ProblemTypeStop,
+    Reason::ProblemTypeRetry,
 ];
 
 /// `E`: the retry event of a granted retry.
@@ -496,6 +686,8 @@ fn event(f: &[&str]) -> Result<Case, Failure> {
         delay_ms: integer(f[6])?,
         reason,
         budget_tokens: None,
+        throttled: false,
+        server_delay_ms: None,
     };
     let e = RetryEvent::new(&method, &c, integer(f[5])?, &decision)
         .ok_or("no event for a granted retry")?;

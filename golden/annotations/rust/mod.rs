@@ -29,19 +29,21 @@ pub const SOURCE_NAME: &str = "annotations.yaml";
 /// Every operation of the API, sorted by path and then method.
 #[rustfmt::skip]
 pub static OPERATIONS: [Operation; 9] = [
-    Operation { method: "POST", route: "/charges", path: "/charges", operation_id: Some("createCharge"), class: ReplayClass::Keyed, idempotency_header: Some("IDEMPOTENCY-KEY") },
-    Operation { method: "GET", route: "/jobs", path: "/jobs", operation_id: Some("listJobs"), class: ReplayClass::NonReplayable, idempotency_header: None },
-    Operation { method: "POST", route: "/jobs", path: "/jobs", operation_id: Some("createJob"), class: ReplayClass::NonReplayable, idempotency_header: None },
-    Operation { method: "QUERY", route: "/jobs", path: "/jobs", operation_id: Some("searchJobs"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "LINK", route: "/jobs/{jobID}", path: "/jobs/{jobID}", operation_id: Some("linkJob"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "POST", route: "/jobs/{jobID}", path: "/jobs/{jobID}", operation_id: Some("runJob"), class: ReplayClass::NonReplayable, idempotency_header: None },
-    Operation { method: "PUT", route: "/jobs/{jobID}", path: "/jobs/{jobID}", operation_id: Some("replaceJob"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "POST", route: "/jobs/{jobID}/cancel", path: "/jobs/{jobID}/cancel", operation_id: Some("cancelJob"), class: ReplayClass::NoRetry, idempotency_header: None },
-    Operation { method: "GET", route: "/jobs/{jobID}/events", path: "/jobs/{jobID}/events", operation_id: Some("watchJob"), class: ReplayClass::Idempotent, idempotency_header: None },
+    Operation { method: "POST", route: "/charges", path: "/charges", operation_id: Some("createCharge"), class: ReplayClass::Keyed, idempotency_header: Some("IDEMPOTENCY-KEY"), streaming: false, resumable: false },
+    Operation { method: "GET", route: "/jobs", path: "/jobs", operation_id: Some("listJobs"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/jobs", path: "/jobs", operation_id: Some("createJob"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "QUERY", route: "/jobs", path: "/jobs", operation_id: Some("searchJobs"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "LINK", route: "/jobs/{jobID}", path: "/jobs/{jobID}", operation_id: Some("linkJob"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/jobs/{jobID}", path: "/jobs/{jobID}", operation_id: Some("runJob"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "PUT", route: "/jobs/{jobID}", path: "/jobs/{jobID}", operation_id: Some("replaceJob"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/jobs/{jobID}/cancel", path: "/jobs/{jobID}/cancel", operation_id: Some("cancelJob"), class: ReplayClass::NoRetry, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/jobs/{jobID}/events", path: "/jobs/{jobID}/events", operation_id: Some("watchJob"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
 ];
 
-/// [`OPERATIONS`] and the matcher [`classify`] walks, built on first use.
-pub static OPERATION_TABLE: OperationTable = OperationTable::new(BASE_PATH, &OPERATIONS);
+/// [`OPERATIONS`] and the matcher [`classify`] walks, built on first use; a request that
+/// matches no operation gets the class the API's policy gives it (its `unknown_operation_class`).
+#[rustfmt::skip]
+pub static OPERATION_TABLE: OperationTable = OperationTable::new(BASE_PATH, &OPERATIONS).with_unknown_operation_class(UnknownOperationClass::MethodDefault);
 
 /// The safe list (contract L1-L2): every `non_replayable` and `keyed` operation as a
 /// [`SafeListEntry`] (method, [`Operation::safe_pattern`], idempotency header), in table order,
@@ -93,5 +95,11 @@ pub fn default_policy() -> RetryPolicy {
         budget_retry_cost: 5,
         budget_timeout_cost: 10,
         budget_success_refund: 1,
+        throttling_statuses: vec![429],
+        throttling_initial_backoff_ms: None,
+        budget_throttling_cost: None,
+        stop_problem_types: vec![PROBLEM_TYPE_QUOTA_EXCEEDED.to_string(), PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED.to_string()],
+        retry_problem_types: vec![],
+        idempotency_key_format: KeyFormat::Uuid,
     }
 }

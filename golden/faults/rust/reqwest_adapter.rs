@@ -1169,6 +1169,13 @@ impl<'m> Run<'m> {
             random: random_unit(),
             budget_tokens: None,
             timed_out: ended.timed_out,
+            // Contract v3's inputs (preconditions, streams, problem types) come with the v3
+            // adapter; until then every request is decided as under v2.
+            has_precondition: false,
+            resumable: false,
+            has_last_event_id: false,
+            stream_retry: None,
+            problem_type: None,
         };
         // The policy was checked once (`ValidPolicy`): only the input is.
         let decision = if budgeted {
@@ -1230,6 +1237,8 @@ impl<'m> Run<'m> {
             delay_ms: 0,
             reason,
             budget_tokens: None,
+            throttled: false,
+            server_delay_ms: None,
         })
     }
 

@@ -35,36 +35,38 @@ pub(crate) const SOURCE_NAME: &str = "sandbox.yaml";
 /// Every operation of the API, sorted by path and then method.
 #[rustfmt::skip]
 pub(crate) static OPERATIONS: [Operation; 26] = [
-    Operation { method: "POST", route: "/admin/teams/{teamID}/api-keys", path: "/admin/teams/{teamID}/api-keys", operation_id: Some("createTeamApiKey"), class: ReplayClass::NonReplayable, idempotency_header: None },
-    Operation { method: "POST", route: "/api-keys", path: "/api-keys", operation_id: Some("createApiKey"), class: ReplayClass::NonReplayable, idempotency_header: None },
-    Operation { method: "POST", route: "/events/webhooks", path: "/events/webhooks", operation_id: Some("createWebhook"), class: ReplayClass::NonReplayable, idempotency_header: None },
-    Operation { method: "GET", route: "/health", path: "/health", operation_id: None, class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "GET", route: "/sandboxes", path: "/sandboxes", operation_id: Some("listSandboxes"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "POST", route: "/sandboxes", path: "/sandboxes", operation_id: Some("createSandbox"), class: ReplayClass::NonReplayable, idempotency_header: None },
-    Operation { method: "GET", route: "/sandboxes/templates", path: "/sandboxes/templates", operation_id: Some("listSandboxTemplates"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "DELETE", route: "/sandboxes/{sandboxID}", path: "/sandboxes/{sandboxID}", operation_id: Some("killSandbox"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "GET", route: "/sandboxes/{sandboxID}", path: "/sandboxes/{sandboxID}", operation_id: Some("getSandbox"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "POST", route: "/sandboxes/{sandboxID}/fork", path: "/sandboxes/{sandboxID}/fork", operation_id: Some("forkSandbox"), class: ReplayClass::NonReplayable, idempotency_header: None },
-    Operation { method: "GET", route: "/sandboxes/{sandboxID}/logs", path: "/sandboxes/{sandboxID}/logs", operation_id: Some("streamSandboxLogs"), class: ReplayClass::NoRetry, idempotency_header: None },
-    Operation { method: "POST", route: "/sandboxes/{sandboxID}/pause", path: "/sandboxes/{sandboxID}/pause", operation_id: Some("pauseSandbox"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "POST", route: "/sandboxes/{sandboxID}/resume", path: "/sandboxes/{sandboxID}/resume", operation_id: Some("resumeSandbox"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "POST", route: "/sandboxes/{sandboxID}/snapshots", path: "/sandboxes/{sandboxID}/snapshots", operation_id: Some("snapshotSandbox"), class: ReplayClass::NonReplayable, idempotency_header: None },
-    Operation { method: "POST", route: "/sandboxes/{sandboxID}/timeout", path: "/sandboxes/{sandboxID}/timeout", operation_id: Some("setSandboxTimeout"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "POST", route: "/secrets", path: "/secrets", operation_id: Some("createSecret"), class: ReplayClass::NonReplayable, idempotency_header: None },
-    Operation { method: "PATCH", route: "/secrets/{secretID}", path: "/secrets/{secretID}", operation_id: Some("updateSecret"), class: ReplayClass::Keyed, idempotency_header: Some("x-idempotency-key") },
-    Operation { method: "DELETE", route: "/templates/{templateID}", path: "/templates/{templateID}", operation_id: Some("deleteTemplate"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "GET", route: "/templates/{templateID}", path: "/templates/{templateID}", operation_id: Some("getTemplate"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "GET", route: "/templates/{templateID}/builds/{buildID}/logs", path: "/templates/{templateID}/builds/{buildID}/logs", operation_id: Some("getTemplateBuildLogs"), class: ReplayClass::NoRetry, idempotency_header: None },
-    Operation { method: "POST", route: "/v2/sandboxes", path: "/v2/sandboxes", operation_id: Some("createSandboxV2"), class: ReplayClass::Keyed, idempotency_header: Some("Idempotency-Key") },
-    Operation { method: "POST", route: "/v3/templates", path: "/v3/templates", operation_id: Some("createTemplate"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "POST", route: "/volumes", path: "/volumes", operation_id: Some("createVolume"), class: ReplayClass::NonReplayable, idempotency_header: None },
-    Operation { method: "DELETE", route: "/volumes/{volumeID}", path: "/volumes/{volumeID}", operation_id: Some("deleteVolume"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "GET", route: "/volumes/{volumeID}/files/archive.tar", path: "/volumes/{volumeID}/files/archive.tar", operation_id: Some("downloadVolumeArchive"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "PUT", route: "/volumes/{volumeID}/files/{name}.{ext}", path: "/volumes/{volumeID}/files/{name}.{ext}", operation_id: Some("uploadVolumeFile"), class: ReplayClass::Idempotent, idempotency_header: None },
+    Operation { method: "POST", route: "/admin/teams/{teamID}/api-keys", path: "/admin/teams/{teamID}/api-keys", operation_id: Some("createTeamApiKey"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/api-keys", path: "/api-keys", operation_id: Some("createApiKey"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/events/webhooks", path: "/events/webhooks", operation_id: Some("createWebhook"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/health", path: "/health", operation_id: None, class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/sandboxes", path: "/sandboxes", operation_id: Some("listSandboxes"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/sandboxes", path: "/sandboxes", operation_id: Some("createSandbox"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/sandboxes/templates", path: "/sandboxes/templates", operation_id: Some("listSandboxTemplates"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "DELETE", route: "/sandboxes/{sandboxID}", path: "/sandboxes/{sandboxID}", operation_id: Some("killSandbox"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/sandboxes/{sandboxID}", path: "/sandboxes/{sandboxID}", operation_id: Some("getSandbox"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/sandboxes/{sandboxID}/fork", path: "/sandboxes/{sandboxID}/fork", operation_id: Some("forkSandbox"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/sandboxes/{sandboxID}/logs", path: "/sandboxes/{sandboxID}/logs", operation_id: Some("streamSandboxLogs"), class: ReplayClass::NoRetry, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/sandboxes/{sandboxID}/pause", path: "/sandboxes/{sandboxID}/pause", operation_id: Some("pauseSandbox"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/sandboxes/{sandboxID}/resume", path: "/sandboxes/{sandboxID}/resume", operation_id: Some("resumeSandbox"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/sandboxes/{sandboxID}/snapshots", path: "/sandboxes/{sandboxID}/snapshots", operation_id: Some("snapshotSandbox"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/sandboxes/{sandboxID}/timeout", path: "/sandboxes/{sandboxID}/timeout", operation_id: Some("setSandboxTimeout"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/secrets", path: "/secrets", operation_id: Some("createSecret"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "PATCH", route: "/secrets/{secretID}", path: "/secrets/{secretID}", operation_id: Some("updateSecret"), class: ReplayClass::Keyed, idempotency_header: Some("x-idempotency-key"), streaming: false, resumable: false },
+    Operation { method: "DELETE", route: "/templates/{templateID}", path: "/templates/{templateID}", operation_id: Some("deleteTemplate"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/templates/{templateID}", path: "/templates/{templateID}", operation_id: Some("getTemplate"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/templates/{templateID}/builds/{buildID}/logs", path: "/templates/{templateID}/builds/{buildID}/logs", operation_id: Some("getTemplateBuildLogs"), class: ReplayClass::NoRetry, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/v2/sandboxes", path: "/v2/sandboxes", operation_id: Some("createSandboxV2"), class: ReplayClass::Keyed, idempotency_header: Some("Idempotency-Key"), streaming: false, resumable: false },
+    Operation { method: "POST", route: "/v3/templates", path: "/v3/templates", operation_id: Some("createTemplate"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/volumes", path: "/volumes", operation_id: Some("createVolume"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "DELETE", route: "/volumes/{volumeID}", path: "/volumes/{volumeID}", operation_id: Some("deleteVolume"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/volumes/{volumeID}/files/archive.tar", path: "/volumes/{volumeID}/files/archive.tar", operation_id: Some("downloadVolumeArchive"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "PUT", route: "/volumes/{volumeID}/files/{name}.{ext}", path: "/volumes/{volumeID}/files/{name}.{ext}", operation_id: Some("uploadVolumeFile"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
 ];
 
-/// [`OPERATIONS`] and the matcher [`classify`] walks, built on first use.
-pub(crate) static OPERATION_TABLE: OperationTable = OperationTable::new(BASE_PATH, &OPERATIONS);
+/// [`OPERATIONS`] and the matcher [`classify`] walks, built on first use; a request that
+/// matches no operation gets the class the API's policy gives it (its `unknown_operation_class`).
+#[rustfmt::skip]
+pub(crate) static OPERATION_TABLE: OperationTable = OperationTable::new(BASE_PATH, &OPERATIONS).with_unknown_operation_class(UnknownOperationClass::MethodDefault);
 
 /// The safe list (contract L1-L2): every `non_replayable` and `keyed` operation as a
 /// [`SafeListEntry`] (method, [`Operation::safe_pattern`], idempotency header), in table order,
@@ -119,6 +121,12 @@ impl Default for RetryPolicy {
             budget_retry_cost: 5,
             budget_timeout_cost: 10,
             budget_success_refund: 1,
+            throttling_statuses: vec![429],
+            throttling_initial_backoff_ms: None,
+            budget_throttling_cost: None,
+            stop_problem_types: vec![PROBLEM_TYPE_QUOTA_EXCEEDED.to_string(), PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED.to_string()],
+            retry_problem_types: vec![],
+            idempotency_key_format: KeyFormat::Uuid,
         }
     }
 }

@@ -29,17 +29,19 @@ pub const SOURCE_NAME: &str = "openapi.yaml";
 /// Every operation of the API, sorted by path and then method.
 #[rustfmt::skip]
 pub static OPERATIONS: [Operation; 7] = [
-    Operation { method: "GET", route: "/buckets", path: "/buckets", operation_id: Some("listBuckets"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "POST", route: "/buckets", path: "/buckets", operation_id: Some("createBucket"), class: ReplayClass::NonReplayable, idempotency_header: None },
-    Operation { method: "DELETE", route: "/buckets/{bucket}", path: "/buckets/{bucket}", operation_id: Some("deleteBucket"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "GET", route: "/buckets/{bucket}", path: "/buckets/{bucket}", operation_id: Some("getBucket"), class: ReplayClass::Idempotent, idempotency_header: None },
-    Operation { method: "GET", route: "/buckets/{bucket}/objects/{key}", path: "/buckets/{bucket}/objects/{key}", operation_id: Some("watchObject"), class: ReplayClass::NoRetry, idempotency_header: None },
-    Operation { method: "POST", route: "/buckets/{bucket}/objects/{key}", path: "/buckets/{bucket}/objects/{key}", operation_id: Some("appendObject"), class: ReplayClass::Keyed, idempotency_header: Some("Idempotency-Key") },
-    Operation { method: "PUT", route: "/buckets/{bucket}/objects/{key}", path: "/buckets/{bucket}/objects/{key}", operation_id: Some("putObject"), class: ReplayClass::Idempotent, idempotency_header: None },
+    Operation { method: "GET", route: "/buckets", path: "/buckets", operation_id: Some("listBuckets"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/buckets", path: "/buckets", operation_id: Some("createBucket"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "DELETE", route: "/buckets/{bucket}", path: "/buckets/{bucket}", operation_id: Some("deleteBucket"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/buckets/{bucket}", path: "/buckets/{bucket}", operation_id: Some("getBucket"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/buckets/{bucket}/objects/{key}", path: "/buckets/{bucket}/objects/{key}", operation_id: Some("watchObject"), class: ReplayClass::NoRetry, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/buckets/{bucket}/objects/{key}", path: "/buckets/{bucket}/objects/{key}", operation_id: Some("appendObject"), class: ReplayClass::Keyed, idempotency_header: Some("Idempotency-Key"), streaming: false, resumable: false },
+    Operation { method: "PUT", route: "/buckets/{bucket}/objects/{key}", path: "/buckets/{bucket}/objects/{key}", operation_id: Some("putObject"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
 ];
 
-/// [`OPERATIONS`] and the matcher [`classify`] walks, built on first use.
-pub static OPERATION_TABLE: OperationTable = OperationTable::new(BASE_PATH, &OPERATIONS);
+/// [`OPERATIONS`] and the matcher [`classify`] walks, built on first use; a request that
+/// matches no operation gets the class the API's policy gives it (its `unknown_operation_class`).
+#[rustfmt::skip]
+pub static OPERATION_TABLE: OperationTable = OperationTable::new(BASE_PATH, &OPERATIONS).with_unknown_operation_class(UnknownOperationClass::MethodDefault);
 
 /// The safe list (contract L1-L2): every `non_replayable` and `keyed` operation as a
 /// [`SafeListEntry`] (method, [`Operation::safe_pattern`], idempotency header), in table order,
@@ -91,5 +93,11 @@ pub fn default_policy() -> RetryPolicy {
         budget_retry_cost: 5,
         budget_timeout_cost: 10,
         budget_success_refund: 1,
+        throttling_statuses: vec![429],
+        throttling_initial_backoff_ms: None,
+        budget_throttling_cost: None,
+        stop_problem_types: vec![PROBLEM_TYPE_QUOTA_EXCEEDED.to_string(), PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED.to_string()],
+        retry_problem_types: vec![],
+        idempotency_key_format: KeyFormat::Uuid,
     }
 }

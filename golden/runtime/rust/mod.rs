@@ -39,6 +39,12 @@ impl Default for RetryPolicy {
             budget_retry_cost: 5,
             budget_timeout_cost: 10,
             budget_success_refund: 1,
+            throttling_statuses: vec![429],
+            throttling_initial_backoff_ms: None,
+            budget_throttling_cost: None,
+            stop_problem_types: vec![PROBLEM_TYPE_QUOTA_EXCEEDED.to_string(), PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED.to_string()],
+            retry_problem_types: vec![],
+            idempotency_key_format: KeyFormat::Uuid,
         }
     }
 }

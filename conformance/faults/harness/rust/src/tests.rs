@@ -1830,10 +1830,11 @@ fn the_retry_future_holds_one_request() {
         std::mem::size_of::<reqwest::Request>(),
     );
     // One request in the future's state: with the toolchain and crates this project pins, the
-    // future is 1208 bytes (debug build); a second `Request` kept across the send (the spare copy
-    // the adapter held before issue 20, 1240 bytes with less state) adds `request`, 264.
+    // future is 1240 bytes (debug build; contract v3's five decision inputs added 32 to issue 20's
+    // 1208); a second `Request` kept across the send adds `request` (264), so half of it is the
+    // margin that still tells the two apart.
     assert!(
-        future < 1240,
+        future < 1240 + request / 2,
         "the retry future is {future} bytes, a request {request}: it holds a second request"
     );
 }

@@ -1,8 +1,9 @@
 //! `decide` and the server delay, against contract sections 3 and 4.
 
 use crate::{
-    decide, server_delay_ms, DecisionInput, Jitter, Outcome, OverCapMode, Reason, ReplayClass,
-    RetryPolicy, UnknownOperationClass,
+    decide, server_delay_ms, DecisionInput, Jitter, KeyFormat, Outcome, OverCapMode, Reason,
+    ReplayClass, RetryPolicy, UnknownOperationClass, PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED,
+    PROBLEM_TYPE_QUOTA_EXCEEDED,
 };
 
 /// The contract's default policy.
@@ -27,6 +28,15 @@ pub(super) fn policy() -> RetryPolicy {
         budget_retry_cost: 5,
         budget_timeout_cost: 10,
         budget_success_refund: 1,
+        throttling_statuses: vec![429],
+        throttling_initial_backoff_ms: None,
+        budget_throttling_cost: None,
+        stop_problem_types: vec![
+            PROBLEM_TYPE_QUOTA_EXCEEDED.to_string(),
+            PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED.to_string(),
+        ],
+        retry_problem_types: vec![],
+        idempotency_key_format: KeyFormat::Uuid,
     }
 }
 

@@ -15,6 +15,8 @@ const fn op(
         operation_id,
         class,
         idempotency_header: None,
+        streaming: false,
+        resumable: false,
     }
 }
 
@@ -40,6 +42,8 @@ pub(super) static OPERATIONS: [Operation; 19] = [
         operation_id: Some("keyed"),
         class: Keyed,
         idempotency_header: Some("Idempotency-Key"),
+        streaming: false,
+        resumable: false,
     },
     op("GET", "/", Some("root"), Idempotent),
     // The same route and method again: the first operation in table order keeps them.

@@ -8,4 +8,5 @@ mod decide;
 mod matcher;
 mod origin;
 mod v2;
+mod v3;
 mod valid;

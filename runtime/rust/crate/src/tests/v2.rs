@@ -526,6 +526,8 @@ fn retry_events() {
         delay_ms: 250,
         reason: Reason::RetryableStatus,
         budget_tokens: None,
+        throttled: false,
+        server_delay_ms: None,
     };
     let c = TABLE.classify("get", "/api/items/7?x");
     let e = RetryEvent::new("get", &c, 0, &decision).unwrap();
@@ -554,6 +556,8 @@ fn retry_events() {
         delay_ms: 0,
         reason: Reason::Exhausted,
         budget_tokens: None,
+        throttled: false,
+        server_delay_ms: None,
     };
     assert!(RetryEvent::new("GET", &c, 0, &stop).is_none());
 }
