@@ -39,7 +39,7 @@ const POLICY: RetryPolicy = {
 const TABLES = retryTables({
   sourceSpec: "fetch-h2-unit.yaml",
   basePath: "/v1",
-  operations: [["POST", "/items", "createItem", "non_replayable", null]],
+  operations: [["POST", "/items", "createItem", "non_replayable", null, null]],
   policy: POLICY,
 });
 

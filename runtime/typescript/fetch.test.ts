@@ -48,12 +48,12 @@ const POLICY: RetryPolicy = {
 };
 
 const ROWS: readonly OperationRow[] = [
-  ["POST", "/items", "createItem", "non_replayable", null],
-  ["DELETE", "/items/{id}", "deleteItem", "idempotent", null],
-  ["GET", "/items/{id}", "getItem", "idempotent", null],
-  ["PUT", "/items/{id}", "putItem", "idempotent", null],
-  ["POST", "/items/{id}/copies", "copyItem", "keyed", "Idempotency-Key"],
-  ["POST", "/items/{id}/run", "runItem", "no_retry", null],
+  ["POST", "/items", "createItem", "non_replayable", null, null],
+  ["DELETE", "/items/{id}", "deleteItem", "idempotent", null, null],
+  ["GET", "/items/{id}", "getItem", "idempotent", null, null],
+  ["PUT", "/items/{id}", "putItem", "idempotent", null, null],
+  ["POST", "/items/{id}/copies", "copyItem", "keyed", "Idempotency-Key", null],
+  ["POST", "/items/{id}/run", "runItem", "no_retry", null, null],
 ];
 
 const TABLES = retryTables({

@@ -41,8 +41,8 @@ test("patterns are compiled when first read, once", async () => {
     sourceSpec: "lazy.yaml",
     basePath: "",
     operations: [
-      ["POST", "/things", "create", "non_replayable", null],
-      ["GET", "/things/{id}.{ext}", "get", "idempotent", null],
+      ["POST", "/things", "create", "non_replayable", null, null],
+      ["GET", "/things/{id}.{ext}", "get", "idempotent", null, null],
     ],
     policy: {
       maxRetries: 3,

@@ -52,25 +52,33 @@ const POLICY: RetryPolicy = {
 };
 
 const ROWS: readonly OperationRow[] = [
-  ["GET", "/", "root", "idempotent", null],
-  ["GET", "/a/b/c", "abc", "idempotent", null],
-  ["GET", "/a/{x}/d", "axd", "idempotent", null],
-  ["GET", "/files/{name}.{ext}", "anyFile", "idempotent", null],
-  ["GET", "/files/{name}.json", "jsonFile", "idempotent", null],
-  ["GET", "/files/v{version}", "version", "idempotent", null],
-  ["GET", "/files/{a}\uFF61x{b}", "halfwidthStop", "idempotent", null],
-  ["GET", "/files/{a}\u{1F600}{b}", "emoji", "idempotent", null],
-  ["GET", "/sandboxes/templates", "templates", "idempotent", null],
-  ["DELETE", "/sandboxes/{id}", "kill", "idempotent", null],
-  ["GET", "/sandboxes/{id}", "get", "idempotent", null],
-  ["POST", "/sandboxes/{id}/fork", "fork", "non_replayable", null],
-  ["GET", "/sandboxes/{other}", "shadowed", "no_retry", null],
-  ["GET", "/space%20d/caf%C3%A9", "encoded", "idempotent", null],
-  ["GET", "/bad%FF/x", "undecodable", "idempotent", null],
-  ["POST", "/tokens#refresh", "refresh", "keyed", "Idempotency-Key", "/tokens"],
-  ["POST", "/tokens?grant=x", "grant", "non_replayable", null, "/tokens"],
-  ["GET", "/trailing/", null, "idempotent", null],
-  ["POST", "/escape/a.b+c*(d)|[e]^$\\", "escape", "non_replayable", null],
+  ["GET", "/", "root", "idempotent", null, null],
+  ["GET", "/a/b/c", "abc", "idempotent", null, null],
+  ["GET", "/a/{x}/d", "axd", "idempotent", null, null],
+  ["GET", "/files/{name}.{ext}", "anyFile", "idempotent", null, null],
+  ["GET", "/files/{name}.json", "jsonFile", "idempotent", null, null],
+  ["GET", "/files/v{version}", "version", "idempotent", null, null],
+  ["GET", "/files/{a}\uFF61x{b}", "halfwidthStop", "idempotent", null, null],
+  ["GET", "/files/{a}\u{1F600}{b}", "emoji", "idempotent", null, null],
+  ["GET", "/sandboxes/templates", "templates", "idempotent", null, null],
+  ["DELETE", "/sandboxes/{id}", "kill", "idempotent", null, null],
+  ["GET", "/sandboxes/{id}", "get", "idempotent", null, null],
+  ["POST", "/sandboxes/{id}/fork", "fork", "non_replayable", null, null],
+  ["GET", "/sandboxes/{other}", "shadowed", "no_retry", null, null],
+  ["GET", "/space%20d/caf%C3%A9", "encoded", "idempotent", null, null],
+  ["GET", "/bad%FF/x", "undecodable", "idempotent", null, null],
+  [
+    "POST",
+    "/tokens#refresh",
+    "refresh",
+    "keyed",
+    "Idempotency-Key",
+    null,
+    "/tokens",
+  ],
+  ["POST", "/tokens?grant=x", "grant", "non_replayable", null, null, "/tokens"],
+  ["GET", "/trailing/", null, "idempotent", null, null],
+  ["POST", "/escape/a.b+c*(d)|[e]^$\\", "escape", "non_replayable", null, null],
 ];
 
 const tables = retryTables({
@@ -96,24 +104,24 @@ test("classify walks the target in place: chains, wide nodes, encoded keys", () 
   // chained single-literal edges, keys holding a decoded `/`, an empty segment.
   const wide: OperationRow[] = [];
   for (let i = 0; i < 40; i++) {
-    wide.push(["GET", `/w${i}/items`, `w${i}`, "idempotent", null]);
+    wide.push(["GET", `/w${i}/items`, `w${i}`, "idempotent", null, null]);
   }
   // The same length, first, middle and last unit: told apart by the full hash.
   for (const key of ["xaab", "xbab"]) {
-    wide.push(["GET", `/${key}/items`, key, "idempotent", null]);
+    wide.push(["GET", `/${key}/items`, key, "idempotent", null, null]);
   }
   const own = retryTables({
     sourceSpec: "",
     basePath: "/api",
     operations: [
       ...wide,
-      ["GET", "/one/two/three", "chain", "idempotent", null],
-      ["GET", "/one/two", "prefix", "idempotent", null],
-      ["GET", "/one/{x}/three", "param", "idempotent", null],
-      ["GET", "/a%2Fb/c", "slash", "idempotent", null],
-      ["GET", "/a/b/c", "plain", "idempotent", null],
-      ["GET", "/e//f", "empty", "idempotent", null],
-      ["POST", "/q/{id}:run", "run", "non_replayable", null],
+      ["GET", "/one/two/three", "chain", "idempotent", null, null],
+      ["GET", "/one/two", "prefix", "idempotent", null, null],
+      ["GET", "/one/{x}/three", "param", "idempotent", null, null],
+      ["GET", "/a%2Fb/c", "slash", "idempotent", null, null],
+      ["GET", "/a/b/c", "plain", "idempotent", null, null],
+      ["GET", "/e//f", "empty", "idempotent", null, null],
+      ["POST", "/q/{id}:run", "run", "non_replayable", null, null],
     ],
     policy: POLICY,
   });
@@ -216,6 +224,8 @@ test("methods are ASCII upper-cased; unknown ones get the method default", () =>
   assert.deepEqual(tables.classify("put", "/nowhere"), {
     operation: null,
     replayClass: "idempotent",
+    streaming: false,
+    resumable: false,
   });
   assert.equal(
     tables.classify("POST", "/nowhere").replayClass,

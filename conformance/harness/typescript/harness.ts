@@ -1,13 +1,15 @@
 // Conformance harness for the TypeScript module: reads a case file (conformance/README.md) and
 // prints one result line per case. Compiled by `cargo xtask` next to the generated index.ts and
 // runtime.ts. It reads the contract v2 lines (D, C, I, D2, K, C2, L, H, E, T2, O) and N, answered
-// from the safe list's entries without an idempotency header (v1's non_replayable list); the v1
-// table dump T is retired (its v2 form is T2). A RetryInputError prints `X name key`.
+// from the safe list's entries without an idempotency header (v1's non_replayable list), and the
+// contract v3 draft's lines (D3, K3, HP, Q, SE, F: conformance/README.md, "Contract v3 lines");
+// the v1 table dump T is retired (its v2 form is T2). A RetryInputError prints `X name key`.
 
 import { readFileSync } from "node:fs";
 import {
   BASE_PATH,
   DEFAULT_RETRY_POLICY,
+  EventStreamScanner,
   NON_REPLAYABLE_OPERATIONS,
   OPERATIONS,
   RetryBudget,
@@ -17,9 +19,12 @@ import {
   classify,
   decide,
   hasIdempotencyKey,
+  hasPrecondition,
+  idempotencyKeyValue,
   inScope,
   operationById,
   parseBudgetKind,
+  problemTypeOf,
   retryEvent,
 } from "./index.js";
 import type {
@@ -27,6 +32,7 @@ import type {
   Classification,
   DecisionInput,
   DecisionReason,
+  IdempotencyKeyFormat,
   Jitter,
   Outcome,
   OverCapMode,
@@ -340,6 +346,87 @@ function decide2Line(f: readonly string[]): string {
   ].join("\t");
 }
 
+/**
+ * The 25 P3 fields: P2's, then contract v3's six keys; strings go to the
+ * runtime as they are (lone surrogates included), for it to check.
+ */
+function policy3(f: readonly string[]): RetryPolicy {
+  if (f.length !== 25) {
+    throw new Malformed(`P3 has ${f.length} fields, expected 25`);
+  }
+  const list = (text: string): string[] =>
+    text === "-" ? [] : text.split(",").map(wtf8);
+  return {
+    ...policy2(f.slice(0, 19)),
+    throttlingStatuses: statuses(field(f, 19)),
+    throttlingInitialBackoffMs: optionalInteger(field(f, 20)),
+    budgetThrottlingCost: optionalInteger(field(f, 21)),
+    stopProblemTypes: list(field(f, 22)),
+    retryProblemTypes: list(field(f, 23)),
+    idempotencyKeyFormat: field(f, 24) as IdempotencyKeyFormat,
+  };
+}
+
+function optionalWtf8(text: string): string | null {
+  return text === "-" ? null : wtf8(text);
+}
+
+/**
+ * A D3 line: P3, then class has_key has_precondition resumable
+ * has_last_event_id stream_retry problem_type and D2's outcome fields.
+ */
+function decide3Line(f: readonly string[]): string {
+  expectFields(f, 46);
+  const policy = policy3(f.slice(2, 27));
+  const kind = field(f, 34);
+  const outcome: Outcome =
+    kind === "status"
+      ? {
+          kind,
+          status: integer(field(f, 35)),
+          retryAfter: optionalHex(field(f, 36)),
+          retryAfterMs: optionalHex(field(f, 37)),
+          directive: optionalHex(field(f, 38)),
+        }
+      : ({ kind } as Outcome);
+  const input: DecisionInput = {
+    replayClass: field(f, 27) as ReplayClass,
+    hasIdempotencyKey: flag(field(f, 28)),
+    hasPrecondition: flag(field(f, 29)),
+    resumable: flag(field(f, 30)),
+    hasLastEventId: flag(field(f, 31)),
+    streamRetry: optionalWtf8(field(f, 32)),
+    problemType: optionalWtf8(field(f, 33)),
+    outcome,
+    retriesUsed: integer(field(f, 39)),
+    elapsedMs: integer(field(f, 40)),
+    previousDelayMs: integer(field(f, 41)),
+    nowMs: integer(field(f, 42)),
+    random: double(field(f, 43)),
+    budgetTokens: optionalInteger(field(f, 44)),
+    timedOut: flag(field(f, 45)),
+  };
+  const d = decide(policy, input);
+  return [
+    "D3",
+    field(f, 1),
+    d.retry ? "1" : "0",
+    String(d.delayMs),
+    d.reason,
+    d.budgetTokens === null ? "-" : String(d.budgetTokens),
+    d.throttled ? "1" : "0",
+    d.serverDelayMs === null ? "-" : String(d.serverDelayMs),
+  ].join("\t");
+}
+
+/** The bytes of a hex field, as they are (not necessarily UTF-8). */
+function bytes(text: string): Uint8Array {
+  if (!/^(?:[0-9a-f]{2})*$/.test(text)) {
+    throw new Malformed(`bad hex field ${JSON.stringify(text)}`);
+  }
+  return new Uint8Array(Buffer.from(text, "hex"));
+}
+
 function budgetLine(f: readonly string[]): string {
   expectFields(f, 7);
   const budget = new RetryBudget({
@@ -349,16 +436,38 @@ function budgetLine(f: readonly string[]): string {
     budgetTimeoutCost: integer(field(f, 4)),
     budgetSuccessRefund: integer(field(f, 5)),
   });
+  return runBudget("K", field(f, 1), budget, field(f, 6));
+}
+
+/** A K3 line: the whole policy, and the event `h`, a throttled retry. */
+function budget3Line(f: readonly string[]): string {
+  expectFields(f, 28);
+  const budget = new RetryBudget(policy3(f.slice(2, 27)));
+  return runBudget("K3", field(f, 1), budget, field(f, 27));
+}
+
+function runBudget(
+  line: "K" | "K3",
+  name: string,
+  budget: RetryBudget,
+  events: string,
+): string {
   const initial = budget.tokens;
   const results: string[] = [];
-  const events = field(f, 6);
   for (const event of events === "" ? [] : events.split(",")) {
-    if (event === "r" || event === "t" || event.startsWith("a")) {
+    if (
+      event === "r" ||
+      event === "t" ||
+      (event === "h" && line === "K3") ||
+      event.startsWith("a")
+    ) {
       let kind: BudgetKind;
       if (event === "r") {
         kind = "retry";
       } else if (event === "t") {
         kind = "timeout";
+      } else if (event === "h") {
+        kind = "throttling";
       } else {
         kind = parseBudgetKind(unhex(event.slice(1)));
       }
@@ -371,7 +480,7 @@ function budgetLine(f: readonly string[]): string {
       throw new Malformed(`bad budget event ${JSON.stringify(event)}`);
     }
   }
-  return ["K", field(f, 1), String(initial), results.join(",")].join("\t");
+  return [line, name, String(initial), results.join(",")].join("\t");
 }
 
 function classifierOf(base: string, unknown: string) {
@@ -470,6 +579,56 @@ function runCase(f: readonly string[]): string[] {
       return [decide2Line(f)];
     case "K":
       return [budgetLine(f)];
+    case "D3":
+      return [decide3Line(f)];
+    case "K3":
+      return [budget3Line(f)];
+    case "HP": {
+      if (f.length < 2 || f.length % 2 !== 0) {
+        throw new Malformed("HP line needs name/value pairs");
+      }
+      const headers: [string, string][] = [];
+      for (let i = 2; i < f.length; i += 2) {
+        headers.push([wtf8(field(f, i)), wtf8(field(f, i + 1))]);
+      }
+      const hit = hasPrecondition(headers);
+      return [["HP", field(f, 1), hit ? "1" : "0"].join("\t")];
+    }
+    case "Q": {
+      expectFields(f, 5);
+      const type = problemTypeOf(
+        optionalWtf8(field(f, 2)),
+        bytes(field(f, 4)),
+        flag(field(f, 3)),
+      );
+      return [["Q", field(f, 1), optionalToHex(type)].join("\t")];
+    }
+    case "SE": {
+      // Fed in two pieces, so that a line or a CRLF cut between reads counts.
+      expectFields(f, 3);
+      const data = bytes(field(f, 2));
+      const scanner = new EventStreamScanner();
+      const half = Math.floor(data.length / 2);
+      scanner.feed(data.subarray(0, half));
+      scanner.feed(data.subarray(half));
+      return [
+        [
+          "SE",
+          field(f, 1),
+          String(scanner.completeBytes),
+          hex(scanner.lastEventId),
+          optionalToHex(scanner.retry),
+        ].join("\t"),
+      ];
+    }
+    case "F": {
+      expectFields(f, 4);
+      const value = idempotencyKeyValue(
+        field(f, 2) as IdempotencyKeyFormat,
+        unhex(field(f, 3)),
+      );
+      return [["F", field(f, 1), hex(value)].join("\t")];
+    }
     case "C": {
       expectFields(f, 4);
       const result = classify(unhex(field(f, 2)), unhex(field(f, 3)));
@@ -532,6 +691,8 @@ function runCase(f: readonly string[]): string[] {
         delayMs: integer(field(f, 6)),
         reason: field(f, 7) as DecisionReason,
         budgetTokens: null,
+        throttled: false,
+        serverDelayMs: null,
       });
       return [
         [

@@ -15,6 +15,10 @@ import type {
 } from "../../runtime/typescript/runtime.js";
 
 export {
+  EventStreamScanner,
+  PROBLEM_BODY_MAX_BYTES,
+  PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED,
+  PROBLEM_TYPE_QUOTA_EXCEEDED,
   RetryBudget,
   RetryInputError,
   budgetNew,
@@ -24,13 +28,17 @@ export {
   decide,
   frozenPolicy,
   hasIdempotencyKey,
+  hasPrecondition,
+  idempotencyKeyValue,
   inScope,
   parseBudgetKind,
   parseFailure,
+  parseIdempotencyKeyFormat,
   parseJitter,
   parseOverCapMode,
   parseReplayClass,
   parseUnknownOperationClass,
+  problemTypeOf,
   retryEvent,
   serverDelayMs,
 } from "../../runtime/typescript/runtime.js";
@@ -42,6 +50,7 @@ export type {
   DecisionInput,
   DecisionReason,
   Failure,
+  IdempotencyKeyFormat,
   Jitter,
   Operation,
   Outcome,
@@ -50,6 +59,7 @@ export type {
   RetryEvent,
   RetryPolicy,
   SafeListEntry,
+  StreamAttribute,
   UnknownOperationClass,
 } from "../../runtime/typescript/runtime.js";
 export {
@@ -83,19 +93,19 @@ export const SOURCE_SPEC: string = "annotations.yaml";
 // prettier-ignore
 export const BASE_PATH: string = "/api";
 
-// [method, path, operationId, replayClass, idempotencyHeader, route when not the path], sorted by
-// path, then method.
+// [method, path, operationId, replayClass, idempotencyHeader, stream ("resumable", "streaming" or
+// null), route when not the path], sorted by path, then method.
 // prettier-ignore
 const ROWS: readonly OperationRow[] = [
-  ["POST", "/charges", "createCharge", "keyed", "IDEMPOTENCY-KEY"],
-  ["GET", "/jobs", "listJobs", "non_replayable", null],
-  ["POST", "/jobs", "createJob", "non_replayable", null],
-  ["QUERY", "/jobs", "searchJobs", "idempotent", null],
-  ["LINK", "/jobs/{jobID}", "linkJob", "idempotent", null],
-  ["POST", "/jobs/{jobID}", "runJob", "non_replayable", null],
-  ["PUT", "/jobs/{jobID}", "replaceJob", "idempotent", null],
-  ["POST", "/jobs/{jobID}/cancel", "cancelJob", "no_retry", null],
-  ["GET", "/jobs/{jobID}/events", "watchJob", "idempotent", null],
+  ["POST", "/charges", "createCharge", "keyed", "IDEMPOTENCY-KEY", null],
+  ["GET", "/jobs", "listJobs", "non_replayable", null, null],
+  ["POST", "/jobs", "createJob", "non_replayable", null, null],
+  ["QUERY", "/jobs", "searchJobs", "idempotent", null, null],
+  ["LINK", "/jobs/{jobID}", "linkJob", "idempotent", null, null],
+  ["POST", "/jobs/{jobID}", "runJob", "non_replayable", null, null],
+  ["PUT", "/jobs/{jobID}", "replaceJob", "idempotent", null, null],
+  ["POST", "/jobs/{jobID}/cancel", "cancelJob", "no_retry", null, null],
+  ["GET", "/jobs/{jobID}/events", "watchJob", "idempotent", null, null],
 ];
 
 // prettier-ignore
@@ -119,6 +129,12 @@ const POLICY: RetryPolicy = {
   budgetRetryCost: 5,
   budgetTimeoutCost: 10,
   budgetSuccessRefund: 1,
+  throttlingStatuses: [429],
+  throttlingInitialBackoffMs: null,
+  budgetThrottlingCost: null,
+  stopProblemTypes: ["https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"],
+  retryProblemTypes: [],
+  idempotencyKeyFormat: "uuid",
 };
 
 const TABLES: RetryTables = retryTables({
@@ -152,7 +168,8 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = TABLES.defaultPolicy;
  * Finds the operation a request calls and its replay class (contract section
  * 2), with the spec's base path. `method` may be in any case; `target` is the
  * request target as sent: a path with or without the base path, query string
- * and fragment, or a full URL.
+ * and fragment, or a full URL. A request no operation matches gets the
+ * policy's `unknownOperationClass` (contract v3, C3).
  */
 export function classify(method: string, target: string): Classification {
   return TABLES.classify(method, target);
@@ -161,11 +178,12 @@ export function classify(method: string, target: string): Classification {
 /**
  * A classifier for the base path or base URL the SDK configures
  * (`"/proxy/v1"`, `"https://gw.example/proxy/v1/"`; `null`: the spec's), and
- * the class of requests no operation matches. Create one per client.
+ * the class of requests no operation matches (by default the policy's, as for
+ * `classify`). Create one per client.
  */
 export function classifier(
   base: string | null = null,
-  unknownOperationClass: UnknownOperationClass = "method_default",
+  unknownOperationClass: UnknownOperationClass = DEFAULT_RETRY_POLICY.unknownOperationClass,
 ): Classifier {
   return TABLES.classifier(base, unknownOperationClass);
 }

@@ -392,7 +392,12 @@ export function retryingFetch<F extends FetchLike>(
       // A method or URL that is not Unicode (a lone surrogate: contract C4) cannot be classified,
       // yet fetch sends it (its URL parser writes U+FFFD). It goes as an unknown request that
       // may not be replayed: no key, no retry unless it provably never left.
-      classified = { operation: null, replayClass: "non_replayable" };
+      classified = {
+        operation: null,
+        replayClass: "non_replayable",
+        streaming: false,
+        resumable: false,
+      };
     }
     const { operation, replayClass } = classified;
 
@@ -681,6 +686,8 @@ const NOT_RETRYABLE: Decision = Object.freeze({
   delayMs: 0,
   reason: "status_not_retryable",
   budgetTokens: null,
+  throttled: false,
+  serverDelayMs: null,
 });
 
 /**
@@ -1424,6 +1431,7 @@ const FAILURE_OUTCOMES: Readonly<Record<Failure, Outcome>> = Object.freeze({
   transport: Object.freeze({ kind: "transport" }),
   aborted: Object.freeze({ kind: "aborted" }),
   certificate: Object.freeze({ kind: "certificate" }),
+  dropped: Object.freeze({ kind: "dropped" }),
 });
 
 /**

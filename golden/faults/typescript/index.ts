@@ -15,6 +15,10 @@ import type {
 } from "./runtime.js";
 
 export {
+  EventStreamScanner,
+  PROBLEM_BODY_MAX_BYTES,
+  PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED,
+  PROBLEM_TYPE_QUOTA_EXCEEDED,
   RetryBudget,
   RetryInputError,
   budgetNew,
@@ -24,13 +28,17 @@ export {
   decide,
   frozenPolicy,
   hasIdempotencyKey,
+  hasPrecondition,
+  idempotencyKeyValue,
   inScope,
   parseBudgetKind,
   parseFailure,
+  parseIdempotencyKeyFormat,
   parseJitter,
   parseOverCapMode,
   parseReplayClass,
   parseUnknownOperationClass,
+  problemTypeOf,
   retryEvent,
   serverDelayMs,
 } from "./runtime.js";
@@ -42,6 +50,7 @@ export type {
   DecisionInput,
   DecisionReason,
   Failure,
+  IdempotencyKeyFormat,
   Jitter,
   Operation,
   Outcome,
@@ -50,6 +59,7 @@ export type {
   RetryEvent,
   RetryPolicy,
   SafeListEntry,
+  StreamAttribute,
   UnknownOperationClass,
 } from "./runtime.js";
 export {
@@ -83,18 +93,18 @@ export const SOURCE_SPEC: string = "spec.yaml";
 // prettier-ignore
 export const BASE_PATH: string = "/v1";
 
-// [method, path, operationId, replayClass, idempotencyHeader, route when not the path], sorted by
-// path, then method.
+// [method, path, operationId, replayClass, idempotencyHeader, stream ("resumable", "streaming" or
+// null), route when not the path], sorted by path, then method.
 // prettier-ignore
 const ROWS: readonly OperationRow[] = [
-  ["GET", "/health", "health", "idempotent", null],
-  ["POST", "/sandboxes", "createSandbox", "non_replayable", null],
-  ["DELETE", "/sandboxes/{sandboxID}", "killSandbox", "idempotent", null],
-  ["GET", "/sandboxes/{sandboxID}", "getSandbox", "idempotent", null],
-  ["PUT", "/sandboxes/{sandboxID}", "replaceSandbox", "idempotent", null],
-  ["POST", "/sandboxes/{sandboxID}/exec", "execCommand", "no_retry", null],
-  ["GET", "/sandboxes/{sandboxID}/logs", "streamLogs", "no_retry", null],
-  ["POST", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", "keyed", "Idempotency-Key"],
+  ["GET", "/health", "health", "idempotent", null, null],
+  ["POST", "/sandboxes", "createSandbox", "non_replayable", null, null],
+  ["DELETE", "/sandboxes/{sandboxID}", "killSandbox", "idempotent", null, null],
+  ["GET", "/sandboxes/{sandboxID}", "getSandbox", "idempotent", null, null],
+  ["PUT", "/sandboxes/{sandboxID}", "replaceSandbox", "idempotent", null, null],
+  ["POST", "/sandboxes/{sandboxID}/exec", "execCommand", "no_retry", null, null],
+  ["GET", "/sandboxes/{sandboxID}/logs", "streamLogs", "no_retry", null, null],
+  ["POST", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", "keyed", "Idempotency-Key", null],
 ];
 
 // prettier-ignore
@@ -118,6 +128,12 @@ const POLICY: RetryPolicy = {
   budgetRetryCost: 5,
   budgetTimeoutCost: 10,
   budgetSuccessRefund: 1,
+  throttlingStatuses: [429],
+  throttlingInitialBackoffMs: null,
+  budgetThrottlingCost: null,
+  stopProblemTypes: ["https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"],
+  retryProblemTypes: [],
+  idempotencyKeyFormat: "uuid",
 };
 
 const TABLES: RetryTables = retryTables({
@@ -151,7 +167,8 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = TABLES.defaultPolicy;
  * Finds the operation a request calls and its replay class (contract section
  * 2), with the spec's base path. `method` may be in any case; `target` is the
  * request target as sent: a path with or without the base path, query string
- * and fragment, or a full URL.
+ * and fragment, or a full URL. A request no operation matches gets the
+ * policy's `unknownOperationClass` (contract v3, C3).
  */
 export function classify(method: string, target: string): Classification {
   return TABLES.classify(method, target);
@@ -160,11 +177,12 @@ export function classify(method: string, target: string): Classification {
 /**
  * A classifier for the base path or base URL the SDK configures
  * (`"/proxy/v1"`, `"https://gw.example/proxy/v1/"`; `null`: the spec's), and
- * the class of requests no operation matches. Create one per client.
+ * the class of requests no operation matches (by default the policy's, as for
+ * `classify`). Create one per client.
  */
 export function classifier(
   base: string | null = null,
-  unknownOperationClass: UnknownOperationClass = "method_default",
+  unknownOperationClass: UnknownOperationClass = DEFAULT_RETRY_POLICY.unknownOperationClass,
 ): Classifier {
   return TABLES.classifier(base, unknownOperationClass);
 }

@@ -15,6 +15,10 @@ import type {
 } from "../../runtime/typescript/runtime.js";
 
 export {
+  EventStreamScanner,
+  PROBLEM_BODY_MAX_BYTES,
+  PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED,
+  PROBLEM_TYPE_QUOTA_EXCEEDED,
   RetryBudget,
   RetryInputError,
   budgetNew,
@@ -24,13 +28,17 @@ export {
   decide,
   frozenPolicy,
   hasIdempotencyKey,
+  hasPrecondition,
+  idempotencyKeyValue,
   inScope,
   parseBudgetKind,
   parseFailure,
+  parseIdempotencyKeyFormat,
   parseJitter,
   parseOverCapMode,
   parseReplayClass,
   parseUnknownOperationClass,
+  problemTypeOf,
   retryEvent,
   serverDelayMs,
 } from "../../runtime/typescript/runtime.js";
@@ -42,6 +50,7 @@ export type {
   DecisionInput,
   DecisionReason,
   Failure,
+  IdempotencyKeyFormat,
   Jitter,
   Operation,
   Outcome,
@@ -50,6 +59,7 @@ export type {
   RetryEvent,
   RetryPolicy,
   SafeListEntry,
+  StreamAttribute,
   UnknownOperationClass,
 } from "../../runtime/typescript/runtime.js";
 export {
@@ -83,24 +93,24 @@ export const SOURCE_SPEC: string = "hostile.yaml";
 // prettier-ignore
 export const BASE_PATH: string = "/b\"a's\\e%20x";
 
-// [method, path, operationId, replayClass, idempotencyHeader, route when not the path], sorted by
-// path, then method.
+// [method, path, operationId, replayClass, idempotencyHeader, stream ("resumable", "streaming" or
+// null), route when not the path], sorted by path, then method.
 // prettier-ignore
 const ROWS: readonly OperationRow[] = [
-  ["PUT", "/back\\slash\\u0041\\n/{x}", "back\\slash\\x41\\0", "idempotent", null],
-  ["POST", "/bidi/\u202E\u2066\u200F/{id}", "bidi\u202Eevil\u2066\u2069\u200B\uFEFF", "keyed", "Idempotency-Key"],
-  ["DELETE", "/comment*/end/*start//line#hash", "*/ /* // # -- <!-- -->", "idempotent", null, "/comment*/end/*start//line"],
-  ["GET", "/dollar/${interp}/$x/%{ruby}/{jinja}", "${process.exit(1)}$x#{1}{{ 7*7 }}{% raw %}%s%d%n", "idempotent", null],
-  ["GET", "/lines/a\nb\rc\td", "new\nline\r\ncarriage\ttab\u0000nul\u0007bell\u001Besc\u007Fdel", "idempotent", null],
-  ["GET", "/nul/a\u00000b", "nul\u00007", "idempotent", null],
-  ["GET", "/percent/%41%zz%/{p}", "percent%41%%s", "idempotent", null],
-  ["GET", "/q\"uote/{id}", "double\"quote", "idempotent", null],
-  ["PATCH", "/regex/.+*^$|()[]\\d/{n}.{ext}", "regex.+*?^$|()[]{}\\d", "non_replayable", null],
-  ["POST", "/s'ingle/`back`tick", "single'quote`tick", "non_replayable", null],
-  ["GET", "/separators/\u2028/\u2029/\u0085", "ls\u2028ps\u2029nel\u0085", "idempotent", null],
-  ["POST", "/triple/\"\"\"/'''", "\"\"\" ''' @\"verbatim\" r\"raw\" `raw`", "non_replayable", null],
-  ["GET", "/unicode/caf\u00E9/\uD83D\uDE00/\u4E2D\u6587", "emoji\uD83D\uDE00\uD83D\uDC4Dcaf\u00E9\u4E2D", "idempotent", null],
-  ["POST", "/whitespace/ideographic\u3000nbsp\u00A0/trailing ", "whitespace\u3000\u00A0 ", "non_replayable", null],
+  ["PUT", "/back\\slash\\u0041\\n/{x}", "back\\slash\\x41\\0", "idempotent", null, null],
+  ["POST", "/bidi/\u202E\u2066\u200F/{id}", "bidi\u202Eevil\u2066\u2069\u200B\uFEFF", "keyed", "Idempotency-Key", null],
+  ["DELETE", "/comment*/end/*start//line#hash", "*/ /* // # -- <!-- -->", "idempotent", null, null, "/comment*/end/*start//line"],
+  ["GET", "/dollar/${interp}/$x/%{ruby}/{jinja}", "${process.exit(1)}$x#{1}{{ 7*7 }}{% raw %}%s%d%n", "idempotent", null, null],
+  ["GET", "/lines/a\nb\rc\td", "new\nline\r\ncarriage\ttab\u0000nul\u0007bell\u001Besc\u007Fdel", "idempotent", null, null],
+  ["GET", "/nul/a\u00000b", "nul\u00007", "idempotent", null, null],
+  ["GET", "/percent/%41%zz%/{p}", "percent%41%%s", "idempotent", null, null],
+  ["GET", "/q\"uote/{id}", "double\"quote", "idempotent", null, null],
+  ["PATCH", "/regex/.+*^$|()[]\\d/{n}.{ext}", "regex.+*?^$|()[]{}\\d", "non_replayable", null, null],
+  ["POST", "/s'ingle/`back`tick", "single'quote`tick", "non_replayable", null, null],
+  ["GET", "/separators/\u2028/\u2029/\u0085", "ls\u2028ps\u2029nel\u0085", "idempotent", null, null],
+  ["POST", "/triple/\"\"\"/'''", "\"\"\" ''' @\"verbatim\" r\"raw\" `raw`", "non_replayable", null, null],
+  ["GET", "/unicode/caf\u00E9/\uD83D\uDE00/\u4E2D\u6587", "emoji\uD83D\uDE00\uD83D\uDC4Dcaf\u00E9\u4E2D", "idempotent", null, null],
+  ["POST", "/whitespace/ideographic\u3000nbsp\u00A0/trailing ", "whitespace\u3000\u00A0 ", "non_replayable", null, null],
 ];
 
 // prettier-ignore
@@ -124,6 +134,12 @@ const POLICY: RetryPolicy = {
   budgetRetryCost: 5,
   budgetTimeoutCost: 10,
   budgetSuccessRefund: 1,
+  throttlingStatuses: [429],
+  throttlingInitialBackoffMs: null,
+  budgetThrottlingCost: null,
+  stopProblemTypes: ["https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"],
+  retryProblemTypes: [],
+  idempotencyKeyFormat: "uuid",
 };
 
 const TABLES: RetryTables = retryTables({
@@ -157,7 +173,8 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = TABLES.defaultPolicy;
  * Finds the operation a request calls and its replay class (contract section
  * 2), with the spec's base path. `method` may be in any case; `target` is the
  * request target as sent: a path with or without the base path, query string
- * and fragment, or a full URL.
+ * and fragment, or a full URL. A request no operation matches gets the
+ * policy's `unknownOperationClass` (contract v3, C3).
  */
 export function classify(method: string, target: string): Classification {
   return TABLES.classify(method, target);
@@ -166,11 +183,12 @@ export function classify(method: string, target: string): Classification {
 /**
  * A classifier for the base path or base URL the SDK configures
  * (`"/proxy/v1"`, `"https://gw.example/proxy/v1/"`; `null`: the spec's), and
- * the class of requests no operation matches. Create one per client.
+ * the class of requests no operation matches (by default the policy's, as for
+ * `classify`). Create one per client.
  */
 export function classifier(
   base: string | null = null,
-  unknownOperationClass: UnknownOperationClass = "method_default",
+  unknownOperationClass: UnknownOperationClass = DEFAULT_RETRY_POLICY.unknownOperationClass,
 ): Classifier {
   return TABLES.classifier(base, unknownOperationClass);
 }

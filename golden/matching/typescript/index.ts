@@ -15,6 +15,10 @@ import type {
 } from "../../runtime/typescript/runtime.js";
 
 export {
+  EventStreamScanner,
+  PROBLEM_BODY_MAX_BYTES,
+  PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED,
+  PROBLEM_TYPE_QUOTA_EXCEEDED,
   RetryBudget,
   RetryInputError,
   budgetNew,
@@ -24,13 +28,17 @@ export {
   decide,
   frozenPolicy,
   hasIdempotencyKey,
+  hasPrecondition,
+  idempotencyKeyValue,
   inScope,
   parseBudgetKind,
   parseFailure,
+  parseIdempotencyKeyFormat,
   parseJitter,
   parseOverCapMode,
   parseReplayClass,
   parseUnknownOperationClass,
+  problemTypeOf,
   retryEvent,
   serverDelayMs,
 } from "../../runtime/typescript/runtime.js";
@@ -42,6 +50,7 @@ export type {
   DecisionInput,
   DecisionReason,
   Failure,
+  IdempotencyKeyFormat,
   Jitter,
   Operation,
   Outcome,
@@ -50,6 +59,7 @@ export type {
   RetryEvent,
   RetryPolicy,
   SafeListEntry,
+  StreamAttribute,
   UnknownOperationClass,
 } from "../../runtime/typescript/runtime.js";
 export {
@@ -83,54 +93,54 @@ export const SOURCE_SPEC: string = "matching.yaml";
 // prettier-ignore
 export const BASE_PATH: string = "/base/v2";
 
-// [method, path, operationId, replayClass, idempotencyHeader, route when not the path], sorted by
-// path, then method.
+// [method, path, operationId, replayClass, idempotencyHeader, stream ("resumable", "streaming" or
+// null), route when not the path], sorted by path, then method.
 // prettier-ignore
 const ROWS: readonly OperationRow[] = [
-  ["GET", "/", "getRoot", "idempotent", null],
-  ["POST", "/", "postRoot", "non_replayable", null],
-  ["GET", "/a/b/c", "getABC", "idempotent", null],
-  ["GET", "/a/{x}", "getAX", "idempotent", null],
-  ["GET", "/a/{x}/d", "getAXD", "idempotent", null],
-  ["POST", "/a/{x}/d", "postAXD", "idempotent", null],
-  ["GET", "/abc", "getAbc", "idempotent", null],
-  ["GET", "/api/v1/status", "getV1Status", "idempotent", null],
-  ["GET", "/api/v{version}/status", "getVersionStatus", "idempotent", null],
-  ["GET", "/api/{anything}/health", "getAnyHealth", "idempotent", null],
-  ["GET", "/api/{anything}/status", "getAnyStatus", "idempotent", null],
-  ["POST", "/api/{anything}/status", "postAnyStatus", "idempotent", null],
-  ["GET", "/base/v2/nested", "getNested", "idempotent", null],
-  ["GET", "/caf%C3%A9/menu", "getCafeMenu", "idempotent", null],
-  ["GET", "/caf\u00E9", "getCafe", "idempotent", null],
-  ["POST", "/caf\u00E9/orders/{name}.{ext}", "createCafeOrder", "non_replayable", null],
-  ["POST", "/calc/1+1", "postCalc", "non_replayable", null],
-  ["GET", "/deep/l1/l2/l3", "getDeepLiteral", "idempotent", null],
-  ["GET", "/deep/l1/{p2}/tail", "getDeepTail", "idempotent", null],
-  ["GET", "/deep/{p1}/l2/l3/more", "getDeepMore", "idempotent", null],
-  ["GET", "/events", "streamEvents", "no_retry", null],
-  ["DELETE", "/events/{eventID}", "deleteEvent", "no_retry", null],
-  ["GET", "/events/{eventID}", "getEvent", "no_retry", null],
-  ["GET", "/files", "listFiles", "idempotent", null],
-  ["POST", "/files", "createFile", "keyed", "Idempotency-Key"],
-  ["GET", "/files/a%20b", "getSpaced", "idempotent", null],
-  ["POST", "/files/a%20b", "postSpaced", "non_replayable", null],
-  ["GET", "/files/report.json", "getReport", "idempotent", null],
-  ["DELETE", "/files/{id}", "deleteFile", "non_replayable", null],
-  ["GET", "/files/{id}", "getFile", "idempotent", null],
-  ["PATCH", "/files/{id}", "patchFile", "keyed", "idempotency-key"],
-  ["GET", "/files/{id}.json", "getFileJson", "idempotent", null],
-  ["GET", "/files/{name}-{rev}", "getFileRev", "idempotent", null],
-  ["GET", "/files/{name}.{ext}", "getFileExt", "idempotent", null],
-  ["POST", "/files/{name}.{ext}", "uploadFile", "idempotent", null],
-  ["GET", "/health", null, "idempotent", null],
-  ["GET", "/jobs/{jobID}", "getJob", "non_replayable", null],
-  ["POST", "/jobs/{jobID}", "runJob", "non_replayable", null],
-  ["PUT", "/jobs/{jobID}", "replaceJob", "idempotent", null],
-  ["GET", "/jobs/{jobID}/watch", "watchJob", "no_retry", null],
-  ["POST", "/orders", "createOrder", "keyed", "Idempotency-Key"],
-  ["GET", "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", "getBalanceSheetSummary", "idempotent", null],
-  ["GET", "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", "getBalanceSheetSummaryPdf", "idempotent", null],
-  ["POST", "/x/files", "postXFiles", "idempotent", null],
+  ["GET", "/", "getRoot", "idempotent", null, null],
+  ["POST", "/", "postRoot", "non_replayable", null, null],
+  ["GET", "/a/b/c", "getABC", "idempotent", null, null],
+  ["GET", "/a/{x}", "getAX", "idempotent", null, null],
+  ["GET", "/a/{x}/d", "getAXD", "idempotent", null, null],
+  ["POST", "/a/{x}/d", "postAXD", "idempotent", null, null],
+  ["GET", "/abc", "getAbc", "idempotent", null, null],
+  ["GET", "/api/v1/status", "getV1Status", "idempotent", null, null],
+  ["GET", "/api/v{version}/status", "getVersionStatus", "idempotent", null, null],
+  ["GET", "/api/{anything}/health", "getAnyHealth", "idempotent", null, null],
+  ["GET", "/api/{anything}/status", "getAnyStatus", "idempotent", null, null],
+  ["POST", "/api/{anything}/status", "postAnyStatus", "idempotent", null, null],
+  ["GET", "/base/v2/nested", "getNested", "idempotent", null, null],
+  ["GET", "/caf%C3%A9/menu", "getCafeMenu", "idempotent", null, null],
+  ["GET", "/caf\u00E9", "getCafe", "idempotent", null, null],
+  ["POST", "/caf\u00E9/orders/{name}.{ext}", "createCafeOrder", "non_replayable", null, null],
+  ["POST", "/calc/1+1", "postCalc", "non_replayable", null, null],
+  ["GET", "/deep/l1/l2/l3", "getDeepLiteral", "idempotent", null, null],
+  ["GET", "/deep/l1/{p2}/tail", "getDeepTail", "idempotent", null, null],
+  ["GET", "/deep/{p1}/l2/l3/more", "getDeepMore", "idempotent", null, null],
+  ["GET", "/events", "streamEvents", "no_retry", null, null],
+  ["DELETE", "/events/{eventID}", "deleteEvent", "no_retry", null, null],
+  ["GET", "/events/{eventID}", "getEvent", "no_retry", null, null],
+  ["GET", "/files", "listFiles", "idempotent", null, null],
+  ["POST", "/files", "createFile", "keyed", "Idempotency-Key", null],
+  ["GET", "/files/a%20b", "getSpaced", "idempotent", null, null],
+  ["POST", "/files/a%20b", "postSpaced", "non_replayable", null, null],
+  ["GET", "/files/report.json", "getReport", "idempotent", null, null],
+  ["DELETE", "/files/{id}", "deleteFile", "non_replayable", null, null],
+  ["GET", "/files/{id}", "getFile", "idempotent", null, null],
+  ["PATCH", "/files/{id}", "patchFile", "keyed", "idempotency-key", null],
+  ["GET", "/files/{id}.json", "getFileJson", "idempotent", null, null],
+  ["GET", "/files/{name}-{rev}", "getFileRev", "idempotent", null, null],
+  ["GET", "/files/{name}.{ext}", "getFileExt", "idempotent", null, null],
+  ["POST", "/files/{name}.{ext}", "uploadFile", "idempotent", null, null],
+  ["GET", "/health", null, "idempotent", null, null],
+  ["GET", "/jobs/{jobID}", "getJob", "non_replayable", null, null],
+  ["POST", "/jobs/{jobID}", "runJob", "non_replayable", null, null],
+  ["PUT", "/jobs/{jobID}", "replaceJob", "idempotent", null, null],
+  ["GET", "/jobs/{jobID}/watch", "watchJob", "no_retry", null, null],
+  ["POST", "/orders", "createOrder", "keyed", "Idempotency-Key", null],
+  ["GET", "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", "getBalanceSheetSummary", "idempotent", null, null],
+  ["GET", "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", "getBalanceSheetSummaryPdf", "idempotent", null, null],
+  ["POST", "/x/files", "postXFiles", "idempotent", null, null],
 ];
 
 // prettier-ignore
@@ -154,6 +164,12 @@ const POLICY: RetryPolicy = {
   budgetRetryCost: 5,
   budgetTimeoutCost: 10,
   budgetSuccessRefund: 1,
+  throttlingStatuses: [429],
+  throttlingInitialBackoffMs: null,
+  budgetThrottlingCost: null,
+  stopProblemTypes: ["https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"],
+  retryProblemTypes: [],
+  idempotencyKeyFormat: "uuid",
 };
 
 const TABLES: RetryTables = retryTables({
@@ -187,7 +203,8 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = TABLES.defaultPolicy;
  * Finds the operation a request calls and its replay class (contract section
  * 2), with the spec's base path. `method` may be in any case; `target` is the
  * request target as sent: a path with or without the base path, query string
- * and fragment, or a full URL.
+ * and fragment, or a full URL. A request no operation matches gets the
+ * policy's `unknownOperationClass` (contract v3, C3).
  */
 export function classify(method: string, target: string): Classification {
   return TABLES.classify(method, target);
@@ -196,11 +213,12 @@ export function classify(method: string, target: string): Classification {
 /**
  * A classifier for the base path or base URL the SDK configures
  * (`"/proxy/v1"`, `"https://gw.example/proxy/v1/"`; `null`: the spec's), and
- * the class of requests no operation matches. Create one per client.
+ * the class of requests no operation matches (by default the policy's, as for
+ * `classify`). Create one per client.
  */
 export function classifier(
   base: string | null = null,
-  unknownOperationClass: UnknownOperationClass = "method_default",
+  unknownOperationClass: UnknownOperationClass = DEFAULT_RETRY_POLICY.unknownOperationClass,
 ): Classifier {
   return TABLES.classifier(base, unknownOperationClass);
 }
