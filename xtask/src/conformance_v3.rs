@@ -20,7 +20,7 @@ use std::path::Path;
 
 /// The languages whose runtime and harness implement contract v3's decision and pure functions
 /// (the vectors); the others still implement v2 only.
-pub const IMPLEMENTED: &[&str] = &["go", "kotlin", "csharp"];
+pub const IMPLEMENTED: &[&str] = &["rust", "typescript", "go", "kotlin", "csharp"];
 
 /// The policy keys in the order of the `P3` fields: v2's 19, then v3's six.
 pub const KEYS: [&str; 25] = [
