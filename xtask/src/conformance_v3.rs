@@ -22,6 +22,16 @@ use std::path::Path;
 /// (the vectors); the others still implement v2 only.
 pub const IMPLEMENTED: &[&str] = &["rust", "typescript", "go", "kotlin", "csharp"];
 
+/// The anchors of docs/contract-v3.md whose rules the v3 vectors check, in the contract's order
+/// (R6a, defined with the preconditions in section 2, in its place among section 3's rules):
+/// each runtime marks them `[contract v3 H2]` (and so on), and `cargo xtask mutation` changes
+/// each in every implementing runtime (conformance/mutants/v3/). The contract's other anchors
+/// are the adapters' (A, Q1, X), retrygen's (T2), classify's (C3, which the v3 vectors do not
+/// probe), or v2 rules that v3 extends (V1, V2, K2, R14, R17), whose mutants are v2's.
+pub const ANCHORS: [&str; 10] = [
+    "H2", "R5a", "R6a", "R6b", "R9a", "S9", "T1", "Q2", "E2", "F1",
+];
+
 /// The policy keys in the order of the `P3` fields: v2's 19, then v3's six.
 pub const KEYS: [&str; 25] = [
     "max_retries",
@@ -396,6 +406,23 @@ pub fn main(args: &[String]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_contract_defines_every_anchor_in_order() {
+        let text = std::fs::read_to_string(root().join("docs/contract-v3.md")).unwrap();
+        // Where each anchor is listed last (`- **R6a** ...`): its place in the rules' order.
+        let places: Vec<usize> = ANCHORS
+            .iter()
+            .map(|a| {
+                text.rfind(&format!("\n- **{a}**"))
+                    .unwrap_or_else(|| panic!("docs/contract-v3.md lists no `- **{a}**`"))
+            })
+            .collect();
+        assert!(
+            places.windows(2).all(|w| w[0] < w[1]),
+            "{ANCHORS:?} are not in the contract's order"
+        );
+    }
 
     #[test]
     fn every_v3_vector_becomes_a_line_with_the_fields_of_its_kind() {

@@ -67,8 +67,8 @@ cargo xtask <command>
   conformance-v3 [--lang L[,L...]|none]
         contract v3 (draft, docs/contract-v3.md): every case of conformance/vectors/v3/ as a line
         (conformance/README.md, section Contract v3 lines), answered by the reference implementation's
-        harness, then by the module of every language whose runtime implements v3 (go, kotlin and csharp so far),
-        or of those --lang names; --lang none: the reference alone
+        harness, then by the module of every language whose runtime implements v3 (rust, typescript, go,
+        kotlin and csharp so far), or of those --lang names; --lang none: the reference alone
 
   conformance --corpus DIR [--lang L[,L...]] [--lint all|none|L[,L...]] [--jobs N] [--spec TEXT]
         every document of DIR (e.g. ../shared/corpus) rendered, built and run in every language on
@@ -84,8 +84,12 @@ cargo xtask <command>
 
   mutation [--lang L[,L...]] [--anchor A[,A...]] [--out FILE]
         apply each mutant of conformance/mutants/<language>.toml (one per anchored rule of
-        docs/contract.md section 3) to that language's runtime and require the vectors to fail;
-        prints the kill table (also target/xtask/mutation/table.md, and FILE)
+        docs/contract.md section 3) to that language's runtime and require the v2 vectors to fail;
+        then, for each language whose runtime implements contract v3, each of
+        conformance/mutants/v3/<language>.toml (one per v3 anchor its vectors check: H2, R5a, R6a,
+        R6b, R9a, S9, T1, Q2, E2, F1) and require a v3 vector to fail; --anchor names anchors of
+        either contract; prints the kill table, a section per contract (also
+        target/xtask/mutation/table.md, and FILE)
 
   anchors
         every runtime marks each anchored rule of docs/contract.md (`[contract R1]`...) in order
