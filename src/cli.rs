@@ -367,6 +367,21 @@ pub struct ListedOperation<'a> {
     pub reason: &'a str,
     pub idempotency_header: Option<&'a str>,
     pub pattern: String,
+    /// Contract v3, A1: a 2xx response streams `text/event-stream`.
+    pub streaming: bool,
+    /// Contract v3, A2: a dropped stream is resumed with `Last-Event-ID`.
+    pub resumable: bool,
+}
+
+impl ListedOperation<'_> {
+    /// The stream column of the human formats: `resumable`, `streaming` or `-`.
+    fn stream(&self) -> &'static str {
+        match (self.streaming, self.resumable) {
+            (_, true) => "resumable",
+            (true, false) => "streaming",
+            (false, false) => "-",
+        }
+    }
 }
 
 pub fn listed(api: &Api) -> Vec<ListedOperation<'_>> {
@@ -380,6 +395,8 @@ pub fn listed(api: &Api) -> Vec<ListedOperation<'_>> {
             reason: &o.reason,
             idempotency_header: o.idempotency_header.as_deref(),
             pattern: o.pattern(),
+            streaming: o.streaming(),
+            resumable: o.resumable(),
         })
         .collect()
 }
@@ -396,8 +413,15 @@ pub fn render_list(api: &Api, format: ListFormat) -> String {
         }
         ListFormat::Table | ListFormat::Markdown => {
             let safe = |s: &str| emit::comment_safe(s);
-            let header = ["METHOD", "PATH", "OPERATION ID", "CLASS", "REASON"];
-            let cells: Vec<[String; 5]> = rows
+            let header = [
+                "METHOD",
+                "PATH",
+                "OPERATION ID",
+                "CLASS",
+                "STREAM",
+                "REASON",
+            ];
+            let cells: Vec<[String; 6]> = rows
                 .iter()
                 .map(|r| {
                     [
@@ -405,6 +429,7 @@ pub fn render_list(api: &Api, format: ListFormat) -> String {
                         safe(r.path),
                         r.operation_id.map_or("-".to_string(), safe),
                         r.class.to_string(),
+                        r.stream().to_string(),
                         safe(r.reason),
                     ]
                 })
@@ -413,20 +438,21 @@ pub fn render_list(api: &Api, format: ListFormat) -> String {
             if format == ListFormat::Markdown {
                 let md = |s: &str| s.replace('|', "\\|");
                 out.push_str(
-                    "| method | path | operationId | class | reason |\n|---|---|---|---|---|\n",
+                    "| method | path | operationId | class | stream | reason |\n|---|---|---|---|---|---|\n",
                 );
                 for c in &cells {
                     out.push_str(&format!(
-                        "| {} | `{}` | {} | {} | {} |\n",
+                        "| {} | `{}` | {} | {} | {} | {} |\n",
                         md(&c[0]),
                         md(&c[1]).replace('`', "'"),
                         md(&c[2]),
                         c[3],
-                        md(&c[4])
+                        c[4],
+                        md(&c[5])
                     ));
                 }
             } else {
-                let widths: Vec<usize> = (0..4)
+                let widths: Vec<usize> = (0..5)
                     .map(|i| {
                         cells
                             .iter()
@@ -436,19 +462,19 @@ pub fn render_list(api: &Api, format: ListFormat) -> String {
                             .unwrap_or(0)
                     })
                     .collect();
-                let line = |c: [&str; 5]| {
+                let line = |c: [&str; 6]| {
                     let mut l = String::new();
-                    for i in 0..4 {
+                    for i in 0..5 {
                         l.push_str(c[i]);
                         l.push_str(&" ".repeat(widths[i] - c[i].chars().count() + 2));
                     }
-                    l.push_str(c[4]);
+                    l.push_str(c[5]);
                     l.push('\n');
                     l
                 };
                 out.push_str(&line(header));
                 for c in &cells {
-                    out.push_str(&line([&c[0], &c[1], &c[2], &c[3], &c[4]]));
+                    out.push_str(&line([&c[0], &c[1], &c[2], &c[3], &c[4], &c[5]]));
                 }
             }
             let count = |class: model::ReplayClass| {
@@ -460,9 +486,11 @@ pub fn render_list(api: &Api, format: ListFormat) -> String {
                 .collect();
             if format == ListFormat::Table {
                 out.push_str(&format!(
-                    "\n{} operations: {}; base path {:?}\n",
+                    "\n{} operations: {}; {} streaming, {} resumable; base path {:?}\n",
                     api.operations.len(),
                     summary.join(", "),
+                    rows.iter().filter(|r| r.streaming).count(),
+                    rows.iter().filter(|r| r.resumable).count(),
                     api.base_path
                 ));
             }

@@ -199,8 +199,15 @@ fn eligibility(policy: &RetryPolicy, input: &DecisionInput<'_>) -> Result<Reason
 
 /// The delay without a server delay, computed in double precision and in the order every SDK of
 /// the API uses, so that all of them get the same bits.
+/// Contract v3, T1: a throttled decision (a status in `throttling_statuses`, eligible) starts
+/// from `throttling_initial_backoff_ms` when the policy sets it.
 fn backoff_ms(policy: &RetryPolicy, input: &DecisionInput<'_>) -> u64 {
-    let initial = policy.initial_backoff_ms as f64;
+    let throttled = matches!(input.outcome, Outcome::Status { status, .. }
+        if policy.throttling_statuses.contains(&status));
+    let initial = match policy.throttling_initial_backoff_ms {
+        Some(throttling) if throttled => throttling,
+        _ => policy.initial_backoff_ms,
+    } as f64;
     let max = policy.max_backoff_ms as f64;
     let mut base = initial;
     for _ in 0..input.retries_used {
@@ -512,6 +519,51 @@ mod tests {
             serde_json::Value::Array(items) => RawValue::List(items.iter().map(raw).collect()),
             other => panic!("unexpected policy value {other}"),
         }
+    }
+
+    /// Contract v3, T1: a throttled status starts from the throttling base, when there is one.
+    #[test]
+    fn throttled_statuses_back_off_from_the_throttling_base() {
+        let mut policy = Policy::default();
+        policy
+            .apply_preset(&RawValue::Text("aws-2026".into()))
+            .unwrap();
+        policy
+            .set("rejected_statuses", &raw(&serde_json::json!([429, 503])))
+            .unwrap();
+        let delay = |policy: &Policy, status: u16, retries_used: u32| {
+            decide(
+                policy,
+                &DecisionInput {
+                    class: ReplayClass::Idempotent,
+                    has_idempotency_key: false,
+                    outcome: Outcome::Status {
+                        status,
+                        retry_after: None,
+                        retry_after_ms: None,
+                    },
+                    retries_used,
+                    elapsed_ms: 0,
+                    previous_delay_ms: 0,
+                    now_ms: 0,
+                    random: 0.5,
+                },
+            )
+            .delay_ms
+        };
+        assert_eq!(delay(&policy, 429, 0), 500, "1000 ms base, full jitter");
+        assert_eq!(delay(&policy, 429, 1), 1000);
+        assert_eq!(
+            delay(&policy, 503, 0),
+            25,
+            "503 is not throttling: 50 ms base"
+        );
+        policy.throttling_initial_backoff_ms = None;
+        assert_eq!(
+            delay(&policy, 429, 0),
+            25,
+            "without the key, the usual base"
+        );
     }
 
     /// Every case of the shared conformance vectors.

@@ -61,6 +61,8 @@ pub enum Kind {
     IdempotencyHeader,
     /// The kind of source that decides its class (an annotation, or the method default).
     ReasonSource,
+    /// Its stream attributes (contract v3, A1-A2): `none`, `streaming` or `resumable`.
+    Stream,
     /// A request the old spec routed to one operation goes elsewhere in the new one.
     Reach,
     /// A retry policy value.
@@ -438,6 +440,38 @@ fn compare_operation(o: &Operation, n: &Operation, changes: &mut Vec<Change>) {
         }
         changes.push(c);
     }
+    let (ostream, nstream) = (stream_name(o), stream_name(n));
+    if ostream != nstream {
+        // A resume re-sends the request: becoming resumable is more replay.
+        let risk = Risk::of(o.resumable(), n.resumable());
+        let why = match (o.resumable(), n.resumable()) {
+            (false, true) => {
+                "; a dropped stream is now resumed (the request is sent again with Last-Event-ID)"
+            }
+            (true, false) => "; a dropped stream is no longer resumed",
+            _ => "",
+        };
+        let reason = n
+            .reason
+            .split_once("; streams ")
+            .map_or(String::new(), |(_, words)| format!(": streams {words}"));
+        let mut c = change(
+            risk,
+            Kind::Stream,
+            Some(ostream.into()),
+            Some(nstream.into()),
+            format!("stream {ostream} -> {nstream}{why}{reason}"),
+        );
+        if let Some(stream) = &n.stream {
+            c.location = Some(
+                stream
+                    .resume_at
+                    .clone()
+                    .unwrap_or_else(|| stream.at.clone()),
+            );
+        }
+        changes.push(c);
+    }
     let (os, ns) = (o.decided_by.source, n.decided_by.source);
     if os != ns {
         let risk = match (os.is_annotation(), ns.is_annotation()) {
@@ -467,6 +501,15 @@ fn compare_operation(o: &Operation, n: &Operation, changes: &mut Vec<Change>) {
                 .unwrap_or_else(|| n.location.clone()),
         );
         changes.push(c);
+    }
+}
+
+/// The stream attributes of an operation as one word: `none`, `streaming` or `resumable`.
+fn stream_name(op: &Operation) -> &'static str {
+    match (op.streaming(), op.resumable()) {
+        (_, true) => "resumable",
+        (true, false) => "streaming",
+        (false, false) => "none",
     }
 }
 
@@ -519,7 +562,7 @@ fn net_risk(n: &Operation, facets: &[Change]) -> Risk {
     // The header matters while SDKs send a key under it: when the operation is keyed now.
     let sends_key = n.class == ReplayClass::Keyed;
     let counted = facets.iter().filter(|f| match f.kind {
-        Kind::Class | Kind::Reach => true,
+        Kind::Class | Kind::Reach | Kind::Stream => true,
         Kind::IdempotencyHeader => sends_key,
         _ => false,
     });
@@ -663,6 +706,71 @@ fn compare_policy(o: &Policy, n: &Policy, changes: &mut Vec<Change>) {
             };
             push(risk, key, statuses(a), statuses(b), why);
         }
+    }
+    // Contract v3: a problem type that stopped and no longer does, or that retries now, is
+    // more replay.
+    for (key, a, b, more_replay_when_added, why) in [
+        (
+            "stop_problem_types",
+            &o.stop_problem_types,
+            &n.stop_problem_types,
+            false,
+            " (problem types that stop at once)",
+        ),
+        (
+            "retry_problem_types",
+            &o.retry_problem_types,
+            &n.retry_problem_types,
+            true,
+            " (problem types retried for replayable requests)",
+        ),
+    ] {
+        if a != b {
+            let added = b.iter().any(|t| !a.contains(t));
+            let removed = a.iter().any(|t| !b.contains(t));
+            let risk = match (added, removed) {
+                (true, _) if more_replay_when_added => Risk::Riskier,
+                (_, true) if !more_replay_when_added => Risk::Riskier,
+                (true, _) | (_, true) => Risk::Safer,
+                (false, false) => Risk::Neutral,
+            };
+            push(risk, key, a.join(", "), b.join(", "), why);
+        }
+    }
+    if o.throttling_statuses != n.throttling_statuses {
+        push(
+            Risk::Neutral,
+            "throttling_statuses",
+            statuses(&o.throttling_statuses),
+            statuses(&n.throttling_statuses),
+            " (the throttling backoff base and budget cost)",
+        );
+    }
+    for (key, a, b) in [
+        (
+            "throttling_initial_backoff_ms",
+            o.throttling_initial_backoff_ms,
+            n.throttling_initial_backoff_ms,
+        ),
+        (
+            "budget_throttling_cost",
+            o.budget_throttling_cost,
+            n.budget_throttling_cost,
+        ),
+    ] {
+        if a != b {
+            let show = |v: Option<u64>| v.map_or("none".to_string(), |v| v.to_string());
+            push(Risk::Neutral, key, show(a), show(b), "");
+        }
+    }
+    if o.idempotency_key_format != n.idempotency_key_format {
+        push(
+            Risk::Neutral,
+            "idempotency_key_format",
+            o.idempotency_key_format.name().into(),
+            n.idempotency_key_format.name().into(),
+            "",
+        );
     }
     if o.deadline_ms != n.deadline_ms {
         // No deadline retries longest; a longer deadline allows more retries.

@@ -5,7 +5,7 @@
 
 use crate::decide::{decide, DecisionInput, Outcome};
 use crate::diag::Location;
-use crate::model::{Api, ReplayClass, Source};
+use crate::model::{Api, ReplayClass, Resume, Source};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Explanation {
@@ -22,6 +22,16 @@ pub struct Explanation {
     pub decided_at: Option<Location>,
     pub idempotency_header: Option<String>,
     pub idempotency_header_at: Option<Location>,
+    /// Contract v3, A1: the operation streams `text/event-stream` (false for no operation).
+    pub streaming: bool,
+    /// Where the event-stream media type is declared.
+    pub stream_at: Option<Location>,
+    /// Contract v3, A2: a dropped stream is resumed with `Last-Event-ID`.
+    pub resumable: bool,
+    /// What makes a streaming operation resumable or not; null when it does not stream.
+    pub resume: Option<Resume>,
+    /// Where the `Last-Event-ID` header parameter or `x-retry-stream` is written.
+    pub resume_at: Option<Location>,
     /// What the spec's policy does with the first failed attempt.
     pub outcomes: Vec<OutcomeDecision>,
 }
@@ -141,7 +151,13 @@ pub fn explain(api: &Api, method: &str, url: &str) -> Explanation {
             });
         }
     }
+    let stream = op.and_then(|op| op.stream.as_ref());
     Explanation {
+        streaming: stream.is_some(),
+        stream_at: stream.map(|s| s.at.clone()),
+        resumable: stream.is_some_and(|s| s.resumable),
+        resume: stream.map(|s| s.resume),
+        resume_at: stream.and_then(|s| s.resume_at.clone()),
         operation: op.map(|op| MatchedOperation {
             operation_id: op.operation_id.clone(),
             method: op.method.clone(),
@@ -195,6 +211,23 @@ impl Explanation {
                 _ => "none".to_string(),
             }
         ));
+        match (&self.stream_at, self.resume) {
+            (Some(at), Some(resume)) => {
+                out.push_str(&format!(
+                    "  stream:             text/event-stream at {}\n",
+                    safe(&place(at))
+                ));
+                out.push_str(&format!(
+                    "  resumable:          {}: {}{}\n",
+                    if self.resumable { "yes" } else { "no" },
+                    resume.name(),
+                    self.resume_at
+                        .as_ref()
+                        .map_or(String::new(), |at| format!(" at {}", safe(&place(at))))
+                ));
+            }
+            _ => out.push_str("  stream:             none\n"),
+        }
         let p = &api.policy;
         out.push_str(&format!(
             "  policy:             max_retries {}, backoff {}-{} ms x{} ({} jitter), retryable {:?}, rejected {:?}\n",

@@ -70,6 +70,52 @@ fn list_multifile_names_the_referenced_files() {
     insta::assert_snapshot!(out);
 }
 
+/// Contract v3, A1-A2: the STREAM column and the JSON's `streaming` and `resumable`.
+#[test]
+fn list_streams() {
+    let (code, out, err) = retrygen(&["list", "--spec", "specs/streams.yaml"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out);
+    let (code, out, _) = retrygen(&["list", "--spec", "specs/streams.yaml", "--format", "json"]);
+    assert_eq!(code, 0);
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let attributes: Vec<(&str, &str, bool, bool)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["operation_id"].as_str().unwrap(),
+                row["class"].as_str().unwrap(),
+                row["streaming"].as_bool().unwrap(),
+                row["resumable"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        attributes,
+        [
+            ("listFeeds", "idempotent", false, false),
+            ("createFeed", "keyed", false, false),
+            ("attachConsole", "no_retry", true, false),
+            ("streamFeedEvents", "idempotent", true, true),
+            ("publishAndFollow", "non_replayable", true, true),
+            ("watchFeedLive", "idempotent", true, false),
+            ("streamFeedSnapshot", "idempotent", true, false),
+            ("tailFeed", "idempotent", true, true),
+        ]
+    );
+}
+
+/// `x-retry-stream` with a bad value or on an operation that does not stream, and every v3
+/// policy key out of range, in one run.
+#[test]
+fn stream_and_v3_policy_errors() {
+    let (code, out, err) = retrygen(&["lint", "--spec", "tests/fixtures/stream-errors.yaml"]);
+    assert_eq!(code, 1, "{out}{err}");
+    insta::assert_snapshot!(err);
+}
+
 #[test]
 fn every_error_in_one_run() {
     let (code, out, err) = retrygen(&["lint", "--spec", "tests/fixtures/many-errors.yaml"]);
@@ -443,6 +489,126 @@ fn explain_a_keyed_create_by_url() {
 }
 
 #[test]
+fn explain_a_resumable_stream() {
+    let (code, out, err) = retrygen(&[
+        "explain",
+        "--spec",
+        "specs/streams.yaml",
+        "GET",
+        "https://events.example/api/feeds/f1/tail",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out);
+    let (code, out, _) = retrygen(&[
+        "explain",
+        "--spec",
+        "specs/streams.yaml",
+        "POST",
+        "/api/feeds/f1/events",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0);
+    let e: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(e["class"], "non_replayable");
+    assert_eq!(
+        (&e["streaming"], &e["resumable"]),
+        (&true.into(), &true.into())
+    );
+    assert_eq!(e["resume"], "x_retry_stream_resume");
+    assert_eq!(
+        e["resume_at"]["pointer"],
+        "/paths/~1feeds~1{feedID}~1events/post/x-retry-stream"
+    );
+}
+
+/// Becoming resumable is riskier (a resume re-sends the request), stopping safer.
+#[test]
+fn diff_rates_stream_attributes() {
+    let (code, out, err) = retrygen(&[
+        "diff",
+        "specs/streams.yaml",
+        "tests/fixtures/diff/streams-1.1.0.yaml",
+        "--fail-on",
+        "riskier",
+    ]);
+    assert_eq!((code, err.as_str()), (1, ""));
+    insta::assert_snapshot!(out);
+    let (_, out, _) = retrygen(&[
+        "diff",
+        "tests/fixtures/diff/streams-1.1.0.yaml",
+        "specs/streams.yaml",
+        "--format",
+        "json",
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let streams: Vec<(&str, &str, &str, &str)> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "stream")
+        .map(|c| {
+            (
+                c["risk"].as_str().unwrap(),
+                c["operation_id"].as_str().unwrap(),
+                c["old"].as_str().unwrap(),
+                c["new"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        streams,
+        [
+            ("riskier", "streamFeedEvents", "streaming", "resumable"),
+            ("safer", "watchFeedLive", "resumable", "streaming"),
+        ]
+    );
+}
+
+/// T2 in retrygen.toml: `preset` in `[job.policy]`, the keys beside it winning; the tables
+/// carry the resolved values.
+#[test]
+fn a_preset_in_the_job_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("retrygen.toml");
+    let spec = std::fs::canonicalize("specs/sandbox.yaml").unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "[[job]]\nspec = {spec:?}\n[job.policy]\nmax_retries = 5\npreset = \"aws-2026\"\n\
+             idempotency_key_format = \"sf-string\"\n\n[[job.target]]\nlanguage = \"typescript\"\nout = \"out/\"\n"
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = retrygen(&["generate", "--config", config.to_str().unwrap()]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let tables = std::fs::read_to_string(dir.path().join("out/index.ts")).unwrap();
+    for line in [
+        "  maxRetries: 5,",
+        "  initialBackoffMs: 50,",
+        "  maxBackoffMs: 20000,",
+        "  jitter: \"full\",",
+        "  budgetRetryCost: 14,",
+        "  throttlingInitialBackoffMs: 1000,",
+        "  budgetThrottlingCost: 5,",
+        "  idempotencyKeyFormat: \"sf-string\",",
+    ] {
+        assert!(tables.contains(line), "{line} in\n{tables}");
+    }
+    std::fs::write(
+        &config,
+        format!("[[job]]\nspec = {spec:?}\n[job.policy]\npreset = \"aws\"\n\n[[job.target]]\nlanguage = \"typescript\"\nout = \"out/\"\n"),
+    )
+    .unwrap();
+    let (code, _, err) = retrygen(&["generate", "--config", config.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("unknown `preset` \"aws\"; use one of aws-2026"),
+        "{err}"
+    );
+}
+
+#[test]
 fn explain_json() {
     let (code, out, _) = retrygen(&[
         "explain",
@@ -455,9 +621,15 @@ fn explain_json() {
     ]);
     assert_eq!(code, 0);
     let e: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(e["class"], "no_retry");
-    assert_eq!(e["decided_by"], "event_stream");
-    assert_eq!(e["decided_at"]["line"], 106);
+    // Contract v3, A1: the stream keeps the class the method gives it.
+    assert_eq!(e["class"], "idempotent");
+    assert_eq!(e["decided_by"], "method_default");
+    assert_eq!(
+        (&e["streaming"], &e["resumable"]),
+        (&true.into(), &false.into())
+    );
+    assert_eq!(e["stream_at"]["line"], 106);
+    assert_eq!(e["resume"], "undeclared");
     insta::assert_snapshot!(out);
 }
 

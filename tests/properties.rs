@@ -224,9 +224,14 @@ proptest! {
                 if op.get("x-idempotent") == Some(&json!(false)) {
                     prop_assert!(model.class != ReplayClass::Idempotent, "operation-level false overridden at {upper} {key}");
                 }
-                if op.get("x-retry") == Some(&json!(false)) || (op.get("x-retry").is_none() && op["responses"]["200"]["content"].get("text/event-stream").is_some()) {
+                if op.get("x-retry") == Some(&json!(false)) {
                     prop_assert_eq!(model.class, ReplayClass::NoRetry);
                 }
+                // Contract v3, A1-A2: an event stream is an attribute, never a class; without a
+                // Last-Event-ID header parameter or x-retry-stream it is not resumable.
+                let streams = op["responses"]["200"]["content"].get("text/event-stream").is_some();
+                prop_assert_eq!(model.streaming(), streams, "{} {}", upper, key);
+                prop_assert!(!model.resumable(), "{upper} {key} declares no resume");
             }
         }
         // `list --format json` is the operation table.
@@ -234,6 +239,7 @@ proptest! {
         prop_assert_eq!(rows.len(), api.operations.len());
         for (row, op) in rows.iter().zip(&api.operations) {
             prop_assert_eq!((row.method, row.path, row.operation_id, row.class), (op.method.as_str(), op.path.as_str(), op.operation_id.as_deref(), op.class.name()));
+            prop_assert_eq!((row.streaming, row.resumable), (op.streaming(), op.resumable()));
         }
         // Every operation is found again through a concrete path, with the base path or without.
         for op in &api.operations {

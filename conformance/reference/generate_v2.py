@@ -591,10 +591,10 @@ I, K, NR, NO = "idempotent", "keyed", "non_replayable", "no_retry"
 
 # (spec, name, base (None: the spec's), unknown_operation_class, method, target, class, operationId)
 CLASSIFY2_HAND = [
-    (SANDBOX, "behind a proxy the streaming GET is no_retry", "/proxy/v1", "method_default", "GET",
-     "/proxy/v1/sandboxes/sb1/logs", NO, "streamSandboxLogs"),
+    (SANDBOX, "behind a proxy the streaming GET is idempotent (v3 A1)", "/proxy/v1", "method_default", "GET",
+     "/proxy/v1/sandboxes/sb1/logs", I, "streamSandboxLogs"),
     (SANDBOX, "behind a proxy, configured as a full URL", "https://gw.example/proxy/v1/", "method_default", "GET",
-     "https://gw.example/proxy/v1/sandboxes/sb1/logs?follow=1", NO, "streamSandboxLogs"),
+     "https://gw.example/proxy/v1/sandboxes/sb1/logs?follow=1", I, "streamSandboxLogs"),
     (SANDBOX, "the spec's base does not know the proxy", None, "method_default", "GET",
      "/proxy/v1/sandboxes/sb1/logs", I, None),
     (SANDBOX, "version v2 configured: a plain create", "https://api.eu.sandbox.example/v2", "method_default", "POST",

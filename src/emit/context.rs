@@ -83,6 +83,10 @@ record! {
         /// The idempotency key header a `keyed` operation declares, or the null literal.
         idempotency_header_literal: Value,
         has_idempotency_header: bool,
+        /// Contract v3, A1: a 2xx response streams `text/event-stream`.
+        streaming: bool,
+        /// Contract v3, A2: a dropped stream is resumed with `Last-Event-ID`.
+        resumable: bool,
     }
 }
 
@@ -114,6 +118,17 @@ record! {
         budget_retry_cost: u64,
         budget_timeout_cost: u64,
         budget_success_refund: u64,
+        // Contract v3 (draft), section 4.
+        throttling_statuses: Vec<u16>,
+        /// None when throttled retries use `initial_backoff_ms`.
+        throttling_initial_backoff_ms: Option<u64>,
+        /// None when throttled retries cost `budget_retry_cost`.
+        budget_throttling_cost: Option<u64>,
+        /// The problem type URIs, each as the language's string literal.
+        stop_problem_type_literals: Vec<Value>,
+        retry_problem_type_literals: Vec<Value>,
+        /// `uuid` or `sf-string`.
+        idempotency_key_format: &'static str,
     }
 }
 
@@ -199,6 +214,8 @@ pub(super) fn context(
                 None => null.clone(),
             },
             has_idempotency_header: op.idempotency_header.is_some(),
+            streaming: op.streaming(),
+            resumable: op.resumable(),
         }));
     }
     let p = &api.policy;
@@ -225,17 +242,19 @@ pub(super) fn context(
             retry_only_with_server_delay: p.retry_only_with_server_delay.clone(),
             key_in_flight_statuses: p.key_in_flight_statuses.clone(),
             key_reused_statuses: p.key_reused_statuses.clone(),
-            server_directive_header_literals: p
-                .server_directive_headers
-                .iter()
-                .map(|h| Value::from(backend.string_literal(h)))
-                .collect(),
+            server_directive_header_literals: string_literals(backend, &p.server_directive_headers),
             retry_after_over_cap: p.retry_after_over_cap.name(),
             unknown_operation_class: p.unknown_operation_class.name(),
             budget_capacity: p.budget_capacity,
             budget_retry_cost: p.budget_retry_cost,
             budget_timeout_cost: p.budget_timeout_cost,
             budget_success_refund: p.budget_success_refund,
+            throttling_statuses: p.throttling_statuses.clone(),
+            throttling_initial_backoff_ms: p.throttling_initial_backoff_ms,
+            budget_throttling_cost: p.budget_throttling_cost,
+            stop_problem_type_literals: string_literals(backend, &p.stop_problem_types),
+            retry_problem_type_literals: string_literals(backend, &p.retry_problem_types),
+            idempotency_key_format: p.idempotency_key_format.name(),
         }),
         options: Value::from_object(
             options
@@ -246,4 +265,12 @@ pub(super) fn context(
         adapters: adapters.iter().map(|a| a.name).collect(),
         runtime: runtime.map(str::to_string),
     })
+}
+
+/// Each string as the language's string literal.
+fn string_literals(backend: &dyn Backend, strings: &[String]) -> Vec<Value> {
+    strings
+        .iter()
+        .map(|s| Value::from(backend.string_literal(s)))
+        .collect()
 }

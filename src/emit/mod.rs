@@ -603,7 +603,8 @@ mod tests {
         assert_eq!(
             text,
             "index,method,method_literal,path_literal,route_literal,operation_id_literal,\
-             has_operation_id,class,class_ident,idempotency_header_literal,has_idempotency_header\n"
+             has_operation_id,class,class_ident,idempotency_header_literal,has_idempotency_header,\
+             streaming,resumable\n"
         );
     }
 

@@ -73,9 +73,21 @@ pub struct Operation {
     pub path_location: Location,
     /// The structured form of `reason`: which kind of source decided, and where it is.
     pub decided_by: DecidedBy,
+    /// Contract v3, A1-A2: set when a 2xx response streams `text/event-stream`.
+    pub stream: Option<Stream>,
 }
 
 impl Operation {
+    /// Contract v3, A1: a 2xx response streams `text/event-stream`.
+    pub fn streaming(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// Contract v3, A2: a dropped stream of this operation is resumed with `Last-Event-ID`.
+    pub fn resumable(&self) -> bool {
+        self.stream.as_ref().is_some_and(|s| s.resumable)
+    }
+
     /// Anchored regular expression of the path (see [`PathTemplate::regex`]), for `list` and the
     /// seed-compatible scan; built on demand, since generation never needs it.
     pub fn pattern(&self) -> String {
@@ -91,8 +103,6 @@ pub enum Source {
     XRetryOperation,
     /// `x-retry: false` on the path item.
     XRetryPathItem,
-    /// A 2xx response streams `text/event-stream`.
-    EventStream,
     /// `x-idempotent` on the operation.
     XIdempotentOperation,
     /// `x-idempotent` on the path item.
@@ -108,7 +118,6 @@ impl Source {
         match self {
             Source::XRetryOperation => "x-retry on the operation",
             Source::XRetryPathItem => "x-retry on the path item",
-            Source::EventStream => "text/event-stream response",
             Source::XIdempotentOperation => "x-idempotent on the operation",
             Source::XIdempotentPathItem => "x-idempotent on the path item",
             Source::XIdempotentRoot => "x-idempotent on the document root",
@@ -242,7 +251,13 @@ pub fn build(
                 "state whether a replay is safe: add `x-idempotent: true` or `x-idempotent: false` to the operation",
             ));
         }
-        let (class, reason, idempotency_header, decided_by) = classify(op, raw, root_file, options);
+        let (class, mut reason, idempotency_header, decided_by) =
+            classify(op, raw, root_file, options);
+        let stream = stream(op, class, raw, root_file, &mut diagnostics).map(|(stream, words)| {
+            reason.push_str("; ");
+            reason.push_str(&words);
+            stream
+        });
         operations.push(Operation {
             template,
             method: op.method.clone(),
@@ -254,6 +269,7 @@ pub fn build(
             location: op.at.clone(),
             path_location: op.path_at.clone(),
             decided_by,
+            stream,
         });
     }
     if options.strict && !any_annotation && !raw.operations.is_empty() {
@@ -283,22 +299,17 @@ pub fn build(
             column: 1,
             pointer: String::new(),
         });
-        for (key, value) in &options.policy_overrides {
-            if let Err(message) = policy.set(key, value) {
-                diagnostics.push(Diagnostic::error(
-                    at.clone(),
-                    message,
-                    "fix the `policy` table of this job in retrygen.toml",
-                ));
-            }
-        }
-        if let Err(message) = policy.check() {
-            diagnostics.push(Diagnostic::error(
-                at,
-                message,
-                "fix the `policy` table of this job in retrygen.toml",
-            ));
-        }
+        let entries: Vec<(&str, &policy::RawValue, &Location)> = options
+            .policy_overrides
+            .iter()
+            .map(|(key, value)| (key.as_str(), value, &at))
+            .collect();
+        policy.apply_entries(
+            &entries,
+            &at,
+            |_| "fix the `policy` table of this job in retrygen.toml",
+            &mut diagnostics,
+        );
     }
     if diagnostics.has_errors() {
         return Err(diagnostics);
@@ -313,6 +324,120 @@ pub fn build(
         matcher,
     };
     Ok((api, diagnostics))
+}
+
+/// What makes a streaming operation resumable or not (contract v3, A2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resume {
+    /// A header parameter `Last-Event-ID` (ASCII case-insensitive): resumable.
+    LastEventIdHeader,
+    /// `x-retry-stream: resume`: resumable.
+    XRetryStreamResume,
+    /// `x-retry-stream: none`: not resumable, whatever the operation declares.
+    XRetryStreamNone,
+    /// The operation is `no_retry`, which is never resumed.
+    NoRetry,
+    /// Neither a `Last-Event-ID` header parameter nor `x-retry-stream`: not resumable.
+    Undeclared,
+}
+
+impl Resume {
+    /// Whether a dropped stream of the operation is resumed.
+    pub fn resumable(self) -> bool {
+        matches!(self, Resume::LastEventIdHeader | Resume::XRetryStreamResume)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Resume::LastEventIdHeader => "Last-Event-ID header parameter",
+            Resume::XRetryStreamResume => "x-retry-stream: resume",
+            Resume::XRetryStreamNone => "x-retry-stream: none",
+            Resume::NoRetry => "no_retry operation",
+            Resume::Undeclared => "no Last-Event-ID header parameter, no x-retry-stream",
+        }
+    }
+}
+
+/// The stream attributes of an operation whose 2xx responses include `text/event-stream`
+/// (contract v3, A1-A2): the class comes from the usual rules; these say whether a dropped
+/// stream is resumed, and what says so.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Stream {
+    /// Where the event-stream media type is declared.
+    pub at: Location,
+    pub resumable: bool,
+    pub resume: Resume,
+    /// Where the `Last-Event-ID` header parameter or `x-retry-stream` is written.
+    pub resume_at: Option<Location>,
+}
+
+/// The header parameter that makes a streaming operation resumable (contract v3, A2).
+pub const LAST_EVENT_ID: &str = "Last-Event-ID";
+
+/// Contract v3, A1-A2: the stream attributes of `op` of class `class`, and the words the reason
+/// gets for them (where the stream and its resumability are declared). A `no_retry` operation
+/// is never resumable; `x-retry-stream: resume` on one is a warning, since it does nothing.
+fn stream(
+    op: &RawOperation,
+    class: ReplayClass,
+    raw: &RawSpec,
+    root_file: &str,
+    diagnostics: &mut Diagnostics,
+) -> Option<(Stream, String)> {
+    let at = op.streaming.as_ref()?;
+    let header = op
+        .header_parameters
+        .iter()
+        .find(|h| h.value.eq_ignore_ascii_case(LAST_EVENT_ID));
+    let declared = op.retry_stream.as_ref();
+    let (resume, resume_at) = match (class, declared, header) {
+        (ReplayClass::NoRetry, d, _) => {
+            if let Some(d) = d.filter(|d| d.value == crate::read::RetryStream::Resume) {
+                diagnostics.push(Diagnostic::warning(
+                    d.at.clone(),
+                    format!("`x-retry-stream: resume` on {} {}, which is `no_retry`: a no_retry operation is never resumed", op.method, op.path),
+                    "remove `x-retry-stream`, or the `x-retry: false` that makes the operation single-attempt",
+                ));
+            }
+            (Resume::NoRetry, None)
+        }
+        (_, Some(d), _) if d.value == crate::read::RetryStream::None => {
+            (Resume::XRetryStreamNone, Some(d.at.clone()))
+        }
+        (_, Some(d), _) => (Resume::XRetryStreamResume, Some(d.at.clone())),
+        (_, None, Some(h)) => (Resume::LastEventIdHeader, Some(h.at.clone())),
+        (_, None, None) => (Resume::Undeclared, None),
+    };
+    let streams = format!("streams text/event-stream {}", origin(at, raw, root_file));
+    let words = match (resume, &resume_at) {
+        (Resume::LastEventIdHeader, Some(h)) => format!(
+            "{streams}, resumable with its {} header declared at {}",
+            header.map_or(LAST_EVENT_ID, |h| h.value.as_str()),
+            source(h, root_file)
+        ),
+        (Resume::XRetryStreamResume, Some(d)) => format!(
+            "{streams}, resumable: x-retry-stream: resume {}",
+            origin(d, raw, root_file)
+        ),
+        (Resume::XRetryStreamNone, Some(d)) => format!(
+            "{streams}, not resumable: x-retry-stream: none {}",
+            origin(d, raw, root_file)
+        ),
+        (Resume::NoRetry, _) => format!("{streams}, never resumed (no_retry)"),
+        _ => format!(
+            "{streams}, not resumable (no Last-Event-ID header parameter, no x-retry-stream)"
+        ),
+    };
+    Some((
+        Stream {
+            at: at.clone(),
+            resumable: resume.resumable(),
+            resume,
+            resume_at,
+        },
+        words,
+    ))
 }
 
 /// docs/contract.md section 1 and the README's "Classification".
@@ -332,26 +457,13 @@ fn classify(
         (None, Some(r)) => (Some(r), Source::XRetryPathItem),
         (None, None) => (None, Source::XRetryOperation),
     };
-    match retry {
-        Some(r) if !r.value => {
-            return (
-                ReplayClass::NoRetry,
-                annotation("x-retry", r, raw, root_file),
-                None,
-                decided(retry_source, Some(&r.at)),
-            )
-        }
-        Some(_) => {}
-        None => {
-            if let Some(at) = &op.streaming {
-                return (
-                    ReplayClass::NoRetry,
-                    format!("streams text/event-stream {}", origin(at, raw, root_file)),
-                    None,
-                    decided(Source::EventStream, Some(at)),
-                );
-            }
-        }
+    if let Some(r) = retry.filter(|r| !r.value) {
+        return (
+            ReplayClass::NoRetry,
+            annotation("x-retry", r, raw, root_file),
+            None,
+            decided(retry_source, Some(&r.at)),
+        );
     }
     let declared = [
         (&op.idempotent_on_operation, Source::XIdempotentOperation),
@@ -723,6 +835,137 @@ paths:
                 .safe_regex(),
             "^/(?:f|%66)/(?:a|%61)(?:r|%72)(?:c|%63)(?:h|%68)(?:i|%69)(?:v|%76)(?:e|%65)(?:\\.|%2[Ee])(?:t|%74)(?:a|%61)(?:r|%72)/?$"
         );
+    }
+
+    /// Contract v3, A1-A2: a stream keeps its class; what makes it resumable.
+    #[test]
+    fn streams_are_an_attribute_with_a_declared_resume() {
+        let api = api(r##"
+openapi: 3.0.3
+paths:
+  /a:
+    parameters: [{name: LAST-EVENT-id, in: header}]
+    get: {operationId: pathHeader, responses: {"200": {content: {text/event-stream: {}}}}}
+  /b:
+    get: {operationId: plain, responses: {"200": {content: {Text/Event-Stream; charset=utf-8: {}}}}}
+    post:
+      operationId: resumedPost
+      x-retry-stream: resume
+      responses: {"201": {content: {text/event-stream: {}}}}
+    put:
+      operationId: notResumed
+      x-retry-stream: none
+      parameters: [{$ref: "#/components/parameters/LastEventId"}]
+      responses: {"200": {content: {text/event-stream: {}}}}
+  /c:
+    get:
+      operationId: single
+      x-retry: false
+      x-retry-stream: resume
+      parameters: [{$ref: "#/components/parameters/LastEventId"}]
+      responses: {"200": {content: {text/event-stream: {}}}}
+    post:
+      operationId: keyedStream
+      parameters: [{name: Idempotency-Key, in: header}, {name: Last-Event-ID, in: header}]
+      responses: {"200": {content: {text/event-stream: {}}}, "400": {content: {text/event-stream: {}}}}
+    delete: {operationId: json, responses: {"200": {content: {application/json: {}}}}}
+  /d:
+    get: {operationId: errorStream, responses: {"500": {content: {text/event-stream: {}}}}}
+components:
+  parameters:
+    LastEventId: {name: Last-Event-ID, in: header}
+"##);
+        let of = |id: &str| api.operation_by_id(id).unwrap();
+        let attributes = |id: &str| {
+            let op = of(id);
+            (
+                op.class,
+                op.streaming(),
+                op.resumable(),
+                op.stream.as_ref().map(|s| s.resume),
+            )
+        };
+        use ReplayClass::*;
+        assert_eq!(
+            attributes("pathHeader"),
+            (Idempotent, true, true, Some(Resume::LastEventIdHeader))
+        );
+        assert_eq!(
+            attributes("plain"),
+            (Idempotent, true, false, Some(Resume::Undeclared))
+        );
+        assert_eq!(
+            attributes("resumedPost"),
+            (NonReplayable, true, true, Some(Resume::XRetryStreamResume))
+        );
+        assert_eq!(
+            attributes("notResumed"),
+            (Idempotent, true, false, Some(Resume::XRetryStreamNone))
+        );
+        assert_eq!(
+            attributes("single"),
+            (NoRetry, true, false, Some(Resume::NoRetry))
+        );
+        assert_eq!(
+            attributes("keyedStream"),
+            (Keyed, true, true, Some(Resume::LastEventIdHeader))
+        );
+        assert_eq!(attributes("json"), (Idempotent, false, false, None));
+        assert_eq!(
+            attributes("errorStream"),
+            (Idempotent, false, false, None),
+            "only 2xx responses make a stream"
+        );
+        // (The spec is read from a temporary folder: its locations name the file.)
+        let reason = &of("pathHeader").reason;
+        assert!(reason.contains("resumable with its LAST-EVENT-id header declared at "));
+        assert!(reason.ends_with("#/paths/~1a/parameters/0"), "{reason}");
+        let reason = &of("notResumed").reason;
+        assert!(reason.contains("not resumable: x-retry-stream: none at "));
+        assert!(
+            reason.ends_with("#/paths/~1b/put/x-retry-stream"),
+            "{reason}"
+        );
+        assert!(of("single").reason.starts_with("x-retry: false at "));
+        assert!(of("single").reason.ends_with(", never resumed (no_retry)"));
+        assert_eq!(
+            of("resumedPost")
+                .stream
+                .as_ref()
+                .unwrap()
+                .resume_at
+                .as_ref()
+                .unwrap()
+                .pointer,
+            "/paths/~1b/post/x-retry-stream"
+        );
+    }
+
+    #[test]
+    fn bad_stream_declarations_are_spec_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spec.yaml");
+        std::fs::write(
+            &path,
+            r#"
+openapi: 3.1.0
+paths:
+  /a:
+    get: {x-retry-stream: resume, responses: {"200": {content: {application/json: {}}}}}
+    post: {x-retry-stream: always, responses: {"200": {content: {text/event-stream: {}}}}}
+    put: {x-retry-stream: [resume], responses: {"200": {content: {text/event-stream: {}}}}}
+"#,
+        )
+        .unwrap();
+        let (_, diagnostics) = crate::read::read(&path, &crate::read::Limits::default()).unwrap();
+        let errors: Vec<String> = diagnostics
+            .iter()
+            .map(|d| format!("{} {}", d.location.pointer, d.message))
+            .collect();
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].starts_with("/paths/~1a/get/x-retry-stream `x-retry-stream: resume` on an operation that does not stream"));
+        assert!(errors[1].ends_with("must be `resume` or `none`, found the string \"always\""));
+        assert!(errors[2].ends_with("found a sequence"));
     }
 
     fn mixed_matches_pub(s: &str, p: &[path::Piece]) -> bool {

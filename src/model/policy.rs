@@ -1,7 +1,7 @@
 //! The retry policy values (docs/contract.md section 3, "Policy"): defaults, the spec's
 //! `x-retry-policy` declarations and retrygen.toml overrides, each validated with a clear error.
 
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::diag::{Diagnostic, Diagnostics, Location};
 pub use crate::read::policy::{RawPolicy, RawPolicyEntry, RawValue};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -79,6 +79,37 @@ impl UnknownClass {
     }
 }
 
+/// `idempotency_key_format` (contract v3, F1): how an adapter writes the key it mints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum KeyFormat {
+    /// A bare random UUID.
+    #[serde(rename = "uuid")]
+    Uuid,
+    /// The UUID as an RFC 9651 Structured Field String (`"` + uuid + `"`).
+    #[serde(rename = "sf-string")]
+    SfString,
+}
+
+impl KeyFormat {
+    pub const ALL: [KeyFormat; 2] = [KeyFormat::Uuid, KeyFormat::SfString];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyFormat::Uuid => "uuid",
+            KeyFormat::SfString => "sf-string",
+        }
+    }
+}
+
+/// The RateLimit draft's problem types that need a person, not a retry: the default
+/// `stop_problem_types` (contract v3, section 5).
+pub const PROBLEM_TYPE_QUOTA_EXCEEDED: &str =
+    "https://iana.org/assignments/http-problem-types#quota-exceeded";
+pub const PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED: &str =
+    "https://iana.org/assignments/http-problem-types#abnormal-usage-detected";
+/// The longest problem type a policy may list, in characters (contract v3, section 4).
+pub const PROBLEM_TYPE_MAX_CHARS: usize = 2048;
+
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Policy {
     pub max_retries: u32,
@@ -101,6 +132,15 @@ pub struct Policy {
     pub budget_retry_cost: u64,
     pub budget_timeout_cost: u64,
     pub budget_success_refund: u64,
+    // Contract v3 (draft), section 4.
+    pub throttling_statuses: Vec<u16>,
+    /// None: `initial_backoff_ms` applies to throttled retries too.
+    pub throttling_initial_backoff_ms: Option<u64>,
+    /// None: `budget_retry_cost` applies to throttled retries too.
+    pub budget_throttling_cost: Option<u64>,
+    pub stop_problem_types: Vec<String>,
+    pub retry_problem_types: Vec<String>,
+    pub idempotency_key_format: KeyFormat,
 }
 
 impl Default for Policy {
@@ -125,6 +165,15 @@ impl Default for Policy {
             budget_retry_cost: 5,
             budget_timeout_cost: 10,
             budget_success_refund: 1,
+            throttling_statuses: vec![429],
+            throttling_initial_backoff_ms: None,
+            budget_throttling_cost: None,
+            stop_problem_types: vec![
+                PROBLEM_TYPE_QUOTA_EXCEEDED.to_string(),
+                PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED.to_string(),
+            ],
+            retry_problem_types: Vec::new(),
+            idempotency_key_format: KeyFormat::Uuid,
         }
     }
 }
@@ -154,6 +203,56 @@ pub const KEYS: [&str; 19] = [
     "budget_timeout_cost",
     "budget_success_refund",
 ];
+
+/// Contract v3's policy keys (docs/contract-v3.md section 4), in the table's order: validated
+/// after [`KEYS`] (V1 extended).
+pub const V3_KEYS: [&str; 6] = [
+    "throttling_statuses",
+    "throttling_initial_backoff_ms",
+    "budget_throttling_cost",
+    "stop_problem_types",
+    "retry_problem_types",
+    "idempotency_key_format",
+];
+
+/// The key that names a preset (contract v3, T2); the keys written beside it win over it.
+pub const PRESET_KEY: &str = "preset";
+
+/// The presets (contract v3, T2): each name with its values, resolved when the spec is read.
+pub const PRESETS: [(&str, &[(&str, PresetValue)]); 1] = [(
+    "aws-2026",
+    &[
+        ("max_retries", PresetValue::Integer(2)),
+        ("initial_backoff_ms", PresetValue::Integer(50)),
+        ("throttling_initial_backoff_ms", PresetValue::Integer(1000)),
+        ("max_backoff_ms", PresetValue::Integer(20_000)),
+        ("multiplier", PresetValue::Float(2.0)),
+        ("jitter", PresetValue::Text("full")),
+        ("budget_capacity", PresetValue::Integer(500)),
+        ("budget_retry_cost", PresetValue::Integer(14)),
+        ("budget_timeout_cost", PresetValue::Integer(14)),
+        ("budget_throttling_cost", PresetValue::Integer(5)),
+        ("budget_success_refund", PresetValue::Integer(1)),
+    ],
+)];
+
+/// A preset's value, set through [`Policy::set`] like a written one.
+#[derive(Debug, Clone, Copy)]
+pub enum PresetValue {
+    Integer(i64),
+    Float(f64),
+    Text(&'static str),
+}
+
+impl PresetValue {
+    fn raw(self) -> RawValue {
+        match self {
+            PresetValue::Integer(i) => RawValue::Integer(i),
+            PresetValue::Float(f) => RawValue::Float(f),
+            PresetValue::Text(t) => RawValue::Text(t.to_string()),
+        }
+    }
+}
 
 fn integer(key: &str, v: &RawValue, min: u64, max: u64) -> Result<u64, String> {
     match v {
@@ -216,6 +315,43 @@ fn header_names(key: &str, v: &RawValue) -> Result<Vec<String>, String> {
             other => {
                 return Err(format!(
                     "`{key}` must be a list of header names, found an item that is {}",
+                    other.describe()
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A list of RFC 9457 problem type URIs: each a non-empty string of at most
+/// [`PROBLEM_TYPE_MAX_CHARS`] characters, compared exactly; repeats are dropped.
+fn problem_types(key: &str, v: &RawValue) -> Result<Vec<String>, String> {
+    let RawValue::List(items) = v else {
+        return Err(format!(
+            "`{key}` must be a list of problem type URIs, found {}",
+            v.describe()
+        ));
+    };
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        match item {
+            RawValue::Text(t) if t.is_empty() => {
+                return Err(format!("`{key}` lists an empty problem type"))
+            }
+            RawValue::Text(t) if t.chars().count() > PROBLEM_TYPE_MAX_CHARS => {
+                return Err(format!(
+                    "`{key}` lists a problem type of {} characters, more than {PROBLEM_TYPE_MAX_CHARS}",
+                    t.chars().count()
+                ))
+            }
+            RawValue::Text(t) => {
+                if !out.contains(t) {
+                    out.push(t.clone());
+                }
+            }
+            other => {
+                return Err(format!(
+                    "`{key}` must be a list of problem type URIs, found an item that is {}",
                     other.describe()
                 ))
             }
@@ -304,17 +440,30 @@ impl Policy {
             "budget_success_refund" => {
                 self.budget_success_refund = integer(key, value, 0, BUDGET_MAX)?
             }
+            "throttling_statuses" => self.throttling_statuses = statuses(key, value)?,
+            "throttling_initial_backoff_ms" => {
+                self.throttling_initial_backoff_ms = Some(integer(key, value, 1, DAY_MS)?)
+            }
+            "budget_throttling_cost" => {
+                self.budget_throttling_cost = Some(integer(key, value, 1, BUDGET_MAX)?)
+            }
+            "stop_problem_types" => self.stop_problem_types = problem_types(key, value)?,
+            "retry_problem_types" => self.retry_problem_types = problem_types(key, value)?,
+            "idempotency_key_format" => {
+                self.idempotency_key_format = one_of(key, value, &KeyFormat::ALL, KeyFormat::name)?
+            }
             _ => {
                 return Err(format!(
-                    "unknown retry policy key `{key}`; known keys: {}",
-                    KEYS.join(", ")
+                    "unknown retry policy key `{key}`; known keys: {}, {}, {PRESET_KEY}",
+                    KEYS.join(", "),
+                    V3_KEYS.join(", ")
                 ))
             }
         }
         Ok(())
     }
 
-    /// Cross-field checks once every key is set.
+    /// Cross-field checks once every key is set (V2, extended by contract v3).
     pub fn check(&self) -> Result<(), String> {
         if self.initial_backoff_ms > self.max_backoff_ms {
             return Err(format!(
@@ -322,31 +471,95 @@ impl Policy {
                 self.initial_backoff_ms, self.max_backoff_ms
             ));
         }
+        if let Some(throttling) = self.throttling_initial_backoff_ms {
+            if throttling > self.max_backoff_ms {
+                return Err(format!(
+                    "`throttling_initial_backoff_ms` ({throttling}) is above `max_backoff_ms` ({})",
+                    self.max_backoff_ms
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// Sets the values of the preset `value` names (contract v3, T2).
+    pub fn apply_preset(&mut self, value: &RawValue) -> Result<(), String> {
+        let names: Vec<&str> = PRESETS.iter().map(|(name, _)| *name).collect();
+        let RawValue::Text(name) = value else {
+            return Err(format!(
+                "`{PRESET_KEY}` must be a string, found {}; use one of {}",
+                value.describe(),
+                names.join(", ")
+            ));
+        };
+        let (_, values) = PRESETS
+            .iter()
+            .find(|(preset, _)| preset == name)
+            .ok_or_else(|| {
+                format!(
+                    "unknown `{PRESET_KEY}` {name:?}; use one of {}",
+                    names.join(", ")
+                )
+            })?;
+        for (key, v) in values.iter() {
+            self.set(key, &v.raw())
+                .expect("a preset's values are valid");
+        }
+        Ok(())
+    }
+
+    /// Applies located entries: the preset first, wherever it is written, then every other key
+    /// (so the keys beside a preset win over it), then the cross-field checks at `check_at`.
+    /// Every problem is reported, each with `help`.
+    pub fn apply_entries(
+        &mut self,
+        entries: &[(&str, &RawValue, &Location)],
+        check_at: &Location,
+        help: fn(&str) -> &'static str,
+        diagnostics: &mut Diagnostics,
+    ) {
+        let presets = entries.iter().filter(|(key, _, _)| *key == PRESET_KEY);
+        let keys = entries.iter().filter(|(key, _, _)| *key != PRESET_KEY);
+        for (key, value, at) in presets.chain(keys) {
+            let applied = if *key == PRESET_KEY {
+                self.apply_preset(value)
+            } else {
+                self.set(key, value)
+            };
+            if let Err(message) = applied {
+                diagnostics.push(Diagnostic::error((*at).clone(), message, help(key)));
+            }
+        }
+        if let Err(message) = self.check() {
+            diagnostics.push(Diagnostic::error(check_at.clone(), message, help("")));
+        }
     }
 
     /// Applies the spec's `x-retry-policy`, reporting every problem.
     pub fn apply_spec(&mut self, policy: &RawPolicy, diagnostics: &mut Diagnostics) {
-        let help = "see the policy table in docs/contract.md";
+        let help = |key: &str| {
+            if key == PRESET_KEY || V3_KEYS.contains(&key) {
+                "see contract v3's policy keys and presets in docs/contract-v3.md section 4"
+            } else {
+                "see the policy table in docs/contract.md"
+            }
+        };
         let entries = match &policy.entries {
             Ok(entries) => entries,
             Err(kind) => {
                 diagnostics.push(Diagnostic::error(
                     policy.at.clone(),
                     format!("`x-retry-policy` must be a mapping, found {kind}"),
-                    help,
+                    help(""),
                 ));
                 return;
             }
         };
-        for entry in entries {
-            if let Err(message) = self.set(&entry.key, &entry.value) {
-                diagnostics.push(Diagnostic::error(entry.at.clone(), message, help));
-            }
-        }
-        if let Err(message) = self.check() {
-            diagnostics.push(Diagnostic::error(policy.at.clone(), message, help));
-        }
+        let entries: Vec<(&str, &RawValue, &Location)> = entries
+            .iter()
+            .map(|e| (e.key.as_str(), &e.value, &e.at))
+            .collect();
+        self.apply_entries(&entries, &policy.at, help, diagnostics);
     }
 }
 
@@ -433,5 +646,148 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.retry_only_with_server_delay, vec![429]);
+    }
+
+    #[test]
+    fn validates_v3_keys() {
+        let mut p = Policy::default();
+        let text = |s: &str| RawValue::Text(s.into());
+        let list = |items: Vec<RawValue>| RawValue::List(items);
+        assert_eq!(p.throttling_statuses, vec![429]);
+        assert_eq!(p.stop_problem_types.len(), 2);
+        p.set(
+            "throttling_statuses",
+            &list(vec![RawValue::Integer(503), RawValue::Integer(429)]),
+        )
+        .unwrap();
+        assert_eq!(p.throttling_statuses, vec![429, 503]);
+        assert!(p
+            .set("throttling_statuses", &list(vec![RawValue::Integer(99)]))
+            .is_err());
+        assert!(p
+            .set("throttling_initial_backoff_ms", &RawValue::Integer(0))
+            .is_err());
+        assert!(p
+            .set(
+                "throttling_initial_backoff_ms",
+                &RawValue::Integer(86_400_001)
+            )
+            .is_err());
+        p.set("throttling_initial_backoff_ms", &RawValue::Integer(1000))
+            .unwrap();
+        assert_eq!(p.throttling_initial_backoff_ms, Some(1000));
+        assert!(p
+            .set("budget_throttling_cost", &RawValue::Integer(0))
+            .is_err());
+        p.set("budget_throttling_cost", &RawValue::Integer(5))
+            .unwrap();
+        assert_eq!(p.budget_throttling_cost, Some(5));
+        p.set(
+            "stop_problem_types",
+            &list(vec![text("urn:a"), text("urn:b"), text("urn:a")]),
+        )
+        .unwrap();
+        assert_eq!(p.stop_problem_types, vec!["urn:a", "urn:b"]);
+        p.set("retry_problem_types", &list(vec![])).unwrap();
+        assert!(p.retry_problem_types.is_empty());
+        assert!(p
+            .set("stop_problem_types", &list(vec![text("")]))
+            .unwrap_err()
+            .contains("empty"));
+        let longest = "\u{e9}".repeat(PROBLEM_TYPE_MAX_CHARS);
+        p.set("retry_problem_types", &list(vec![text(&longest)]))
+            .unwrap();
+        assert!(p
+            .set(
+                "retry_problem_types",
+                &list(vec![text(&format!("{longest}x"))])
+            )
+            .unwrap_err()
+            .contains("2049 characters"));
+        assert!(p
+            .set("retry_problem_types", &list(vec![RawValue::Integer(1)]))
+            .is_err());
+        p.set("idempotency_key_format", &text("sf-string")).unwrap();
+        assert_eq!(p.idempotency_key_format, KeyFormat::SfString);
+        assert!(p.set("idempotency_key_format", &text("UUID")).is_err());
+        // V2 extended: the throttling base is at most max_backoff_ms.
+        p.set("max_backoff_ms", &RawValue::Integer(999)).unwrap();
+        assert!(p
+            .check()
+            .unwrap_err()
+            .contains("`throttling_initial_backoff_ms` (1000) is above `max_backoff_ms` (999)"));
+        p.set("max_backoff_ms", &RawValue::Integer(1000)).unwrap();
+        p.check().unwrap();
+    }
+
+    fn entries_applied(entries: &[(&str, RawValue)]) -> (Policy, Diagnostics) {
+        let at = Location {
+            file: "x.yaml".into(),
+            line: 1,
+            column: 1,
+            pointer: String::new(),
+        };
+        let located: Vec<(&str, &RawValue, &Location)> =
+            entries.iter().map(|(k, v)| (*k, v, &at)).collect();
+        let mut policy = Policy::default();
+        let mut diagnostics = Diagnostics::default();
+        policy.apply_entries(&located, &at, |_| "help", &mut diagnostics);
+        (policy, diagnostics)
+    }
+
+    /// T2: the preset's values, whatever its place among the keys; the keys beside it win.
+    #[test]
+    fn a_preset_is_resolved_and_the_keys_beside_it_win() {
+        let (p, d) = entries_applied(&[
+            ("max_retries", RawValue::Integer(4)),
+            ("preset", RawValue::Text("aws-2026".into())),
+        ]);
+        assert!(d.is_empty(), "{d:?}");
+        assert_eq!(p.max_retries, 4, "written beside the preset, before it");
+        assert_eq!(
+            (
+                p.initial_backoff_ms,
+                p.throttling_initial_backoff_ms,
+                p.max_backoff_ms
+            ),
+            (50, Some(1000), 20_000)
+        );
+        assert_eq!((p.multiplier, p.jitter), (2.0, Jitter::Full));
+        assert_eq!(
+            (
+                p.budget_capacity,
+                p.budget_retry_cost,
+                p.budget_timeout_cost,
+                p.budget_throttling_cost,
+                p.budget_success_refund
+            ),
+            (500, 14, 14, Some(5), 1)
+        );
+        // What the preset does not name keeps its default.
+        assert_eq!(p.retryable_statuses, Policy::default().retryable_statuses);
+        let (_, d) = entries_applied(&[("preset", RawValue::Text("aws-2025".into()))]);
+        assert!(d.has_errors());
+        let (_, d) = entries_applied(&[
+            ("preset", RawValue::Text("aws-2026".into())),
+            ("max_backoff_ms", RawValue::Integer(500)),
+        ]);
+        assert!(
+            d.has_errors(),
+            "the preset's 1000 ms throttling base is above a max_backoff_ms of 500"
+        );
+        let (_, d) = entries_applied(&[("preset", RawValue::Integer(2026))]);
+        assert!(d.has_errors());
+    }
+
+    #[test]
+    fn presets_hold_valid_values_of_known_keys() {
+        for (name, values) in PRESETS {
+            let mut p = Policy::default();
+            p.apply_preset(&RawValue::Text(name.into())).unwrap();
+            p.check().unwrap();
+            for (key, _) in values {
+                assert!(KEYS.contains(key) || V3_KEYS.contains(key), "{name}: {key}");
+            }
+        }
     }
 }

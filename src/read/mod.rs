@@ -67,8 +67,29 @@ pub struct RawOperation {
     pub retry_on_path: Option<Located<bool>>,
     /// The first 2xx response (or 2.0 `produces`) that streams `text/event-stream`.
     pub streaming: Option<Location>,
+    /// `x-retry-stream` on the operation (contract v3, A2), when it is valid: `resume` or
+    /// `none` on a streaming operation (anything else is reported and left out).
+    pub retry_stream: Option<Located<RetryStream>>,
     /// Header parameters of the operation and its path item (names as written).
     pub header_parameters: Vec<Located<String>>,
+}
+
+/// A valid `x-retry-stream` value (contract v3, A2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryStream {
+    /// `resume`: the server continues the stream from `Last-Event-ID`.
+    Resume,
+    /// `none`: the stream is never resumed, whatever the operation declares.
+    None,
+}
+
+impl RetryStream {
+    pub fn name(self) -> &'static str {
+        match self {
+            RetryStream::Resume => "resume",
+            RetryStream::None => "none",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -247,7 +247,7 @@ pub struct Skip;
 
 impl Skip {
     /// Every key whose value the reader reads, in any object it walks.
-    pub const READ_KEYS: [&'static str; 31] = [
+    pub const READ_KEYS: [&'static str; 32] = [
         "$ref",
         "openapi",
         "swagger",
@@ -269,6 +269,7 @@ impl Skip {
         "x-idempotent",
         "x-retry",
         "x-retry-policy",
+        "x-retry-stream",
         "additionalOperations",
         "get",
         "put",

@@ -414,6 +414,7 @@ impl Reader {
             .map(|(_, _, named)| named)
             .collect();
         let streaming = self.find_streaming(&op_file, op, &op_pointer);
+        let retry_stream = self.retry_stream(&op_file, op, &op_pointer, streaming.is_some());
         Some(RawOperation {
             method: method.to_string(),
             path: path.to_string(),
@@ -425,6 +426,7 @@ impl Reader {
             retry_on_operation,
             retry_on_path: retry_on_path.clone(),
             streaming,
+            retry_stream,
             header_parameters,
         })
     }
@@ -472,6 +474,51 @@ impl Reader {
                 },
             ));
         }
+    }
+
+    /// `x-retry-stream` (contract v3, A2): `resume` or `none`, and only on an operation that
+    /// streams; anything else is a spec error.
+    fn retry_stream(
+        &mut self,
+        file: &SourceFile,
+        op: &Node,
+        pointer: &str,
+        streaming: bool,
+    ) -> Option<Located<RetryStream>> {
+        let key = "x-retry-stream";
+        let value = op.get(key)?;
+        let at = self.location(file, value.mark, &pointer_push(pointer, key));
+        let parsed = match &value.value {
+            Value::String(s) if s == "resume" => Some(RetryStream::Resume),
+            Value::String(s) if s == "none" => Some(RetryStream::None),
+            _ => None,
+        };
+        let Some(parsed) = parsed else {
+            let found = match &value.value {
+                Value::String(s) => format!("the string {s:?}"),
+                Value::Number(n) => format!("the number {n}"),
+                Value::Bool(b) => format!("the boolean {b}"),
+                _ => value.kind().to_string(),
+            };
+            self.error(
+                at,
+                format!("`{key}` must be `resume` or `none`, found {found}"),
+                format!("write `{key}: resume` (the server continues the stream from Last-Event-ID) or `{key}: none` (never resumed)"),
+            );
+            return None;
+        };
+        if !streaming {
+            self.error(
+                at,
+                format!(
+                    "`{key}: {}` on an operation that does not stream: no 2xx response has a `text/event-stream` media type",
+                    parsed.name()
+                ),
+                format!("remove `{key}`, or declare the event stream (`content: {{text/event-stream: ...}}` on a 2xx response; Swagger 2.0: `produces`)"),
+            );
+            return None;
+        }
+        Some(Located { value: parsed, at })
     }
 
     fn find_streaming(

@@ -107,6 +107,12 @@ namespace Retrygen.Generated
             budgetCapacity: 500,
             budgetRetryCost: 5,
             budgetTimeoutCost: 10,
-            budgetSuccessRefund: 1);
+            budgetSuccessRefund: 1,
+            throttlingStatuses: new int[] {429},
+            throttlingInitialBackoffMs: null,
+            budgetThrottlingCost: null,
+            stopProblemTypes: new string[] {"https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"},
+            retryProblemTypes: new string[] {},
+            idempotencyKeyFormat: IdempotencyKeyFormat.Uuid);
     }
 }

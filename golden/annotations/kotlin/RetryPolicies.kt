@@ -41,11 +41,11 @@ public object RetryPolicies {
         budgetRetryCost = 5,
         budgetTimeoutCost = 10,
         budgetSuccessRefund = 1,
-        throttlingStatuses = RetryPolicy.CONTRACT_THROTTLING_STATUSES,
+        throttlingStatuses = RetryRuntime.statusSet(429),
         throttlingInitialBackoffMs = null,
         budgetThrottlingCost = null,
-        stopProblemTypes = RetryPolicy.CONTRACT_STOP_PROBLEM_TYPES,
-        retryProblemTypes = RetryPolicy.NO_PROBLEM_TYPES,
+        stopProblemTypes = RetryRuntime.problemTypeList("https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"),
+        retryProblemTypes = RetryRuntime.problemTypeList(),
         idempotencyKeyFormat = IdempotencyKeyFormat.UUID,
     )
     // @formatter:on
@@ -185,15 +185,15 @@ public object RetryPolicies {
     @Suppress("ktlint")
     private object OperationChunk0 {
         val LIST: List<Operation> = listOf(
-            Operation("POST", "/charges", "/charges", "createCharge", ReplayClass.KEYED, "IDEMPOTENCY-KEY", false, false),
-            Operation("GET", "/jobs", "/jobs", "listJobs", ReplayClass.NON_REPLAYABLE, null, false, false),
-            Operation("POST", "/jobs", "/jobs", "createJob", ReplayClass.NON_REPLAYABLE, null, false, false),
-            Operation("QUERY", "/jobs", "/jobs", "searchJobs", ReplayClass.IDEMPOTENT, null, false, false),
-            Operation("LINK", "/jobs/{jobID}", "/jobs/{jobID}", "linkJob", ReplayClass.IDEMPOTENT, null, false, false),
-            Operation("POST", "/jobs/{jobID}", "/jobs/{jobID}", "runJob", ReplayClass.NON_REPLAYABLE, null, false, false),
-            Operation("PUT", "/jobs/{jobID}", "/jobs/{jobID}", "replaceJob", ReplayClass.IDEMPOTENT, null, false, false),
-            Operation("POST", "/jobs/{jobID}/cancel", "/jobs/{jobID}/cancel", "cancelJob", ReplayClass.NO_RETRY, null, false, false),
-            Operation("GET", "/jobs/{jobID}/events", "/jobs/{jobID}/events", "watchJob", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/charges", "/charges", "createCharge", ReplayClass.KEYED, "IDEMPOTENCY-KEY", False, False),
+            Operation("GET", "/jobs", "/jobs", "listJobs", ReplayClass.NON_REPLAYABLE, null, False, False),
+            Operation("POST", "/jobs", "/jobs", "createJob", ReplayClass.NON_REPLAYABLE, null, False, False),
+            Operation("QUERY", "/jobs", "/jobs", "searchJobs", ReplayClass.IDEMPOTENT, null, False, False),
+            Operation("LINK", "/jobs/{jobID}", "/jobs/{jobID}", "linkJob", ReplayClass.IDEMPOTENT, null, False, False),
+            Operation("POST", "/jobs/{jobID}", "/jobs/{jobID}", "runJob", ReplayClass.NON_REPLAYABLE, null, False, False),
+            Operation("PUT", "/jobs/{jobID}", "/jobs/{jobID}", "replaceJob", ReplayClass.IDEMPOTENT, null, False, False),
+            Operation("POST", "/jobs/{jobID}/cancel", "/jobs/{jobID}/cancel", "cancelJob", ReplayClass.NO_RETRY, null, False, False),
+            Operation("GET", "/jobs/{jobID}/events", "/jobs/{jobID}/events", "watchJob", ReplayClass.IDEMPOTENT, null, True, False),
         )
     }
     // @formatter:on

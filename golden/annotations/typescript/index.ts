@@ -105,7 +105,7 @@ const ROWS: readonly OperationRow[] = [
   ["POST", "/jobs/{jobID}", "runJob", "non_replayable", null, null],
   ["PUT", "/jobs/{jobID}", "replaceJob", "idempotent", null, null],
   ["POST", "/jobs/{jobID}/cancel", "cancelJob", "no_retry", null, null],
-  ["GET", "/jobs/{jobID}/events", "watchJob", "idempotent", null, null],
+  ["GET", "/jobs/{jobID}/events", "watchJob", "idempotent", null, "streaming"],
 ];
 
 // prettier-ignore

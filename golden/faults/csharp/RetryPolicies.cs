@@ -106,11 +106,11 @@ namespace Retrygen.Generated
         /// <param name="budgetRetryCost">The tokens a retry takes.</param>
         /// <param name="budgetTimeoutCost">The tokens a retry after a timeout takes.</param>
         /// <param name="budgetSuccessRefund">The tokens a success without retries gives back.</param>
-        /// <param name="throttlingStatuses">Contract v3: statuses that signal throttling; <c>null</c> for the contract's (429).</param>
-        /// <param name="throttlingInitialBackoffMs">Contract v3: the backoff base of a throttled retry, or <c>null</c> for <paramref name="initialBackoffMs"/>.</param>
-        /// <param name="budgetThrottlingCost">Contract v3: the tokens a throttled retry takes, or <c>null</c> for <paramref name="budgetRetryCost"/>.</param>
-        /// <param name="stopProblemTypes">Contract v3: problem types that stop at once; <c>null</c> for the contract's (quota exceeded, abnormal usage).</param>
-        /// <param name="retryProblemTypes">Contract v3: problem types that retry a replayable request; <c>null</c> for none.</param>
+        /// <param name="throttlingStatuses">Contract v3: statuses that signal throttling; <c>null</c> for the spec's.</param>
+        /// <param name="throttlingInitialBackoffMs">Contract v3: the backoff base of a throttled retry (the spec's by default), or <c>null</c> for <paramref name="initialBackoffMs"/>.</param>
+        /// <param name="budgetThrottlingCost">Contract v3: the tokens a throttled retry takes (the spec's by default), or <c>null</c> for <paramref name="budgetRetryCost"/>.</param>
+        /// <param name="stopProblemTypes">Contract v3: problem types that stop at once; <c>null</c> for the spec's.</param>
+        /// <param name="retryProblemTypes">Contract v3: problem types that retry a replayable request; <c>null</c> for the spec's.</param>
         /// <param name="idempotencyKeyFormat">Contract v3: how a minted idempotency key is written.</param>
         /// <exception cref="InvalidInputException">A value is out of range; <see cref="InvalidInputException.Key"/> names the first one, in the policy table's order.</exception>
         public RetryPolicy(

@@ -41,11 +41,11 @@ public object RetryPolicies {
         budgetRetryCost = 5,
         budgetTimeoutCost = 10,
         budgetSuccessRefund = 1,
-        throttlingStatuses = RetryPolicy.CONTRACT_THROTTLING_STATUSES,
+        throttlingStatuses = RetryRuntime.statusSet(429),
         throttlingInitialBackoffMs = null,
         budgetThrottlingCost = null,
-        stopProblemTypes = RetryPolicy.CONTRACT_STOP_PROBLEM_TYPES,
-        retryProblemTypes = RetryPolicy.NO_PROBLEM_TYPES,
+        stopProblemTypes = RetryRuntime.problemTypeList("https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"),
+        retryProblemTypes = RetryRuntime.problemTypeList(),
         idempotencyKeyFormat = IdempotencyKeyFormat.UUID,
     )
     // @formatter:on
@@ -185,14 +185,14 @@ public object RetryPolicies {
     @Suppress("ktlint")
     private object OperationChunk0 {
         val LIST: List<Operation> = listOf(
-            Operation("GET", "/health", "/health", "health", ReplayClass.IDEMPOTENT, null, false, false),
-            Operation("POST", "/sandboxes", "/sandboxes", "createSandbox", ReplayClass.NON_REPLAYABLE, null, false, false),
-            Operation("DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", ReplayClass.IDEMPOTENT, null, false, false),
-            Operation("GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", ReplayClass.IDEMPOTENT, null, false, false),
-            Operation("PUT", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "replaceSandbox", ReplayClass.IDEMPOTENT, null, false, false),
-            Operation("POST", "/sandboxes/{sandboxID}/exec", "/sandboxes/{sandboxID}/exec", "execCommand", ReplayClass.NO_RETRY, null, false, false),
-            Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamLogs", ReplayClass.NO_RETRY, null, false, false),
-            Operation("POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", ReplayClass.KEYED, "Idempotency-Key", false, false),
+            Operation("GET", "/health", "/health", "health", ReplayClass.IDEMPOTENT, null, False, False),
+            Operation("POST", "/sandboxes", "/sandboxes", "createSandbox", ReplayClass.NON_REPLAYABLE, null, False, False),
+            Operation("DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", ReplayClass.IDEMPOTENT, null, False, False),
+            Operation("GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", ReplayClass.IDEMPOTENT, null, False, False),
+            Operation("PUT", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "replaceSandbox", ReplayClass.IDEMPOTENT, null, False, False),
+            Operation("POST", "/sandboxes/{sandboxID}/exec", "/sandboxes/{sandboxID}/exec", "execCommand", ReplayClass.NO_RETRY, null, False, False),
+            Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamLogs", ReplayClass.NO_RETRY, null, True, False),
+            Operation("POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", ReplayClass.KEYED, "Idempotency-Key", False, False),
         )
     }
     // @formatter:on

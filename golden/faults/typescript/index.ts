@@ -103,7 +103,7 @@ const ROWS: readonly OperationRow[] = [
   ["GET", "/sandboxes/{sandboxID}", "getSandbox", "idempotent", null, null],
   ["PUT", "/sandboxes/{sandboxID}", "replaceSandbox", "idempotent", null, null],
   ["POST", "/sandboxes/{sandboxID}/exec", "execCommand", "no_retry", null, null],
-  ["GET", "/sandboxes/{sandboxID}/logs", "streamLogs", "no_retry", null, null],
+  ["GET", "/sandboxes/{sandboxID}/logs", "streamLogs", "no_retry", null, "streaming"],
   ["POST", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", "keyed", "Idempotency-Key", null],
 ];
 

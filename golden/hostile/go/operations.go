@@ -41,11 +41,15 @@ func DefaultPolicy() retrypolicy.Policy {
 		BudgetTimeoutCost:        10,
 		BudgetSuccessRefund:      1,
 
-		// Contract v3 (draft): its defaults, which keep every v2 decision.
-		ThrottlingStatuses:   []int{429},
-		StopProblemTypes:     []string{retrypolicy.ProblemTypeQuotaExceeded, retrypolicy.ProblemTypeAbnormalUsageDetected},
-		RetryProblemTypes:    []string{},
-		IdempotencyKeyFormat: retrypolicy.KeyFormatUUID,
+		// Contract v3 (draft), section 4.
+		ThrottlingStatuses:          []int{429},
+		ThrottlingInitialBackoffMs:  0,
+		HasThrottlingInitialBackoff: false,
+		BudgetThrottlingCost:        0,
+		HasBudgetThrottlingCost:     false,
+		StopProblemTypes:            []string{"https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"},
+		RetryProblemTypes:           []string{},
+		IdempotencyKeyFormat:        retrypolicy.KeyFormatUUID,
 	}
 }
 
@@ -81,10 +85,14 @@ func DefaultClassifier(unknown retrypolicy.UnknownClass) (retrypolicy.Classifier
 	return tables.DefaultClassifier(unknown)
 }
 
-// Classify finds the operation a request is for and its replay class, with BasePath and the
-// method's default class for unknown requests.
+// Classify finds the operation a request is for and its replay class, with BasePath; a request
+// no operation matches gets DefaultPolicy's unknown_operation_class (contract v3, C3).
 func Classify(method, target string) (retrypolicy.Classification, error) {
-	return tables.Classify(method, target)
+	classifier, err := tables.DefaultClassifier(retrypolicy.UnknownMethodDefault)
+	if err != nil {
+		return retrypolicy.Classification{}, err
+	}
+	return classifier.Classify(method, target)
 }
 
 // NonReplayableOperations is the API's safe list: every operation that must not be replayed

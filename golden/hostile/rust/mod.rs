@@ -29,20 +29,20 @@ pub const SOURCE_NAME: &str = "hostile.yaml";
 /// Every operation of the API, sorted by path and then method.
 #[rustfmt::skip]
 pub static OPERATIONS: [Operation; 14] = [
-    Operation { method: "PUT", route: "/back\\slash\\u0041\\n/{x}", path: "/back\\slash\\u0041\\n/{x}", operation_id: Some("back\\slash\\x41\\0"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
-    Operation { method: "POST", route: "/bidi/\u{202e}\u{2066}\u{200f}/{id}", path: "/bidi/\u{202e}\u{2066}\u{200f}/{id}", operation_id: Some("bidi\u{202e}evil\u{2066}\u{2069}\u{200b}\u{feff}"), class: ReplayClass::Keyed, idempotency_header: Some("Idempotency-Key"), streaming: false, resumable: false },
-    Operation { method: "DELETE", route: "/comment*/end/*start//line", path: "/comment*/end/*start//line#hash", operation_id: Some("*/ /* // # -- <!-- -->"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
-    Operation { method: "GET", route: "/dollar/${interp}/$x/%{ruby}/{jinja}", path: "/dollar/${interp}/$x/%{ruby}/{jinja}", operation_id: Some("${process.exit(1)}$x#{1}{{ 7*7 }}{% raw %}%s%d%n"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
-    Operation { method: "GET", route: "/lines/a\nb\rc\td", path: "/lines/a\nb\rc\td", operation_id: Some("new\nline\r\ncarriage\ttab\u{0}nul\u{7}bell\u{1b}esc\u{7f}del"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
-    Operation { method: "GET", route: "/nul/a\u{0}0b", path: "/nul/a\u{0}0b", operation_id: Some("nul\u{0}7"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
-    Operation { method: "GET", route: "/percent/%41%zz%/{p}", path: "/percent/%41%zz%/{p}", operation_id: Some("percent%41%%s"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
-    Operation { method: "GET", route: "/q\"uote/{id}", path: "/q\"uote/{id}", operation_id: Some("double\"quote"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
-    Operation { method: "PATCH", route: "/regex/.+*^$|()[]\\d/{n}.{ext}", path: "/regex/.+*^$|()[]\\d/{n}.{ext}", operation_id: Some("regex.+*?^$|()[]{}\\d"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
-    Operation { method: "POST", route: "/s'ingle/`back`tick", path: "/s'ingle/`back`tick", operation_id: Some("single'quote`tick"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
-    Operation { method: "GET", route: "/separators/\u{2028}/\u{2029}/\u{85}", path: "/separators/\u{2028}/\u{2029}/\u{85}", operation_id: Some("ls\u{2028}ps\u{2029}nel\u{85}"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
-    Operation { method: "POST", route: "/triple/\"\"\"/'''", path: "/triple/\"\"\"/'''", operation_id: Some("\"\"\" ''' @\"verbatim\" r\"raw\" `raw`"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
-    Operation { method: "GET", route: "/unicode/caf\u{e9}/\u{1f600}/\u{4e2d}\u{6587}", path: "/unicode/caf\u{e9}/\u{1f600}/\u{4e2d}\u{6587}", operation_id: Some("emoji\u{1f600}\u{1f44d}caf\u{e9}\u{4e2d}"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
-    Operation { method: "POST", route: "/whitespace/ideographic\u{3000}nbsp\u{a0}/trailing ", path: "/whitespace/ideographic\u{3000}nbsp\u{a0}/trailing ", operation_id: Some("whitespace\u{3000}\u{a0} "), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "PUT", route: "/back\\slash\\u0041\\n/{x}", path: "/back\\slash\\u0041\\n/{x}", operation_id: Some("back\\slash\\x41\\0"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
+    Operation { method: "POST", route: "/bidi/\u{202e}\u{2066}\u{200f}/{id}", path: "/bidi/\u{202e}\u{2066}\u{200f}/{id}", operation_id: Some("bidi\u{202e}evil\u{2066}\u{2069}\u{200b}\u{feff}"), class: ReplayClass::Keyed, idempotency_header: Some("Idempotency-Key"), streaming: False, resumable: False },
+    Operation { method: "DELETE", route: "/comment*/end/*start//line", path: "/comment*/end/*start//line#hash", operation_id: Some("*/ /* // # -- <!-- -->"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
+    Operation { method: "GET", route: "/dollar/${interp}/$x/%{ruby}/{jinja}", path: "/dollar/${interp}/$x/%{ruby}/{jinja}", operation_id: Some("${process.exit(1)}$x#{1}{{ 7*7 }}{% raw %}%s%d%n"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
+    Operation { method: "GET", route: "/lines/a\nb\rc\td", path: "/lines/a\nb\rc\td", operation_id: Some("new\nline\r\ncarriage\ttab\u{0}nul\u{7}bell\u{1b}esc\u{7f}del"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
+    Operation { method: "GET", route: "/nul/a\u{0}0b", path: "/nul/a\u{0}0b", operation_id: Some("nul\u{0}7"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
+    Operation { method: "GET", route: "/percent/%41%zz%/{p}", path: "/percent/%41%zz%/{p}", operation_id: Some("percent%41%%s"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
+    Operation { method: "GET", route: "/q\"uote/{id}", path: "/q\"uote/{id}", operation_id: Some("double\"quote"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
+    Operation { method: "PATCH", route: "/regex/.+*^$|()[]\\d/{n}.{ext}", path: "/regex/.+*^$|()[]\\d/{n}.{ext}", operation_id: Some("regex.+*?^$|()[]{}\\d"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: False, resumable: False },
+    Operation { method: "POST", route: "/s'ingle/`back`tick", path: "/s'ingle/`back`tick", operation_id: Some("single'quote`tick"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: False, resumable: False },
+    Operation { method: "GET", route: "/separators/\u{2028}/\u{2029}/\u{85}", path: "/separators/\u{2028}/\u{2029}/\u{85}", operation_id: Some("ls\u{2028}ps\u{2029}nel\u{85}"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
+    Operation { method: "POST", route: "/triple/\"\"\"/'''", path: "/triple/\"\"\"/'''", operation_id: Some("\"\"\" ''' @\"verbatim\" r\"raw\" `raw`"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: False, resumable: False },
+    Operation { method: "GET", route: "/unicode/caf\u{e9}/\u{1f600}/\u{4e2d}\u{6587}", path: "/unicode/caf\u{e9}/\u{1f600}/\u{4e2d}\u{6587}", operation_id: Some("emoji\u{1f600}\u{1f44d}caf\u{e9}\u{4e2d}"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
+    Operation { method: "POST", route: "/whitespace/ideographic\u{3000}nbsp\u{a0}/trailing ", path: "/whitespace/ideographic\u{3000}nbsp\u{a0}/trailing ", operation_id: Some("whitespace\u{3000}\u{a0} "), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: False, resumable: False },
 ];
 
 /// [`OPERATIONS`] and the matcher [`classify`] walks, built on first use; a request that
@@ -103,7 +103,7 @@ pub fn default_policy() -> RetryPolicy {
         throttling_statuses: vec![429],
         throttling_initial_backoff_ms: None,
         budget_throttling_cost: None,
-        stop_problem_types: vec![PROBLEM_TYPE_QUOTA_EXCEEDED.to_string(), PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED.to_string()],
+        stop_problem_types: vec!["https://iana.org/assignments/http-problem-types#quota-exceeded".to_string(), "https://iana.org/assignments/http-problem-types#abnormal-usage-detected".to_string()],
         retry_problem_types: vec![],
         idempotency_key_format: KeyFormat::Uuid,
     }

@@ -82,7 +82,7 @@ namespace Example.Sandbox.Retry
             rows.Add(new Operation("DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", ReplayClass.Idempotent, null));
             rows.Add(new Operation("GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/fork", "/sandboxes/{sandboxID}/fork", "forkSandbox", ReplayClass.NonReplayable, null));
-            rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamSandboxLogs", ReplayClass.NoRetry, null));
+            rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamSandboxLogs", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/pause", "/sandboxes/{sandboxID}/pause", "pauseSandbox", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/resume", "/sandboxes/{sandboxID}/resume", "resumeSandbox", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", ReplayClass.NonReplayable, null));
@@ -124,11 +124,11 @@ namespace Example.Sandbox.Retry
         /// <param name="budgetRetryCost">The tokens a retry takes.</param>
         /// <param name="budgetTimeoutCost">The tokens a retry after a timeout takes.</param>
         /// <param name="budgetSuccessRefund">The tokens a success without retries gives back.</param>
-        /// <param name="throttlingStatuses">Contract v3: statuses that signal throttling; <c>null</c> for the contract's (429).</param>
-        /// <param name="throttlingInitialBackoffMs">Contract v3: the backoff base of a throttled retry, or <c>null</c> for <paramref name="initialBackoffMs"/>.</param>
-        /// <param name="budgetThrottlingCost">Contract v3: the tokens a throttled retry takes, or <c>null</c> for <paramref name="budgetRetryCost"/>.</param>
-        /// <param name="stopProblemTypes">Contract v3: problem types that stop at once; <c>null</c> for the contract's (quota exceeded, abnormal usage).</param>
-        /// <param name="retryProblemTypes">Contract v3: problem types that retry a replayable request; <c>null</c> for none.</param>
+        /// <param name="throttlingStatuses">Contract v3: statuses that signal throttling; <c>null</c> for the spec's.</param>
+        /// <param name="throttlingInitialBackoffMs">Contract v3: the backoff base of a throttled retry (the spec's by default), or <c>null</c> for <paramref name="initialBackoffMs"/>.</param>
+        /// <param name="budgetThrottlingCost">Contract v3: the tokens a throttled retry takes (the spec's by default), or <c>null</c> for <paramref name="budgetRetryCost"/>.</param>
+        /// <param name="stopProblemTypes">Contract v3: problem types that stop at once; <c>null</c> for the spec's.</param>
+        /// <param name="retryProblemTypes">Contract v3: problem types that retry a replayable request; <c>null</c> for the spec's.</param>
         /// <param name="idempotencyKeyFormat">Contract v3: how a minted idempotency key is written.</param>
         /// <exception cref="InvalidInputException">A value is out of range; <see cref="InvalidInputException.Key"/> names the first one, in the policy table's order.</exception>
         public RetryPolicy(

@@ -41,11 +41,15 @@ func DefaultPolicy() retrypolicy.Policy {
 		BudgetTimeoutCost:        10,
 		BudgetSuccessRefund:      1,
 
-		// Contract v3 (draft): its defaults, which keep every v2 decision.
-		ThrottlingStatuses:   []int{429},
-		StopProblemTypes:     []string{retrypolicy.ProblemTypeQuotaExceeded, retrypolicy.ProblemTypeAbnormalUsageDetected},
-		RetryProblemTypes:    []string{},
-		IdempotencyKeyFormat: retrypolicy.KeyFormatUUID,
+		// Contract v3 (draft), section 4.
+		ThrottlingStatuses:          []int{429},
+		ThrottlingInitialBackoffMs:  0,
+		HasThrottlingInitialBackoff: false,
+		BudgetThrottlingCost:        0,
+		HasBudgetThrottlingCost:     false,
+		StopProblemTypes:            []string{"https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"},
+		RetryProblemTypes:           []string{},
+		IdempotencyKeyFormat:        retrypolicy.KeyFormatUUID,
 	}
 }
 
@@ -81,10 +85,14 @@ func DefaultClassifier(unknown retrypolicy.UnknownClass) (retrypolicy.Classifier
 	return tables.DefaultClassifier(unknown)
 }
 
-// Classify finds the operation a request is for and its replay class, with BasePath and the
-// method's default class for unknown requests.
+// Classify finds the operation a request is for and its replay class, with BasePath; a request
+// no operation matches gets DefaultPolicy's unknown_operation_class (contract v3, C3).
 func Classify(method, target string) (retrypolicy.Classification, error) {
-	return tables.Classify(method, target)
+	classifier, err := tables.DefaultClassifier(retrypolicy.UnknownMethodDefault)
+	if err != nil {
+		return retrypolicy.Classification{}, err
+	}
+	return classifier.Classify(method, target)
 }
 
 // NonReplayableOperations is the API's safe list: every operation that must not be replayed
@@ -123,7 +131,7 @@ var operationTable = []retrypolicy.OperationRow{
 	{Method: "GET", Route: "/deep/l1/l2/l3", Path: "/deep/l1/l2/l3", OperationID: "getDeepLiteral", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "GET", Route: "/deep/l1/{p2}/tail", Path: "/deep/l1/{p2}/tail", OperationID: "getDeepTail", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "GET", Route: "/deep/{p1}/l2/l3/more", Path: "/deep/{p1}/l2/l3/more", OperationID: "getDeepMore", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
-	{Method: "GET", Route: "/events", Path: "/events", OperationID: "streamEvents", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
+	{Method: "GET", Route: "/events", Path: "/events", OperationID: "streamEvents", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "DELETE", Route: "/events/{eventID}", Path: "/events/{eventID}", OperationID: "deleteEvent", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
 	{Method: "GET", Route: "/events/{eventID}", Path: "/events/{eventID}", OperationID: "getEvent", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
 	{Method: "GET", Route: "/files", Path: "/files", OperationID: "listFiles", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
@@ -142,7 +150,7 @@ var operationTable = []retrypolicy.OperationRow{
 	{Method: "GET", Route: "/jobs/{jobID}", Path: "/jobs/{jobID}", OperationID: "getJob", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
 	{Method: "POST", Route: "/jobs/{jobID}", Path: "/jobs/{jobID}", OperationID: "runJob", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
 	{Method: "PUT", Route: "/jobs/{jobID}", Path: "/jobs/{jobID}", OperationID: "replaceJob", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
-	{Method: "GET", Route: "/jobs/{jobID}/watch", Path: "/jobs/{jobID}/watch", OperationID: "watchJob", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
+	{Method: "GET", Route: "/jobs/{jobID}/watch", Path: "/jobs/{jobID}/watch", OperationID: "watchJob", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "POST", Route: "/orders", Path: "/orders", OperationID: "createOrder", HasOperationID: true, Class: retrypolicy.ClassKeyed, IdempotencyHeader: "Idempotency-Key"},
 	{Method: "GET", Route: "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", Path: "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", OperationID: "getBalanceSheetSummary", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "GET", Route: "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", Path: "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", OperationID: "getBalanceSheetSummaryPdf", HasOperationID: true, Class: retrypolicy.ClassIdempotent},

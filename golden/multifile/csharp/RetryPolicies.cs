@@ -76,7 +76,7 @@ namespace Retrygen.Generated
             rows.Add(new Operation("POST", "/buckets", "/buckets", "createBucket", ReplayClass.NonReplayable, null));
             rows.Add(new Operation("DELETE", "/buckets/{bucket}", "/buckets/{bucket}", "deleteBucket", ReplayClass.Idempotent, null));
             rows.Add(new Operation("GET", "/buckets/{bucket}", "/buckets/{bucket}", "getBucket", ReplayClass.Idempotent, null));
-            rows.Add(new Operation("GET", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "watchObject", ReplayClass.NoRetry, null));
+            rows.Add(new Operation("GET", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "watchObject", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "appendObject", ReplayClass.Keyed, "Idempotency-Key"));
             rows.Add(new Operation("PUT", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "putObject", ReplayClass.Idempotent, null));
         }
@@ -105,6 +105,12 @@ namespace Retrygen.Generated
             budgetCapacity: 500,
             budgetRetryCost: 5,
             budgetTimeoutCost: 10,
-            budgetSuccessRefund: 1);
+            budgetSuccessRefund: 1,
+            throttlingStatuses: new int[] {429},
+            throttlingInitialBackoffMs: null,
+            budgetThrottlingCost: null,
+            stopProblemTypes: new string[] {"https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"},
+            retryProblemTypes: new string[] {},
+            idempotencyKeyFormat: IdempotencyKeyFormat.Uuid);
     }
 }

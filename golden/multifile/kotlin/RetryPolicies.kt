@@ -41,11 +41,11 @@ public object RetryPolicies {
         budgetRetryCost = 5,
         budgetTimeoutCost = 10,
         budgetSuccessRefund = 1,
-        throttlingStatuses = RetryPolicy.CONTRACT_THROTTLING_STATUSES,
+        throttlingStatuses = RetryRuntime.statusSet(429),
         throttlingInitialBackoffMs = null,
         budgetThrottlingCost = null,
-        stopProblemTypes = RetryPolicy.CONTRACT_STOP_PROBLEM_TYPES,
-        retryProblemTypes = RetryPolicy.NO_PROBLEM_TYPES,
+        stopProblemTypes = RetryRuntime.problemTypeList("https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"),
+        retryProblemTypes = RetryRuntime.problemTypeList(),
         idempotencyKeyFormat = IdempotencyKeyFormat.UUID,
     )
     // @formatter:on
@@ -185,13 +185,13 @@ public object RetryPolicies {
     @Suppress("ktlint")
     private object OperationChunk0 {
         val LIST: List<Operation> = listOf(
-            Operation("GET", "/buckets", "/buckets", "listBuckets", ReplayClass.IDEMPOTENT, null, false, false),
-            Operation("POST", "/buckets", "/buckets", "createBucket", ReplayClass.NON_REPLAYABLE, null, false, false),
-            Operation("DELETE", "/buckets/{bucket}", "/buckets/{bucket}", "deleteBucket", ReplayClass.IDEMPOTENT, null, false, false),
-            Operation("GET", "/buckets/{bucket}", "/buckets/{bucket}", "getBucket", ReplayClass.IDEMPOTENT, null, false, false),
-            Operation("GET", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "watchObject", ReplayClass.NO_RETRY, null, false, false),
-            Operation("POST", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "appendObject", ReplayClass.KEYED, "Idempotency-Key", false, false),
-            Operation("PUT", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "putObject", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/buckets", "/buckets", "listBuckets", ReplayClass.IDEMPOTENT, null, False, False),
+            Operation("POST", "/buckets", "/buckets", "createBucket", ReplayClass.NON_REPLAYABLE, null, False, False),
+            Operation("DELETE", "/buckets/{bucket}", "/buckets/{bucket}", "deleteBucket", ReplayClass.IDEMPOTENT, null, False, False),
+            Operation("GET", "/buckets/{bucket}", "/buckets/{bucket}", "getBucket", ReplayClass.IDEMPOTENT, null, False, False),
+            Operation("GET", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "watchObject", ReplayClass.IDEMPOTENT, null, True, False),
+            Operation("POST", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "appendObject", ReplayClass.KEYED, "Idempotency-Key", False, False),
+            Operation("PUT", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "putObject", ReplayClass.IDEMPOTENT, null, False, False),
         )
     }
     // @formatter:on

@@ -101,7 +101,7 @@ const ROWS: readonly OperationRow[] = [
   ["POST", "/buckets", "createBucket", "non_replayable", null, null],
   ["DELETE", "/buckets/{bucket}", "deleteBucket", "idempotent", null, null],
   ["GET", "/buckets/{bucket}", "getBucket", "idempotent", null, null],
-  ["GET", "/buckets/{bucket}/objects/{key}", "watchObject", "no_retry", null, null],
+  ["GET", "/buckets/{bucket}/objects/{key}", "watchObject", "idempotent", null, "streaming"],
   ["POST", "/buckets/{bucket}/objects/{key}", "appendObject", "keyed", "Idempotency-Key", null],
   ["PUT", "/buckets/{bucket}/objects/{key}", "putObject", "idempotent", null, null],
 ];

@@ -42,7 +42,7 @@ impl Default for RetryPolicy {
             throttling_statuses: vec![429],
             throttling_initial_backoff_ms: None,
             budget_throttling_cost: None,
-            stop_problem_types: vec![PROBLEM_TYPE_QUOTA_EXCEEDED.to_string(), PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED.to_string()],
+            stop_problem_types: vec!["https://iana.org/assignments/http-problem-types#quota-exceeded".to_string(), "https://iana.org/assignments/http-problem-types#abnormal-usage-detected".to_string()],
             retry_problem_types: vec![],
             idempotency_key_format: KeyFormat::Uuid,
         }

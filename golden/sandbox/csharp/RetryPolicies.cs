@@ -82,7 +82,7 @@ namespace Retrygen.Generated
             rows.Add(new Operation("DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", ReplayClass.Idempotent, null));
             rows.Add(new Operation("GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/fork", "/sandboxes/{sandboxID}/fork", "forkSandbox", ReplayClass.NonReplayable, null));
-            rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamSandboxLogs", ReplayClass.NoRetry, null));
+            rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamSandboxLogs", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/pause", "/sandboxes/{sandboxID}/pause", "pauseSandbox", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/resume", "/sandboxes/{sandboxID}/resume", "resumeSandbox", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", ReplayClass.NonReplayable, null));
@@ -124,6 +124,12 @@ namespace Retrygen.Generated
             budgetCapacity: 500,
             budgetRetryCost: 5,
             budgetTimeoutCost: 10,
-            budgetSuccessRefund: 1);
+            budgetSuccessRefund: 1,
+            throttlingStatuses: new int[] {429},
+            throttlingInitialBackoffMs: null,
+            budgetThrottlingCost: null,
+            stopProblemTypes: new string[] {"https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"},
+            retryProblemTypes: new string[] {},
+            idempotencyKeyFormat: IdempotencyKeyFormat.Uuid);
     }
 }

@@ -107,7 +107,7 @@ const ROWS: readonly OperationRow[] = [
   ["DELETE", "/sandboxes/{sandboxID}", "killSandbox", "idempotent", null, null],
   ["GET", "/sandboxes/{sandboxID}", "getSandbox", "idempotent", null, null],
   ["POST", "/sandboxes/{sandboxID}/fork", "forkSandbox", "non_replayable", null, null],
-  ["GET", "/sandboxes/{sandboxID}/logs", "streamSandboxLogs", "no_retry", null, null],
+  ["GET", "/sandboxes/{sandboxID}/logs", "streamSandboxLogs", "idempotent", null, "streaming"],
   ["POST", "/sandboxes/{sandboxID}/pause", "pauseSandbox", "idempotent", null, null],
   ["POST", "/sandboxes/{sandboxID}/resume", "resumeSandbox", "idempotent", null, null],
   ["POST", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", "non_replayable", null, null],

@@ -77,7 +77,7 @@ namespace Retrygen.Generated
             rows.Add(new Operation("DELETE", "/orders/{orderId}", "/orders/{orderId}", "cancelOrder", ReplayClass.Idempotent, null));
             rows.Add(new Operation("GET", "/orders/{orderId}", "/orders/{orderId}", "getOrder", ReplayClass.Idempotent, null));
             rows.Add(new Operation("PATCH", "/orders/{orderId}", "/orders/{orderId}", "updateOrder", ReplayClass.Idempotent, null));
-            rows.Add(new Operation("GET", "/orders/{orderId}/feed", "/orders/{orderId}/feed", "orderFeed", ReplayClass.NoRetry, null));
+            rows.Add(new Operation("GET", "/orders/{orderId}/feed", "/orders/{orderId}/feed", "orderFeed", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/payments", "/payments", "pay", ReplayClass.NonReplayable, null));
         }
     }
@@ -105,6 +105,12 @@ namespace Retrygen.Generated
             budgetCapacity: 500,
             budgetRetryCost: 5,
             budgetTimeoutCost: 10,
-            budgetSuccessRefund: 1);
+            budgetSuccessRefund: 1,
+            throttlingStatuses: new int[] {429},
+            throttlingInitialBackoffMs: null,
+            budgetThrottlingCost: null,
+            stopProblemTypes: new string[] {"https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"},
+            retryProblemTypes: new string[] {},
+            idempotencyKeyFormat: IdempotencyKeyFormat.Uuid);
     }
 }

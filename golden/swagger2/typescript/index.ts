@@ -102,7 +102,7 @@ const ROWS: readonly OperationRow[] = [
   ["DELETE", "/orders/{orderId}", "cancelOrder", "idempotent", null, null],
   ["GET", "/orders/{orderId}", "getOrder", "idempotent", null, null],
   ["PATCH", "/orders/{orderId}", "updateOrder", "idempotent", null, null],
-  ["GET", "/orders/{orderId}/feed", "orderFeed", "no_retry", null, null],
+  ["GET", "/orders/{orderId}/feed", "orderFeed", "idempotent", null, "streaming"],
   ["POST", "/payments", "pay", "non_replayable", null, null],
 ];
 
