@@ -64,7 +64,7 @@ namespace Retrygen.Generated
 
         private static Operation[] LoadOperations()
         {
-            var rows = new List<Operation>(8);
+            var rows = new List<Operation>(12);
             LoadOperations0(rows);
             return rows.ToArray();
         }
@@ -76,9 +76,13 @@ namespace Retrygen.Generated
             rows.Add(new Operation("POST", "/sandboxes", "/sandboxes", "createSandbox", ReplayClass.NonReplayable, null));
             rows.Add(new Operation("DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", ReplayClass.Idempotent, null));
             rows.Add(new Operation("GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", ReplayClass.Idempotent, null));
+            rows.Add(new Operation("PATCH", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "updateSandbox", ReplayClass.NonReplayable, null));
             rows.Add(new Operation("PUT", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "replaceSandbox", ReplayClass.Idempotent, null));
+            rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/events", "/sandboxes/{sandboxID}/events", "streamEvents", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/exec", "/sandboxes/{sandboxID}/exec", "execCommand", ReplayClass.NoRetry, null));
             rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamLogs", ReplayClass.NoRetry, null));
+            rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/metrics", "/sandboxes/{sandboxID}/metrics", "streamMetrics", ReplayClass.Idempotent, null));
+            rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/runs", "/sandboxes/{sandboxID}/runs", "runStream", ReplayClass.NonReplayable, null));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", ReplayClass.Keyed, "Idempotency-Key"));
         }
     }
@@ -134,7 +138,7 @@ namespace Retrygen.Generated
             long budgetTimeoutCost = 10,
             long budgetSuccessRefund = 1,
             IEnumerable<int> throttlingStatuses = null,
-            long? throttlingInitialBackoffMs = null,
+            long? throttlingInitialBackoffMs = 3,
             long? budgetThrottlingCost = null,
             IEnumerable<string> stopProblemTypes = null,
             IEnumerable<string> retryProblemTypes = null,

@@ -41,8 +41,8 @@ func DefaultPolicy() Policy {
 
 		// Contract v3 (draft), section 4.
 		ThrottlingStatuses:          []int{429},
-		ThrottlingInitialBackoffMs:  0,
-		HasThrottlingInitialBackoff: false,
+		ThrottlingInitialBackoffMs:  3,
+		HasThrottlingInitialBackoff: true,
 		BudgetThrottlingCost:        0,
 		HasBudgetThrottlingCost:     false,
 		StopProblemTypes:            []string{"https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"},
@@ -113,8 +113,12 @@ var operationTable = []OperationRow{
 	{Method: "POST", Route: "/sandboxes", Path: "/sandboxes", OperationID: "createSandbox", HasOperationID: true, Class: ClassNonReplayable},
 	{Method: "DELETE", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "killSandbox", HasOperationID: true, Class: ClassIdempotent},
 	{Method: "GET", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "getSandbox", HasOperationID: true, Class: ClassIdempotent},
+	{Method: "PATCH", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "updateSandbox", HasOperationID: true, Class: ClassNonReplayable},
 	{Method: "PUT", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "replaceSandbox", HasOperationID: true, Class: ClassIdempotent},
+	{Method: "GET", Route: "/sandboxes/{sandboxID}/events", Path: "/sandboxes/{sandboxID}/events", OperationID: "streamEvents", HasOperationID: true, Class: ClassIdempotent},
 	{Method: "POST", Route: "/sandboxes/{sandboxID}/exec", Path: "/sandboxes/{sandboxID}/exec", OperationID: "execCommand", HasOperationID: true, Class: ClassNoRetry},
 	{Method: "GET", Route: "/sandboxes/{sandboxID}/logs", Path: "/sandboxes/{sandboxID}/logs", OperationID: "streamLogs", HasOperationID: true, Class: ClassNoRetry},
+	{Method: "GET", Route: "/sandboxes/{sandboxID}/metrics", Path: "/sandboxes/{sandboxID}/metrics", OperationID: "streamMetrics", HasOperationID: true, Class: ClassIdempotent},
+	{Method: "POST", Route: "/sandboxes/{sandboxID}/runs", Path: "/sandboxes/{sandboxID}/runs", OperationID: "runStream", HasOperationID: true, Class: ClassNonReplayable},
 	{Method: "POST", Route: "/sandboxes/{sandboxID}/snapshots", Path: "/sandboxes/{sandboxID}/snapshots", OperationID: "snapshotSandbox", HasOperationID: true, Class: ClassKeyed, IdempotencyHeader: "Idempotency-Key"},
 }

@@ -42,7 +42,7 @@ public object RetryPolicies {
         budgetTimeoutCost = 10,
         budgetSuccessRefund = 1,
         throttlingStatuses = RetryRuntime.statusSet(429),
-        throttlingInitialBackoffMs = null,
+        throttlingInitialBackoffMs = 3,
         budgetThrottlingCost = null,
         stopProblemTypes = RetryRuntime.problemTypeList("https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"),
         retryProblemTypes = RetryRuntime.problemTypeList(),
@@ -185,14 +185,18 @@ public object RetryPolicies {
     @Suppress("ktlint")
     private object OperationChunk0 {
         val LIST: List<Operation> = listOf(
-            Operation("GET", "/health", "/health", "health", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("POST", "/sandboxes", "/sandboxes", "createSandbox", ReplayClass.NON_REPLAYABLE, null, False, False),
-            Operation("DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("PUT", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "replaceSandbox", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("POST", "/sandboxes/{sandboxID}/exec", "/sandboxes/{sandboxID}/exec", "execCommand", ReplayClass.NO_RETRY, null, False, False),
-            Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamLogs", ReplayClass.NO_RETRY, null, True, False),
-            Operation("POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", ReplayClass.KEYED, "Idempotency-Key", False, False),
+            Operation("GET", "/health", "/health", "health", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/sandboxes", "/sandboxes", "createSandbox", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("PATCH", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "updateSandbox", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("PUT", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "replaceSandbox", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/sandboxes/{sandboxID}/events", "/sandboxes/{sandboxID}/events", "streamEvents", ReplayClass.IDEMPOTENT, null, true, true),
+            Operation("POST", "/sandboxes/{sandboxID}/exec", "/sandboxes/{sandboxID}/exec", "execCommand", ReplayClass.NO_RETRY, null, false, false),
+            Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamLogs", ReplayClass.NO_RETRY, null, true, false),
+            Operation("GET", "/sandboxes/{sandboxID}/metrics", "/sandboxes/{sandboxID}/metrics", "streamMetrics", ReplayClass.IDEMPOTENT, null, true, false),
+            Operation("POST", "/sandboxes/{sandboxID}/runs", "/sandboxes/{sandboxID}/runs", "runStream", ReplayClass.NON_REPLAYABLE, null, true, true),
+            Operation("POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", ReplayClass.KEYED, "Idempotency-Key", false, false),
         )
     }
     // @formatter:on

@@ -30,15 +30,19 @@ pub const SOURCE_NAME: &str = "spec.yaml";
 
 /// Every operation of the API, sorted by path and then method.
 #[rustfmt::skip]
-pub static OPERATIONS: [Operation; 8] = [
-    Operation { method: "GET", route: "/health", path: "/health", operation_id: Some("health"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "POST", route: "/sandboxes", path: "/sandboxes", operation_id: Some("createSandbox"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "DELETE", route: "/sandboxes/{sandboxID}", path: "/sandboxes/{sandboxID}", operation_id: Some("killSandbox"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "GET", route: "/sandboxes/{sandboxID}", path: "/sandboxes/{sandboxID}", operation_id: Some("getSandbox"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "PUT", route: "/sandboxes/{sandboxID}", path: "/sandboxes/{sandboxID}", operation_id: Some("replaceSandbox"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "POST", route: "/sandboxes/{sandboxID}/exec", path: "/sandboxes/{sandboxID}/exec", operation_id: Some("execCommand"), class: ReplayClass::NoRetry, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "GET", route: "/sandboxes/{sandboxID}/logs", path: "/sandboxes/{sandboxID}/logs", operation_id: Some("streamLogs"), class: ReplayClass::NoRetry, idempotency_header: None, streaming: True, resumable: False },
-    Operation { method: "POST", route: "/sandboxes/{sandboxID}/snapshots", path: "/sandboxes/{sandboxID}/snapshots", operation_id: Some("snapshotSandbox"), class: ReplayClass::Keyed, idempotency_header: Some("Idempotency-Key"), streaming: False, resumable: False },
+pub static OPERATIONS: [Operation; 12] = [
+    Operation { method: "GET", route: "/health", path: "/health", operation_id: Some("health"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/sandboxes", path: "/sandboxes", operation_id: Some("createSandbox"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "DELETE", route: "/sandboxes/{sandboxID}", path: "/sandboxes/{sandboxID}", operation_id: Some("killSandbox"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/sandboxes/{sandboxID}", path: "/sandboxes/{sandboxID}", operation_id: Some("getSandbox"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "PATCH", route: "/sandboxes/{sandboxID}", path: "/sandboxes/{sandboxID}", operation_id: Some("updateSandbox"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "PUT", route: "/sandboxes/{sandboxID}", path: "/sandboxes/{sandboxID}", operation_id: Some("replaceSandbox"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/sandboxes/{sandboxID}/events", path: "/sandboxes/{sandboxID}/events", operation_id: Some("streamEvents"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: true, resumable: true },
+    Operation { method: "POST", route: "/sandboxes/{sandboxID}/exec", path: "/sandboxes/{sandboxID}/exec", operation_id: Some("execCommand"), class: ReplayClass::NoRetry, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/sandboxes/{sandboxID}/logs", path: "/sandboxes/{sandboxID}/logs", operation_id: Some("streamLogs"), class: ReplayClass::NoRetry, idempotency_header: None, streaming: true, resumable: false },
+    Operation { method: "GET", route: "/sandboxes/{sandboxID}/metrics", path: "/sandboxes/{sandboxID}/metrics", operation_id: Some("streamMetrics"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: true, resumable: false },
+    Operation { method: "POST", route: "/sandboxes/{sandboxID}/runs", path: "/sandboxes/{sandboxID}/runs", operation_id: Some("runStream"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: true, resumable: true },
+    Operation { method: "POST", route: "/sandboxes/{sandboxID}/snapshots", path: "/sandboxes/{sandboxID}/snapshots", operation_id: Some("snapshotSandbox"), class: ReplayClass::Keyed, idempotency_header: Some("Idempotency-Key"), streaming: false, resumable: false },
 ];
 
 /// [`OPERATIONS`] and the matcher [`classify`] walks, built on first use; a request that
@@ -97,7 +101,7 @@ impl Default for RetryPolicy {
             budget_timeout_cost: 10,
             budget_success_refund: 1,
             throttling_statuses: vec![429],
-            throttling_initial_backoff_ms: None,
+            throttling_initial_backoff_ms: Some(3),
             budget_throttling_cost: None,
             stop_problem_types: vec!["https://iana.org/assignments/http-problem-types#quota-exceeded".to_string(), "https://iana.org/assignments/http-problem-types#abnormal-usage-detected".to_string()],
             retry_problem_types: vec![],

@@ -101,9 +101,13 @@ const ROWS: readonly OperationRow[] = [
   ["POST", "/sandboxes", "createSandbox", "non_replayable", null, null],
   ["DELETE", "/sandboxes/{sandboxID}", "killSandbox", "idempotent", null, null],
   ["GET", "/sandboxes/{sandboxID}", "getSandbox", "idempotent", null, null],
+  ["PATCH", "/sandboxes/{sandboxID}", "updateSandbox", "non_replayable", null, null],
   ["PUT", "/sandboxes/{sandboxID}", "replaceSandbox", "idempotent", null, null],
+  ["GET", "/sandboxes/{sandboxID}/events", "streamEvents", "idempotent", null, "resumable"],
   ["POST", "/sandboxes/{sandboxID}/exec", "execCommand", "no_retry", null, null],
   ["GET", "/sandboxes/{sandboxID}/logs", "streamLogs", "no_retry", null, "streaming"],
+  ["GET", "/sandboxes/{sandboxID}/metrics", "streamMetrics", "idempotent", null, "streaming"],
+  ["POST", "/sandboxes/{sandboxID}/runs", "runStream", "non_replayable", null, "resumable"],
   ["POST", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", "keyed", "Idempotency-Key", null],
 ];
 
@@ -129,7 +133,7 @@ const POLICY: RetryPolicy = {
   budgetTimeoutCost: 10,
   budgetSuccessRefund: 1,
   throttlingStatuses: [429],
-  throttlingInitialBackoffMs: null,
+  throttlingInitialBackoffMs: 3,
   budgetThrottlingCost: null,
   stopProblemTypes: ["https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"],
   retryProblemTypes: [],

@@ -93,6 +93,10 @@ pub struct Scenario {
     /// The adapter's body-read bound for this request (P6), set as an adapter option.
     #[serde(default)]
     read_body_max_bytes: Option<u64>,
+    /// Policy keys the runner replaces in the module's default policy for this scenario's
+    /// client (contract v3: keys a spec sets, such as the idempotency key's format).
+    #[serde(default)]
+    policy: Option<ScenarioPolicy>,
     pub script: Vec<Step>,
     expect: Expect,
 }
@@ -128,6 +132,24 @@ struct Overrides {
     attempt_timeout_ms: Option<u64>,
     #[serde(default)]
     read_body_max_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioPolicy {
+    /// `uuid` or `sf-string` (contract v3 F1); a minted key is then expected in that form.
+    #[serde(default)]
+    idempotency_key_format: Option<String>,
+}
+
+impl Scenario {
+    /// Whether a key the adapter mints is written as an RFC 9651 String (`"<uuid>"`).
+    fn mints_sf_string_keys(&self) -> bool {
+        self.policy
+            .as_ref()
+            .and_then(|p| p.idempotency_key_format.as_deref())
+            == Some("sf-string")
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -282,6 +304,10 @@ struct ExpectFinish {
     attempts: u64,
     outcome: String,
     timed_out: bool,
+    /// The delay the server asked for when the last decision refused it as over the cap
+    /// (contract v3 X8); checked when given.
+    #[serde(default)]
+    server_delay_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -413,6 +439,18 @@ fn load() -> Result<ScenarioFile> {
         }
         if s.mint_keys == Some(false) && s.expect.key.as_deref() == Some("minted") {
             bail!("scenario {}: expects a minted key with minting off", s.id);
+        }
+        if let Some(format) = s
+            .policy
+            .as_ref()
+            .and_then(|p| p.idempotency_key_format.as_deref())
+        {
+            if !["uuid", "sf-string"].contains(&format) {
+                bail!(
+                    "scenario {}: idempotency_key_format {format:?} is not uuid or sf-string",
+                    s.id
+                );
+            }
         }
     }
     Ok(file)
@@ -818,6 +856,15 @@ fn check(
                     problems.push(format!("finish.{key}: got {got}, want {want}"));
                 }
             }
+            if let Some(want) = e.finish.server_delay_ms {
+                let got = finish
+                    .get("server_delay_ms")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                if got != Value::from(want) {
+                    problems.push(format!("finish.server_delay_ms: got {got}, want {want}"));
+                }
+            }
             operation(finish, "finish", &mut problems);
         }
         _ => problems.push("no finish event".into()),
@@ -856,8 +903,16 @@ fn check(
         }
         Some("minted") => {
             let first = arrivals.first().map(|a| a.keys.clone()).unwrap_or_default();
+            // An sf-string key is the UUID as an RFC 9651 String: the same UUID in quotes.
+            let minted = |key: &str| match scenario.mints_sf_string_keys() {
+                true => key
+                    .strip_prefix('"')
+                    .and_then(|k| k.strip_suffix('"'))
+                    .is_some_and(|k| uuid.is_match(k)),
+                false => uuid.is_match(key),
+            };
             match first.as_slice() {
-                [key] if uuid.is_match(key) => {
+                [key] if minted(key) => {
                     for (i, a) in arrivals.iter().enumerate() {
                         if a.keys != first {
                             problems.push(format!(
@@ -867,9 +922,14 @@ fn check(
                         }
                     }
                 }
-                other => {
-                    problems.push(format!("arrival 0: key {other:?}, want one minted UUID v4"))
-                }
+                other => problems.push(format!(
+                    "arrival 0: key {other:?}, want one minted UUID v4{}",
+                    if scenario.mints_sf_string_keys() {
+                        " in quotes"
+                    } else {
+                        ""
+                    }
+                )),
             }
         }
         Some(value) => {
