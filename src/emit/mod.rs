@@ -592,6 +592,70 @@ mod tests {
         }
     }
 
+    /// Contract v3, C3: the module-level `classify` of each language is the default
+    /// classifier's, whose unknown requests get the spec's `unknown_operation_class`; and the
+    /// tables carry the spec's v3 policy values, its problem types escaped.
+    #[test]
+    fn tables_carry_the_spec_policy_for_classify_and_v3() {
+        let mut api = matching_api();
+        api.policy.unknown_operation_class = crate::model::policy::UnknownClass::NoRetry;
+        api.policy.throttling_initial_backoff_ms = Some(1234);
+        api.policy.retry_problem_types = vec!["urn:\"x\"".into()];
+        let expected: [(&str, &[&str]); 5] = [
+            (
+                "rust",
+                &[
+                    "with_unknown_operation_class(UnknownOperationClass::NoRetry)",
+                    "throttling_initial_backoff_ms: Some(1234)",
+                    r#"retry_problem_types: vec!["urn:\"x\"".to_string()]"#,
+                ],
+            ),
+            (
+                "go",
+                &[
+                    "tables.DefaultClassifier(UnknownNoRetry)",
+                    "ThrottlingInitialBackoffMs:  1234",
+                    r#"RetryProblemTypes:           []string{"urn:\"x\""}"#,
+                ],
+            ),
+            (
+                "csharp",
+                &[
+                    "new OperationTable(BasePath, LoadOperations(), UnknownOperationClass.NoRetry)",
+                    "long? throttlingInitialBackoffMs = 1234,",
+                    r#"ProblemTypes(retryProblemTypes, "urn:\"x\"")"#,
+                ],
+            ),
+            (
+                "kotlin",
+                &[
+                    "unknownOperationClass = UnknownOperationClass.NO_RETRY",
+                    "DEFAULT_POLICY.unknownOperationClass,",
+                    "throttlingInitialBackoffMs = 1234,",
+                    r#"RetryRuntime.problemTypeList("urn:\"x\"")"#,
+                ],
+            ),
+            (
+                "typescript",
+                &[
+                    r#"unknownOperationClass: "no_retry","#,
+                    "  policy: POLICY,",
+                    "throttlingInitialBackoffMs: 1234,",
+                    r#"retryProblemTypes: ["urn:\"x\""],"#,
+                ],
+            ),
+        ];
+        for (language, needles) in expected {
+            let backend = backend(language).expect("registered");
+            let options = resolve_options(backend, &LanguageOptions::new()).expect("defaults");
+            let files = render(&api, backend, &options, &[], &TemplateSource::Embedded).unwrap();
+            let tables = &files[0].contents;
+            for needle in needles {
+                assert!(tables.contains(needle), "{language}: {needle}");
+            }
+        }
+    }
+
     /// The fields of a context struct, as a template lists them.
     #[test]
     fn records_list_their_fields() {

@@ -185,15 +185,15 @@ public object RetryPolicies {
     @Suppress("ktlint")
     private object OperationChunk0 {
         val LIST: List<Operation> = listOf(
-            Operation("POST", "/charges", "/charges", "createCharge", ReplayClass.KEYED, "IDEMPOTENCY-KEY", False, False),
-            Operation("GET", "/jobs", "/jobs", "listJobs", ReplayClass.NON_REPLAYABLE, null, False, False),
-            Operation("POST", "/jobs", "/jobs", "createJob", ReplayClass.NON_REPLAYABLE, null, False, False),
-            Operation("QUERY", "/jobs", "/jobs", "searchJobs", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("LINK", "/jobs/{jobID}", "/jobs/{jobID}", "linkJob", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("POST", "/jobs/{jobID}", "/jobs/{jobID}", "runJob", ReplayClass.NON_REPLAYABLE, null, False, False),
-            Operation("PUT", "/jobs/{jobID}", "/jobs/{jobID}", "replaceJob", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("POST", "/jobs/{jobID}/cancel", "/jobs/{jobID}/cancel", "cancelJob", ReplayClass.NO_RETRY, null, False, False),
-            Operation("GET", "/jobs/{jobID}/events", "/jobs/{jobID}/events", "watchJob", ReplayClass.IDEMPOTENT, null, True, False),
+            Operation("POST", "/charges", "/charges", "createCharge", ReplayClass.KEYED, "IDEMPOTENCY-KEY", false, false),
+            Operation("GET", "/jobs", "/jobs", "listJobs", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("POST", "/jobs", "/jobs", "createJob", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("QUERY", "/jobs", "/jobs", "searchJobs", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("LINK", "/jobs/{jobID}", "/jobs/{jobID}", "linkJob", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/jobs/{jobID}", "/jobs/{jobID}", "runJob", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("PUT", "/jobs/{jobID}", "/jobs/{jobID}", "replaceJob", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/jobs/{jobID}/cancel", "/jobs/{jobID}/cancel", "cancelJob", ReplayClass.NO_RETRY, null, false, false),
+            Operation("GET", "/jobs/{jobID}/events", "/jobs/{jobID}/events", "watchJob", ReplayClass.IDEMPOTENT, null, true, false),
         )
     }
     // @formatter:on

@@ -29,15 +29,15 @@ pub const SOURCE_NAME: &str = "annotations.yaml";
 /// Every operation of the API, sorted by path and then method.
 #[rustfmt::skip]
 pub static OPERATIONS: [Operation; 9] = [
-    Operation { method: "POST", route: "/charges", path: "/charges", operation_id: Some("createCharge"), class: ReplayClass::Keyed, idempotency_header: Some("IDEMPOTENCY-KEY"), streaming: False, resumable: False },
-    Operation { method: "GET", route: "/jobs", path: "/jobs", operation_id: Some("listJobs"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "POST", route: "/jobs", path: "/jobs", operation_id: Some("createJob"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "QUERY", route: "/jobs", path: "/jobs", operation_id: Some("searchJobs"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "LINK", route: "/jobs/{jobID}", path: "/jobs/{jobID}", operation_id: Some("linkJob"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "POST", route: "/jobs/{jobID}", path: "/jobs/{jobID}", operation_id: Some("runJob"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "PUT", route: "/jobs/{jobID}", path: "/jobs/{jobID}", operation_id: Some("replaceJob"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "POST", route: "/jobs/{jobID}/cancel", path: "/jobs/{jobID}/cancel", operation_id: Some("cancelJob"), class: ReplayClass::NoRetry, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "GET", route: "/jobs/{jobID}/events", path: "/jobs/{jobID}/events", operation_id: Some("watchJob"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: True, resumable: False },
+    Operation { method: "POST", route: "/charges", path: "/charges", operation_id: Some("createCharge"), class: ReplayClass::Keyed, idempotency_header: Some("IDEMPOTENCY-KEY"), streaming: false, resumable: false },
+    Operation { method: "GET", route: "/jobs", path: "/jobs", operation_id: Some("listJobs"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/jobs", path: "/jobs", operation_id: Some("createJob"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "QUERY", route: "/jobs", path: "/jobs", operation_id: Some("searchJobs"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "LINK", route: "/jobs/{jobID}", path: "/jobs/{jobID}", operation_id: Some("linkJob"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/jobs/{jobID}", path: "/jobs/{jobID}", operation_id: Some("runJob"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "PUT", route: "/jobs/{jobID}", path: "/jobs/{jobID}", operation_id: Some("replaceJob"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/jobs/{jobID}/cancel", path: "/jobs/{jobID}/cancel", operation_id: Some("cancelJob"), class: ReplayClass::NoRetry, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/jobs/{jobID}/events", path: "/jobs/{jobID}/events", operation_id: Some("watchJob"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: true, resumable: false },
 ];
 
 /// [`OPERATIONS`] and the matcher [`classify`] walks, built on first use; a request that

@@ -185,20 +185,20 @@ public object RetryPolicies {
     @Suppress("ktlint")
     private object OperationChunk0 {
         val LIST: List<Operation> = listOf(
-            Operation("PUT", "/back\\slash\\u0041\\n/{x}", "/back\\slash\\u0041\\n/{x}", "back\\slash\\x41\\0", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("POST", "/bidi/\u202E\u2066\u200F/{id}", "/bidi/\u202E\u2066\u200F/{id}", "bidi\u202Eevil\u2066\u2069\u200B\uFEFF", ReplayClass.KEYED, "Idempotency-Key", False, False),
-            Operation("DELETE", "/comment*/end/*start//line", "/comment*/end/*start//line#hash", "*/ /* // # -- <!-- -->", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("GET", "/dollar/\${interp}/\$x/%{ruby}/{jinja}", "/dollar/\${interp}/\$x/%{ruby}/{jinja}", "\${process.exit(1)}\$x#{1}{{ 7*7 }}{% raw %}%s%d%n", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("GET", "/lines/a\nb\rc\td", "/lines/a\nb\rc\td", "new\nline\r\ncarriage\ttab\u0000nul\u0007bell\u001Besc\u007Fdel", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("GET", "/nul/a\u00000b", "/nul/a\u00000b", "nul\u00007", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("GET", "/percent/%41%zz%/{p}", "/percent/%41%zz%/{p}", "percent%41%%s", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("GET", "/q\"uote/{id}", "/q\"uote/{id}", "double\"quote", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("PATCH", "/regex/.+*^\$|()[]\\d/{n}.{ext}", "/regex/.+*^\$|()[]\\d/{n}.{ext}", "regex.+*?^\$|()[]{}\\d", ReplayClass.NON_REPLAYABLE, null, False, False),
-            Operation("POST", "/s'ingle/`back`tick", "/s'ingle/`back`tick", "single'quote`tick", ReplayClass.NON_REPLAYABLE, null, False, False),
-            Operation("GET", "/separators/\u2028/\u2029/\u0085", "/separators/\u2028/\u2029/\u0085", "ls\u2028ps\u2029nel\u0085", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("POST", "/triple/\"\"\"/'''", "/triple/\"\"\"/'''", "\"\"\" ''' @\"verbatim\" r\"raw\" `raw`", ReplayClass.NON_REPLAYABLE, null, False, False),
-            Operation("GET", "/unicode/caf\u00E9/\uD83D\uDE00/\u4E2D\u6587", "/unicode/caf\u00E9/\uD83D\uDE00/\u4E2D\u6587", "emoji\uD83D\uDE00\uD83D\uDC4Dcaf\u00E9\u4E2D", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("POST", "/whitespace/ideographic\u3000nbsp\u00A0/trailing ", "/whitespace/ideographic\u3000nbsp\u00A0/trailing ", "whitespace\u3000\u00A0 ", ReplayClass.NON_REPLAYABLE, null, False, False),
+            Operation("PUT", "/back\\slash\\u0041\\n/{x}", "/back\\slash\\u0041\\n/{x}", "back\\slash\\x41\\0", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/bidi/\u202E\u2066\u200F/{id}", "/bidi/\u202E\u2066\u200F/{id}", "bidi\u202Eevil\u2066\u2069\u200B\uFEFF", ReplayClass.KEYED, "Idempotency-Key", false, false),
+            Operation("DELETE", "/comment*/end/*start//line", "/comment*/end/*start//line#hash", "*/ /* // # -- <!-- -->", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/dollar/\${interp}/\$x/%{ruby}/{jinja}", "/dollar/\${interp}/\$x/%{ruby}/{jinja}", "\${process.exit(1)}\$x#{1}{{ 7*7 }}{% raw %}%s%d%n", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/lines/a\nb\rc\td", "/lines/a\nb\rc\td", "new\nline\r\ncarriage\ttab\u0000nul\u0007bell\u001Besc\u007Fdel", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/nul/a\u00000b", "/nul/a\u00000b", "nul\u00007", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/percent/%41%zz%/{p}", "/percent/%41%zz%/{p}", "percent%41%%s", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/q\"uote/{id}", "/q\"uote/{id}", "double\"quote", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("PATCH", "/regex/.+*^\$|()[]\\d/{n}.{ext}", "/regex/.+*^\$|()[]\\d/{n}.{ext}", "regex.+*?^\$|()[]{}\\d", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("POST", "/s'ingle/`back`tick", "/s'ingle/`back`tick", "single'quote`tick", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("GET", "/separators/\u2028/\u2029/\u0085", "/separators/\u2028/\u2029/\u0085", "ls\u2028ps\u2029nel\u0085", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/triple/\"\"\"/'''", "/triple/\"\"\"/'''", "\"\"\" ''' @\"verbatim\" r\"raw\" `raw`", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("GET", "/unicode/caf\u00E9/\uD83D\uDE00/\u4E2D\u6587", "/unicode/caf\u00E9/\uD83D\uDE00/\u4E2D\u6587", "emoji\uD83D\uDE00\uD83D\uDC4Dcaf\u00E9\u4E2D", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/whitespace/ideographic\u3000nbsp\u00A0/trailing ", "/whitespace/ideographic\u3000nbsp\u00A0/trailing ", "whitespace\u3000\u00A0 ", ReplayClass.NON_REPLAYABLE, null, false, false),
         )
     }
     // @formatter:on

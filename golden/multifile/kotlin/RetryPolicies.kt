@@ -185,13 +185,13 @@ public object RetryPolicies {
     @Suppress("ktlint")
     private object OperationChunk0 {
         val LIST: List<Operation> = listOf(
-            Operation("GET", "/buckets", "/buckets", "listBuckets", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("POST", "/buckets", "/buckets", "createBucket", ReplayClass.NON_REPLAYABLE, null, False, False),
-            Operation("DELETE", "/buckets/{bucket}", "/buckets/{bucket}", "deleteBucket", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("GET", "/buckets/{bucket}", "/buckets/{bucket}", "getBucket", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("GET", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "watchObject", ReplayClass.IDEMPOTENT, null, True, False),
-            Operation("POST", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "appendObject", ReplayClass.KEYED, "Idempotency-Key", False, False),
-            Operation("PUT", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "putObject", ReplayClass.IDEMPOTENT, null, False, False),
+            Operation("GET", "/buckets", "/buckets", "listBuckets", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/buckets", "/buckets", "createBucket", ReplayClass.NON_REPLAYABLE, null, false, false),
+            Operation("DELETE", "/buckets/{bucket}", "/buckets/{bucket}", "deleteBucket", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/buckets/{bucket}", "/buckets/{bucket}", "getBucket", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "watchObject", ReplayClass.IDEMPOTENT, null, true, false),
+            Operation("POST", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "appendObject", ReplayClass.KEYED, "Idempotency-Key", false, false),
+            Operation("PUT", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "putObject", ReplayClass.IDEMPOTENT, null, false, false),
         )
     }
     // @formatter:on

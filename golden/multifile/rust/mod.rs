@@ -29,13 +29,13 @@ pub const SOURCE_NAME: &str = "openapi.yaml";
 /// Every operation of the API, sorted by path and then method.
 #[rustfmt::skip]
 pub static OPERATIONS: [Operation; 7] = [
-    Operation { method: "GET", route: "/buckets", path: "/buckets", operation_id: Some("listBuckets"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "POST", route: "/buckets", path: "/buckets", operation_id: Some("createBucket"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "DELETE", route: "/buckets/{bucket}", path: "/buckets/{bucket}", operation_id: Some("deleteBucket"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "GET", route: "/buckets/{bucket}", path: "/buckets/{bucket}", operation_id: Some("getBucket"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "GET", route: "/buckets/{bucket}/objects/{key}", path: "/buckets/{bucket}/objects/{key}", operation_id: Some("watchObject"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: True, resumable: False },
-    Operation { method: "POST", route: "/buckets/{bucket}/objects/{key}", path: "/buckets/{bucket}/objects/{key}", operation_id: Some("appendObject"), class: ReplayClass::Keyed, idempotency_header: Some("Idempotency-Key"), streaming: False, resumable: False },
-    Operation { method: "PUT", route: "/buckets/{bucket}/objects/{key}", path: "/buckets/{bucket}/objects/{key}", operation_id: Some("putObject"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
+    Operation { method: "GET", route: "/buckets", path: "/buckets", operation_id: Some("listBuckets"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/buckets", path: "/buckets", operation_id: Some("createBucket"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "DELETE", route: "/buckets/{bucket}", path: "/buckets/{bucket}", operation_id: Some("deleteBucket"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/buckets/{bucket}", path: "/buckets/{bucket}", operation_id: Some("getBucket"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/buckets/{bucket}/objects/{key}", path: "/buckets/{bucket}/objects/{key}", operation_id: Some("watchObject"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: true, resumable: false },
+    Operation { method: "POST", route: "/buckets/{bucket}/objects/{key}", path: "/buckets/{bucket}/objects/{key}", operation_id: Some("appendObject"), class: ReplayClass::Keyed, idempotency_header: Some("Idempotency-Key"), streaming: false, resumable: false },
+    Operation { method: "PUT", route: "/buckets/{bucket}/objects/{key}", path: "/buckets/{bucket}/objects/{key}", operation_id: Some("putObject"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
 ];
 
 /// [`OPERATIONS`] and the matcher [`classify`] walks, built on first use; a request that

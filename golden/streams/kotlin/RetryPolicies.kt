@@ -36,7 +36,7 @@ public object RetryPolicies {
         keyReusedStatuses = RetryRuntime.statusSet(422),
         serverDirectiveHeaders = RetryRuntime.headerList("x-should-retry"),
         retryAfterOverCap = OverCapMode.REFUSE,
-        unknownOperationClass = UnknownOperationClass.NON_REPLAYABLE,
+        unknownOperationClass = UnknownOperationClass.METHOD_DEFAULT,
         budgetCapacity = 500,
         budgetRetryCost = 14,
         budgetTimeoutCost = 14,
@@ -185,14 +185,14 @@ public object RetryPolicies {
     @Suppress("ktlint")
     private object OperationChunk0 {
         val LIST: List<Operation> = listOf(
-            Operation("GET", "/feeds", "/feeds", "listFeeds", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("POST", "/feeds", "/feeds", "createFeed", ReplayClass.KEYED, "Idempotency-Key", False, False),
-            Operation("GET", "/feeds/{feedID}/console", "/feeds/{feedID}/console", "attachConsole", ReplayClass.NO_RETRY, null, True, False),
-            Operation("GET", "/feeds/{feedID}/events", "/feeds/{feedID}/events", "streamFeedEvents", ReplayClass.IDEMPOTENT, null, True, True),
-            Operation("POST", "/feeds/{feedID}/events", "/feeds/{feedID}/events", "publishAndFollow", ReplayClass.NON_REPLAYABLE, null, True, True),
-            Operation("GET", "/feeds/{feedID}/live", "/feeds/{feedID}/live", "watchFeedLive", ReplayClass.IDEMPOTENT, null, True, False),
-            Operation("GET", "/feeds/{feedID}/snapshot", "/feeds/{feedID}/snapshot", "streamFeedSnapshot", ReplayClass.IDEMPOTENT, null, True, False),
-            Operation("GET", "/feeds/{feedID}/tail", "/feeds/{feedID}/tail", "tailFeed", ReplayClass.IDEMPOTENT, null, True, True),
+            Operation("GET", "/feeds", "/feeds", "listFeeds", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/feeds", "/feeds", "createFeed", ReplayClass.KEYED, "Idempotency-Key", false, false),
+            Operation("GET", "/feeds/{feedID}/console", "/feeds/{feedID}/console", "attachConsole", ReplayClass.NO_RETRY, null, true, false),
+            Operation("GET", "/feeds/{feedID}/events", "/feeds/{feedID}/events", "streamFeedEvents", ReplayClass.IDEMPOTENT, null, true, true),
+            Operation("POST", "/feeds/{feedID}/events", "/feeds/{feedID}/events", "publishAndFollow", ReplayClass.NON_REPLAYABLE, null, true, true),
+            Operation("GET", "/feeds/{feedID}/live", "/feeds/{feedID}/live", "watchFeedLive", ReplayClass.IDEMPOTENT, null, true, false),
+            Operation("GET", "/feeds/{feedID}/snapshot", "/feeds/{feedID}/snapshot", "streamFeedSnapshot", ReplayClass.IDEMPOTENT, null, true, false),
+            Operation("GET", "/feeds/{feedID}/tail", "/feeds/{feedID}/tail", "tailFeed", ReplayClass.IDEMPOTENT, null, true, true),
         )
     }
     // @formatter:on

@@ -29,20 +29,20 @@ pub const SOURCE_NAME: &str = "streams.yaml";
 /// Every operation of the API, sorted by path and then method.
 #[rustfmt::skip]
 pub static OPERATIONS: [Operation; 8] = [
-    Operation { method: "GET", route: "/feeds", path: "/feeds", operation_id: Some("listFeeds"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "POST", route: "/feeds", path: "/feeds", operation_id: Some("createFeed"), class: ReplayClass::Keyed, idempotency_header: Some("Idempotency-Key"), streaming: False, resumable: False },
-    Operation { method: "GET", route: "/feeds/{feedID}/console", path: "/feeds/{feedID}/console", operation_id: Some("attachConsole"), class: ReplayClass::NoRetry, idempotency_header: None, streaming: True, resumable: False },
-    Operation { method: "GET", route: "/feeds/{feedID}/events", path: "/feeds/{feedID}/events", operation_id: Some("streamFeedEvents"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: True, resumable: True },
-    Operation { method: "POST", route: "/feeds/{feedID}/events", path: "/feeds/{feedID}/events", operation_id: Some("publishAndFollow"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: True, resumable: True },
-    Operation { method: "GET", route: "/feeds/{feedID}/live", path: "/feeds/{feedID}/live", operation_id: Some("watchFeedLive"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: True, resumable: False },
-    Operation { method: "GET", route: "/feeds/{feedID}/snapshot", path: "/feeds/{feedID}/snapshot", operation_id: Some("streamFeedSnapshot"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: True, resumable: False },
-    Operation { method: "GET", route: "/feeds/{feedID}/tail", path: "/feeds/{feedID}/tail", operation_id: Some("tailFeed"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: True, resumable: True },
+    Operation { method: "GET", route: "/feeds", path: "/feeds", operation_id: Some("listFeeds"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/feeds", path: "/feeds", operation_id: Some("createFeed"), class: ReplayClass::Keyed, idempotency_header: Some("Idempotency-Key"), streaming: false, resumable: false },
+    Operation { method: "GET", route: "/feeds/{feedID}/console", path: "/feeds/{feedID}/console", operation_id: Some("attachConsole"), class: ReplayClass::NoRetry, idempotency_header: None, streaming: true, resumable: false },
+    Operation { method: "GET", route: "/feeds/{feedID}/events", path: "/feeds/{feedID}/events", operation_id: Some("streamFeedEvents"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: true, resumable: true },
+    Operation { method: "POST", route: "/feeds/{feedID}/events", path: "/feeds/{feedID}/events", operation_id: Some("publishAndFollow"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: true, resumable: true },
+    Operation { method: "GET", route: "/feeds/{feedID}/live", path: "/feeds/{feedID}/live", operation_id: Some("watchFeedLive"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: true, resumable: false },
+    Operation { method: "GET", route: "/feeds/{feedID}/snapshot", path: "/feeds/{feedID}/snapshot", operation_id: Some("streamFeedSnapshot"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: true, resumable: false },
+    Operation { method: "GET", route: "/feeds/{feedID}/tail", path: "/feeds/{feedID}/tail", operation_id: Some("tailFeed"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: true, resumable: true },
 ];
 
 /// [`OPERATIONS`] and the matcher [`classify`] walks, built on first use; a request that
 /// matches no operation gets the class the API's policy gives it (its `unknown_operation_class`).
 #[rustfmt::skip]
-pub static OPERATION_TABLE: OperationTable = OperationTable::new(BASE_PATH, &OPERATIONS).with_unknown_operation_class(UnknownOperationClass::NonReplayable);
+pub static OPERATION_TABLE: OperationTable = OperationTable::new(BASE_PATH, &OPERATIONS).with_unknown_operation_class(UnknownOperationClass::MethodDefault);
 
 /// The safe list (contract L1-L2): every `non_replayable` and `keyed` operation as a
 /// [`SafeListEntry`] (method, [`Operation::safe_pattern`], idempotency header), in table order,
@@ -89,7 +89,7 @@ pub fn default_policy() -> RetryPolicy {
         key_reused_statuses: vec![422],
         server_directive_headers: vec!["x-should-retry".to_string()],
         retry_after_over_cap: OverCapMode::Refuse,
-        unknown_operation_class: UnknownOperationClass::NonReplayable,
+        unknown_operation_class: UnknownOperationClass::MethodDefault,
         budget_capacity: 500,
         budget_retry_cost: 14,
         budget_timeout_cost: 14,

@@ -123,7 +123,7 @@ const POLICY: RetryPolicy = {
   keyReusedStatuses: [422],
   serverDirectiveHeaders: ["x-should-retry"],
   retryAfterOverCap: "refuse",
-  unknownOperationClass: "non_replayable",
+  unknownOperationClass: "method_default",
   budgetCapacity: 500,
   budgetRetryCost: 14,
   budgetTimeoutCost: 14,

@@ -185,13 +185,13 @@ public object RetryPolicies {
     @Suppress("ktlint")
     private object OperationChunk0 {
         val LIST: List<Operation> = listOf(
-            Operation("GET", "/orders", "/orders", "listOrders", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("POST", "/orders", "/orders", "placeOrder", ReplayClass.KEYED, "Idempotency-Key", False, False),
-            Operation("DELETE", "/orders/{orderId}", "/orders/{orderId}", "cancelOrder", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("GET", "/orders/{orderId}", "/orders/{orderId}", "getOrder", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("PATCH", "/orders/{orderId}", "/orders/{orderId}", "updateOrder", ReplayClass.IDEMPOTENT, null, False, False),
-            Operation("GET", "/orders/{orderId}/feed", "/orders/{orderId}/feed", "orderFeed", ReplayClass.IDEMPOTENT, null, True, False),
-            Operation("POST", "/payments", "/payments", "pay", ReplayClass.NON_REPLAYABLE, null, False, False),
+            Operation("GET", "/orders", "/orders", "listOrders", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("POST", "/orders", "/orders", "placeOrder", ReplayClass.KEYED, "Idempotency-Key", false, false),
+            Operation("DELETE", "/orders/{orderId}", "/orders/{orderId}", "cancelOrder", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/orders/{orderId}", "/orders/{orderId}", "getOrder", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("PATCH", "/orders/{orderId}", "/orders/{orderId}", "updateOrder", ReplayClass.IDEMPOTENT, null, false, false),
+            Operation("GET", "/orders/{orderId}/feed", "/orders/{orderId}/feed", "orderFeed", ReplayClass.IDEMPOTENT, null, true, false),
+            Operation("POST", "/payments", "/payments", "pay", ReplayClass.NON_REPLAYABLE, null, false, false),
         )
     }
     // @formatter:on

@@ -29,13 +29,13 @@ pub const SOURCE_NAME: &str = "swagger2.json";
 /// Every operation of the API, sorted by path and then method.
 #[rustfmt::skip]
 pub static OPERATIONS: [Operation; 7] = [
-    Operation { method: "GET", route: "/orders", path: "/orders", operation_id: Some("listOrders"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "POST", route: "/orders", path: "/orders", operation_id: Some("placeOrder"), class: ReplayClass::Keyed, idempotency_header: Some("Idempotency-Key"), streaming: False, resumable: False },
-    Operation { method: "DELETE", route: "/orders/{orderId}", path: "/orders/{orderId}", operation_id: Some("cancelOrder"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "GET", route: "/orders/{orderId}", path: "/orders/{orderId}", operation_id: Some("getOrder"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "PATCH", route: "/orders/{orderId}", path: "/orders/{orderId}", operation_id: Some("updateOrder"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: False, resumable: False },
-    Operation { method: "GET", route: "/orders/{orderId}/feed", path: "/orders/{orderId}/feed", operation_id: Some("orderFeed"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: True, resumable: False },
-    Operation { method: "POST", route: "/payments", path: "/payments", operation_id: Some("pay"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: False, resumable: False },
+    Operation { method: "GET", route: "/orders", path: "/orders", operation_id: Some("listOrders"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "POST", route: "/orders", path: "/orders", operation_id: Some("placeOrder"), class: ReplayClass::Keyed, idempotency_header: Some("Idempotency-Key"), streaming: false, resumable: false },
+    Operation { method: "DELETE", route: "/orders/{orderId}", path: "/orders/{orderId}", operation_id: Some("cancelOrder"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/orders/{orderId}", path: "/orders/{orderId}", operation_id: Some("getOrder"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "PATCH", route: "/orders/{orderId}", path: "/orders/{orderId}", operation_id: Some("updateOrder"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: false, resumable: false },
+    Operation { method: "GET", route: "/orders/{orderId}/feed", path: "/orders/{orderId}/feed", operation_id: Some("orderFeed"), class: ReplayClass::Idempotent, idempotency_header: None, streaming: true, resumable: false },
+    Operation { method: "POST", route: "/payments", path: "/payments", operation_id: Some("pay"), class: ReplayClass::NonReplayable, idempotency_header: None, streaming: false, resumable: false },
 ];
 
 /// [`OPERATIONS`] and the matcher [`classify`] walks, built on first use; a request that
