@@ -69,7 +69,7 @@ namespace Retrygen.Generated
             return rows.ToArray();
         }
 
-        // Rows: method, route, path as written, operationId, class, idempotency key header.
+        // Rows: method, route, path as written, operationId, class, idempotency key header; the stream attributes when set.
         private static void LoadOperations0(List<Operation> rows)
         {
             rows.Add(new Operation("POST", "/charges", "/charges", "createCharge", ReplayClass.Keyed, "IDEMPOTENCY-KEY"));
@@ -80,7 +80,7 @@ namespace Retrygen.Generated
             rows.Add(new Operation("POST", "/jobs/{jobID}", "/jobs/{jobID}", "runJob", ReplayClass.NonReplayable, null));
             rows.Add(new Operation("PUT", "/jobs/{jobID}", "/jobs/{jobID}", "replaceJob", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/jobs/{jobID}/cancel", "/jobs/{jobID}/cancel", "cancelJob", ReplayClass.NoRetry, null));
-            rows.Add(new Operation("GET", "/jobs/{jobID}/events", "/jobs/{jobID}/events", "watchJob", ReplayClass.Idempotent, null));
+            rows.Add(new Operation("GET", "/jobs/{jobID}/events", "/jobs/{jobID}/events", "watchJob", ReplayClass.Idempotent, null, streaming: true));
         }
     }
 

@@ -69,7 +69,7 @@ namespace Retrygen.Generated
             return rows.ToArray();
         }
 
-        // Rows: method, route, path as written, operationId, class, idempotency key header.
+        // Rows: method, route, path as written, operationId, class, idempotency key header; the stream attributes when set.
         private static void LoadOperations0(List<Operation> rows)
         {
             rows.Add(new Operation("GET", "/health", "/health", "health", ReplayClass.Idempotent, null));
@@ -78,11 +78,11 @@ namespace Retrygen.Generated
             rows.Add(new Operation("GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", ReplayClass.Idempotent, null));
             rows.Add(new Operation("PATCH", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "updateSandbox", ReplayClass.NonReplayable, null));
             rows.Add(new Operation("PUT", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "replaceSandbox", ReplayClass.Idempotent, null));
-            rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/events", "/sandboxes/{sandboxID}/events", "streamEvents", ReplayClass.Idempotent, null));
+            rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/events", "/sandboxes/{sandboxID}/events", "streamEvents", ReplayClass.Idempotent, null, streaming: true, resumable: true));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/exec", "/sandboxes/{sandboxID}/exec", "execCommand", ReplayClass.NoRetry, null));
-            rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamLogs", ReplayClass.NoRetry, null));
-            rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/metrics", "/sandboxes/{sandboxID}/metrics", "streamMetrics", ReplayClass.Idempotent, null));
-            rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/runs", "/sandboxes/{sandboxID}/runs", "runStream", ReplayClass.NonReplayable, null));
+            rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamLogs", ReplayClass.NoRetry, null, streaming: true));
+            rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/metrics", "/sandboxes/{sandboxID}/metrics", "streamMetrics", ReplayClass.Idempotent, null, streaming: true));
+            rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/runs", "/sandboxes/{sandboxID}/runs", "runStream", ReplayClass.NonReplayable, null, streaming: true, resumable: true));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", ReplayClass.Keyed, "Idempotency-Key"));
         }
     }

@@ -69,7 +69,7 @@ namespace Retrygen.Generated
             return rows.ToArray();
         }
 
-        // Rows: method, route, path as written, operationId, class, idempotency key header.
+        // Rows: method, route, path as written, operationId, class, idempotency key header; the stream attributes when set.
         private static void LoadOperations0(List<Operation> rows)
         {
             rows.Add(new Operation("PUT", "/back\\slash\\u0041\\n/{x}", "/back\\slash\\u0041\\n/{x}", "back\\slash\\x41\\0", ReplayClass.Idempotent, null));

@@ -69,7 +69,7 @@ namespace Example.Sandbox.Retry
             return rows.ToArray();
         }
 
-        // Rows: method, route, path as written, operationId, class, idempotency key header.
+        // Rows: method, route, path as written, operationId, class, idempotency key header; the stream attributes when set.
         private static void LoadOperations0(List<Operation> rows)
         {
             rows.Add(new Operation("POST", "/admin/teams/{teamID}/api-keys", "/admin/teams/{teamID}/api-keys", "createTeamApiKey", ReplayClass.NonReplayable, null));
@@ -82,7 +82,7 @@ namespace Example.Sandbox.Retry
             rows.Add(new Operation("DELETE", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "killSandbox", ReplayClass.Idempotent, null));
             rows.Add(new Operation("GET", "/sandboxes/{sandboxID}", "/sandboxes/{sandboxID}", "getSandbox", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/fork", "/sandboxes/{sandboxID}/fork", "forkSandbox", ReplayClass.NonReplayable, null));
-            rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamSandboxLogs", ReplayClass.Idempotent, null));
+            rows.Add(new Operation("GET", "/sandboxes/{sandboxID}/logs", "/sandboxes/{sandboxID}/logs", "streamSandboxLogs", ReplayClass.Idempotent, null, streaming: true));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/pause", "/sandboxes/{sandboxID}/pause", "pauseSandbox", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/resume", "/sandboxes/{sandboxID}/resume", "resumeSandbox", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/sandboxes/{sandboxID}/snapshots", "/sandboxes/{sandboxID}/snapshots", "snapshotSandbox", ReplayClass.NonReplayable, null));

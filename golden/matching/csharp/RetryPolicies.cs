@@ -69,7 +69,7 @@ namespace Retrygen.Generated
             return rows.ToArray();
         }
 
-        // Rows: method, route, path as written, operationId, class, idempotency key header.
+        // Rows: method, route, path as written, operationId, class, idempotency key header; the stream attributes when set.
         private static void LoadOperations0(List<Operation> rows)
         {
             rows.Add(new Operation("GET", "/", "/", "getRoot", ReplayClass.Idempotent, null));
@@ -92,7 +92,7 @@ namespace Retrygen.Generated
             rows.Add(new Operation("GET", "/deep/l1/l2/l3", "/deep/l1/l2/l3", "getDeepLiteral", ReplayClass.Idempotent, null));
             rows.Add(new Operation("GET", "/deep/l1/{p2}/tail", "/deep/l1/{p2}/tail", "getDeepTail", ReplayClass.Idempotent, null));
             rows.Add(new Operation("GET", "/deep/{p1}/l2/l3/more", "/deep/{p1}/l2/l3/more", "getDeepMore", ReplayClass.Idempotent, null));
-            rows.Add(new Operation("GET", "/events", "/events", "streamEvents", ReplayClass.Idempotent, null));
+            rows.Add(new Operation("GET", "/events", "/events", "streamEvents", ReplayClass.Idempotent, null, streaming: true));
             rows.Add(new Operation("DELETE", "/events/{eventID}", "/events/{eventID}", "deleteEvent", ReplayClass.NoRetry, null));
             rows.Add(new Operation("GET", "/events/{eventID}", "/events/{eventID}", "getEvent", ReplayClass.NoRetry, null));
             rows.Add(new Operation("GET", "/files", "/files", "listFiles", ReplayClass.Idempotent, null));
@@ -111,7 +111,7 @@ namespace Retrygen.Generated
             rows.Add(new Operation("GET", "/jobs/{jobID}", "/jobs/{jobID}", "getJob", ReplayClass.NonReplayable, null));
             rows.Add(new Operation("POST", "/jobs/{jobID}", "/jobs/{jobID}", "runJob", ReplayClass.NonReplayable, null));
             rows.Add(new Operation("PUT", "/jobs/{jobID}", "/jobs/{jobID}", "replaceJob", ReplayClass.Idempotent, null));
-            rows.Add(new Operation("GET", "/jobs/{jobID}/watch", "/jobs/{jobID}/watch", "watchJob", ReplayClass.Idempotent, null));
+            rows.Add(new Operation("GET", "/jobs/{jobID}/watch", "/jobs/{jobID}/watch", "watchJob", ReplayClass.Idempotent, null, streaming: true));
             rows.Add(new Operation("POST", "/orders", "/orders", "createOrder", ReplayClass.Keyed, "Idempotency-Key"));
             rows.Add(new Operation("GET", "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", "getBalanceSheetSummary", ReplayClass.Idempotent, null));
             rows.Add(new Operation("GET", "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", "getBalanceSheetSummaryPdf", ReplayClass.Idempotent, null));

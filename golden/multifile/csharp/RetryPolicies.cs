@@ -69,14 +69,14 @@ namespace Retrygen.Generated
             return rows.ToArray();
         }
 
-        // Rows: method, route, path as written, operationId, class, idempotency key header.
+        // Rows: method, route, path as written, operationId, class, idempotency key header; the stream attributes when set.
         private static void LoadOperations0(List<Operation> rows)
         {
             rows.Add(new Operation("GET", "/buckets", "/buckets", "listBuckets", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/buckets", "/buckets", "createBucket", ReplayClass.NonReplayable, null));
             rows.Add(new Operation("DELETE", "/buckets/{bucket}", "/buckets/{bucket}", "deleteBucket", ReplayClass.Idempotent, null));
             rows.Add(new Operation("GET", "/buckets/{bucket}", "/buckets/{bucket}", "getBucket", ReplayClass.Idempotent, null));
-            rows.Add(new Operation("GET", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "watchObject", ReplayClass.Idempotent, null));
+            rows.Add(new Operation("GET", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "watchObject", ReplayClass.Idempotent, null, streaming: true));
             rows.Add(new Operation("POST", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "appendObject", ReplayClass.Keyed, "Idempotency-Key"));
             rows.Add(new Operation("PUT", "/buckets/{bucket}/objects/{key}", "/buckets/{bucket}/objects/{key}", "putObject", ReplayClass.Idempotent, null));
         }

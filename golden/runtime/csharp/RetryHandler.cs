@@ -13,6 +13,7 @@ namespace Retrygen.Generated
     using System.IO;
     using System.Net;
     using System.Net.Http;
+    using System.Net.Http.Headers;
     using System.Net.Sockets;
     using System.Reflection;
     using System.Runtime.ExceptionServices;
@@ -206,9 +207,11 @@ namespace Retrygen.Generated
             long totalDelayMs,
             string method,
             string pathTemplate,
-            string operationId)
+            string operationId,
+            long? serverDelayMs = null)
         {
             Attempts = attempts;
+            ServerDelayMs = serverDelayMs;
             TotalDelayMs = totalDelayMs;
             DecisionReason = decisionReason;
             Reason = reason;
@@ -269,6 +272,13 @@ namespace Retrygen.Generated
 
         /// <summary>Gets the operation's operationId, or <c>null</c>.</summary>
         public string OperationId { get; }
+
+        /// <summary>
+        /// Gets the delay the server asked for (<c>Retry-After</c>, <c>retry-after-ms</c>) when the last decision refused
+        /// it as over the policy's cap (reason <c>retry_after_over_cap</c>), in milliseconds; <c>null</c> otherwise
+        /// (contract v3, X8): an SDK raises its typed "retry after" error with it.
+        /// </summary>
+        public long? ServerDelayMs { get; }
 
         /// <summary>Describes the event for logs.</summary>
         /// <returns>For example <c>GET /sandboxes/{sandboxID}: exhausted after 4 attempts (transport)</c>.</returns>
@@ -839,10 +849,13 @@ namespace Retrygen.Generated
                 {
                     // A blank value the caller set is replaced, never kept beside the key.
                     request.Headers.Remove(operation.IdempotencyHeader);
-                    request.Headers.TryAddWithoutValidation(operation.IdempotencyHeader, NewIdempotencyKey());
+                    request.Headers.TryAddWithoutValidation(operation.IdempotencyHeader, RetryRuntime.IdempotencyKeyValue(decided.IdempotencyKeyFormat, NewIdempotencyKey()));
                     hasKey = HasIdempotencyKey(request, operation);
                 }
             }
+
+            // [contract v3 H2] X5: a precondition that fails on a replay, read once from the caller's headers.
+            bool hasPrecondition = HasPrecondition(request);
 
             // 3. The body: replayable, made replayable by buffering it once, or sent once.
             bool mayRetry = replayClass != ReplayClass.NoRetry && decided.MaxRetries > 0;
@@ -955,7 +968,29 @@ namespace Retrygen.Generated
 
                     // 5-6. Decide, with the budget of this handler (only a replayable request takes from it).
                     status = response == null ? 0 : (int)response.StatusCode;
-                    decision = DecideAttempt(decided, response, status, failure, replayClass, hasKey, retriesUsed, start, previousDelayMs, timedOut, replayable);
+
+                    // [contract v3 Q1] X6: the problem type of an error status, from at most 64 KiB of its body read
+                    // under the attempt's limits; the body is handed over whole. A read that fails is this attempt's failure.
+                    string problemType = null;
+                    if (response != null && status >= 400 && replayClass != ReplayClass.NoRetry && ReadsProblem(decided, response, method))
+                    {
+                        try
+                        {
+                            byte[] whole = await ReadAheadAsync(response, RetryRuntime.ProblemBodyMaxBytes, attemptToken, isAsync).ConfigureAwait(false);
+                            problemType = RetryRuntime.ProblemTypeOf(response.Content.Headers.ContentType.MediaType, whole, whole != null);
+                        }
+                        catch (Exception e) when (IsBodyReadFailure(e) || cancellationToken.IsCancellationRequested || (limit != null && limit.IsCancellationRequested))
+                        {
+                            response.Dispose();
+                            response = null;
+                            status = 0;
+                            error = ReadFailure(e, cancellationToken, limit, out failure, out timedOut);
+                            attemptTimedOut = timedOut;
+                            durationMs = ElapsedMs(sentAt);
+                        }
+                    }
+
+                    decision = DecideAttempt(decided, response, status, failure, replayClass, hasKey, retriesUsed, start, previousDelayMs, timedOut, replayable, hasPrecondition, problemType);
 
                     // P6: the body of a response about to be returned, read inside the loop when asked; a read that
                     // fails is this attempt's transport failure (timed out when the attempt timeout ended it).
@@ -963,34 +998,18 @@ namespace Retrygen.Generated
                     {
                         try
                         {
-                            await BufferBodyAsync(response, readBody, attemptToken, isAsync).ConfigureAwait(false);
+                            // One byte more than the bound says whether the body is longer.
+                            await ReadAheadAsync(response, readBody + 1, attemptToken, isAsync).ConfigureAwait(false);
                         }
                         catch (Exception e) when (IsBodyReadFailure(e) || cancellationToken.IsCancellationRequested || (limit != null && limit.IsCancellationRequested))
                         {
                             response.Dispose();
                             response = null;
                             status = 0;
-                            timedOut = false;
-                            failure = FailureKind.Transport;
-                            if (cancellationToken.IsCancellationRequested)
-                            {
-                                // The caller's cancellation, whatever the read of the disposed response threw.
-                                failure = FailureKind.Aborted;
-                                error = e as OperationCanceledException ?? new OperationCanceledException("The request was canceled while its body was read.", e, cancellationToken);
-                            }
-                            else if (limit != null && limit.IsCancellationRequested)
-                            {
-                                timedOut = attemptTimedOut = true;
-                                error = e;
-                            }
-                            else
-                            {
-                                // What HttpClient raises when the body it buffers fails: an HttpRequestException.
-                                error = e is HttpRequestException ? e : new HttpRequestException("Error while copying content to a stream.", e);
-                            }
-
+                            error = ReadFailure(e, cancellationToken, limit, out failure, out timedOut);
+                            attemptTimedOut = timedOut;
                             durationMs = ElapsedMs(sentAt);
-                            decision = DecideAttempt(decided, null, 0, failure, replayClass, hasKey, retriesUsed, start, previousDelayMs, timedOut, replayable);
+                            decision = DecideAttempt(decided, null, 0, failure, replayClass, hasKey, retriesUsed, start, previousDelayMs, timedOut, replayable, hasPrecondition, null);
                         }
                     }
                 }
@@ -1007,6 +1026,7 @@ namespace Retrygen.Generated
                 {
                     DecisionReason reason = decision == null ? DecisionReason.StatusNotRetryable : decision.Reason;
                     string reasonName = decision != null && decision.Retry ? "body_not_replayable" : reason.ToWireName();
+                    long? serverDelayMs = decision == null || decision.Retry ? null : decision.ServerDelayMs;
                     if (response != null)
                     {
                         if (status < 400)
@@ -1017,7 +1037,7 @@ namespace Retrygen.Generated
 
                         try
                         {
-                            Finish(classification, method, retriesUsed + 1, reason, reasonName, status, null, false, redirects, totalDelayMs, response, attempt, null);
+                            Finish(classification, method, retriesUsed + 1, reason, reasonName, status, null, false, redirects, totalDelayMs, response, attempt, null, serverDelayMs);
                         }
                         catch
                         {
@@ -1034,17 +1054,17 @@ namespace Retrygen.Generated
                         string message = "The request was canceled after the RetryHandler's attempt timeout of "
                             + timeout.Value.TotalMilliseconds.ToString(System.Globalization.CultureInfo.InvariantCulture) + " ms.";
                         error = new TaskCanceledException(message, new TimeoutException(message, error));
-                        Finish(classification, method, retriesUsed + 1, reason, reasonName, null, failure, timedOut, redirects, totalDelayMs, null, attempt, error);
+                        Finish(classification, method, retriesUsed + 1, reason, reasonName, null, failure, timedOut, redirects, totalDelayMs, null, attempt, error, serverDelayMs);
                         throw error;
                     }
 
-                    Finish(classification, method, retriesUsed + 1, reason, reasonName, null, failure, timedOut, redirects, totalDelayMs, null, attempt, error);
+                    Finish(classification, method, retriesUsed + 1, reason, reasonName, null, failure, timedOut, redirects, totalDelayMs, null, attempt, error, serverDelayMs);
                     ExceptionDispatchInfo.Capture(error).Throw();
                     throw error;
                 }
 
                 // 7. Retry: the event, the discarded response released, the sleep the caller's token interrupts.
-                lastRetryCost = policy.BudgetCapacity == 0 ? 0 : (timedOut ? policy.BudgetTimeoutCost : policy.BudgetRetryCost);
+                lastRetryCost = RetryCost(decision, timedOut);
                 try
                 {
                     if (onRetry != null)
@@ -1097,7 +1117,7 @@ namespace Retrygen.Generated
         }
 
         /// <summary>Steps 5-6 for one attempt: its outcome decided with <paramref name="decided"/> (the budget's state for a replayable request).</summary>
-        private Decision DecideAttempt(RetryPolicy decided, HttpResponseMessage response, int status, FailureKind failure, ReplayClass replayClass, bool hasKey, long retriesUsed, long start, long previousDelayMs, bool timedOut, bool replayable)
+        private Decision DecideAttempt(RetryPolicy decided, HttpResponseMessage response, int status, FailureKind failure, ReplayClass replayClass, bool hasKey, long retriesUsed, long start, long previousDelayMs, bool timedOut, bool replayable, bool hasPrecondition, string problemType)
         {
             if (response != null && (status < 100 || status > 599))
             {
@@ -1114,7 +1134,9 @@ namespace Retrygen.Generated
             {
                 // Most responses: a status in none of the policy's lists and no directive need no decision input.
                 string directive = DirectiveOf(decided, response);
-                if (directive == null && IsPlainStatus(decided, status))
+
+                // Not for a problem type (R6b, R9a) or a 412 after a replay of a conditional request (R6a).
+                if (directive == null && problemType == null && !(hasPrecondition && status == 412) && IsPlainStatus(decided, status))
                 {
                     return PlainStatusStop(decided, replayClass, retriesUsed);
                 }
@@ -1132,7 +1154,9 @@ namespace Retrygen.Generated
                 outcome.RetryAfter == null ? 0 : DateTimeOffset.UtcNow.ToUnixTimeMilliseconds(),
                 NextRandom(),
                 budget.Tokens,
-                timedOut);
+                timedOut,
+                hasPrecondition,
+                problemType: problemType);
             if (!replayable)
             {
                 return RetryRuntime.Decide(decided, input);
@@ -1441,13 +1465,13 @@ namespace Retrygen.Generated
             }
         }
 
-        private void Finish(Classification classification, string method, long attempts, DecisionReason reason, string reasonName, int? status, FailureKind? failure, bool timedOut, long redirects, long totalDelayMs, HttpResponseMessage response, HttpRequestMessage attempt, Exception error)
+        private void Finish(Classification classification, string method, long attempts, DecisionReason reason, string reasonName, int? status, FailureKind? failure, bool timedOut, long redirects, long totalDelayMs, HttpResponseMessage response, HttpRequestMessage attempt, Exception error, long? serverDelayMs = null)
         {
             // P5: the event is on the result whether or not OnFinish is set.
             Operation operation = classification.Operation;
             RetryFinishEvent finish = operation != null
-                ? new RetryFinishEvent(attempts, reason, reasonName, status, failure, timedOut, redirects, totalDelayMs, operation.Method, operation.Path, operation.OperationId)
-                : new RetryFinishEvent(attempts, reason, reasonName, status, failure, timedOut, redirects, totalDelayMs, AsciiUpper(method), null, null);
+                ? new RetryFinishEvent(attempts, reason, reasonName, status, failure, timedOut, redirects, totalDelayMs, operation.Method, operation.Path, operation.OperationId, serverDelayMs)
+                : new RetryFinishEvent(attempts, reason, reasonName, status, failure, timedOut, redirects, totalDelayMs, AsciiUpper(method), null, null, serverDelayMs);
             Attach(finish, response, attempt, error);
             if (onFinish != null)
             {
@@ -1625,16 +1649,18 @@ namespace Retrygen.Generated
         }
 
         /// <summary>
-        /// P6: reads the response's body up to <paramref name="max"/> bytes; a body read whole replaces the content with
-        /// its bytes (the content headers kept), a longer one with the bytes read followed by the rest of the stream.
-        /// Throws what the read threw; a body shorter than its <c>Content-Length</c> is an <see cref="IOException"/>.
+        /// Reads at most <paramref name="limit"/> bytes of the response's body (P6, and Q1's problem body): a body that
+        /// ended within them replaces the content with its bytes (the content headers kept), a longer one with the bytes
+        /// read followed by the rest of the stream. Throws what the read threw; a body shorter than its
+        /// <c>Content-Length</c> is an <see cref="IOException"/>.
         /// </summary>
-        private static async Task BufferBodyAsync(HttpResponseMessage response, long max, CancellationToken cancellationToken, bool isAsync)
+        /// <returns>The whole body when it ended within the limit (or had exactly its declared length), else <c>null</c>.</returns>
+        private static async Task<byte[]> ReadAheadAsync(HttpResponseMessage response, long limit, CancellationToken cancellationToken, bool isAsync)
         {
             HttpContent content = response.Content;
             if (content == null)
             {
-                return;
+                return Array.Empty<byte>();
             }
 
             // A read that does not watch the token ends when the response is disposed.
@@ -1648,14 +1674,12 @@ namespace Retrygen.Generated
 #endif
                 long? declared = content.Headers.ContentLength;
                 // Sized by the declared length up to 1 MiB: a large Content-Length is no reason to allocate before bytes come.
-                var buffer = new MemoryStream((int)Math.Min(Math.Min(declared ?? 16384, max), 1 << 20));
-                var chunk = new byte[(int)Math.Min(max + 1, 16384)];
+                var buffer = new MemoryStream((int)Math.Min(Math.Min(declared ?? 16384, limit), 1 << 20));
+                var chunk = new byte[(int)Math.Min(limit, 16384)];
                 bool ended = false;
-
-                // At most max + 1 bytes: one more than the bound says the body is longer.
-                while (buffer.Length <= max)
+                while (buffer.Length < limit)
                 {
-                    int want = (int)Math.Min(chunk.Length, max + 1 - buffer.Length);
+                    int want = (int)Math.Min(chunk.Length, limit - buffer.Length);
                     int n = isAsync ? await stream.ReadAsync(chunk, 0, want, cancellationToken).ConfigureAwait(false) : stream.Read(chunk, 0, want);
                     if (n <= 0)
                     {
@@ -1672,10 +1696,14 @@ namespace Retrygen.Generated
                     throw new IOException("The response ended prematurely: " + buffer.Length + " of " + declared.Value + " body bytes.");
                 }
 
+                // Every declared byte read: the body is whole without reading past the limit.
+                ended = ended || (declared.HasValue && buffer.Length == declared.Value);
                 HttpContent replacement;
+                byte[] whole = null;
                 if (ended)
                 {
-                    replacement = new ByteArrayContent(buffer.GetBuffer(), 0, (int)buffer.Length);
+                    whole = buffer.ToArray();
+                    replacement = new ByteArrayContent(whole);
                     stream.Dispose();
                 }
                 else
@@ -1693,7 +1721,89 @@ namespace Retrygen.Generated
                 {
                     content.Dispose();
                 }
+
+                return whole;
             }
+        }
+
+        /// <summary>
+        /// The failure of a body read inside the loop (P6, Q1): <c>aborted</c> with a cancellation when the caller
+        /// cancelled, <c>transport</c> timed out when the attempt timeout ended it, else <c>transport</c> with what
+        /// HttpClient raises when a body it buffers fails (an <see cref="HttpRequestException"/>).
+        /// </summary>
+        private static Exception ReadFailure(Exception e, CancellationToken cancellationToken, CancellationTokenSource limit, out FailureKind failure, out bool timedOut)
+        {
+            timedOut = false;
+            failure = FailureKind.Transport;
+            if (cancellationToken.IsCancellationRequested)
+            {
+                // The caller's cancellation, whatever the read of the disposed response threw.
+                failure = FailureKind.Aborted;
+                return e as OperationCanceledException ?? new OperationCanceledException("The request was canceled while its body was read.", e, cancellationToken);
+            }
+
+            if (limit != null && limit.IsCancellationRequested)
+            {
+                timedOut = true;
+                return e;
+            }
+
+            return e is HttpRequestException ? e : new HttpRequestException("Error while copying content to a stream.", e);
+        }
+
+        /// <summary>
+        /// [contract v3 Q1] Whether the problem type of a response is read before deciding: the policy names problem
+        /// types, and the body is <c>application/problem+json</c> (the caller checks the status and the class).
+        /// </summary>
+        private static bool ReadsProblem(RetryPolicy policy, HttpResponseMessage response, string method)
+        {
+            if ((policy.StopProblemTypes.Count == 0 && policy.RetryProblemTypes.Count == 0) || !HasReadableBody(response, method))
+            {
+                return false;
+            }
+
+            MediaTypeHeaderValue type = response.Content.Headers.ContentType;
+            return type != null && string.Equals(type.MediaType, "application/problem+json", StringComparison.OrdinalIgnoreCase);
+        }
+
+        /// <summary>[contract v3 H2] The request's precondition, from its <c>If-Match</c> and <c>If-None-Match</c> fields.</summary>
+        private static bool HasPrecondition(HttpRequestMessage request)
+        {
+            HttpRequestHeaders headers = request.Headers;
+            if (!headers.Contains("If-Match") && !headers.Contains("If-None-Match"))
+            {
+                return false;
+            }
+
+            var fields = new List<KeyValuePair<string, string>>();
+            IEnumerable<string> values;
+            if (headers.TryGetValues("If-Match", out values))
+            {
+                fields.AddRange(Fields("If-Match", values));
+            }
+
+            if (headers.TryGetValues("If-None-Match", out values))
+            {
+                fields.AddRange(Fields("If-None-Match", values));
+            }
+
+            return RetryRuntime.HasPrecondition(fields);
+        }
+
+        /// <summary>[contract v3 R17] What a granted retry took from the budget: the throttling cost for a throttled one (T1).</summary>
+        private long RetryCost(Decision decision, bool timedOut)
+        {
+            if (policy.BudgetCapacity == 0)
+            {
+                return 0;
+            }
+
+            if (decision.Throttled)
+            {
+                return policy.BudgetThrottlingCost ?? policy.BudgetRetryCost;
+            }
+
+            return timedOut ? policy.BudgetTimeoutCost : policy.BudgetRetryCost;
         }
 
         private static void Sleep(long delayMs, CancellationToken cancellationToken)

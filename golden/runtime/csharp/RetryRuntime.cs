@@ -559,7 +559,9 @@ namespace Retrygen.Generated
         /// <param name="operationId">The spec's operationId, or <c>null</c>.</param>
         /// <param name="replayClass">How safely a request to this operation can be replayed.</param>
         /// <param name="idempotencyHeader">The idempotency key header the operation declares, or <c>null</c>.</param>
-        internal Operation(string method, string route, string path, string operationId, ReplayClass replayClass, string idempotencyHeader)
+        /// <param name="streaming">Contract v3 (A1): the operation's 2xx responses include <c>text/event-stream</c>.</param>
+        /// <param name="resumable">Contract v3 (A2): its stream is resumed with <c>Last-Event-ID</c> after a drop.</param>
+        internal Operation(string method, string route, string path, string operationId, ReplayClass replayClass, string idempotencyHeader, bool streaming = false, bool resumable = false)
         {
             Method = method;
             this.route = route;
@@ -567,6 +569,8 @@ namespace Retrygen.Generated
             OperationId = operationId;
             ReplayClass = replayClass;
             IdempotencyHeader = idempotencyHeader;
+            Streaming = streaming;
+            Resumable = resumable && streaming && replayClass != ReplayClass.NoRetry;
             Classification = new Classification(this, replayClass);
         }
 
@@ -606,6 +610,15 @@ namespace Retrygen.Generated
 
         /// <summary>Gets the idempotency key header a <see cref="ReplayClass.Keyed"/> operation declares, or <c>null</c>.</summary>
         public string IdempotencyHeader { get; }
+
+        /// <summary>Gets a value indicating whether the operation streams events (contract v3, A1: a 2xx <c>text/event-stream</c>).</summary>
+        public bool Streaming { get; }
+
+        /// <summary>
+        /// Gets a value indicating whether the operation's stream is resumed with <c>Last-Event-ID</c> after a drop
+        /// (contract v3, A2); never for a <see cref="ReplayClass.NoRetry"/> operation.
+        /// </summary>
+        public bool Resumable { get; }
 
         /// <summary>Gets the path template requests are matched against (<see cref="Path"/> without a <c>?</c> or <c>#</c> suffix).</summary>
         internal string Route
@@ -4515,6 +4528,24 @@ namespace Retrygen.Generated
     {
         private readonly List<byte> line = new List<byte>();
         private long consumed;
+
+        /// <summary>Initializes a new instance of the <see cref="EventStreamScanner"/> class for a stream's first connection.</summary>
+        public EventStreamScanner()
+        {
+        }
+
+        /// <summary>
+        /// Initializes a new instance of the <see cref="EventStreamScanner"/> class for a resumed stream: its bytes are
+        /// a new connection's (a byte order mark may lead again), while the last event id and the reconnection time
+        /// go on from the previous connection's until an event of this one sets them.
+        /// </summary>
+        /// <param name="lastEventId">The last event id the previous connection left (empty for none).</param>
+        /// <param name="retry">The reconnection time the previous connection left, or <c>null</c>.</param>
+        public EventStreamScanner(string lastEventId, string retry)
+        {
+            LastEventId = lastEventId ?? throw new ArgumentNullException(nameof(lastEventId));
+            Retry = retry;
+        }
         private bool started;
         private int bomMatched;
         private bool afterCarriageReturn;

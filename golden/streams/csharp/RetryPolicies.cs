@@ -69,17 +69,17 @@ namespace Retrygen.Generated
             return rows.ToArray();
         }
 
-        // Rows: method, route, path as written, operationId, class, idempotency key header.
+        // Rows: method, route, path as written, operationId, class, idempotency key header; the stream attributes when set.
         private static void LoadOperations0(List<Operation> rows)
         {
             rows.Add(new Operation("GET", "/feeds", "/feeds", "listFeeds", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/feeds", "/feeds", "createFeed", ReplayClass.Keyed, "Idempotency-Key"));
-            rows.Add(new Operation("GET", "/feeds/{feedID}/console", "/feeds/{feedID}/console", "attachConsole", ReplayClass.NoRetry, null));
-            rows.Add(new Operation("GET", "/feeds/{feedID}/events", "/feeds/{feedID}/events", "streamFeedEvents", ReplayClass.Idempotent, null));
-            rows.Add(new Operation("POST", "/feeds/{feedID}/events", "/feeds/{feedID}/events", "publishAndFollow", ReplayClass.NonReplayable, null));
-            rows.Add(new Operation("GET", "/feeds/{feedID}/live", "/feeds/{feedID}/live", "watchFeedLive", ReplayClass.Idempotent, null));
-            rows.Add(new Operation("GET", "/feeds/{feedID}/snapshot", "/feeds/{feedID}/snapshot", "streamFeedSnapshot", ReplayClass.Idempotent, null));
-            rows.Add(new Operation("GET", "/feeds/{feedID}/tail", "/feeds/{feedID}/tail", "tailFeed", ReplayClass.Idempotent, null));
+            rows.Add(new Operation("GET", "/feeds/{feedID}/console", "/feeds/{feedID}/console", "attachConsole", ReplayClass.NoRetry, null, streaming: true));
+            rows.Add(new Operation("GET", "/feeds/{feedID}/events", "/feeds/{feedID}/events", "streamFeedEvents", ReplayClass.Idempotent, null, streaming: true, resumable: true));
+            rows.Add(new Operation("POST", "/feeds/{feedID}/events", "/feeds/{feedID}/events", "publishAndFollow", ReplayClass.NonReplayable, null, streaming: true, resumable: true));
+            rows.Add(new Operation("GET", "/feeds/{feedID}/live", "/feeds/{feedID}/live", "watchFeedLive", ReplayClass.Idempotent, null, streaming: true));
+            rows.Add(new Operation("GET", "/feeds/{feedID}/snapshot", "/feeds/{feedID}/snapshot", "streamFeedSnapshot", ReplayClass.Idempotent, null, streaming: true));
+            rows.Add(new Operation("GET", "/feeds/{feedID}/tail", "/feeds/{feedID}/tail", "tailFeed", ReplayClass.Idempotent, null, streaming: true, resumable: true));
         }
     }
 

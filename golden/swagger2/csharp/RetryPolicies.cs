@@ -69,7 +69,7 @@ namespace Retrygen.Generated
             return rows.ToArray();
         }
 
-        // Rows: method, route, path as written, operationId, class, idempotency key header.
+        // Rows: method, route, path as written, operationId, class, idempotency key header; the stream attributes when set.
         private static void LoadOperations0(List<Operation> rows)
         {
             rows.Add(new Operation("GET", "/orders", "/orders", "listOrders", ReplayClass.Idempotent, null));
@@ -77,7 +77,7 @@ namespace Retrygen.Generated
             rows.Add(new Operation("DELETE", "/orders/{orderId}", "/orders/{orderId}", "cancelOrder", ReplayClass.Idempotent, null));
             rows.Add(new Operation("GET", "/orders/{orderId}", "/orders/{orderId}", "getOrder", ReplayClass.Idempotent, null));
             rows.Add(new Operation("PATCH", "/orders/{orderId}", "/orders/{orderId}", "updateOrder", ReplayClass.Idempotent, null));
-            rows.Add(new Operation("GET", "/orders/{orderId}/feed", "/orders/{orderId}/feed", "orderFeed", ReplayClass.Idempotent, null));
+            rows.Add(new Operation("GET", "/orders/{orderId}/feed", "/orders/{orderId}/feed", "orderFeed", ReplayClass.Idempotent, null, streaming: true));
             rows.Add(new Operation("POST", "/payments", "/payments", "pay", ReplayClass.NonReplayable, null));
         }
     }

@@ -83,6 +83,10 @@ namespace Retrygen.Generated.Tests
                 Test("P6 bounds, event streams and the attempt timeout of the body read", BodyReadBounds),
                 Test("IHttpClientFactory: Factory builds a new handler per call, one budget, options read at registration", FactoryHandlersShareBudget),
                 Test("a status in no list without a directive: decide's stop without a decision input", PlainStatusNeedsNoDecision),
+                Test("v3 X5 a conditional request is replayable; its 412 after a replay stops", ConditionalRequests),
+                Test("v3 X6 problem types: read before deciding, the body handed over whole", ProblemTypes),
+                Test("v3 X7 a minted key in the policy's format", KeyFormat),
+                Test("v3 X8 the finish carries the refused server delay; T1 a throttled retry's cost", ServerDelayAndThrottling),
             };
             int failed = 0;
             foreach (KeyValuePair<string, Action> test in tests)
@@ -1306,6 +1310,201 @@ namespace Retrygen.Generated.Tests
 
             True(plain > 900, "most statuses are plain: " + plain);
             True(!RetryHandler.IsPlainStatus(FastPolicy(), 503) && !RetryHandler.IsPlainStatus(FastPolicy(), 429) && !RetryHandler.IsPlainStatus(FastPolicy(), 409) && !RetryHandler.IsPlainStatus(FastPolicy(), 422), "listed statuses are not plain");
+        }
+
+        private static void ConditionalRequests()
+        {
+            // Keyed without a key (minting off) is not replayable; If-Match "v1" makes it so (H2), and the 412 after the
+            // replay says the first attempt probably applied (R6a).
+            using (var server = new Server(Step.Reset(), Step.Status(412)))
+            {
+                var client = new Client(server, FastPolicy(), mintKeys: false);
+                var request = new HttpRequestMessage(new HttpMethod("PATCH"), server.Url + "/api/users/7") { Content = new StringContent("{}") };
+                request.Headers.TryAddWithoutValidation("If-Match", "\"v1\"");
+                Result result = client.Send(request);
+                Equal(412, result.Status, "status");
+                Equal(2, server.Arrivals.Count, "replayed once");
+                Equal("\"v1\"", server.Arrivals[1].Header("if-match"), "the precondition on the replay");
+                Equal("transport_failure:1:1", client.EventList, "events");
+                Equal("precondition_failed_after_replay 2 status 412 False PATCH /users/{id} updateUser", client.FinishText, "finish");
+            }
+
+            // A 412 on the first attempt is the status's own business; If-None-Match: * counts, If-Match: * does not.
+            using (var server = new Server(Step.Status(412), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy(), mintKeys: false);
+                var request = new HttpRequestMessage(new HttpMethod("PATCH"), server.Url + "/api/users/7") { Content = new StringContent("{}") };
+                request.Headers.TryAddWithoutValidation("If-None-Match", "*");
+                Equal(412, client.Send(request).Status, "first 412");
+                Equal("status_not_retryable 1 status 412 False PATCH /users/{id} updateUser", client.FinishText, "first attempt's 412");
+            }
+
+            using (var server = new Server(Step.Reset(), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy(), mintKeys: false);
+                var request = new HttpRequestMessage(new HttpMethod("PATCH"), server.Url + "/api/users/7") { Content = new StringContent("{}") };
+                request.Headers.TryAddWithoutValidation("If-None-Match", " * ");
+                Equal(200, client.Send(request).Status, "If-None-Match: * replayed");
+                Equal(2, server.Arrivals.Count, "If-None-Match: * arrivals");
+            }
+
+            using (var server = new Server(Step.Reset(), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy(), mintKeys: false);
+                var request = new HttpRequestMessage(new HttpMethod("PATCH"), server.Url + "/api/users/7") { Content = new StringContent("{}") };
+                request.Headers.TryAddWithoutValidation("If-Match", "*");
+                True(client.Send(request).Error is HttpRequestException, "If-Match: * is no precondition: the reset raised");
+                Equal(1, server.Arrivals.Count, "If-Match: * arrives once");
+                Equal("not_replayable 1 transport - False PATCH /users/{id} updateUser", client.FinishText, "finish");
+            }
+        }
+
+        private static void ProblemTypes()
+        {
+            const string Quota = "{\"type\":\"https://iana.org/assignments/http-problem-types#quota-exceeded\",\"status\":429}";
+            const string Problem = "Content-Type: application/problem+json; charset=utf-8";
+
+            // A quota stops a 429 the policy would retry (R6b); the body reaches the caller whole.
+            using (var server = new Server(Step.Body(429, Quota, Problem), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                Result result = client.Send(HttpMethod.Get, "/api/users/7");
+                Equal(429, result.Status, "status");
+                Equal(Quota, result.Body, "the body whole");
+                Equal(1, server.Arrivals.Count, "one arrival");
+                Equal("problem_type_stop 1 status 429 False GET /users/{id} getUser", client.FinishText, "finish");
+                Equal("application/problem+json", result.Content.Headers.ContentType.MediaType, "content headers kept");
+            }
+
+            // Another media type, or a no_retry operation, or no problem types in the policy: not read, not stopped.
+            using (var server = new Server(Step.Body(429, Quota, "Content-Type: application/json"), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                Equal(200, client.Send(HttpMethod.Get, "/api/users/7").Status, "application/json: retried");
+                Equal(2, server.Arrivals.Count, "application/json: arrivals");
+            }
+
+            using (var server = new Server(Step.Body(429, Quota, Problem), Step.Status(200)))
+            {
+                var none = new RetryPolicy(maxRetries: 3, initialBackoffMs: 1, maxBackoffMs: 4, jitter: Jitter.None, budgetCapacity: 500, stopProblemTypes: new string[0]);
+                var client = new Client(server, none);
+                Equal(200, client.Send(HttpMethod.Get, "/api/users/7").Status, "no problem types: retried");
+            }
+
+            // A retry problem type retries a status no list names, for a replayable request only (R9a).
+            const string Busy = "{\"type\":\"https://example.com/busy\"}";
+            var retrying = new RetryPolicy(maxRetries: 3, initialBackoffMs: 1, maxBackoffMs: 4, jitter: Jitter.None, budgetCapacity: 500, retryProblemTypes: new[] { "https://example.com/busy" });
+            using (var server = new Server(Step.Body(403, Busy, Problem), Step.Status(200)))
+            {
+                var client = new Client(server, retrying);
+                Equal(200, client.Send(HttpMethod.Get, "/api/users/7").Status, "retried");
+                Equal("problem_type_retry:1:1", client.EventList, "events");
+            }
+
+            using (var server = new Server(Step.Body(403, Busy, Problem), Step.Status(200)))
+            {
+                var client = new Client(server, retrying);
+                Result result = client.Send(HttpMethod.Post, "/api/users", new StringContent("{}"));
+                Equal(403, result.Status, "a POST is not replayable");
+                Equal(Busy, result.Body, "its body whole");
+                Equal(1, server.Arrivals.Count, "one arrival");
+            }
+
+            // Longer than 64 KiB: no problem type (not the whole body), handed over as the bytes read and the rest.
+            string longBody = "{\"type\":\"https://iana.org/assignments/http-problem-types#quota-exceeded\",\"detail\":\"" + new string('x', 70000) + "\"}";
+            using (var server = new Server(Step.Body(429, longBody, Problem), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                var request = new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/users/7");
+                request.SetRetryOverrides(new RetryOverrides { MaxRetries = 0 });
+                Result result = client.Send(request);
+                Equal(429, result.Status, "status");
+                Equal(longBody, result.Body, "prefix and rest");
+                Equal("exhausted 1 status 429 False GET /users/{id} getUser", client.FinishText, "decided without a problem type");
+            }
+
+            // Exactly 64 KiB with its Content-Length: whole, so its type counts.
+            string exact = "{\"type\":\"https://iana.org/assignments/http-problem-types#quota-exceeded\",\"detail\":\"\"}";
+            exact = exact.Insert(exact.Length - 2, new string('y', RetryRuntime.ProblemBodyMaxBytes - exact.Length));
+            using (var server = new Server(Step.Body(429, exact, Problem), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                Result result = client.Send(HttpMethod.Get, "/api/users/7");
+                Equal(exact, result.Body, "64 KiB whole");
+                Equal("problem_type_stop 1 status 429 False GET /users/{id} getUser", client.FinishText, "a 64 KiB problem");
+            }
+
+            // A problem body cut while it is read is the attempt's transport failure: retried for a GET.
+            using (var server = new Server(Step.Partial(429, 0, "Content-Type: application/problem+json"), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                Equal(200, client.Send(HttpMethod.Get, "/api/users/7").Status, "retried");
+                Equal("transport_failure:1:1", client.EventList, "the read's failure");
+            }
+
+            // ... under the attempt timeout.
+            using (var server = new Server(Step.Partial(429, 3000, "Content-Type: application/problem+json"), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy(), attemptTimeout: TimeSpan.FromMilliseconds(200));
+                var clock = Stopwatch.StartNew();
+                Equal(200, client.Send(HttpMethod.Get, "/api/users/7").Status, "retried");
+                True(clock.ElapsedMilliseconds < 2000, "the stalled problem read was ended: " + clock.ElapsedMilliseconds);
+                True(client.Events[0].Failure == FailureKind.Transport, "transport");
+            }
+        }
+
+        private static void KeyFormat()
+        {
+            var policy = new RetryPolicy(maxRetries: 3, initialBackoffMs: 1, maxBackoffMs: 4, jitter: Jitter.None, budgetCapacity: 500, idempotencyKeyFormat: IdempotencyKeyFormat.SfString);
+            using (var server = new Server(Step.Status(503), Step.Status(200)))
+            {
+                var client = new Client(server, policy);
+                var request = new HttpRequestMessage(new HttpMethod("PATCH"), server.Url + "/api/users/7") { Content = new StringContent("{}") };
+                Equal(200, client.Send(request).Status, "status");
+                string key = server.Arrivals[0].Header("idempotency-key");
+                True(key.Length == 38 && key[0] == '"' && key[37] == '"' && UuidV4.IsMatch(key.Substring(1, 36)), "a quoted UUID v4: " + key);
+                Equal(key, server.Arrivals[1].Header("idempotency-key"), "the same key again");
+            }
+
+            using (var server = new Server(Step.Status(200)))
+            {
+                var client = new Client(server, policy);
+                var request = new HttpRequestMessage(new HttpMethod("PATCH"), server.Url + "/api/users/7") { Content = new StringContent("{}") };
+                request.Headers.TryAddWithoutValidation("Idempotency-Key", "mine");
+                client.Send(request);
+                Equal("mine", server.Arrivals[0].Header("idempotency-key"), "a caller's key as written");
+            }
+        }
+
+        private static void ServerDelayAndThrottling()
+        {
+            using (var server = new Server(Step.Status(503, "Retry-After: 120"), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                Result result = client.Send(HttpMethod.Get, "/api/users/7");
+                Equal(503, result.Status, "status");
+                Equal(1, server.Arrivals.Count, "one arrival");
+                Equal("retry_after_over_cap", client.Finish.Reason, "reason");
+                Equal((long?)120000, client.Finish.ServerDelayMs, "the server's delay");
+                Equal((long?)120000, result.FromResult.ServerDelayMs, "on the response too");
+            }
+
+            using (var server = new Server(Step.Status(503), Step.Status(200)))
+            {
+                var client = new Client(server, FastPolicy());
+                client.Send(HttpMethod.Get, "/api/users/7");
+                Equal((long?)null, client.Finish.ServerDelayMs, "none otherwise");
+            }
+
+            // A throttled retry backs off from the throttling base and costs the throttling cost, given back on success.
+            var throttling = new RetryPolicy(maxRetries: 3, initialBackoffMs: 1, maxBackoffMs: 100, jitter: Jitter.None, budgetCapacity: 500, throttlingInitialBackoffMs: 7, budgetThrottlingCost: 2);
+            using (var server = new Server(Step.Status(429), Step.Status(429), Step.Status(200)))
+            {
+                var client = new Client(server, throttling);
+                Equal(200, client.Send(HttpMethod.Get, "/api/users/7").Status, "status");
+                Equal("rejected_status:1:7,rejected_status:2:14", client.EventList, "events from the throttling base");
+                Equal(500L - 2 - 2 + 2, client.Handler.Budget.Tokens, "the throttling cost taken and given back");
+            }
         }
 
         /// <summary>A body that never comes and ignores cancellation: a read ends only when the stream is disposed.</summary>

@@ -79,7 +79,8 @@ namespace Retrygen.Faults
             object timeout = Get<object>(scenario, "attempt_timeout_ms");
             bool mintKeys = Get<object>(scenario, "mint_keys") as bool? ?? true;
             object readBody = Get<object>(scenario, "read_body_max_bytes");
-            using (var client = new Recording(env, baseUrl, timeout == null ? (double?)null : Convert.ToDouble(timeout, CultureInfo.InvariantCulture), mintKeys, Get<string>(scenario, "attempt_header"), readBody == null ? 0 : Convert.ToInt64(readBody, CultureInfo.InvariantCulture)))
+            RetryPolicy policy = PolicyOf(Get<Dictionary<string, object>>(scenario, "policy"));
+            using (var client = new Recording(env, baseUrl, timeout == null ? (double?)null : Convert.ToDouble(timeout, CultureInfo.InvariantCulture), mintKeys, Get<string>(scenario, "attempt_header"), readBody == null ? 0 : Convert.ToInt64(readBody, CultureInfo.InvariantCulture), policy))
             {
                 if (Get<object>(scenario, "warm") as bool? == true)
                 {
@@ -94,6 +95,28 @@ namespace Retrygen.Faults
 
                 return await client.SendAsync(scenario, url).ConfigureAwait(false);
             }
+        }
+
+        /// <summary>A scenario's <c>policy</c> (contract v3): the module's default policy with those keys replaced; <c>null</c> for none.</summary>
+        private static RetryPolicy PolicyOf(Dictionary<string, object> keys)
+        {
+            if (keys == null)
+            {
+                return null;
+            }
+
+            IdempotencyKeyFormat format = IdempotencyKeyFormat.Uuid;
+            foreach (KeyValuePair<string, object> key in keys)
+            {
+                if (key.Key != "idempotency_key_format")
+                {
+                    throw new InvalidOperationException("the runner cannot set policy key " + key.Key);
+                }
+
+                format = WireNames.ParseIdempotencyKeyFormat((string)key.Value);
+            }
+
+            return new RetryPolicy(idempotencyKeyFormat: format);
         }
 
         /// <summary>The soak (conformance/faults/README.md): one client for every request of the plan.</summary>
@@ -178,6 +201,7 @@ namespace Retrygen.Faults
             item.Field("method", f.Method);
             item.Field("path_template", f.PathTemplate);
             item.Field("operation_id", f.OperationId);
+            item.Field("server_delay_ms", f.ServerDelayMs.HasValue ? (object)f.ServerDelayMs.Value : null);
             return item.ToString();
         }
 
@@ -418,11 +442,12 @@ namespace Retrygen.Faults
             private readonly List<RetryEvent> events = new List<RetryEvent>();
             private readonly List<RetryFinishEvent> finishes = new List<RetryFinishEvent>();
 
-            internal Recording(Environment env, string baseUrl, double? attemptTimeoutMs, bool mintKeys, string attemptHeader, long readBodyMaxBytes)
+            internal Recording(Environment env, string baseUrl, double? attemptTimeoutMs, bool mintKeys, string attemptHeader, long readBodyMaxBytes, RetryPolicy policy = null)
             {
                 this.env = env;
                 var options = new RetryHandlerOptions
                 {
+                    Policy = policy,
                     BaseAddress = new Uri(baseUrl),
                     OnRetry = e => events.Add(e),
                     OnFinish = f => finishes.Add(f),
@@ -518,8 +543,7 @@ namespace Retrygen.Faults
                     error = e;
                 }
 
-                // P5: the finish read back from what the call returned or raised.
-                RetryFinishEvent fromResult = response != null ? response.GetRetryFinish() : (error == null ? null : error.GetRetryFinish());
+                RetryFinishEvent fromResult = response != null || error == null ? null : error.GetRetryFinish();
                 if (response != null)
                 {
                     try
@@ -532,6 +556,9 @@ namespace Retrygen.Faults
                     }
 
                     response.Dispose();
+
+                    // P5: the finish read back from the response, once its stream ended (contract v3 X4).
+                    fromResult = response.GetRetryFinish();
                 }
 
                 long elapsed = clock.ElapsedMilliseconds;
