@@ -252,6 +252,7 @@ test("a retryable status is retried; the last response is returned unread", asyn
       pathTemplate: "/items/{id}",
       operationId: "getItem",
       totalDelayMs: 3,
+      serverDelayMs: null,
     },
   ]);
   assert.ok(Object.isFrozen(c.finishes[0]));
@@ -357,6 +358,7 @@ test("connect failures are retried for any class and rethrown as fetch threw the
     pathTemplate: "/items",
     operationId: "createItem",
     totalDelayMs: 7,
+    serverDelayMs: null,
   });
 });
 
@@ -393,6 +395,7 @@ test("a reset is replayed for an idempotent request, never for a non-replayable 
     pathTemplate: "/items",
     operationId: "createItem",
     totalDelayMs: 0,
+    serverDelayMs: null,
   });
 });
 
@@ -596,6 +599,7 @@ test("URL inputs and the SDK's base URL classify the request", async () => {
     pathTemplate: null,
     operationId: null,
     totalDelayMs: 0,
+    serverDelayMs: null,
   });
 });
 
@@ -824,6 +828,7 @@ test("a throwing onRetry ends the request with one finish event", async () => {
       pathTemplate: "/items/{id}",
       operationId: "getItem",
       totalDelayMs: 0,
+      serverDelayMs: null,
     },
   ]);
 });
@@ -856,6 +861,7 @@ test("a request to another origin passes through once: no key, no budget, foreig
       pathTemplate: null,
       operationId: null,
       totalDelayMs: 0,
+      serverDelayMs: null,
     },
   ]);
   // The budget was not touched: the one retry it can pay for is still there.
@@ -1473,6 +1479,7 @@ test("P6: a body cut on a non-replayable request surfaces as the transport failu
     pathTemplate: "/items",
     operationId: "createItem",
     totalDelayMs: 0,
+    serverDelayMs: null,
   });
   assert.equal(finishOf(error), c.finishes[0]);
 });
@@ -1573,4 +1580,241 @@ test("the result is an F: assignable to a fetch type with extra members, which i
   });
   assert.equal(await response.text(), "ok");
   assert.equal(typeof node, "function");
+});
+
+// Contract v3 (docs/contract-v3.md, X5-X8).
+
+test("v3 X5: a precondition makes a non-replayable request replayable; a 412 after a replay stops", async () => {
+  const c = client();
+  const { name, arrivals } = serve("reset", { status: 412 });
+  const response = await c.fetch(`${origin}/v1/items`, {
+    method: "POST",
+    headers: { "x-case": name, "If-Match": '"v1"' },
+    body: "{}",
+  });
+  assert.equal(response.status, 412);
+  assert.equal(arrivals.length, 2);
+  assert.deepEqual(reasons(c.retries), [["transport_failure", 1]]);
+  assert.equal(c.finishes[0]?.reason, "precondition_failed_after_replay");
+  assert.equal(c.finishes[0]?.attempts, 2);
+  // A 412 on the first attempt is an ordinary status.
+  const first = serve({ status: 412 });
+  const once = await c.fetch(`${origin}/v1/items`, {
+    method: "POST",
+    headers: { "x-case": first.name, "if-none-match": "*" },
+    body: "{}",
+  });
+  assert.equal(once.status, 412);
+  assert.equal(c.finishes[1]?.reason, "status_not_retryable");
+  // `If-Match: *` and no precondition at all: one attempt after a reset.
+  for (const headers of [{ "If-Match": " * " }, {}]) {
+    const plain = serve("reset", { status: 201 });
+    await rejection(
+      c.fetch(`${origin}/v1/items`, {
+        method: "POST",
+        headers: { "x-case": plain.name, ...headers },
+        body: "{}",
+      }),
+    );
+    assert.equal(plain.arrivals.length, 1);
+    assert.equal(c.finishes.at(-1)?.reason, "not_replayable");
+  }
+});
+
+const QUOTA = JSON.stringify({
+  type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+  title: "Quota exceeded",
+});
+
+test("v3 X6: a quota problem stops; the response keeps its whole body", async () => {
+  const c = client();
+  const { name, arrivals } = serve(
+    {
+      status: 429,
+      headers: { "content-type": "Application/Problem+JSON; charset=utf-8" },
+      body: QUOTA,
+    },
+    { status: 200 },
+  );
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": name },
+  });
+  assert.equal(response.status, 429);
+  assert.equal(arrivals.length, 1);
+  assert.equal(c.finishes[0]?.reason, "problem_type_stop");
+  assert.equal(response.bodyUsed, false);
+  assert.equal(await response.text(), QUOTA);
+  // The same body as another media type is a plain 429, retried.
+  const plain = serve(
+    {
+      status: 429,
+      headers: { "content-type": "application/json" },
+      body: QUOTA,
+    },
+    { status: 200 },
+  );
+  const retried = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": plain.name },
+  });
+  assert.equal(retried.status, 200);
+  assert.equal(plain.arrivals.length, 2);
+  // A problem body longer than 64 KiB gives no type: retried by its status, handed over whole.
+  const long = JSON.stringify({
+    type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+    detail: "x".repeat(70000),
+  });
+  const big = serve({
+    status: 429,
+    headers: { "content-type": "application/problem+json" },
+    body: long,
+  });
+  const last = await client({
+    policy: { ...POLICY, maxRetries: 1 },
+  }).fetch(`${origin}/v1/items/1`, { headers: { "x-case": big.name } });
+  assert.equal(big.arrivals.length, 2);
+  assert.equal(await last.text(), long);
+});
+
+test("v3 X6: retry problem types retry a replayable request; a cut problem body is a transport failure", async () => {
+  const type = "https://example.test/problems/busy";
+  const c = client({ policy: { ...POLICY, retryProblemTypes: [type] } });
+  const problem = {
+    status: 400,
+    headers: { "content-type": "application/problem+json" },
+    body: JSON.stringify({ type }),
+  };
+  const { name, arrivals } = serve(problem, { status: 200, body: "ok" });
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": name },
+  });
+  assert.equal(await response.text(), "ok");
+  assert.equal(arrivals.length, 2);
+  assert.deepEqual(reasons(c.retries), [["problem_type_retry", 1]]);
+  // Not on a non-replayable request.
+  const post = serve(problem, { status: 201 });
+  const refused = await c.fetch(`${origin}/v1/items`, {
+    method: "POST",
+    headers: { "x-case": post.name },
+    body: "{}",
+  });
+  assert.equal(refused.status, 400);
+  assert.equal(post.arrivals.length, 1);
+  // A problem body cut before its end: the attempt's transport failure, retried for a GET...
+  const cut = serve(
+    {
+      status: 503,
+      cut: true,
+      headers: { "content-type": "application/problem+json" },
+    },
+    { status: 200, body: "ok" },
+  );
+  const after = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": cut.name },
+  });
+  assert.equal(await after.text(), "ok");
+  assert.deepEqual(reasons(c.retries.slice(1)), [["transport_failure", 1]]);
+  // ...surfacing for a POST.
+  const cutPost = serve(
+    {
+      status: 503,
+      cut: true,
+      headers: { "content-type": "application/problem+json" },
+    },
+    { status: 201 },
+  );
+  const error = await rejection(
+    c.fetch(`${origin}/v1/items`, {
+      method: "POST",
+      headers: { "x-case": cutPost.name },
+      body: "{}",
+    }),
+  );
+  assert.equal(cutPost.arrivals.length, 1);
+  assert.equal(finishOf(error)?.outcome, "transport");
+  assert.equal(finishOf(error)?.reason, "not_replayable");
+  // With no problem type in either list, nothing is read: the cut body is the caller's.
+  const none = client({ policy: { ...POLICY, stopProblemTypes: [] } });
+  const unread = serve(
+    {
+      status: 404,
+      cut: true,
+      headers: { "content-type": "application/problem+json" },
+    },
+    { status: 200 },
+  );
+  const notFound = await none.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": unread.name },
+  });
+  assert.equal(notFound.status, 404);
+  await rejection(notFound.text());
+});
+
+test("v3 X6: the attempt timeout covers the problem body's read", async () => {
+  const c = client({ attemptTimeoutMs: 100 });
+  const { name, arrivals } = serve(
+    {
+      status: 429,
+      partial: true,
+      headers: { "content-type": "application/problem+json" },
+    },
+    { status: 200, body: "ok" },
+  );
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": name },
+    signal: AbortSignal.timeout(3000),
+  });
+  assert.equal(await response.text(), "ok");
+  assert.equal(arrivals.length, 2);
+  assert.deepEqual(reasons(c.retries), [["transport_failure", 1]]);
+  assert.equal(c.retries[0]?.failure, "transport");
+});
+
+test("v3 X7: a minted key is written as idempotencyKeyFormat says", async () => {
+  const c = client({
+    policy: { ...POLICY, idempotencyKeyFormat: "sf-string" },
+  });
+  const { name, arrivals } = serve({ status: 503 }, { status: 201 });
+  await c.fetch(`${origin}/v1/items/1/copies`, {
+    method: "POST",
+    headers: { "x-case": name },
+    body: "{}",
+  });
+  assert.equal(arrivals.length, 2);
+  const key = arrivals[0]?.headers["idempotency-key"];
+  assert.ok(
+    typeof key === "string" && key.startsWith('"') && key.endsWith('"'),
+  );
+  assert.match(key.slice(1, -1), UUID_V4);
+  assert.equal(arrivals[1]?.headers["idempotency-key"], key);
+  // A caller's key is kept as written.
+  const own = serve({ status: 201 });
+  await c.fetch(`${origin}/v1/items/1/copies`, {
+    method: "POST",
+    headers: { "x-case": own.name, "Idempotency-Key": "mine" },
+    body: "{}",
+  });
+  assert.equal(own.arrivals[0]?.headers["idempotency-key"], "mine");
+});
+
+test("v3 X8: the finish event carries a refused over-cap server delay", async () => {
+  const c = client();
+  const { name, arrivals } = serve(
+    { status: 503, headers: { "retry-after": "120" } },
+    { status: 200 },
+  );
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": name },
+  });
+  assert.equal(response.status, 503);
+  assert.equal(arrivals.length, 1);
+  assert.equal(c.finishes[0]?.reason, "retry_after_over_cap");
+  assert.equal(c.finishes[0]?.serverDelayMs, 120000);
+  assert.equal(finishOf(response)?.serverDelayMs, 120000);
+  // From the last decision only: a retried request that ends otherwise reports none.
+  const later = serve(
+    { status: 503, headers: { "retry-after": "0" } },
+    { status: 200 },
+  );
+  await c.fetch(`${origin}/v1/items/1`, { headers: { "x-case": later.name } });
+  assert.equal(c.finishes[1]?.serverDelayMs, null);
 });

@@ -24,7 +24,11 @@ import {
   decide,
   frozenPolicy,
   hasIdempotencyKey,
+  hasPrecondition,
+  idempotencyKeyValue,
   inScope,
+  PROBLEM_BODY_MAX_BYTES,
+  problemTypeOf,
   retryEvent,
   RetryInputError,
 } from "./runtime.js";
@@ -81,6 +85,12 @@ export interface FinishEvent {
   readonly operationId: string | null;
   /** The sum of the delays slept between the attempts, in milliseconds. */
   readonly totalDelayMs: number;
+  /**
+   * The delay the server asked for when the last decision refused it as over
+   * the cap (`retry_after_over_cap`, contract v3 X8), in milliseconds; `null`
+   * otherwise. An SDK raises its typed "retry after" error with it.
+   */
+  readonly serverDelayMs: number | null;
 }
 
 /**
@@ -319,6 +329,12 @@ export function retryingFetch<F extends FetchLike>(
   );
   const { onRetry, onFinish } = options;
   const send = fetch as unknown as Send;
+  const keyFormat = policy.idempotencyKeyFormat ?? "uuid";
+  // [contract v3 Q1] problem bodies are read only when some problem type can change a decision.
+  // (An omitted stopProblemTypes holds the two defaults.)
+  const readProblems =
+    (policy.stopProblemTypes?.length ?? 2) > 0 ||
+    (policy.retryProblemTypes?.length ?? 0) > 0;
   // The statuses some rule of `decide` looks at: any other, with no directive, needs no decision.
   const listed = listedStatuses(policy);
   // The policies of `init.retry.maxRetries` overrides, made once per value.
@@ -404,16 +420,24 @@ export function retryingFetch<F extends FetchLike>(
     // The idempotency key, once for every attempt. `init.headers` replaces a request's headers.
     let hasKey = false;
     const keyHeader = operation?.idempotencyHeader ?? null;
+    const callerHeaders = init?.headers ?? request?.headers;
     if (keyHeader !== null) {
-      const headers = init?.headers ?? request?.headers;
-      hasKey = hasIdempotencyKey(operation, headerPairs(headers));
+      hasKey = hasIdempotencyKey(operation, headerPairs(callerHeaders));
       if (!hasKey && mintKeys && replayClass === "keyed") {
-        const keyed = new host.Headers(headers);
-        keyed.set(keyHeader, newIdempotencyKey());
+        const keyed = new host.Headers(callerHeaders);
+        // [contract v3 X7] written as the policy's idempotencyKeyFormat says.
+        keyed.set(
+          keyHeader,
+          idempotencyKeyValue(keyFormat, newIdempotencyKey()),
+        );
         init = withMember(init, "headers", keyed);
         hasKey = true;
       }
     }
+    // [contract v3 X5] once per request, passed to every decision.
+    const precondition =
+      callerHeaders !== undefined &&
+      hasPrecondition(headerPairs(callerHeaders));
 
     // A body `fetch` extracts again from the same value is sent again as is; a request's own body
     // through `clone()` (which keeps its bytes until the request ends); anything else (a stream,
@@ -430,6 +454,9 @@ export function retryingFetch<F extends FetchLike>(
       init?.signal !== undefined ? init.signal : (request?.signal ?? null);
     const { maxRetries } = requestPolicy;
     const noRetry = replayClass === "no_retry";
+    /** Whether a response's problem type is read before deciding (contract v3 Q1). */
+    const problemsOf = (response: ResponseLike): boolean =>
+      readProblems && !noRetry && isProblem(response);
 
     const start = host.performance.now();
     let sentAt = start;
@@ -439,6 +466,8 @@ export function retryingFetch<F extends FetchLike>(
     let totalDelayMs = 0;
     let released = 0;
     let redirects = 0;
+    // [contract v3 X8] the last decision's refused server delay, for the finish event.
+    let serverDelay: number | null = null;
     const finish = (
       reason: FinishReason,
       outcome: FinishOutcome,
@@ -457,6 +486,7 @@ export function retryingFetch<F extends FetchLike>(
         pathTemplate: operation?.path ?? null,
         operationId: operation?.operationId ?? null,
         totalDelayMs,
+        serverDelayMs: serverDelay,
       });
       remember(result, event);
       onFinish?.(event);
@@ -484,6 +514,7 @@ export function retryingFetch<F extends FetchLike>(
             timedOut: false,
             unfollow: null,
             stop: null,
+            fired: null,
             read: readBound > 0 && readable(response),
           };
         } catch (error) {
@@ -493,6 +524,7 @@ export function retryingFetch<F extends FetchLike>(
             timedOut: false,
             unfollow: null,
             stop: null,
+            fired: null,
           };
         }
       } else {
@@ -503,6 +535,7 @@ export function retryingFetch<F extends FetchLike>(
           signal,
           attemptTimeoutMs,
           readBound,
+          problemsOf,
         );
       }
       const now = host.performance.now();
@@ -519,6 +552,32 @@ export function retryingFetch<F extends FetchLike>(
       }
       let outcome: Outcome;
       let decision: Decision | undefined;
+      let problemType: string | null = null;
+      let readWhole = false;
+      /** A body read inside the loop failed: the attempt is a transport failure (P6, Q1). */
+      const failRead = (error: unknown, fired: boolean): void => {
+        sent.stop?.();
+        if (response !== null) {
+          discard(response);
+        }
+        const failure = failureOf(error, signal, fired);
+        sent = {
+          response: null,
+          error:
+            error ??
+            new host.DOMException(
+              `the attempt timed out after ${attemptTimeoutMs ?? 0} ms`,
+              "TimeoutError",
+            ),
+          timedOut: fired,
+          unfollow: sent.unfollow,
+          stop: null,
+          fired: null,
+        };
+        response = null;
+        timedOut = failure === "transport" && (fired || isClientTimeout(error));
+        outcome = FAILURE_OUTCOMES[failure];
+      };
       if (response !== null) {
         const status = response.status;
         if (!isStatus(status)) {
@@ -530,9 +589,28 @@ export function retryingFetch<F extends FetchLike>(
         }
         const statusOutcome = new StatusOutcome(response, policy);
         outcome = statusOutcome;
+        if (problemsOf(response)) {
+          // [contract v3 Q1] the problem type, from at most the body's first 64 KiB, read
+          // through a clone: the response keeps its whole body.
+          const read = await readProblem(response);
+          const fired = sent.fired?.() ?? false;
+          if (read.error !== undefined || fired) {
+            failRead(read.error, fired);
+          } else {
+            readWhole = read.complete;
+            problemType = problemTypeOf(
+              response.headers.get("content-type"),
+              read.bytes,
+              read.complete,
+            );
+          }
+        }
         if (
+          response !== null &&
           listed[status] === 0 &&
           statusOutcome.directive === null &&
+          problemType === null &&
+          !(precondition && status === 412) &&
           !noRetry &&
           retriesUsed < maxRetries
         ) {
@@ -544,10 +622,10 @@ export function retryingFetch<F extends FetchLike>(
           failure === "transport" && (timedOut || isClientTimeout(sent.error));
         outcome = FAILURE_OUTCOMES[failure];
       }
-      const ask = (): Decision =>
+      const ask = (): Decision => {
         // Contract K4: decide with the tokens read, store what the decision leaves only when the
         // retry happens (a retry refused for the body takes nothing).
-        decide(requestPolicy, {
+        const decided = decide(requestPolicy, {
           replayClass,
           hasIdempotencyKey: hasKey,
           outcome,
@@ -558,35 +636,29 @@ export function retryingFetch<F extends FetchLike>(
           random: Math.random(),
           budgetTokens: tokens,
           timedOut,
+          hasPrecondition: precondition,
+          problemType: response === null ? null : problemType,
         });
+        serverDelay = decided.serverDelayMs;
+        return decided;
+      };
       if (decision === undefined) {
         decision = ask();
+      } else {
+        serverDelay = null;
       }
-      if (response !== null && sent.read && !(decision.retry && replayable)) {
+      if (
+        response !== null &&
+        sent.read === true &&
+        !readWhole &&
+        !(decision.retry && replayable)
+      ) {
         // [docs/adapters.md P6] The response to return: its body is read here, and a read that
         // fails is this attempt's transport failure, decided like any other.
         const error = await readPrefix(response, readBound);
-        const fired = sent.stop?.() ?? false;
+        const fired = sent.fired?.() ?? false;
         if (error !== undefined || fired) {
-          discard(response);
-          const failure = failureOf(error, signal, fired);
-          const cause =
-            error ??
-            new host.DOMException(
-              `the attempt timed out after ${attemptTimeoutMs ?? 0} ms`,
-              "TimeoutError",
-            );
-          sent = {
-            response: null,
-            error: cause,
-            timedOut: fired,
-            unfollow: sent.unfollow,
-            stop: null,
-          };
-          response = null;
-          timedOut =
-            failure === "transport" && (fired || isClientTimeout(error));
-          outcome = FAILURE_OUTCOMES[failure];
+          failRead(error, fired);
           decision = ask();
         }
       }
@@ -783,10 +855,12 @@ interface Attempt {
   /** Stops following the caller's signal (an attempt with a timeout). */
   readonly unfollow: (() => void) | null;
   /**
-   * Stops the attempt timeout kept running over the body read (P6); says
+   * Stops the attempt timeout kept running over the body read (P6, Q1); says
    * whether it fired meanwhile. `null` when no timer runs.
    */
   readonly stop: (() => boolean) | null;
+  /** Whether the attempt timeout kept running over a body read fired (it keeps running). */
+  readonly fired: (() => boolean) | null;
   /** The response's body is to be read inside the loop if it is returned (P6). */
   readonly read?: boolean;
 }
@@ -818,6 +892,7 @@ async function sendWithTimeout(
   caller: AbortSignalLike | null,
   timeoutMs: number,
   readBound: number,
+  problems: (response: ResponseLike) => boolean,
 ): Promise<Attempt> {
   const own = new host.AbortController();
   const [signal, unfollow, weak] =
@@ -835,27 +910,37 @@ async function sendWithTimeout(
   }, timeoutMs);
   try {
     const response = await send(input, withMember(init, "signal", signal));
-    keep = readBound > 0 && readable(response);
+    const read = readBound > 0 && readable(response);
+    // The timer goes on over a body read inside the loop (P6, Q1); else it ends with the head,
+    // the commit of a stream (contract v3 X1).
+    keep = read || problems(response);
     if (!weak) {
       unfollow?.();
     }
-    const stop = keep
-      ? (): boolean => {
-          host.clearTimeout(timer);
-          return timedOut;
-        }
-      : null;
     return {
       response,
       error: undefined,
       timedOut: false,
       unfollow,
-      stop,
-      read: keep,
+      stop: keep
+        ? (): boolean => {
+            host.clearTimeout(timer);
+            return timedOut;
+          }
+        : null,
+      fired: keep ? (): boolean => timedOut : null,
+      read,
     };
   } catch (error) {
     unfollow?.();
-    return { response: null, error, timedOut, unfollow: null, stop: null };
+    return {
+      response: null,
+      error,
+      timedOut,
+      unfollow: null,
+      stop: null,
+      fired: null,
+    };
   } finally {
     if (!keep) {
       host.clearTimeout(timer);
@@ -895,6 +980,80 @@ function readable(response: ResponseLike): boolean {
   }
   const media = type.split(";")[0] ?? "";
   return media.trim().toLowerCase() !== "text/event-stream";
+}
+
+/**
+ * Whether `response` is an RFC 9457 problem whose type may decide (contract
+ * v3 Q1): a status of 400 or more, `Content-Type: application/problem+json`
+ * (ASCII case-insensitive, parameters ignored), a body that can be read
+ * through a clone.
+ */
+function isProblem(response: ResponseLike): boolean {
+  if (
+    response.status < 400 ||
+    response.body === null ||
+    typeof (response as Partial<Cloneable>).clone !== "function"
+  ) {
+    return false;
+  }
+  const type = response.headers.get("content-type");
+  if (type === null) {
+    return false;
+  }
+  const media = type.split(";")[0] ?? "";
+  return media.trim().toLowerCase() === "application/problem+json";
+}
+
+/** What `readProblem` read: the bytes, whether they are the whole body, or the read's error. */
+interface ProblemRead {
+  readonly bytes: Uint8Array;
+  readonly complete: boolean;
+  readonly error: unknown;
+}
+
+/**
+ * Reads at most the first `PROBLEM_BODY_MAX_BYTES` bytes of the body of
+ * `response` through a clone, as `readPrefix` does (the response keeps its
+ * whole body): `complete` when the body ended within them.
+ */
+async function readProblem(response: ResponseLike): Promise<ProblemRead> {
+  const empty = new Uint8Array(0);
+  let reader;
+  try {
+    const body = (response as Cloneable).clone().body;
+    if (body === null) {
+      return { bytes: empty, complete: true, error: undefined };
+    }
+    reader = body.getReader();
+  } catch (error) {
+    return { bytes: empty, complete: false, error };
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size <= PROBLEM_BODY_MAX_BYTES) {
+      const { done, value } = await reader.read();
+      if (done) {
+        const bytes = new Uint8Array(size);
+        let at = 0;
+        for (const chunk of chunks) {
+          bytes.set(chunk, at);
+          at += chunk.byteLength;
+        }
+        return { bytes, complete: true, error: undefined };
+      }
+      if (value !== undefined) {
+        const chunk = value as Uint8Array;
+        chunks.push(chunk);
+        size += chunk.byteLength;
+      }
+    }
+  } catch (error) {
+    return { bytes: empty, complete: false, error };
+  }
+  // Longer than the bound: no problem type; the clone lets go, the caller gets the whole body.
+  reader.cancel().catch(ignore);
+  return { bytes: empty, complete: false, error: undefined };
 }
 
 /**
@@ -1033,6 +1192,7 @@ async function foreign(
       pathTemplate: null,
       operationId: null,
       totalDelayMs: 0,
+      serverDelayMs: null,
     });
     remember(result, finished);
     return finished;

@@ -15,12 +15,18 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { Agent, H2CClient } from "undici";
 import fetchRetry from "fetch-retry";
-import { RETRY_TABLES, finishOf, retryingFetch } from "./index.js";
+import {
+  DEFAULT_RETRY_POLICY,
+  RETRY_TABLES,
+  finishOf,
+  retryingFetch,
+} from "./index.js";
 import type {
   FinishEvent,
   RetryEvent,
   RetryingFetch,
   RetryOverrides,
+  RetryPolicy,
 } from "./index.js";
 
 interface Scenario {
@@ -54,6 +60,8 @@ interface Scenario {
   /** The client's attempt header (P3) and body read bound (P6). */
   readonly attempt_header?: string;
   readonly read_body_max_bytes?: number;
+  /** Contract v3: policy keys replaced in the module's default policy for this client. */
+  readonly policy?: { readonly idempotency_key_format?: "uuid" | "sf-string" };
 }
 
 interface SoakPlan {
@@ -142,6 +150,7 @@ function finishLine(e: FinishEvent): Record<string, unknown> {
     path_template: e.pathTemplate,
     operation_id: e.operationId,
     total_delay_ms: e.totalDelayMs,
+    server_delay_ms: e.serverDelayMs,
   };
 }
 
@@ -171,6 +180,7 @@ function recording(
   mintKeys: boolean,
   attemptHeader?: string,
   readBodyMaxBytes?: number,
+  policy?: RetryPolicy,
 ): {
   client: RetryingFetch<typeof fetch>;
   events: RetryEvent[];
@@ -180,6 +190,7 @@ function recording(
   const finishes: FinishEvent[] = [];
   const client = retryingFetch(fetch, {
     tables: RETRY_TABLES,
+    policy,
     baseUrl: base,
     onRetry: (event) => events.push(event),
     onFinish: (event) => finishes.push(event),
@@ -258,13 +269,16 @@ async function request(
   let fromResult: FinishEvent | undefined;
   try {
     const response = await client(url, withDispatcher(init));
-    fromResult = finishOf(response);
     status = response.status;
     try {
       body = await response.text();
-    } catch {
+    } catch (error) {
       bodyError = true;
+      // A resumable stream's failure carries its finish (contract v3 X4).
+      fromResult = finishOf(error);
     }
+    // Read after the body: a resumable stream's finish comes when it ends (contract v3 X4).
+    fromResult ??= finishOf(response);
   } catch (error) {
     failed = true;
     errorType = typeName(error);
@@ -324,6 +338,14 @@ async function scenario(s: Scenario, basePath: string): Promise<void> {
     s.mint_keys ?? true,
     s.attempt_header,
     s.read_body_max_bytes,
+    s.policy === undefined
+      ? undefined
+      : {
+          ...DEFAULT_RETRY_POLICY,
+          ...(s.policy.idempotency_key_format !== undefined && {
+            idempotencyKeyFormat: s.policy.idempotency_key_format,
+          }),
+        },
   );
   if (s.warm === true) {
     await warmUp(
