@@ -334,6 +334,10 @@ type FinishEvent struct {
 	HasOperationID bool
 	// TotalDelayMs is the sum of the delays slept between the attempts (docs/adapters.md P4).
 	TotalDelayMs int64
+	// ServerDelayMs is the delay the server asked for when the last decision refused it as
+	// over the cap (ReasonRetryAfterOverCap), 0 otherwise (contract v3, X8): an SDK raises its
+	// "retry after" error with it.
+	ServerDelayMs int64
 }
 
 // FinishOf returns the finish event of the request that gave resp or err, as the on-finish
@@ -500,6 +504,8 @@ type request struct {
 	header http.Header
 	// hasKey is Operation.HasIdempotencyKey of header, computed once.
 	hasKey bool
+	// hasPrecondition is HasPrecondition of header, computed once (contract v3, X5).
+	hasPrecondition bool
 	// bodyless reports that the caller's request has no body; emptyBody that each attempt
 	// carries an empty one so that net/http (HTTP/1 or HTTP/2) does not resend it.
 	bodyless, emptyBody bool
@@ -516,6 +522,10 @@ type request struct {
 	foreign bool
 	// slept is the sum of the delays slept so far, in milliseconds (P4).
 	slept int64
+	// sent counts the attempts sent so far, resumes of a stream included (X4).
+	sent int64
+	// serverDelay is the last decision's ServerDelayMs, for the finish event (X8).
+	serverDelay int64
 }
 
 // attempt is how one attempt ended: a response, or an error and its failure kind.
@@ -531,6 +541,11 @@ type attempt struct {
 	read  bool
 	timer *time.Timer
 	limit *AttemptTimeoutError
+	// problemType is the problem type read from the body of a problem response (X6).
+	problemType string
+	// hasLastEventID and streamRetry are the scanner's, for a dropped stream (X3).
+	hasLastEventID bool
+	streamRetry    string
 }
 
 // roundTrip is RoundTrip.
@@ -568,7 +583,7 @@ func (t *roundTripper) roundTrip(req *http.Request) (*http.Response, error) {
 		released    int64
 	)
 	for {
-		a := t.send(&r, body, retriesUsed)
+		a := t.readProblem(&r, t.send(&r, body, retriesUsed))
 		decision := t.decide(&r, a, retriesUsed, previous)
 		if !decision.Retry && a.read {
 			// [P6] The response is the one to return: its body is read here, and a read that
@@ -577,6 +592,7 @@ func (t *roundTripper) roundTrip(req *http.Request) (*http.Response, error) {
 				decision = t.decide(&r, a, retriesUsed, previous)
 			}
 		}
+		r.serverDelay = decision.ServerDelayMs
 		if !decision.Retry {
 			if a.failure == "" && a.resp.StatusCode < 400 {
 				t.recordSuccess(released)
@@ -588,7 +604,7 @@ func (t *roundTripper) roundTrip(req *http.Request) (*http.Response, error) {
 			if err != nil || next == nil {
 				// The body cannot be had again after all: stop as for a one-shot body, and
 				// give back what the retry took.
-				t.refund(a)
+				t.refund(a, decision)
 				if a.read {
 					a = t.bufferBody(&r, a)
 				}
@@ -610,7 +626,7 @@ func (t *roundTripper) roundTrip(req *http.Request) (*http.Response, error) {
 			return t.finish(&r, retriesUsed+1, ReasonAborted, aborted)
 		}
 		r.slept += decision.DelayMs
-		released = t.retryCost(a)
+		released = t.retryCost(a, decision)
 		previous = decision.DelayMs
 		retriesUsed++
 	}
@@ -654,7 +670,12 @@ func (t *roundTripper) prepare(r *request) error {
 	}
 	op := r.classification.Operation
 	if r.classification.Class == ClassKeyed && t.mintKeys && !op.HasIdempotencyKey(r.header) {
-		key, err := newIdempotencyKey()
+		uuid, err := newIdempotencyKey()
+		if err != nil {
+			return err
+		}
+		// [contract v3 X7] Written as the policy's idempotency_key_format says.
+		key, err := IdempotencyKeyValue(r.policy.IdempotencyKeyFormat, uuid)
 		if err != nil {
 			return err
 		}
@@ -668,6 +689,8 @@ func (t *roundTripper) prepare(r *request) error {
 		r.header.Set(op.IdempotencyHeader, key)
 	}
 	r.hasKey = op.HasIdempotencyKey(r.header)
+	// [contract v3 X5] Computed once, before the attempt header and Last-Event-ID are added.
+	r.hasPrecondition = HasPrecondition(r.header)
 	r.prepareBody(t.next)
 	if deadline, ok := r.ctx.Deadline(); ok {
 		// The caller's deadline bounds the retries as the policy's deadline does (contract
@@ -801,9 +824,12 @@ func (t *roundTripper) send(r *request, body io.ReadCloser, earlier int64) attem
 		// As http.Client reports it.
 		err = fmt.Errorf("retrypolicy: RoundTripper %T returned a nil *Response with a nil error", t.next)
 	}
-	// [P6] A response whose body the loop may read keeps its attempt timeout running.
+	// [P6] A response whose body the loop may read keeps its attempt timeout running, as does
+	// a problem response whose type the loop reads before deciding (X6); any other ends it
+	// here, at the response head: the commit of a stream (X1).
 	read := err == nil && r.readBody > 0 && readable(resp)
-	expired := timer != nil && !read && !timer.Stop()
+	keep := read || err == nil && t.wantsProblem(r, resp)
+	expired := timer != nil && !keep && !timer.Stop()
 	if expired {
 		// The timer fired, and its function may not have run yet: set the cause now.
 		cancel(limit)
@@ -817,7 +843,7 @@ func (t *roundTripper) send(r *request, body io.ReadCloser, earlier int64) attem
 		a := attempt{resp: resp, duration: duration, read: read}
 		if cancel != nil {
 			body := &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
-			if read {
+			if keep {
 				body.timer, a.timer, a.limit = timer, timer, limit
 			}
 			resp.Body = body
@@ -880,22 +906,7 @@ func (t *roundTripper) bufferBody(r *request, a attempt) attempt {
 	buf, err := readPrefix(body, r.readBody, a.resp.ContentLength)
 	expired := a.timer != nil && !a.timer.Stop()
 	if err != nil || expired {
-		discard(body)
-		failure := attempt{err: err, failure: FailureTransport, duration: a.duration}
-		var timeout interface{ Timeout() bool }
-		switch {
-		case r.ctx.Err() != nil:
-			failure = attempt{err: withCause(err, context.Cause(r.ctx)), failure: FailureAborted, duration: a.duration}
-		case expired:
-			if err == nil {
-				// The body was read as the timeout fired: what is left can no longer be.
-				err = a.limit
-			}
-			failure.err, failure.timedOut = withCause(err, a.limit), true
-		case errors.As(err, &timeout) && timeout.Timeout():
-			failure.timedOut = true
-		}
-		return failure
+		return readFailed(r, a, err, expired)
 	}
 	resp := a.resp
 	if int64(len(buf)) <= r.readBody {
@@ -906,6 +917,72 @@ func (t *roundTripper) bufferBody(r *request, a attempt) attempt {
 		resp.Body = &prefixedBody{Reader: io.MultiReader(bytes.NewReader(buf), body), body: body}
 	}
 	a.read, a.timer = false, nil
+	return a
+}
+
+// readFailed is the failure of an attempt whose body the loop could not read (P6, X6): the
+// response is released.
+func readFailed(r *request, a attempt, err error, expired bool) attempt {
+	discard(a.resp.Body)
+	failure := attempt{err: err, failure: FailureTransport, duration: a.duration}
+	var timeout interface{ Timeout() bool }
+	switch {
+	case r.ctx.Err() != nil:
+		failure = attempt{err: withCause(err, context.Cause(r.ctx)), failure: FailureAborted, duration: a.duration}
+	case expired:
+		if err == nil {
+			// The body was read as the timeout fired: what is left can no longer be.
+			err = a.limit
+		}
+		failure.err, failure.timedOut = withCause(err, a.limit), true
+	case errors.As(err, &timeout) && timeout.Timeout():
+		failure.timedOut = true
+	}
+	return failure
+}
+
+// wantsProblem reports whether the loop reads the problem type of resp before deciding
+// (contract v3, Q1): a status of 400 or more with an application/problem+json body, for an
+// operation that is not no_retry, with problem types in the policy.
+func (t *roundTripper) wantsProblem(r *request, resp *http.Response) bool {
+	if resp.StatusCode < 400 || resp.Body == nil || resp.Body == http.NoBody || r.classification.Class == ClassNoRetry || r.foreign {
+		return false
+	}
+	if len(r.policy.StopProblemTypes) == 0 && len(r.policy.RetryProblemTypes) == 0 {
+		return false
+	}
+	media, _, _ := strings.Cut(firstValue(resp.Header["Content-Type"]), ";")
+	return strings.EqualFold(strings.TrimSpace(media), "application/problem+json")
+}
+
+// readProblem reads at most ProblemBodyMaxBytes of a problem response's body and takes its
+// problem type (contract v3, X6); the response keeps its whole body: the bytes read, then the
+// rest. A read that fails is the attempt's transport failure, as with P6.
+func (t *roundTripper) readProblem(r *request, a attempt) attempt {
+	if a.failure != "" || !t.wantsProblem(r, a.resp) {
+		return a
+	}
+	body := a.resp.Body
+	buf, err := readPrefix(body, ProblemBodyMaxBytes, a.resp.ContentLength)
+	complete := err == nil && len(buf) <= ProblemBodyMaxBytes
+	// The attempt timeout runs on only while P6 has more of the body to read.
+	stop := err != nil || complete || !a.read
+	expired := stop && a.timer != nil && !a.timer.Stop()
+	if err != nil || expired {
+		return readFailed(r, a, err, expired)
+	}
+	if stop {
+		a.timer = nil
+	}
+	// Only the complete body has a problem type: a prefix of a longer one has none (Q2).
+	a.problemType, _ = ProblemTypeOf(firstValue(a.resp.Header["Content-Type"]), buf, complete)
+	if complete {
+		// The end of the body: the connection goes back to the pool.
+		_ = body.Close()
+		a.resp.Body = io.NopCloser(bytes.NewReader(buf))
+	} else {
+		a.resp.Body = &prefixedBody{Reader: io.MultiReader(bytes.NewReader(buf), body), body: body}
+	}
 	return a
 }
 
@@ -972,6 +1049,11 @@ func (t *roundTripper) decide(r *request, a attempt, retriesUsed, previous int64
 		NowMs:             now.UnixMilli(),
 		Random:            rand.Float64(),
 		TimedOut:          a.timedOut,
+		HasPrecondition:   r.hasPrecondition,
+		Resumable:         r.classification.Operation.Resumable,
+		HasLastEventID:    a.hasLastEventID,
+		StreamRetry:       a.streamRetry,
+		ProblemType:       a.problemType,
 	}
 	var d Decision
 	_ = t.budget.update(func(tokens int64) (int64, error) {
@@ -992,9 +1074,15 @@ func (t *roundTripper) decide(r *request, a attempt, retriesUsed, previous int64
 	return d
 }
 
-// retryCost is what a retry after the attempt takes from the budget (contract K2).
-func (t *roundTripper) retryCost(a attempt) int64 {
-	if a.timedOut {
+// retryCost is what the retry d grants after the attempt takes from the budget (contract K2;
+// contract v3 R17: a throttled retry pays the throttling cost, timed out or not).
+func (t *roundTripper) retryCost(a attempt, d Decision) int64 {
+	switch {
+	case d.Throttled && t.policy.HasBudgetThrottlingCost:
+		return t.policy.BudgetThrottlingCost
+	case d.Throttled:
+		return t.policy.BudgetRetryCost
+	case a.timedOut:
 		return t.policy.BudgetTimeoutCost
 	}
 	return t.policy.BudgetRetryCost
@@ -1014,11 +1102,11 @@ func (t *roundTripper) recordSuccess(released int64) {
 
 // refund gives back to the budget what the retry granted after the attempt took, when that
 // retry is not made after all.
-func (t *roundTripper) refund(a attempt) {
+func (t *roundTripper) refund(a attempt, d Decision) {
 	if t.policy.BudgetCapacity == 0 {
 		return
 	}
-	cost := t.retryCost(a)
+	cost := t.retryCost(a, d)
 	_ = t.budget.update(func(tokens int64) (int64, error) {
 		return min(t.policy.BudgetCapacity, tokens+cost), nil
 	})
@@ -1069,7 +1157,7 @@ func (t *roundTripper) report(r *request, attempts int64, reason Reason, a attem
 
 // finishEvent is the finish event of a request that ends with a.
 func finishEvent(r *request, attempts int64, reason Reason, a attempt) FinishEvent {
-	event := FinishEvent{Attempts: attempts, Reason: reason, Failure: a.failure, TimedOut: a.timedOut, TotalDelayMs: r.slept}
+	event := FinishEvent{Attempts: attempts, Reason: reason, Failure: a.failure, TimedOut: a.timedOut, TotalDelayMs: r.slept, ServerDelayMs: r.serverDelay}
 	if a.resp != nil {
 		event.Status = a.resp.StatusCode
 	}

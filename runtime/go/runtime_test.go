@@ -732,7 +732,7 @@ func TestPackageTables(t *testing.T) {
 			t.Error("a pattern accepts one trailing slash")
 		}
 	}
-	want := []string{"POST ", "POST ", "POST Idempotency-Key"}
+	want := []string{"POST ", "POST ", "POST ", "POST Idempotency-Key"}
 	if !slices.Equal(listed, want) {
 		t.Errorf("NonReplayableOperations: %v, want %v", listed, want)
 	}

@@ -108,8 +108,8 @@ func NewRoundTripper(options ...retrypolicy.RoundTripperOption) (*retrypolicy.Ro
 }
 
 // operationTable lists every operation of the API, sorted by path and then method; a row leaves
-// out the operationId of an operation without one and the idempotency key header of one that
-// declares none.
+// out the operationId of an operation without one, the idempotency key header of one that
+// declares none and the stream attributes of one that does not stream.
 var operationTable = []retrypolicy.OperationRow{
 	{Method: "POST", Route: "/charges", Path: "/charges", OperationID: "createCharge", HasOperationID: true, Class: retrypolicy.ClassKeyed, IdempotencyHeader: "IDEMPOTENCY-KEY"},
 	{Method: "GET", Route: "/jobs", Path: "/jobs", OperationID: "listJobs", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
@@ -119,5 +119,5 @@ var operationTable = []retrypolicy.OperationRow{
 	{Method: "POST", Route: "/jobs/{jobID}", Path: "/jobs/{jobID}", OperationID: "runJob", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
 	{Method: "PUT", Route: "/jobs/{jobID}", Path: "/jobs/{jobID}", OperationID: "replaceJob", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "POST", Route: "/jobs/{jobID}/cancel", Path: "/jobs/{jobID}/cancel", OperationID: "cancelJob", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
-	{Method: "GET", Route: "/jobs/{jobID}/events", Path: "/jobs/{jobID}/events", OperationID: "watchJob", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/jobs/{jobID}/events", Path: "/jobs/{jobID}/events", OperationID: "watchJob", HasOperationID: true, Class: retrypolicy.ClassIdempotent, Streaming: true},
 }

@@ -106,8 +106,8 @@ func NewRoundTripper(options ...RoundTripperOption) (*RoundTripper, error) {
 }
 
 // operationTable lists every operation of the API, sorted by path and then method; a row leaves
-// out the operationId of an operation without one and the idempotency key header of one that
-// declares none.
+// out the operationId of an operation without one, the idempotency key header of one that
+// declares none and the stream attributes of one that does not stream.
 var operationTable = []OperationRow{
 	{Method: "GET", Route: "/health", Path: "/health", OperationID: "health", HasOperationID: true, Class: ClassIdempotent},
 	{Method: "POST", Route: "/sandboxes", Path: "/sandboxes", OperationID: "createSandbox", HasOperationID: true, Class: ClassNonReplayable},
@@ -115,10 +115,10 @@ var operationTable = []OperationRow{
 	{Method: "GET", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "getSandbox", HasOperationID: true, Class: ClassIdempotent},
 	{Method: "PATCH", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "updateSandbox", HasOperationID: true, Class: ClassNonReplayable},
 	{Method: "PUT", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "replaceSandbox", HasOperationID: true, Class: ClassIdempotent},
-	{Method: "GET", Route: "/sandboxes/{sandboxID}/events", Path: "/sandboxes/{sandboxID}/events", OperationID: "streamEvents", HasOperationID: true, Class: ClassIdempotent},
+	{Method: "GET", Route: "/sandboxes/{sandboxID}/events", Path: "/sandboxes/{sandboxID}/events", OperationID: "streamEvents", HasOperationID: true, Class: ClassIdempotent, Streaming: true, Resumable: true},
 	{Method: "POST", Route: "/sandboxes/{sandboxID}/exec", Path: "/sandboxes/{sandboxID}/exec", OperationID: "execCommand", HasOperationID: true, Class: ClassNoRetry},
-	{Method: "GET", Route: "/sandboxes/{sandboxID}/logs", Path: "/sandboxes/{sandboxID}/logs", OperationID: "streamLogs", HasOperationID: true, Class: ClassNoRetry},
-	{Method: "GET", Route: "/sandboxes/{sandboxID}/metrics", Path: "/sandboxes/{sandboxID}/metrics", OperationID: "streamMetrics", HasOperationID: true, Class: ClassIdempotent},
-	{Method: "POST", Route: "/sandboxes/{sandboxID}/runs", Path: "/sandboxes/{sandboxID}/runs", OperationID: "runStream", HasOperationID: true, Class: ClassNonReplayable},
+	{Method: "GET", Route: "/sandboxes/{sandboxID}/logs", Path: "/sandboxes/{sandboxID}/logs", OperationID: "streamLogs", HasOperationID: true, Class: ClassNoRetry, Streaming: true},
+	{Method: "GET", Route: "/sandboxes/{sandboxID}/metrics", Path: "/sandboxes/{sandboxID}/metrics", OperationID: "streamMetrics", HasOperationID: true, Class: ClassIdempotent, Streaming: true},
+	{Method: "POST", Route: "/sandboxes/{sandboxID}/runs", Path: "/sandboxes/{sandboxID}/runs", OperationID: "runStream", HasOperationID: true, Class: ClassNonReplayable, Streaming: true, Resumable: true},
 	{Method: "POST", Route: "/sandboxes/{sandboxID}/snapshots", Path: "/sandboxes/{sandboxID}/snapshots", OperationID: "snapshotSandbox", HasOperationID: true, Class: ClassKeyed, IdempotencyHeader: "Idempotency-Key"},
 }

@@ -108,8 +108,8 @@ func NewRoundTripper(options ...retrypolicy.RoundTripperOption) (*retrypolicy.Ro
 }
 
 // operationTable lists every operation of the API, sorted by path and then method; a row leaves
-// out the operationId of an operation without one and the idempotency key header of one that
-// declares none.
+// out the operationId of an operation without one, the idempotency key header of one that
+// declares none and the stream attributes of one that does not stream.
 var operationTable = []retrypolicy.OperationRow{
 	{Method: "PUT", Route: "/back\\slash\\u0041\\n/{x}", Path: "/back\\slash\\u0041\\n/{x}", OperationID: "back\\slash\\x41\\0", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "POST", Route: "/bidi/\u202e\u2066\u200f/{id}", Path: "/bidi/\u202e\u2066\u200f/{id}", OperationID: "bidi\u202eevil\u2066\u2069\u200b\ufeff", HasOperationID: true, Class: retrypolicy.ClassKeyed, IdempotencyHeader: "Idempotency-Key"},

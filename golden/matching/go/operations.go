@@ -108,8 +108,8 @@ func NewRoundTripper(options ...retrypolicy.RoundTripperOption) (*retrypolicy.Ro
 }
 
 // operationTable lists every operation of the API, sorted by path and then method; a row leaves
-// out the operationId of an operation without one and the idempotency key header of one that
-// declares none.
+// out the operationId of an operation without one, the idempotency key header of one that
+// declares none and the stream attributes of one that does not stream.
 var operationTable = []retrypolicy.OperationRow{
 	{Method: "GET", Route: "/", Path: "/", OperationID: "getRoot", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "POST", Route: "/", Path: "/", OperationID: "postRoot", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
@@ -131,7 +131,7 @@ var operationTable = []retrypolicy.OperationRow{
 	{Method: "GET", Route: "/deep/l1/l2/l3", Path: "/deep/l1/l2/l3", OperationID: "getDeepLiteral", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "GET", Route: "/deep/l1/{p2}/tail", Path: "/deep/l1/{p2}/tail", OperationID: "getDeepTail", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "GET", Route: "/deep/{p1}/l2/l3/more", Path: "/deep/{p1}/l2/l3/more", OperationID: "getDeepMore", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
-	{Method: "GET", Route: "/events", Path: "/events", OperationID: "streamEvents", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/events", Path: "/events", OperationID: "streamEvents", HasOperationID: true, Class: retrypolicy.ClassIdempotent, Streaming: true},
 	{Method: "DELETE", Route: "/events/{eventID}", Path: "/events/{eventID}", OperationID: "deleteEvent", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
 	{Method: "GET", Route: "/events/{eventID}", Path: "/events/{eventID}", OperationID: "getEvent", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
 	{Method: "GET", Route: "/files", Path: "/files", OperationID: "listFiles", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
@@ -150,7 +150,7 @@ var operationTable = []retrypolicy.OperationRow{
 	{Method: "GET", Route: "/jobs/{jobID}", Path: "/jobs/{jobID}", OperationID: "getJob", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
 	{Method: "POST", Route: "/jobs/{jobID}", Path: "/jobs/{jobID}", OperationID: "runJob", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
 	{Method: "PUT", Route: "/jobs/{jobID}", Path: "/jobs/{jobID}", OperationID: "replaceJob", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
-	{Method: "GET", Route: "/jobs/{jobID}/watch", Path: "/jobs/{jobID}/watch", OperationID: "watchJob", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/jobs/{jobID}/watch", Path: "/jobs/{jobID}/watch", OperationID: "watchJob", HasOperationID: true, Class: retrypolicy.ClassIdempotent, Streaming: true},
 	{Method: "POST", Route: "/orders", Path: "/orders", OperationID: "createOrder", HasOperationID: true, Class: retrypolicy.ClassKeyed, IdempotencyHeader: "Idempotency-Key"},
 	{Method: "GET", Route: "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", Path: "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", OperationID: "getBalanceSheetSummary", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "GET", Route: "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", Path: "/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", OperationID: "getBalanceSheetSummaryPdf", HasOperationID: true, Class: retrypolicy.ClassIdempotent},

@@ -108,14 +108,14 @@ func NewRoundTripper(options ...retrypolicy.RoundTripperOption) (*retrypolicy.Ro
 }
 
 // operationTable lists every operation of the API, sorted by path and then method; a row leaves
-// out the operationId of an operation without one and the idempotency key header of one that
-// declares none.
+// out the operationId of an operation without one, the idempotency key header of one that
+// declares none and the stream attributes of one that does not stream.
 var operationTable = []retrypolicy.OperationRow{
 	{Method: "GET", Route: "/buckets", Path: "/buckets", OperationID: "listBuckets", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "POST", Route: "/buckets", Path: "/buckets", OperationID: "createBucket", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
 	{Method: "DELETE", Route: "/buckets/{bucket}", Path: "/buckets/{bucket}", OperationID: "deleteBucket", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "GET", Route: "/buckets/{bucket}", Path: "/buckets/{bucket}", OperationID: "getBucket", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
-	{Method: "GET", Route: "/buckets/{bucket}/objects/{key}", Path: "/buckets/{bucket}/objects/{key}", OperationID: "watchObject", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/buckets/{bucket}/objects/{key}", Path: "/buckets/{bucket}/objects/{key}", OperationID: "watchObject", HasOperationID: true, Class: retrypolicy.ClassIdempotent, Streaming: true},
 	{Method: "POST", Route: "/buckets/{bucket}/objects/{key}", Path: "/buckets/{bucket}/objects/{key}", OperationID: "appendObject", HasOperationID: true, Class: retrypolicy.ClassKeyed, IdempotencyHeader: "Idempotency-Key"},
 	{Method: "PUT", Route: "/buckets/{bucket}/objects/{key}", Path: "/buckets/{bucket}/objects/{key}", OperationID: "putObject", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 }

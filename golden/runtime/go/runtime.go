@@ -115,6 +115,13 @@ type Operation struct {
 	// one trailing slash; a parameter matches [^/]+ and each literal character matches itself
 	// or its percent-encoding. NonReplayableOperations compiles it.
 	Pattern string
+	// Streaming reports that the operation's 2xx responses include text/event-stream
+	// (contract v3, A1): the attempt timeout ends when the response head is handed over.
+	Streaming bool
+	// Resumable reports that a dropped event stream of the operation is resumed with
+	// Last-Event-ID (contract v3, A2): the API document declares the header or
+	// x-retry-stream: resume.
+	Resumable bool
 }
 
 // HasIdempotencyKey reports whether a request carrying header holds the operation's
@@ -157,6 +164,8 @@ type OperationRow struct {
 	// IdempotencyHeader is the idempotency key header of a ClassKeyed operation, "" when the
 	// operation declares none.
 	IdempotencyHeader string
+	// Streaming and Resumable are the operation's stream attributes (contract v3, A1-A2).
+	Streaming, Resumable bool
 }
 
 // API is one API as the runtime sees it: its operations, the base path of its document's first
@@ -573,6 +582,9 @@ func newAPI(rows []OperationRow) *api {
 			Class:             row.Class,
 			IdempotencyHeader: row.IdempotencyHeader,
 			Pattern:           safePattern(segments),
+			Streaming:         row.Streaming,
+			// [contract v3 A2] A no_retry operation is never resumable.
+			Resumable: row.Resumable && row.Streaming && row.Class != ClassNoRetry,
 		}
 		if _, taken := a.byID[row.OperationID]; row.HasOperationID && !taken {
 			a.byID[row.OperationID] = index

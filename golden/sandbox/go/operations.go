@@ -108,8 +108,8 @@ func NewRoundTripper(options ...retrypolicy.RoundTripperOption) (*retrypolicy.Ro
 }
 
 // operationTable lists every operation of the API, sorted by path and then method; a row leaves
-// out the operationId of an operation without one and the idempotency key header of one that
-// declares none.
+// out the operationId of an operation without one, the idempotency key header of one that
+// declares none and the stream attributes of one that does not stream.
 var operationTable = []retrypolicy.OperationRow{
 	{Method: "POST", Route: "/admin/teams/{teamID}/api-keys", Path: "/admin/teams/{teamID}/api-keys", OperationID: "createTeamApiKey", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
 	{Method: "POST", Route: "/api-keys", Path: "/api-keys", OperationID: "createApiKey", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
@@ -121,7 +121,7 @@ var operationTable = []retrypolicy.OperationRow{
 	{Method: "DELETE", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "killSandbox", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "GET", Route: "/sandboxes/{sandboxID}", Path: "/sandboxes/{sandboxID}", OperationID: "getSandbox", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "POST", Route: "/sandboxes/{sandboxID}/fork", Path: "/sandboxes/{sandboxID}/fork", OperationID: "forkSandbox", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
-	{Method: "GET", Route: "/sandboxes/{sandboxID}/logs", Path: "/sandboxes/{sandboxID}/logs", OperationID: "streamSandboxLogs", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/sandboxes/{sandboxID}/logs", Path: "/sandboxes/{sandboxID}/logs", OperationID: "streamSandboxLogs", HasOperationID: true, Class: retrypolicy.ClassIdempotent, Streaming: true},
 	{Method: "POST", Route: "/sandboxes/{sandboxID}/pause", Path: "/sandboxes/{sandboxID}/pause", OperationID: "pauseSandbox", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "POST", Route: "/sandboxes/{sandboxID}/resume", Path: "/sandboxes/{sandboxID}/resume", OperationID: "resumeSandbox", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "POST", Route: "/sandboxes/{sandboxID}/snapshots", Path: "/sandboxes/{sandboxID}/snapshots", OperationID: "snapshotSandbox", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},

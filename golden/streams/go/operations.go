@@ -108,15 +108,15 @@ func NewRoundTripper(options ...retrypolicy.RoundTripperOption) (*retrypolicy.Ro
 }
 
 // operationTable lists every operation of the API, sorted by path and then method; a row leaves
-// out the operationId of an operation without one and the idempotency key header of one that
-// declares none.
+// out the operationId of an operation without one, the idempotency key header of one that
+// declares none and the stream attributes of one that does not stream.
 var operationTable = []retrypolicy.OperationRow{
 	{Method: "GET", Route: "/feeds", Path: "/feeds", OperationID: "listFeeds", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "POST", Route: "/feeds", Path: "/feeds", OperationID: "createFeed", HasOperationID: true, Class: retrypolicy.ClassKeyed, IdempotencyHeader: "Idempotency-Key"},
-	{Method: "GET", Route: "/feeds/{feedID}/console", Path: "/feeds/{feedID}/console", OperationID: "attachConsole", HasOperationID: true, Class: retrypolicy.ClassNoRetry},
-	{Method: "GET", Route: "/feeds/{feedID}/events", Path: "/feeds/{feedID}/events", OperationID: "streamFeedEvents", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
-	{Method: "POST", Route: "/feeds/{feedID}/events", Path: "/feeds/{feedID}/events", OperationID: "publishAndFollow", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
-	{Method: "GET", Route: "/feeds/{feedID}/live", Path: "/feeds/{feedID}/live", OperationID: "watchFeedLive", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
-	{Method: "GET", Route: "/feeds/{feedID}/snapshot", Path: "/feeds/{feedID}/snapshot", OperationID: "streamFeedSnapshot", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
-	{Method: "GET", Route: "/feeds/{feedID}/tail", Path: "/feeds/{feedID}/tail", OperationID: "tailFeed", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/feeds/{feedID}/console", Path: "/feeds/{feedID}/console", OperationID: "attachConsole", HasOperationID: true, Class: retrypolicy.ClassNoRetry, Streaming: true},
+	{Method: "GET", Route: "/feeds/{feedID}/events", Path: "/feeds/{feedID}/events", OperationID: "streamFeedEvents", HasOperationID: true, Class: retrypolicy.ClassIdempotent, Streaming: true, Resumable: true},
+	{Method: "POST", Route: "/feeds/{feedID}/events", Path: "/feeds/{feedID}/events", OperationID: "publishAndFollow", HasOperationID: true, Class: retrypolicy.ClassNonReplayable, Streaming: true, Resumable: true},
+	{Method: "GET", Route: "/feeds/{feedID}/live", Path: "/feeds/{feedID}/live", OperationID: "watchFeedLive", HasOperationID: true, Class: retrypolicy.ClassIdempotent, Streaming: true},
+	{Method: "GET", Route: "/feeds/{feedID}/snapshot", Path: "/feeds/{feedID}/snapshot", OperationID: "streamFeedSnapshot", HasOperationID: true, Class: retrypolicy.ClassIdempotent, Streaming: true},
+	{Method: "GET", Route: "/feeds/{feedID}/tail", Path: "/feeds/{feedID}/tail", OperationID: "tailFeed", HasOperationID: true, Class: retrypolicy.ClassIdempotent, Streaming: true, Resumable: true},
 }

@@ -108,14 +108,14 @@ func NewRoundTripper(options ...retrypolicy.RoundTripperOption) (*retrypolicy.Ro
 }
 
 // operationTable lists every operation of the API, sorted by path and then method; a row leaves
-// out the operationId of an operation without one and the idempotency key header of one that
-// declares none.
+// out the operationId of an operation without one, the idempotency key header of one that
+// declares none and the stream attributes of one that does not stream.
 var operationTable = []retrypolicy.OperationRow{
 	{Method: "GET", Route: "/orders", Path: "/orders", OperationID: "listOrders", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "POST", Route: "/orders", Path: "/orders", OperationID: "placeOrder", HasOperationID: true, Class: retrypolicy.ClassKeyed, IdempotencyHeader: "Idempotency-Key"},
 	{Method: "DELETE", Route: "/orders/{orderId}", Path: "/orders/{orderId}", OperationID: "cancelOrder", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "GET", Route: "/orders/{orderId}", Path: "/orders/{orderId}", OperationID: "getOrder", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
 	{Method: "PATCH", Route: "/orders/{orderId}", Path: "/orders/{orderId}", OperationID: "updateOrder", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
-	{Method: "GET", Route: "/orders/{orderId}/feed", Path: "/orders/{orderId}/feed", OperationID: "orderFeed", HasOperationID: true, Class: retrypolicy.ClassIdempotent},
+	{Method: "GET", Route: "/orders/{orderId}/feed", Path: "/orders/{orderId}/feed", OperationID: "orderFeed", HasOperationID: true, Class: retrypolicy.ClassIdempotent, Streaming: true},
 	{Method: "POST", Route: "/payments", Path: "/payments", OperationID: "pay", HasOperationID: true, Class: retrypolicy.ClassNonReplayable},
 }

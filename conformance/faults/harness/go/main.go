@@ -59,6 +59,14 @@ type scenario struct {
 	Overrides        *overrides `json:"overrides"`
 	AttemptHeader    string     `json:"attempt_header"`
 	ReadBodyMaxBytes int64      `json:"read_body_max_bytes"`
+	// Policy replaces keys of the module's default policy for the scenario's client (contract
+	// v3).
+	Policy *policyKeys `json:"policy"`
+}
+
+// policyKeys are the policy keys a scenario may replace.
+type policyKeys struct {
+	IdempotencyKeyFormat *string `json:"idempotency_key_format"`
 }
 
 type overrides struct {
@@ -117,6 +125,8 @@ type finish struct {
 	PathTemplate *string `json:"path_template"`
 	OperationID  *string `json:"operation_id"`
 	TotalDelayMs int64   `json:"total_delay_ms"`
+	// ServerDelayMs is the refused server delay (contract v3 X8), null when none.
+	ServerDelayMs *int64 `json:"server_delay_ms"`
 }
 
 func main() {
@@ -257,6 +267,10 @@ func finishLine(e retrypolicy.FinishEvent) *finish {
 		OperationID:  optional(e.OperationID, e.HasOperationID),
 		TotalDelayMs: e.TotalDelayMs,
 	}
+	if e.ServerDelayMs != 0 {
+		delay := e.ServerDelayMs
+		f.ServerDelayMs = &delay
+	}
 	if e.Failure == "" {
 		f.Outcome = "status"
 		status := e.Status
@@ -296,7 +310,7 @@ type oneShot struct {
 }
 
 // newClient is a client with the adapter (base URL base) over a transport of its own.
-func newClient(base string, rec *recorder, mintKeys *bool, attemptTimeoutMs int64, attemptHeader string, readBody int64) (*http.Client, *http.Transport) {
+func newClient(base string, rec *recorder, mintKeys *bool, attemptTimeoutMs int64, attemptHeader string, readBody int64, keys *policyKeys) (*http.Client, *http.Transport) {
 	transport := newTransport()
 	options := []retrypolicy.RoundTripperOption{
 		retrypolicy.WithBaseURL(base),
@@ -315,6 +329,17 @@ func newClient(base string, rec *recorder, mintKeys *bool, attemptTimeoutMs int6
 	}
 	if readBody > 0 {
 		options = append(options, retrypolicy.WithReadBody(readBody))
+	}
+	if keys != nil {
+		policy := retrypolicy.DefaultPolicy()
+		if keys.IdempotencyKeyFormat != nil {
+			format, err := retrypolicy.ParseKeyFormat(*keys.IdempotencyKeyFormat)
+			if err != nil {
+				fail(err)
+			}
+			policy.IdempotencyKeyFormat = format
+		}
+		options = append(options, retrypolicy.WithPolicy(policy))
 	}
 	retries, err := retrypolicy.NewRoundTripper(options...)
 	if err != nil {
@@ -356,7 +381,7 @@ func run(basePath string, s scenario) line {
 		target = targetURL("other_origin") + basePath + s.Path
 	}
 	var rec recorder
-	client, transport := newClient(base, &rec, s.MintKeys, s.AttemptTimeoutMs, s.AttemptHeader, s.ReadBodyMaxBytes)
+	client, transport := newClient(base, &rec, s.MintKeys, s.AttemptTimeoutMs, s.AttemptHeader, s.ReadBodyMaxBytes, s.Policy)
 	defer transport.CloseIdleConnections()
 	if s.Warm {
 		// Through the same client, so that the scenario's request goes over the kept-alive
@@ -418,9 +443,6 @@ func send(client *http.Client, rec *recorder, s scenario, target string) line {
 		defer timer.Stop()
 	}
 	resp, err := client.Do(req)
-	if event, ok := retrypolicy.FinishOf(resp, err); ok {
-		out.FinishFromResult = finishLine(event)
-	}
 	if err == nil {
 		status := resp.StatusCode
 		out.Status = &status
@@ -432,6 +454,10 @@ func send(client *http.Client, rec *recorder, s scenario, target string) line {
 			body := string(text)
 			out.Body = &body
 		}
+	}
+	// Read once the body is closed: a resumable stream's finish comes at its end (X4).
+	if event, ok := retrypolicy.FinishOf(resp, err); ok {
+		out.FinishFromResult = finishLine(event)
 	}
 	out.ElapsedMs = time.Since(start).Milliseconds()
 
@@ -500,7 +526,7 @@ func measureResources() resources {
 func soak(out *bufio.Writer, basePath string, plan soakPlan) {
 	base := targetURL("server") + basePath
 	var rec recorder
-	client, transport := newClient(base, &rec, nil, plan.AttemptTimeoutMs, "", 0)
+	client, transport := newClient(base, &rec, nil, plan.AttemptTimeoutMs, "", 0, nil)
 	defer transport.CloseIdleConnections()
 	warmUp(client, base+"/health", "soak-warmup", false)
 	writeLine(out, map[string]any{"soak_start": measureResources()})
