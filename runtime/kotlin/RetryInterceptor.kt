@@ -77,6 +77,9 @@ public fun interface FinishListener {
  *   [attempts] + [redirects] requests.
  * @property totalDelayMs the sum of the delays waited between the attempts, in milliseconds
  *   (docs/adapters.md P4).
+ * @property serverDelayMs the delay the server asked for when the last decision refused it as over
+ *   the policy's cap (reason `retry_after_over_cap`, contract v3 X8), so that an SDK can raise its
+ *   "retry after" error with the server's wait; null otherwise.
  */
 public class RetryFinish internal constructor(
     public val attempts: Int,
@@ -89,6 +92,7 @@ public class RetryFinish internal constructor(
     public val operationId: String?,
     public val redirects: Int,
     public val totalDelayMs: Long,
+    public val serverDelayMs: Long?,
 ) {
     override fun equals(other: Any?): Boolean =
         other is RetryFinish &&
@@ -101,15 +105,17 @@ public class RetryFinish internal constructor(
             pathTemplate == other.pathTemplate &&
             operationId == other.operationId &&
             redirects == other.redirects &&
-            totalDelayMs == other.totalDelayMs
+            totalDelayMs == other.totalDelayMs &&
+            serverDelayMs == other.serverDelayMs
 
     override fun hashCode(): Int =
-        listOf(attempts, reason, outcome, status, timedOut, method, pathTemplate, operationId, redirects, totalDelayMs).hashCode()
+        listOf(attempts, reason, outcome, status, timedOut, method, pathTemplate, operationId, redirects, totalDelayMs, serverDelayMs)
+            .hashCode()
 
     override fun toString(): String =
         "RetryFinish(attempts=$attempts, reason=$reason, outcome=$outcome, status=$status, timedOut=$timedOut, " +
             "method=$method, pathTemplate=$pathTemplate, operationId=$operationId, redirects=$redirects, " +
-            "totalDelayMs=$totalDelayMs)"
+            "totalDelayMs=$totalDelayMs, serverDelayMs=$serverDelayMs)"
 
     /**
      * The suppressed exception that carries [finish] on the exception a failed request throws
@@ -316,6 +322,9 @@ public class RetryInterceptor private constructor(
             .keyInFlightStatuses(policy.keyInFlightStatuses.toSet())
             .keyReusedStatuses(policy.keyReusedStatuses.toSet())
             .serverDirectiveHeaders(policy.serverDirectiveHeaders.toList())
+            .throttlingStatuses(policy.throttlingStatuses.toSet())
+            .stopProblemTypes(policy.stopProblemTypes.toList())
+            .retryProblemTypes(policy.retryProblemTypes.toList())
             .build()
 
     // One budget cell per interceptor, so per client (contract K4).
@@ -338,6 +347,9 @@ public class RetryInterceptor private constructor(
         }
 
     private val attemptTimeoutMillis: Int = attemptTimeout?.let(::timeoutMillis) ?: 0
+
+    // Whether a problem body can change a decision (contract v3 Q1): else none is read.
+    private val readsProblems: Boolean = checked.stopProblemTypes.isNotEmpty() || checked.retryProblemTypes.isNotEmpty()
 
     // The network interceptor [install] adds: it sees every exchange OkHttp sends for an attempt.
     private val exchanges: ExchangeGuard = ExchangeGuard(this)
@@ -488,6 +500,12 @@ public class RetryInterceptor private constructor(
         val method: String = request.method
         var classification: Classification? = null
         var hasKey: Boolean = false
+
+        // [contract v3 X5] computed once from the request's headers, passed to every decision.
+        var hasPrecondition: Boolean = false
+
+        // The last decision's refused server delay (contract v3 X8), for the finish event.
+        var serverDelayMs: Long? = null
         var replayableBody: Boolean = true
         val started: Long = System.nanoTime()
         var retriesUsed: Long = 0
@@ -529,11 +547,14 @@ public class RetryInterceptor private constructor(
             loop.hasKey = RetryRuntime.hasIdempotencyKey(operation, request.headers)
             if (!loop.hasKey && mintIdempotencyKeys && classification.replayClass == ReplayClass.KEYED) {
                 // Once per request: every attempt sends this value. UUID.randomUUID draws from
-                // SecureRandom and prints the canonical lower-case form.
-                loop.request = request.newBuilder().header(keyHeader, UUID.randomUUID().toString()).build()
+                // SecureRandom and prints the canonical lower-case form; [contract v3 X7] written as
+                // the policy's idempotencyKeyFormat says.
+                val key = RetryRuntime.idempotencyKeyValue(checked.idempotencyKeyFormat, UUID.randomUUID().toString())
+                loop.request = request.newBuilder().header(keyHeader, key).build()
                 loop.hasKey = true
             }
         }
+        loop.hasPrecondition = RetryRuntime.hasPrecondition(request.headers)
         val body = request.body
         loop.replayableBody = body == null || !(body.isOneShot() || body.isDuplex())
         return loop
@@ -583,7 +604,32 @@ public class RetryInterceptor private constructor(
                 return finish(loop, response, null, STATUS, STATUS_NOT_RETRYABLE, false)
             }
             var timedOut = outcome == Outcome.Transport && failure is InterruptedIOException
-            var decision = settled(loop, outcome) ?: decide(loop, outcome, timedOut)
+            var problemType: String? = null
+            if (response != null && readsProblems && isProblem(response, classification)) {
+                // [contract v3 X6, Q1] the problem type decides: its body is read first, and a read
+                // that fails is this attempt's transport failure, as with P6.
+                val problem = readProblem(response)
+                if (problem.failure != null) {
+                    val cut = problem.failure
+                    response.close()
+                    response = null
+                    failure = cut
+                    attempt.response = null
+                    attempt.failure = cut
+                    outcome = failureOutcome(cut, call, attempt)
+                    timedOut = outcome == Outcome.Transport && cut is InterruptedIOException
+                } else {
+                    problemType = problem.type
+                }
+            }
+            var decision =
+                if (problemType !=
+                    null
+                ) {
+                    decide(loop, outcome, timedOut, problemType)
+                } else {
+                    settled(loop, outcome) ?: decide(loop, outcome, timedOut)
+                }
             if (response != null && (!decision.retry || !loop.replayableBody) && loop.readBody > 0) {
                 // [P6] The response is the one to return: its body is read here, and a read that
                 // fails is this attempt's transport failure, decided like any other.
@@ -600,6 +646,7 @@ public class RetryInterceptor private constructor(
                     decision = decide(loop, outcome, timedOut)
                 }
             }
+            loop.serverDelayMs = decision.serverDelayMs
             if (!decision.retry || !loop.replayableBody) {
                 val reason = if (decision.retry) RetryFinish.BODY_NOT_REPLAYABLE else decision.reason.wireName
                 // A full budget stays full (contract K3 caps at the capacity): the common
@@ -663,6 +710,10 @@ public class RetryInterceptor private constructor(
         if (outcome !is Outcome.Status || outcome.directive != null || !settledStatus[outcome.status]) {
             return null
         }
+        if (loop.hasPrecondition && outcome.status == PRECONDITION_FAILED) {
+            // [contract v3 R6a] a 412 after a replay stops with its own reason: decide says which.
+            return null
+        }
         return settledDecision(checkNotNull(loop.classification).replayClass, loop.retriesUsed, loop.policy.maxRetries)
     }
 
@@ -671,6 +722,7 @@ public class RetryInterceptor private constructor(
         loop: Loop,
         outcome: Outcome,
         timedOut: Boolean,
+        problemType: String? = null,
     ): Decision {
         // Every value is one the checks accept (contract V4-V7): a status of 100-599, at most
         // maxRetries retries, clocks that do not go back, a draw in [0, 1), the cell's tokens.
@@ -693,6 +745,8 @@ public class RetryInterceptor private constructor(
                     random,
                     read,
                     timedOut,
+                    loop.hasPrecondition,
+                    problemType = problemType,
                 )
             val decision = RetryRuntime.decideChecked(loop.policy, input)
             // As RetryBudgetCell.decide: stored only if no other request changed the state.
@@ -721,6 +775,51 @@ public class RetryInterceptor private constructor(
             null
         } catch (e: IOException) {
             e
+        }
+    }
+
+    /** What [readProblem] found: the problem type (null for none), or the read's failure. */
+    private class Problem(
+        val type: String?,
+        val failure: IOException?,
+    )
+
+    /**
+     * Whether [response] may carry a problem type a decision reads (contract v3 Q1): a status of 400
+     * or more, `application/problem+json`, an operation that is not no-retry.
+     */
+    private fun isProblem(
+        response: Response,
+        classification: Classification,
+    ): Boolean {
+        if (response.code < MIN_PROBLEM_STATUS || classification.replayClass == ReplayClass.NO_RETRY) {
+            return false
+        }
+        val type = firstValue(response.headers, "Content-Type") ?: return false
+        return type.substringBefore(';').trim { it == ' ' || it == '\t' }.equals("application/problem+json", ignoreCase = true)
+    }
+
+    /**
+     * The problem type of [response] from at most the first 65536 bytes of its body (contract v3
+     * Q1-Q2), read into the body's own buffer so that the caller still reads the whole body; none
+     * when the body is longer (a prefix has no problem type).
+     */
+    private fun readProblem(response: Response): Problem {
+        // Nullable in OkHttp 4, not in 5: the same code compiles warning-free on both.
+        val body: ResponseBody? = response.body
+        if (body == null) {
+            return Problem(null, null)
+        }
+        return try {
+            val source = body.source()
+            if (source.request(RetryRuntime.PROBLEM_BODY_MAX_BYTES + 1L)) {
+                Problem(null, null)
+            } else {
+                val bytes = source.buffer.snapshot().toByteArray()
+                Problem(RetryRuntime.problemTypeOf(firstValue(response.headers, "Content-Type"), bytes, true), null)
+            }
+        } catch (e: IOException) {
+            Problem(null, e)
         }
     }
 
@@ -836,6 +935,7 @@ public class RetryInterceptor private constructor(
             operation?.operationId,
             loop.attempt.redirects,
             loop.sleptMs,
+            loop.serverDelayMs,
         )
     }
 
@@ -1243,6 +1343,8 @@ public class RetryInterceptor private constructor(
         private const val MIN_BODY_STATUS: Int = 200
 
         private const val MISDIRECTED: Int = 421
+        private const val PRECONDITION_FAILED: Int = 412
+        private const val MIN_PROBLEM_STATUS: Int = 400
         private const val UNAVAILABLE: Int = 503
 
         /** The status a `421` on HTTP/2 passes OkHttp's follow-up logic as: one it never resends. */

@@ -19,6 +19,7 @@ import okhttp3.ResponseBody
 import okio.BufferedSink
 import retrygen.generated.DecisionInput
 import retrygen.generated.DecisionReason
+import retrygen.generated.IdempotencyKeyFormat
 import retrygen.generated.Jitter
 import retrygen.generated.Operation
 import retrygen.generated.OperationTable
@@ -325,9 +326,10 @@ private fun interceptor(
     attemptTimeout: Duration? = null,
     attemptHeader: String? = null,
     readBodyMaxBytes: Long = 0,
+    withPolicy: RetryPolicy = policy,
 ): RetryInterceptor =
     RetryInterceptor
-        .builder(table, policy)
+        .builder(table, withPolicy)
         .baseUrl(baseUrl)
         .onRetry { run.events += it }
         .onFinish { run.finishes += it }
@@ -384,11 +386,12 @@ private fun exchange(
     attemptHeader: String? = null,
     readBodyMaxBytes: Long = 0,
     overrides: RetryOverrides? = null,
+    withPolicy: RetryPolicy = policy,
     check: (Run, TestServer, RetryInterceptor) -> Unit,
 ) {
     TestServer(script).use { server ->
         val run = Run()
-        val retries = interceptor(run, "${server.url}/v1", mintKeys, attemptTimeout, attemptHeader, readBodyMaxBytes)
+        val retries = interceptor(run, "${server.url}/v1", mintKeys, attemptTimeout, attemptHeader, readBodyMaxBytes, withPolicy)
         val client = retries.install(OkHttpClient.Builder()).build()
         val request = Request.Builder().url("${server.url}/v1$path").method(method, body)
         headers.forEach { (name, value) -> request.header(name, value) }
@@ -1610,7 +1613,100 @@ private fun setupTests() {
     expect("finish reason names", DecisionReason.ABORTED.wireName, "aborted")
 }
 
+private const val QUOTA = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+
+/** Contract v3 X5-X8: preconditions, problem types, the key's format, the server's refused wait. */
+private fun v3RequestTests() {
+    // [X5] A conditional POST is replayable: a 412 after the replay says an earlier attempt applied.
+    exchange(listOf(Step(action = "reset"), Step(412)), "POST", "/items", json("{}"), mapOf("If-Match" to "\"v1\"")) { run, server, _ ->
+        expect("If-Match POST: arrivals", server.arrivals.size, 2)
+        expect("If-Match POST: events", run.eventPairs(), listOf("transport_failure" to 1L))
+        expectFinish("If-Match POST", run, 2, "precondition_failed_after_replay", "status")
+    }
+    exchange(listOf(Step(action = "reset"), Step(412)), "POST", "/items", json("{}"), mapOf("If-None-Match" to "*")) { run, server, _ ->
+        expect("If-None-Match * POST: arrivals", server.arrivals.size, 2)
+        expectFinish("If-None-Match * POST", run, 2, "precondition_failed_after_replay", "status")
+    }
+    // If-Match: * holds again after the change: no precondition, one attempt.
+    exchange(listOf(Step(action = "reset"), Step(412)), "POST", "/items", json("{}"), mapOf("If-Match" to "*")) { run, server, _ ->
+        expect("If-Match * POST: arrivals", server.arrivals.size, 1)
+        expectFinish("If-Match * POST", run, 1, "not_replayable", "transport")
+    }
+    // On the first attempt a 412 goes through the other rules.
+    exchange(listOf(Step(412)), "PUT", "/items/7", json("{}"), mapOf("If-Match" to "\"v1\"")) { run, server, _ ->
+        expect("first 412: arrivals", server.arrivals.size, 1)
+        expectFinish("first 412", run, 1, "status_not_retryable", "status")
+    }
+    // [X6] A quota problem stops a 429 that would be retried; the body is handed over whole.
+    val problem = "{\"type\":\"$QUOTA\",\"status\":429}"
+    val problemJson = mapOf("Content-Type" to "application/problem+json; charset=utf-8")
+    exchange(listOf(Step(429, problemJson, body = problem), Step(200)), "GET", "/items/7") { run, server, _ ->
+        expect("quota 429: arrivals", server.arrivals.size, 1)
+        expect("quota 429: body intact", run.body, problem)
+        expectFinish("quota 429", run, 1, "problem_type_stop", "status")
+    }
+    // The same type as another media type is not read: the 429 is retried.
+    exchange(
+        listOf(Step(429, mapOf("Content-Type" to "application/json"), body = problem), Step(200)),
+        "GET",
+        "/items/7",
+    ) { run, server, _ ->
+        expect("quota as application/json: arrivals", server.arrivals.size, 2)
+        expectFinish("quota as application/json", run, 2, "status_not_retryable", "status")
+    }
+    // Longer than 65536 bytes: a prefix has no problem type, and the caller reads it all.
+    val long = "{\"type\":\"$QUOTA\",\"detail\":\"" + "x".repeat(70_000) + "\"}"
+    exchange(listOf(Step(400, problemJson, body = long)), "GET", "/items/7") { run, server, _ ->
+        expect("long problem: arrivals", server.arrivals.size, 1)
+        expect("long problem: body intact", run.body, long)
+        expectFinish("long problem", run, 1, "status_not_retryable", "status")
+    }
+    // A problem type that retries, on a status no list names.
+    val retryTypes = policy.newBuilder().retryProblemTypes(listOf("urn:retry-me")).build()
+    val retryMe = Step(400, problemJson, body = "{\"type\":\"urn:retry-me\"}")
+    exchange(listOf(retryMe, Step(200)), "GET", "/items/7", withPolicy = retryTypes) { run, server, _ ->
+        expect("retry problem: arrivals", server.arrivals.size, 2)
+        expect("retry problem: events", run.eventPairs(), listOf("problem_type_retry" to 1L))
+    }
+    // Not for a request that is not replayable.
+    exchange(listOf(retryMe, Step(200)), "POST", "/items", json("{}"), withPolicy = retryTypes) { run, server, _ ->
+        expect("retry problem POST: arrivals", server.arrivals.size, 1)
+        expectFinish("retry problem POST", run, 1, "status_not_retryable", "status")
+    }
+    // Both lists empty: nothing is read, the 429 is retried as v2 did.
+    val noTypes = policy.newBuilder().stopProblemTypes(emptyList()).build()
+    exchange(listOf(Step(429, problemJson, body = problem), Step(200)), "GET", "/items/7", withPolicy = noTypes) { _, server, _ ->
+        expect("no problem lists: arrivals", server.arrivals.size, 2)
+    }
+    // A problem body cut while it is read: that attempt's transport failure, retried for a GET.
+    val cut = Step(429, problemJson, action = "close_after_headers", body = problem)
+    exchange(listOf(cut, Step(200)), "GET", "/items/7") { run, server, _ ->
+        expect("problem body cut: arrivals", server.arrivals.size, 2)
+        expect("problem body cut: events", run.eventPairs(), listOf("transport_failure" to 1L))
+        expectFinish("problem body cut", run, 2, "status_not_retryable", "status")
+    }
+    // [X7] A minted key as an RFC 9651 String when the policy says sf-string.
+    val sf = policy.newBuilder().idempotencyKeyFormat(IdempotencyKeyFormat.SF_STRING).build()
+    exchange(listOf(Step(503), Step(201)), "POST", "/items/7/snapshots", json("{}"), withPolicy = sf) { _, server, _ ->
+        val keys = server.arrivals.map { it.headers["idempotency-key"] }
+        expect("sf-string key: arrivals", keys.size, 2)
+        expect("sf-string key: one key", keys.distinct().size, 1)
+        val key = keys.firstOrNull() ?: ""
+        expectTrue("sf-string key: a quoted UUID v4, got $key", key.startsWith("\"") && key.endsWith("\"") && uuidV4.matches(key.trim('"')))
+    }
+    // [X8] The refused server delay on the finish event; null for every other finish.
+    exchange(listOf(Step(503, mapOf("Retry-After" to "120")), Step(200)), "GET", "/items/7") { run, server, _ ->
+        expect("over cap: arrivals", server.arrivals.size, 1)
+        expectFinish("over cap", run, 1, "retry_after_over_cap", "status")
+        expect("over cap: server delay", run.finish?.serverDelayMs, 120_000L)
+    }
+    exchange(listOf(Step(503, mapOf("Retry-After" to "0")), Step(200)), "GET", "/items/7") { run, _, _ ->
+        expect("under cap: no server delay", run.finish?.serverDelayMs, null)
+    }
+}
+
 public fun main() {
+    v3RequestTests()
     statusTests()
     failureTests()
     connectTimeoutTest()
