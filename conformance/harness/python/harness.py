@@ -163,6 +163,7 @@ _Name = TypeVar(
     rp.UnknownOperationClass,
     rp.ReplayClass,
     rp.Failure,
+    rp.IdempotencyKeyFormat,
 )
 
 
@@ -288,6 +289,147 @@ def budget_line(f: Sequence[str]) -> str:
     return "\t".join(["K", f[1], str(initial), ",".join(results)])
 
 
+def hex_list(text: str) -> tuple[str, ...]:
+    """A list of WTF-8 hex strings joined by `,`; `-` is the empty list."""
+    return () if text == "-" else tuple(wtf8(t) for t in text.split(","))
+
+
+def optional_wtf8(text: str) -> str | None:
+    return None if text == "-" else wtf8(text)
+
+
+def raw_bytes(text: str) -> bytes:
+    if _HEX.fullmatch(text) is None:
+        raise Malformed(f"bad hex field {text!r}")
+    return bytes.fromhex(text)
+
+
+def policy3(f: Sequence[str]) -> rp.RetryPolicy:
+    """The 25 P3 fields: P2's 19, then contract v3's six, names as given.
+
+    Built in one call, so that the runtime checks every key in its order (V1)
+    before the ranges (V2).
+    """
+    if len(f) != 25:
+        raise Malformed(f"P3 has {len(f)} fields, expected 25")
+    return rp.RetryPolicy(
+        max_retries=integer(f[0]),
+        initial_backoff_ms=integer(f[1]),
+        max_backoff_ms=integer(f[2]),
+        multiplier=double(f[3]),
+        jitter=name(rp.Jitter.parse, f[4]),
+        retryable_statuses=statuses(f[5]),
+        rejected_statuses=statuses(f[6]),
+        retry_after_cap_ms=integer(f[7]),
+        deadline_ms=optional_integer(f[8]),
+        retry_only_with_server_delay=statuses(f[9]),
+        key_in_flight_statuses=statuses(f[10]),
+        key_reused_statuses=statuses(f[11]),
+        server_directive_headers=hex_list(f[12]),
+        retry_after_over_cap=name(rp.OverCapMode.parse, f[13]),
+        unknown_operation_class=name(rp.UnknownOperationClass.parse, f[14]),
+        budget_capacity=integer(f[15]),
+        budget_retry_cost=integer(f[16]),
+        budget_timeout_cost=integer(f[17]),
+        budget_success_refund=integer(f[18]),
+        throttling_statuses=statuses(f[19]),
+        throttling_initial_backoff_ms=optional_integer(f[20]),
+        budget_throttling_cost=optional_integer(f[21]),
+        stop_problem_types=hex_list(f[22]),
+        retry_problem_types=hex_list(f[23]),
+        idempotency_key_format=name(rp.IdempotencyKeyFormat.parse, f[24]),
+    )
+
+
+def decide3_line(f: Sequence[str]) -> str:
+    expect_fields(f, 46)
+    policy = policy3(f[2:27])
+    outcome: rp.Outcome
+    if f[34] == "status":
+        outcome = rp.StatusOutcome(
+            status=integer(f[35]),
+            retry_after=optional_hex(f[36]),
+            retry_after_ms=optional_hex(f[37]),
+            directive=optional_hex(f[38]),
+        )
+    else:
+        outcome = name(rp.Failure.parse, f[34])
+    inputs = rp.DecisionInput(
+        replay_class=name(rp.ReplayClass.parse, f[27]),
+        has_idempotency_key=flag(f[28]),
+        has_precondition=flag(f[29]),
+        resumable=flag(f[30]),
+        has_last_event_id=flag(f[31]),
+        stream_retry=optional_wtf8(f[32]),
+        problem_type=optional_wtf8(f[33]),
+        outcome=outcome,
+        retries_used=integer(f[39]),
+        elapsed_ms=integer(f[40]),
+        previous_delay_ms=integer(f[41]),
+        now_ms=integer(f[42]),
+        random=double(f[43]),
+        budget_tokens=optional_integer(f[44]),
+        timed_out=flag(f[45]),
+    )
+    d = rp.decide(policy, inputs)
+    return "\t".join(
+        [
+            "D3",
+            f[1],
+            "1" if d.retry else "0",
+            str(d.delay_ms),
+            d.reason.value,
+            "-" if d.budget_tokens is None else str(d.budget_tokens),
+            "1" if d.throttled else "0",
+            "-" if d.server_delay_ms is None else str(d.server_delay_ms),
+        ]
+    )
+
+
+def budget3_line(f: Sequence[str]) -> str:
+    expect_fields(f, 28)
+    budget = rp.RetryBudget(policy3(f[2:27]))
+    initial = budget.tokens
+    results = []
+    for event in f[27].split(",") if f[27] else []:
+        if event.startswith("s"):
+            budget.record_success(integer(event[1:]))
+            results.append("s" + str(budget.tokens))
+            continue
+        if event == "r":
+            kind = rp.BudgetKind.RETRY
+        elif event == "t":
+            kind = rp.BudgetKind.TIMEOUT
+        elif event == "h":
+            kind = rp.BudgetKind.THROTTLING
+        elif event.startswith("a"):
+            kind = rp.BudgetKind.parse(unhex(event[1:]))
+        else:
+            raise Malformed(f"bad budget event {event!r}")
+        allowed = budget.try_acquire(kind)
+        results.append(("y" if allowed else "n") + str(budget.tokens))
+    return "\t".join(["K3", f[1], str(initial), ",".join(results)])
+
+
+def scan_line(f: Sequence[str]) -> str:
+    expect_fields(f, 3)
+    stream = raw_bytes(f[2])
+    scanner = rp.EventStreamScanner()
+    # Fed in two pieces, so that a line or a CRLF split across reads is covered too.
+    half = len(stream) // 2
+    scanner.feed(stream[:half])
+    scanner.feed(stream[half:])
+    return "\t".join(
+        [
+            "SE",
+            f[1],
+            str(scanner.complete_bytes),
+            to_hex(scanner.last_event_id),
+            optional_to_hex(scanner.retry),
+        ]
+    )
+
+
 def classifier(base: str, unknown: str) -> rp.Classifier:
     return rp.classifier(
         None if base == "-" else wtf8(base),
@@ -316,6 +458,28 @@ def case(f: Sequence[str]) -> list[str]:
         return [decide2_line(f)]
     if kind == "K":
         return [budget_line(f)]
+    if kind == "D3":
+        return [decide3_line(f)]
+    if kind == "K3":
+        return [budget3_line(f)]
+    if kind == "HP":
+        if len(f) % 2 != 0:
+            raise Malformed("HP line needs name/value pairs")
+        pairs = [(wtf8(f[i]), wtf8(f[i + 1])) for i in range(2, len(f), 2)]
+        return ["\t".join(["HP", f[1], "1" if rp.has_precondition(pairs) else "0"])]
+    if kind == "Q":
+        expect_fields(f, 5)
+        problem = rp.problem_type_of(
+            optional_wtf8(f[2]), raw_bytes(f[4]), complete=flag(f[3])
+        )
+        return ["\t".join(["Q", f[1], optional_to_hex(problem)])]
+    if kind == "SE":
+        return [scan_line(f)]
+    if kind == "F":
+        expect_fields(f, 4)
+        key_format = rp.IdempotencyKeyFormat.parse(f[2])
+        value = rp.idempotency_key_value(key_format, unhex(f[3]))
+        return ["\t".join(["F", f[1], to_hex(value)])]
     if kind == "C":
         expect_fields(f, 4)
         c = rp.classify(unhex(f[2]), unhex(f[3]))

@@ -6,7 +6,9 @@
   replay class; ``classifier(base)`` does it for a base path or URL configured
   at run time.
 - ``decide(policy, inputs)`` says whether to retry an attempt that failed, after
-  how long, and why.
+  how long, and why; ``has_precondition``, ``problem_type_of``,
+  ``EventStreamScanner`` and ``idempotency_key_value`` give it the inputs of
+  the contract v3 draft (docs/contract-v3.md).
 
 Both follow retrygen's retry contract (docs/contract.md) to the letter. This
 file holds the API's tables; the code is the shared runtime
@@ -14,13 +16,18 @@ file holds the API's tables; the code is the shared runtime
 """
 
 from ...runtime.python._runtime import (
+    PROBLEM_BODY_MAX_BYTES,
+    PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED,
+    PROBLEM_TYPE_QUOTA_EXCEEDED,
     BudgetKind,
     Classification,
     Classifier,
     Decision,
     DecisionInput,
     DecisionReason,
+    EventStreamScanner,
     Failure,
+    IdempotencyKeyFormat,
     InvalidInputError,
     Jitter,
     Operation,
@@ -39,7 +46,10 @@ from ...runtime.python._runtime import (
     budget_try_acquire,
     decide,
     has_idempotency_key,
+    has_precondition,
+    idempotency_key_value,
     in_scope,
+    problem_type_of,
     retry_event,
     server_delay_ms,
 )
@@ -49,6 +59,9 @@ __all__ = [
     "DEFAULT_RETRY_POLICY",
     "NON_REPLAYABLE_OPERATIONS",
     "OPERATIONS",
+    "PROBLEM_BODY_MAX_BYTES",
+    "PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED",
+    "PROBLEM_TYPE_QUOTA_EXCEEDED",
     "SOURCE_SPEC",
     "BudgetKind",
     "Classification",
@@ -56,7 +69,9 @@ __all__ = [
     "Decision",
     "DecisionInput",
     "DecisionReason",
+    "EventStreamScanner",
     "Failure",
+    "IdempotencyKeyFormat",
     "InvalidInputError",
     "Jitter",
     "Operation",
@@ -77,8 +92,11 @@ __all__ = [
     "classify",
     "decide",
     "has_idempotency_key",
+    "has_precondition",
+    "idempotency_key_value",
     "in_scope",
     "operation_by_id",
+    "problem_type_of",
     "retry_event",
     "server_delay_ms",
 ]
@@ -91,15 +109,15 @@ BASE_PATH: str = "/api"
 """The path prefix of the API's server URL (no trailing slash; empty when none)."""
 
 OPERATIONS: tuple[Operation, ...] = (
-    Operation(method="POST", route="/charges", path="/charges", operation_id="createCharge", replay_class=ReplayClass.KEYED, idempotency_header="IDEMPOTENCY-KEY"),
-    Operation(method="GET", route="/jobs", path="/jobs", operation_id="listJobs", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None),
-    Operation(method="POST", route="/jobs", path="/jobs", operation_id="createJob", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None),
-    Operation(method="QUERY", route="/jobs", path="/jobs", operation_id="searchJobs", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="LINK", route="/jobs/{jobID}", path="/jobs/{jobID}", operation_id="linkJob", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="POST", route="/jobs/{jobID}", path="/jobs/{jobID}", operation_id="runJob", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None),
-    Operation(method="PUT", route="/jobs/{jobID}", path="/jobs/{jobID}", operation_id="replaceJob", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="POST", route="/jobs/{jobID}/cancel", path="/jobs/{jobID}/cancel", operation_id="cancelJob", replay_class=ReplayClass.NO_RETRY, idempotency_header=None),
-    Operation(method="GET", route="/jobs/{jobID}/events", path="/jobs/{jobID}/events", operation_id="watchJob", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
+    Operation(method="POST", route="/charges", path="/charges", operation_id="createCharge", replay_class=ReplayClass.KEYED, idempotency_header="IDEMPOTENCY-KEY", streaming=False, resumable=False),
+    Operation(method="GET", route="/jobs", path="/jobs", operation_id="listJobs", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/jobs", path="/jobs", operation_id="createJob", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="QUERY", route="/jobs", path="/jobs", operation_id="searchJobs", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="LINK", route="/jobs/{jobID}", path="/jobs/{jobID}", operation_id="linkJob", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/jobs/{jobID}", path="/jobs/{jobID}", operation_id="runJob", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="PUT", route="/jobs/{jobID}", path="/jobs/{jobID}", operation_id="replaceJob", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/jobs/{jobID}/cancel", path="/jobs/{jobID}/cancel", operation_id="cancelJob", replay_class=ReplayClass.NO_RETRY, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/jobs/{jobID}/events", path="/jobs/{jobID}/events", operation_id="watchJob", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=True, resumable=False),
 )
 """Every operation of the API, sorted by path, then method."""
 
@@ -123,12 +141,23 @@ DEFAULT_RETRY_POLICY = RetryPolicy(
     budget_retry_cost=5,
     budget_timeout_cost=10,
     budget_success_refund=1,
+    throttling_statuses=(429,),
+    throttling_initial_backoff_ms=None,
+    budget_throttling_cost=None,
+    stop_problem_types=("https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"),
+    retry_problem_types=(),
+    idempotency_key_format=IdempotencyKeyFormat.UUID,
 )
 """The policy the spec declares (``x-retry-policy``), else the contract's."""
 # fmt: on
 
-_TABLE = OperationTable(base_path=BASE_PATH, operations=OPERATIONS)
-"""The matcher built from ``OPERATIONS``."""
+_TABLE = OperationTable(
+    base_path=BASE_PATH,
+    operations=OPERATIONS,
+    unknown_operation_class=DEFAULT_RETRY_POLICY.unknown_operation_class,
+)
+"""The matcher built from ``OPERATIONS``; a request no operation matches gets
+the policy's ``unknown_operation_class`` (contract v3 C3)."""
 
 classify = _TABLE.classify
 classifier = _TABLE.classifier

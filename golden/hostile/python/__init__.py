@@ -6,7 +6,9 @@
   replay class; ``classifier(base)`` does it for a base path or URL configured
   at run time.
 - ``decide(policy, inputs)`` says whether to retry an attempt that failed, after
-  how long, and why.
+  how long, and why; ``has_precondition``, ``problem_type_of``,
+  ``EventStreamScanner`` and ``idempotency_key_value`` give it the inputs of
+  the contract v3 draft (docs/contract-v3.md).
 
 Both follow retrygen's retry contract (docs/contract.md) to the letter. This
 file holds the API's tables; the code is the shared runtime
@@ -14,13 +16,18 @@ file holds the API's tables; the code is the shared runtime
 """
 
 from ...runtime.python._runtime import (
+    PROBLEM_BODY_MAX_BYTES,
+    PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED,
+    PROBLEM_TYPE_QUOTA_EXCEEDED,
     BudgetKind,
     Classification,
     Classifier,
     Decision,
     DecisionInput,
     DecisionReason,
+    EventStreamScanner,
     Failure,
+    IdempotencyKeyFormat,
     InvalidInputError,
     Jitter,
     Operation,
@@ -39,7 +46,10 @@ from ...runtime.python._runtime import (
     budget_try_acquire,
     decide,
     has_idempotency_key,
+    has_precondition,
+    idempotency_key_value,
     in_scope,
+    problem_type_of,
     retry_event,
     server_delay_ms,
 )
@@ -49,6 +59,9 @@ __all__ = [
     "DEFAULT_RETRY_POLICY",
     "NON_REPLAYABLE_OPERATIONS",
     "OPERATIONS",
+    "PROBLEM_BODY_MAX_BYTES",
+    "PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED",
+    "PROBLEM_TYPE_QUOTA_EXCEEDED",
     "SOURCE_SPEC",
     "BudgetKind",
     "Classification",
@@ -56,7 +69,9 @@ __all__ = [
     "Decision",
     "DecisionInput",
     "DecisionReason",
+    "EventStreamScanner",
     "Failure",
+    "IdempotencyKeyFormat",
     "InvalidInputError",
     "Jitter",
     "Operation",
@@ -77,8 +92,11 @@ __all__ = [
     "classify",
     "decide",
     "has_idempotency_key",
+    "has_precondition",
+    "idempotency_key_value",
     "in_scope",
     "operation_by_id",
+    "problem_type_of",
     "retry_event",
     "server_delay_ms",
 ]
@@ -91,20 +109,20 @@ BASE_PATH: str = "/b\"a's\\e%20x"
 """The path prefix of the API's server URL (no trailing slash; empty when none)."""
 
 OPERATIONS: tuple[Operation, ...] = (
-    Operation(method="PUT", route="/back\\slash\\u0041\\n/{x}", path="/back\\slash\\u0041\\n/{x}", operation_id="back\\slash\\x41\\0", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="POST", route="/bidi/\u202e\u2066\u200f/{id}", path="/bidi/\u202e\u2066\u200f/{id}", operation_id="bidi\u202eevil\u2066\u2069\u200b\ufeff", replay_class=ReplayClass.KEYED, idempotency_header="Idempotency-Key"),
-    Operation(method="DELETE", route="/comment*/end/*start//line", path="/comment*/end/*start//line#hash", operation_id="*/ /* // # -- <!-- -->", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/dollar/${interp}/$x/%{ruby}/{jinja}", path="/dollar/${interp}/$x/%{ruby}/{jinja}", operation_id="${process.exit(1)}$x#{1}{{ 7*7 }}{% raw %}%s%d%n", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/lines/a\nb\rc\td", path="/lines/a\nb\rc\td", operation_id="new\nline\r\ncarriage\ttab\x00nul\x07bell\x1besc\x7fdel", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/nul/a\x000b", path="/nul/a\x000b", operation_id="nul\x007", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/percent/%41%zz%/{p}", path="/percent/%41%zz%/{p}", operation_id="percent%41%%s", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/q\"uote/{id}", path="/q\"uote/{id}", operation_id="double\"quote", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="PATCH", route="/regex/.+*^$|()[]\\d/{n}.{ext}", path="/regex/.+*^$|()[]\\d/{n}.{ext}", operation_id="regex.+*?^$|()[]{}\\d", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None),
-    Operation(method="POST", route="/s'ingle/`back`tick", path="/s'ingle/`back`tick", operation_id="single'quote`tick", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None),
-    Operation(method="GET", route="/separators/\u2028/\u2029/\x85", path="/separators/\u2028/\u2029/\x85", operation_id="ls\u2028ps\u2029nel\x85", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="POST", route="/triple/\"\"\"/'''", path="/triple/\"\"\"/'''", operation_id="\"\"\" ''' @\"verbatim\" r\"raw\" `raw`", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None),
-    Operation(method="GET", route="/unicode/caf\xe9/\U0001f600/\u4e2d\u6587", path="/unicode/caf\xe9/\U0001f600/\u4e2d\u6587", operation_id="emoji\U0001f600\U0001f44dcaf\xe9\u4e2d", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="POST", route="/whitespace/ideographic\u3000nbsp\xa0/trailing ", path="/whitespace/ideographic\u3000nbsp\xa0/trailing ", operation_id="whitespace\u3000\xa0 ", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None),
+    Operation(method="PUT", route="/back\\slash\\u0041\\n/{x}", path="/back\\slash\\u0041\\n/{x}", operation_id="back\\slash\\x41\\0", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/bidi/\u202e\u2066\u200f/{id}", path="/bidi/\u202e\u2066\u200f/{id}", operation_id="bidi\u202eevil\u2066\u2069\u200b\ufeff", replay_class=ReplayClass.KEYED, idempotency_header="Idempotency-Key", streaming=False, resumable=False),
+    Operation(method="DELETE", route="/comment*/end/*start//line", path="/comment*/end/*start//line#hash", operation_id="*/ /* // # -- <!-- -->", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/dollar/${interp}/$x/%{ruby}/{jinja}", path="/dollar/${interp}/$x/%{ruby}/{jinja}", operation_id="${process.exit(1)}$x#{1}{{ 7*7 }}{% raw %}%s%d%n", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/lines/a\nb\rc\td", path="/lines/a\nb\rc\td", operation_id="new\nline\r\ncarriage\ttab\x00nul\x07bell\x1besc\x7fdel", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/nul/a\x000b", path="/nul/a\x000b", operation_id="nul\x007", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/percent/%41%zz%/{p}", path="/percent/%41%zz%/{p}", operation_id="percent%41%%s", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/q\"uote/{id}", path="/q\"uote/{id}", operation_id="double\"quote", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="PATCH", route="/regex/.+*^$|()[]\\d/{n}.{ext}", path="/regex/.+*^$|()[]\\d/{n}.{ext}", operation_id="regex.+*?^$|()[]{}\\d", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/s'ingle/`back`tick", path="/s'ingle/`back`tick", operation_id="single'quote`tick", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/separators/\u2028/\u2029/\x85", path="/separators/\u2028/\u2029/\x85", operation_id="ls\u2028ps\u2029nel\x85", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/triple/\"\"\"/'''", path="/triple/\"\"\"/'''", operation_id="\"\"\" ''' @\"verbatim\" r\"raw\" `raw`", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/unicode/caf\xe9/\U0001f600/\u4e2d\u6587", path="/unicode/caf\xe9/\U0001f600/\u4e2d\u6587", operation_id="emoji\U0001f600\U0001f44dcaf\xe9\u4e2d", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/whitespace/ideographic\u3000nbsp\xa0/trailing ", path="/whitespace/ideographic\u3000nbsp\xa0/trailing ", operation_id="whitespace\u3000\xa0 ", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None, streaming=False, resumable=False),
 )
 """Every operation of the API, sorted by path, then method."""
 
@@ -128,12 +146,23 @@ DEFAULT_RETRY_POLICY = RetryPolicy(
     budget_retry_cost=5,
     budget_timeout_cost=10,
     budget_success_refund=1,
+    throttling_statuses=(429,),
+    throttling_initial_backoff_ms=None,
+    budget_throttling_cost=None,
+    stop_problem_types=("https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"),
+    retry_problem_types=(),
+    idempotency_key_format=IdempotencyKeyFormat.UUID,
 )
 """The policy the spec declares (``x-retry-policy``), else the contract's."""
 # fmt: on
 
-_TABLE = OperationTable(base_path=BASE_PATH, operations=OPERATIONS)
-"""The matcher built from ``OPERATIONS``."""
+_TABLE = OperationTable(
+    base_path=BASE_PATH,
+    operations=OPERATIONS,
+    unknown_operation_class=DEFAULT_RETRY_POLICY.unknown_operation_class,
+)
+"""The matcher built from ``OPERATIONS``; a request no operation matches gets
+the policy's ``unknown_operation_class`` (contract v3 C3)."""
 
 classify = _TABLE.classify
 classifier = _TABLE.classifier

@@ -6,7 +6,9 @@
   replay class; ``classifier(base)`` does it for a base path or URL configured
   at run time.
 - ``decide(policy, inputs)`` says whether to retry an attempt that failed, after
-  how long, and why.
+  how long, and why; ``has_precondition``, ``problem_type_of``,
+  ``EventStreamScanner`` and ``idempotency_key_value`` give it the inputs of
+  the contract v3 draft (docs/contract-v3.md).
 
 Both follow retrygen's retry contract (docs/contract.md) to the letter. This
 file holds the API's tables; the code is the shared runtime
@@ -14,13 +16,18 @@ file holds the API's tables; the code is the shared runtime
 """
 
 from ...runtime.python._runtime import (
+    PROBLEM_BODY_MAX_BYTES,
+    PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED,
+    PROBLEM_TYPE_QUOTA_EXCEEDED,
     BudgetKind,
     Classification,
     Classifier,
     Decision,
     DecisionInput,
     DecisionReason,
+    EventStreamScanner,
     Failure,
+    IdempotencyKeyFormat,
     InvalidInputError,
     Jitter,
     Operation,
@@ -39,7 +46,10 @@ from ...runtime.python._runtime import (
     budget_try_acquire,
     decide,
     has_idempotency_key,
+    has_precondition,
+    idempotency_key_value,
     in_scope,
+    problem_type_of,
     retry_event,
     server_delay_ms,
 )
@@ -49,6 +59,9 @@ __all__ = [
     "DEFAULT_RETRY_POLICY",
     "NON_REPLAYABLE_OPERATIONS",
     "OPERATIONS",
+    "PROBLEM_BODY_MAX_BYTES",
+    "PROBLEM_TYPE_ABNORMAL_USAGE_DETECTED",
+    "PROBLEM_TYPE_QUOTA_EXCEEDED",
     "SOURCE_SPEC",
     "BudgetKind",
     "Classification",
@@ -56,7 +69,9 @@ __all__ = [
     "Decision",
     "DecisionInput",
     "DecisionReason",
+    "EventStreamScanner",
     "Failure",
+    "IdempotencyKeyFormat",
     "InvalidInputError",
     "Jitter",
     "Operation",
@@ -77,8 +92,11 @@ __all__ = [
     "classify",
     "decide",
     "has_idempotency_key",
+    "has_precondition",
+    "idempotency_key_value",
     "in_scope",
     "operation_by_id",
+    "problem_type_of",
     "retry_event",
     "server_delay_ms",
 ]
@@ -91,50 +109,50 @@ BASE_PATH: str = "/base/v2"
 """The path prefix of the API's server URL (no trailing slash; empty when none)."""
 
 OPERATIONS: tuple[Operation, ...] = (
-    Operation(method="GET", route="/", path="/", operation_id="getRoot", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="POST", route="/", path="/", operation_id="postRoot", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None),
-    Operation(method="GET", route="/a/b/c", path="/a/b/c", operation_id="getABC", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/a/{x}", path="/a/{x}", operation_id="getAX", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/a/{x}/d", path="/a/{x}/d", operation_id="getAXD", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="POST", route="/a/{x}/d", path="/a/{x}/d", operation_id="postAXD", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/abc", path="/abc", operation_id="getAbc", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/api/v1/status", path="/api/v1/status", operation_id="getV1Status", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/api/v{version}/status", path="/api/v{version}/status", operation_id="getVersionStatus", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/api/{anything}/health", path="/api/{anything}/health", operation_id="getAnyHealth", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/api/{anything}/status", path="/api/{anything}/status", operation_id="getAnyStatus", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="POST", route="/api/{anything}/status", path="/api/{anything}/status", operation_id="postAnyStatus", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/base/v2/nested", path="/base/v2/nested", operation_id="getNested", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/caf%C3%A9/menu", path="/caf%C3%A9/menu", operation_id="getCafeMenu", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/caf\xe9", path="/caf\xe9", operation_id="getCafe", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="POST", route="/caf\xe9/orders/{name}.{ext}", path="/caf\xe9/orders/{name}.{ext}", operation_id="createCafeOrder", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None),
-    Operation(method="POST", route="/calc/1+1", path="/calc/1+1", operation_id="postCalc", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None),
-    Operation(method="GET", route="/deep/l1/l2/l3", path="/deep/l1/l2/l3", operation_id="getDeepLiteral", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/deep/l1/{p2}/tail", path="/deep/l1/{p2}/tail", operation_id="getDeepTail", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/deep/{p1}/l2/l3/more", path="/deep/{p1}/l2/l3/more", operation_id="getDeepMore", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/events", path="/events", operation_id="streamEvents", replay_class=ReplayClass.NO_RETRY, idempotency_header=None),
-    Operation(method="DELETE", route="/events/{eventID}", path="/events/{eventID}", operation_id="deleteEvent", replay_class=ReplayClass.NO_RETRY, idempotency_header=None),
-    Operation(method="GET", route="/events/{eventID}", path="/events/{eventID}", operation_id="getEvent", replay_class=ReplayClass.NO_RETRY, idempotency_header=None),
-    Operation(method="GET", route="/files", path="/files", operation_id="listFiles", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="POST", route="/files", path="/files", operation_id="createFile", replay_class=ReplayClass.KEYED, idempotency_header="Idempotency-Key"),
-    Operation(method="GET", route="/files/a%20b", path="/files/a%20b", operation_id="getSpaced", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="POST", route="/files/a%20b", path="/files/a%20b", operation_id="postSpaced", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None),
-    Operation(method="GET", route="/files/report.json", path="/files/report.json", operation_id="getReport", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="DELETE", route="/files/{id}", path="/files/{id}", operation_id="deleteFile", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None),
-    Operation(method="GET", route="/files/{id}", path="/files/{id}", operation_id="getFile", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="PATCH", route="/files/{id}", path="/files/{id}", operation_id="patchFile", replay_class=ReplayClass.KEYED, idempotency_header="idempotency-key"),
-    Operation(method="GET", route="/files/{id}.json", path="/files/{id}.json", operation_id="getFileJson", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/files/{name}-{rev}", path="/files/{name}-{rev}", operation_id="getFileRev", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/files/{name}.{ext}", path="/files/{name}.{ext}", operation_id="getFileExt", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="POST", route="/files/{name}.{ext}", path="/files/{name}.{ext}", operation_id="uploadFile", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/health", path="/health", operation_id=None, replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/jobs/{jobID}", path="/jobs/{jobID}", operation_id="getJob", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None),
-    Operation(method="POST", route="/jobs/{jobID}", path="/jobs/{jobID}", operation_id="runJob", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None),
-    Operation(method="PUT", route="/jobs/{jobID}", path="/jobs/{jobID}", operation_id="replaceJob", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/jobs/{jobID}/watch", path="/jobs/{jobID}/watch", operation_id="watchJob", replay_class=ReplayClass.NO_RETRY, idempotency_header=None),
-    Operation(method="POST", route="/orders", path="/orders", operation_id="createOrder", replay_class=ReplayClass.KEYED, idempotency_header="Idempotency-Key"),
-    Operation(method="GET", route="/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", path="/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", operation_id="getBalanceSheetSummary", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="GET", route="/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", path="/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", operation_id="getBalanceSheetSummaryPdf", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
-    Operation(method="POST", route="/x/files", path="/x/files", operation_id="postXFiles", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None),
+    Operation(method="GET", route="/", path="/", operation_id="getRoot", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/", path="/", operation_id="postRoot", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/a/b/c", path="/a/b/c", operation_id="getABC", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/a/{x}", path="/a/{x}", operation_id="getAX", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/a/{x}/d", path="/a/{x}/d", operation_id="getAXD", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/a/{x}/d", path="/a/{x}/d", operation_id="postAXD", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/abc", path="/abc", operation_id="getAbc", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/api/v1/status", path="/api/v1/status", operation_id="getV1Status", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/api/v{version}/status", path="/api/v{version}/status", operation_id="getVersionStatus", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/api/{anything}/health", path="/api/{anything}/health", operation_id="getAnyHealth", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/api/{anything}/status", path="/api/{anything}/status", operation_id="getAnyStatus", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/api/{anything}/status", path="/api/{anything}/status", operation_id="postAnyStatus", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/base/v2/nested", path="/base/v2/nested", operation_id="getNested", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/caf%C3%A9/menu", path="/caf%C3%A9/menu", operation_id="getCafeMenu", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/caf\xe9", path="/caf\xe9", operation_id="getCafe", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/caf\xe9/orders/{name}.{ext}", path="/caf\xe9/orders/{name}.{ext}", operation_id="createCafeOrder", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/calc/1+1", path="/calc/1+1", operation_id="postCalc", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/deep/l1/l2/l3", path="/deep/l1/l2/l3", operation_id="getDeepLiteral", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/deep/l1/{p2}/tail", path="/deep/l1/{p2}/tail", operation_id="getDeepTail", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/deep/{p1}/l2/l3/more", path="/deep/{p1}/l2/l3/more", operation_id="getDeepMore", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/events", path="/events", operation_id="streamEvents", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=True, resumable=False),
+    Operation(method="DELETE", route="/events/{eventID}", path="/events/{eventID}", operation_id="deleteEvent", replay_class=ReplayClass.NO_RETRY, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/events/{eventID}", path="/events/{eventID}", operation_id="getEvent", replay_class=ReplayClass.NO_RETRY, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/files", path="/files", operation_id="listFiles", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/files", path="/files", operation_id="createFile", replay_class=ReplayClass.KEYED, idempotency_header="Idempotency-Key", streaming=False, resumable=False),
+    Operation(method="GET", route="/files/a%20b", path="/files/a%20b", operation_id="getSpaced", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/files/a%20b", path="/files/a%20b", operation_id="postSpaced", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/files/report.json", path="/files/report.json", operation_id="getReport", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="DELETE", route="/files/{id}", path="/files/{id}", operation_id="deleteFile", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/files/{id}", path="/files/{id}", operation_id="getFile", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="PATCH", route="/files/{id}", path="/files/{id}", operation_id="patchFile", replay_class=ReplayClass.KEYED, idempotency_header="idempotency-key", streaming=False, resumable=False),
+    Operation(method="GET", route="/files/{id}.json", path="/files/{id}.json", operation_id="getFileJson", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/files/{name}-{rev}", path="/files/{name}-{rev}", operation_id="getFileRev", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/files/{name}.{ext}", path="/files/{name}.{ext}", operation_id="getFileExt", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/files/{name}.{ext}", path="/files/{name}.{ext}", operation_id="uploadFile", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/health", path="/health", operation_id=None, replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/jobs/{jobID}", path="/jobs/{jobID}", operation_id="getJob", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/jobs/{jobID}", path="/jobs/{jobID}", operation_id="runJob", replay_class=ReplayClass.NON_REPLAYABLE, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="PUT", route="/jobs/{jobID}", path="/jobs/{jobID}", operation_id="replaceJob", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/jobs/{jobID}/watch", path="/jobs/{jobID}/watch", operation_id="watchJob", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=True, resumable=False),
+    Operation(method="POST", route="/orders", path="/orders", operation_id="createOrder", replay_class=ReplayClass.KEYED, idempotency_header="Idempotency-Key", streaming=False, resumable=False),
+    Operation(method="GET", route="/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", path="/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary", operation_id="getBalanceSheetSummary", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="GET", route="/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", path="/reports/quarterly/financial-statements/consolidated/balance-sheets/{year}/summary.pdf", operation_id="getBalanceSheetSummaryPdf", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
+    Operation(method="POST", route="/x/files", path="/x/files", operation_id="postXFiles", replay_class=ReplayClass.IDEMPOTENT, idempotency_header=None, streaming=False, resumable=False),
 )
 """Every operation of the API, sorted by path, then method."""
 
@@ -158,12 +176,23 @@ DEFAULT_RETRY_POLICY = RetryPolicy(
     budget_retry_cost=5,
     budget_timeout_cost=10,
     budget_success_refund=1,
+    throttling_statuses=(429,),
+    throttling_initial_backoff_ms=None,
+    budget_throttling_cost=None,
+    stop_problem_types=("https://iana.org/assignments/http-problem-types#quota-exceeded", "https://iana.org/assignments/http-problem-types#abnormal-usage-detected"),
+    retry_problem_types=(),
+    idempotency_key_format=IdempotencyKeyFormat.UUID,
 )
 """The policy the spec declares (``x-retry-policy``), else the contract's."""
 # fmt: on
 
-_TABLE = OperationTable(base_path=BASE_PATH, operations=OPERATIONS)
-"""The matcher built from ``OPERATIONS``."""
+_TABLE = OperationTable(
+    base_path=BASE_PATH,
+    operations=OPERATIONS,
+    unknown_operation_class=DEFAULT_RETRY_POLICY.unknown_operation_class,
+)
+"""The matcher built from ``OPERATIONS``; a request no operation matches gets
+the policy's ``unknown_operation_class`` (contract v3 C3)."""
 
 classify = _TABLE.classify
 classifier = _TABLE.classifier

@@ -425,7 +425,10 @@ class DecideTest(unittest.TestCase):
             (
                 inputs(replay_class=NON_REPLAYABLE, outcome=StatusOutcome(status=429)),
                 Decision(
-                    retry=True, delay_ms=250, reason=DecisionReason.REJECTED_STATUS
+                    retry=True,
+                    delay_ms=250,
+                    reason=DecisionReason.REJECTED_STATUS,
+                    throttled=True,
                 ),
             ),
             (
@@ -461,7 +464,10 @@ class DecideTest(unittest.TestCase):
             (
                 inputs(outcome=StatusOutcome(status=503, retry_after="120")),
                 Decision(
-                    retry=False, delay_ms=0, reason=DecisionReason.RETRY_AFTER_OVER_CAP
+                    retry=False,
+                    delay_ms=0,
+                    reason=DecisionReason.RETRY_AFTER_OVER_CAP,
+                    server_delay_ms=120000,
                 ),
             ),
             (

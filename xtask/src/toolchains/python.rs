@@ -187,18 +187,22 @@ impl Toolchain for Python {
             &project,
             &config,
             &["."],
-            &["_runtime.py", "tests/test_runtime.py"],
+            &[
+                "_runtime.py",
+                "tests/test_runtime.py",
+                "tests/test_runtime_v3.py",
+            ],
         )?;
         run(
             command("python3")
                 .args([
                     "-W", "error", "-m", "unittest", "discover", "-s", "tests", "-t", ".",
                 ])
-                .args(["-p", "test_runtime.py"])
+                .args(["-p", "test_runtime*.py"])
                 .env("PYTHONDONTWRITEBYTECODE", "1")
                 .env_remove("PYTHONPATH")
                 .current_dir(&project),
-            "python3 -m unittest (runtime/python/tests/test_runtime.py)",
+            "python3 -m unittest (runtime/python/tests/test_runtime.py, test_runtime_v3.py)",
         )?;
         // The adapter, from the project's parent: the project is then the package the adapter
         // sits in (`python.httpx_transport` imports `python._runtime`), with httpx importable.
