@@ -6,7 +6,7 @@
 //! `cargo xtask conformance-v3` writes them and runs the reference implementation's own harness
 //! (conformance/reference/harness_v3.py) on them, which proves the line format carries every
 //! case's inputs intact, then builds the module and harness of every language whose runtime
-//! implements v3 ([`IMPLEMENTED`], or those `--lang` names) and compares their lines too.
+//! implements v3 ([`implemented`], or those `--lang` names) and compares their lines too.
 
 use crate::conformance::v2::{b, double, int_field};
 use crate::conformance::{bits, hex, opt_hex, run_suite, Probe, Suite};
@@ -19,8 +19,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// The languages whose runtime and harness implement contract v3's decision and pure functions
-/// (the vectors); the others still implement v2 only.
-pub const IMPLEMENTED: &[&str] = &["rust", "typescript", "go", "kotlin", "csharp"];
+/// (the vectors): since Python's runtime, every language of the registry (`retrygen::BACKENDS`).
+pub fn implemented() -> Vec<&'static str> {
+    retrygen::BACKENDS.iter().map(|b| b.name()).collect()
+}
 
 /// The anchors of docs/contract-v3.md whose rules the v3 vectors check, in the contract's order
 /// (R6a, defined with the preconditions in section 2, in its place among section 3's rules):
@@ -352,20 +354,17 @@ pub fn main(args: &[String]) -> Result<()> {
     let languages: Vec<String> = match crate::flag(args, "--lang") {
         Some("none") => Vec::new(),
         Some(list) => list.split(',').map(str::to_string).collect(),
-        None => IMPLEMENTED.iter().map(|l| l.to_string()).collect(),
+        None => implemented().iter().map(|l| l.to_string()).collect(),
     };
+    let implemented = implemented();
     if let Some(l) = languages
         .iter()
-        .find(|l| !IMPLEMENTED.contains(&l.as_str()))
+        .find(|l| !implemented.contains(&l.as_str()))
     {
         bail!(
-            "--lang {l}: its runtime does not implement contract v3 yet (docs/contract-v3.md; \
+            "--lang {l}: no runtime of that name implements contract v3 (docs/contract-v3.md; \
              implemented: {})",
-            if IMPLEMENTED.is_empty() {
-                "none".to_string()
-            } else {
-                IMPLEMENTED.join(", ")
-            }
+            implemented.join(", ")
         );
     }
     let probes = probes()?;

@@ -67,8 +67,9 @@ cargo xtask <command>
   conformance-v3 [--lang L[,L...]|none]
         contract v3 (draft, docs/contract-v3.md): every case of conformance/vectors/v3/ as a line
         (conformance/README.md, section Contract v3 lines), answered by the reference implementation's
-        harness, then by the module of every language whose runtime implements v3 (rust, typescript, go,
-        kotlin and csharp so far), or of those --lang names; --lang none: the reference alone
+        harness, then by the module of every language whose runtime implements v3 (all six: rust,
+        typescript, python, go, kotlin and csharp), or of those --lang names; --lang none: the
+        reference alone
 
   conformance --corpus DIR [--lang L[,L...]] [--lint all|none|L[,L...]] [--jobs N] [--spec TEXT]
         every document of DIR (e.g. ../shared/corpus) rendered, built and run in every language on

@@ -2,7 +2,7 @@
 //! fail. `conformance/mutants/<language>.toml` holds one mutant per anchored rule of contract v2
 //! (docs/contract.md section 3: `V1`...`V8`, `R1`...`R18`, `S1`...`S8`, `B1`...`B6`,
 //! `K1`...`K4`), and `conformance/mutants/v3/<language>.toml`, for every language whose runtime
-//! implements the v3 draft ([`conformance_v3::IMPLEMENTED`]), one per anchor of
+//! implements the v3 draft ([`conformance_v3::implemented`]), one per anchor of
 //! docs/contract-v3.md that its vectors check ([`conformance_v3::ANCHORS`]): a small change of
 //! that language's runtime source at the place the anchor marks. Each mutant replaces the
 //! runtime in the rendered module of specs/sandbox.yaml, which is then built (no lint: a lint
@@ -72,7 +72,7 @@ pub fn contracts() -> Vec<Contract> {
             title: "Contract v3 (draft)",
             dir: mutants.join("v3"),
             anchors: conformance_v3::ANCHORS.map(str::to_string).to_vec(),
-            languages: conformance_v3::IMPLEMENTED
+            languages: conformance_v3::implemented()
                 .iter()
                 .map(|l| l.to_string())
                 .collect(),
