@@ -293,6 +293,26 @@ namespace Example.Sandbox.Retry
     }
 
     /// <summary>
+    /// The read error that ends a resumed event stream when the server answered the resume with something else than a
+    /// 2xx <c>text/event-stream</c> response (contract v3, A6): the caller's read of the body throws it.
+    /// </summary>
+    [Serializable]
+    internal sealed class RetryStreamException : IOException
+    {
+        /// <summary>Initializes a new instance of the <see cref="RetryStreamException"/> class.</summary>
+        /// <param name="status">The status of the resume's response.</param>
+        /// <param name="mediaType">The media type of the resume's response, or <c>null</c>.</param>
+        public RetryStreamException(int status, string mediaType)
+            : base("The event stream could not be resumed: the server answered " + status.ToString(System.Globalization.CultureInfo.InvariantCulture) + (mediaType == null ? string.Empty : " " + mediaType) + ".")
+        {
+            StatusCode = status;
+        }
+
+        /// <summary>Gets the status of the resume's response.</summary>
+        public int StatusCode { get; }
+    }
+
+    /// <summary>
     /// The retry loop of docs/adapters.md for <see cref="HttpClient"/>: classifies each request with the generated
     /// tables, mints its idempotency key, sends it through the inner handler, maps the failures to the contract's
     /// (<c>connect</c>, <c>transport</c>, <c>aborted</c>), asks <see cref="RetryRuntime.Decide"/>, sleeps and sends
@@ -1029,6 +1049,35 @@ namespace Example.Sandbox.Retry
                     long? serverDelayMs = decision == null || decision.Retry ? null : decision.ServerDelayMs;
                     if (response != null)
                     {
+                        if (operation != null && operation.Resumable && decision != null && !decision.Retry && status >= 200 && status < 300 && IsEventStream(response, method))
+                        {
+                            // [contract v3 A5] X2-X4: the caller reads complete events, a drop is resumed, and the
+                            // finish (and the budget's success) come when the stream ends for the caller.
+                            var stream = new ResumableStream(response, attempt)
+                            {
+                                Handler = this,
+                                Classification = classification,
+                                Method = method,
+                                Decided = decided,
+                                HasKey = hasKey,
+                                HasPrecondition = hasPrecondition,
+                                Timeout = timeout,
+                                Template = template,
+                                Request = request,
+                                SocketsHandler = socketsHandler,
+                                Start = start,
+                                Sends = retriesUsed + 1,
+                                RetriesUsed = retriesUsed,
+                                PreviousDelayMs = previousDelayMs,
+                                TotalDelayMs = totalDelayMs,
+                                LastRetryCost = lastRetryCost,
+                                Redirects = redirects,
+                                LastReason = reason,
+                            };
+                            stream.Install();
+                            return response;
+                        }
+
                         if (status < 400)
                         {
                             // [contract K3] A success gives back what its last retry took (or the refund).
@@ -1117,7 +1166,7 @@ namespace Example.Sandbox.Retry
         }
 
         /// <summary>Steps 5-6 for one attempt: its outcome decided with <paramref name="decided"/> (the budget's state for a replayable request).</summary>
-        private Decision DecideAttempt(RetryPolicy decided, HttpResponseMessage response, int status, FailureKind failure, ReplayClass replayClass, bool hasKey, long retriesUsed, long start, long previousDelayMs, bool timedOut, bool replayable, bool hasPrecondition, string problemType)
+        private Decision DecideAttempt(RetryPolicy decided, HttpResponseMessage response, int status, FailureKind failure, ReplayClass replayClass, bool hasKey, long retriesUsed, long start, long previousDelayMs, bool timedOut, bool replayable, bool hasPrecondition, string problemType, bool hasLastEventId = false, string streamRetry = null)
         {
             if (response != null && (status < 100 || status > 599))
             {
@@ -1156,7 +1205,10 @@ namespace Example.Sandbox.Retry
                 budget.Tokens,
                 timedOut,
                 hasPrecondition,
-                problemType: problemType);
+                failure == FailureKind.Dropped && response == null,
+                hasLastEventId,
+                streamRetry,
+                problemType);
             if (!replayable)
             {
                 return RetryRuntime.Decide(decided, input);
@@ -1465,7 +1517,7 @@ namespace Example.Sandbox.Retry
             }
         }
 
-        private void Finish(Classification classification, string method, long attempts, DecisionReason reason, string reasonName, int? status, FailureKind? failure, bool timedOut, long redirects, long totalDelayMs, HttpResponseMessage response, HttpRequestMessage attempt, Exception error, long? serverDelayMs = null)
+        private RetryFinishEvent Finish(Classification classification, string method, long attempts, DecisionReason reason, string reasonName, int? status, FailureKind? failure, bool timedOut, long redirects, long totalDelayMs, HttpResponseMessage response, HttpRequestMessage attempt, Exception error, long? serverDelayMs = null)
         {
             // P5: the event is on the result whether or not OnFinish is set.
             Operation operation = classification.Operation;
@@ -1477,6 +1529,8 @@ namespace Example.Sandbox.Retry
             {
                 onFinish(finish);
             }
+
+            return finish;
         }
 
         /// <summary>
@@ -1569,14 +1623,17 @@ namespace Example.Sandbox.Retry
             if (attemptHeader != null)
             {
                 message.Headers.Remove(attemptHeader);
-                message.Headers.TryAddWithoutValidation(attemptHeader, EarlierAttempts[retriesUsed]);
+
+                // A resumed stream may send more than max_retries + 1 times (contract v3 A7).
+                string earlier = retriesUsed < EarlierAttempts.Length ? EarlierAttempts[retriesUsed] : retriesUsed.ToString(System.Globalization.CultureInfo.InvariantCulture);
+                message.Headers.TryAddWithoutValidation(attemptHeader, earlier);
             }
         }
 
         private static void MarkAttemptBelow(HttpRequestMessage message, long retriesUsed)
         {
 #pragma warning disable CS0618 // Properties is Options on .NET 5 and later.
-            message.Properties[AttemptKey] = AttemptNumbers[retriesUsed];
+            message.Properties[AttemptKey] = retriesUsed < AttemptNumbers.Length ? AttemptNumbers[retriesUsed] : (int)Math.Min(retriesUsed + 1, int.MaxValue);
 #pragma warning restore CS0618
         }
 
@@ -1640,6 +1697,16 @@ namespace Example.Sandbox.Retry
 
             return content.Headers.ContentType == null
                 || !string.Equals(content.Headers.ContentType.MediaType, "text/event-stream", StringComparison.OrdinalIgnoreCase);
+        }
+
+        /// <summary>Whether a response is a server-sent event stream with a body (contract v3, X2).</summary>
+        private static bool IsEventStream(HttpResponseMessage response, string method)
+        {
+            HttpContent content = response.Content;
+            int status = (int)response.StatusCode;
+            return content != null && status != 204 && status != 304 && !string.Equals(method, "HEAD", StringComparison.OrdinalIgnoreCase)
+                && content.Headers.ContentType != null
+                && string.Equals(content.Headers.ContentType.MediaType, "text/event-stream", StringComparison.OrdinalIgnoreCase);
         }
 
         /// <summary>Whether a body read failed on the wire (a read of a disposed response: the token's registration closed it).</summary>
@@ -1915,6 +1982,498 @@ namespace Example.Sandbox.Retry
 #pragma warning restore CS0618
 
                 return replay;
+            }
+        }
+
+        /// <summary>
+        /// The body of a resumable event stream (contract v3, X2-X4): the server's bytes pass through the event scanner
+        /// and the caller reads complete events only (a partial one is held, at most <see cref="MaxHeldEventBytes"/>:
+        /// beyond that the stream is passed through and no longer resumed). A read that fails before the body's clean
+        /// end is a drop, decided with <c>dropped</c>; a granted resume sends the request again with
+        /// <c>Last-Event-ID</c> and goes on reading the new response. The finish event comes when the stream ends for
+        /// the caller: its clean end, a failure not resumed, or the caller disposing it.
+        /// </summary>
+        private sealed class ResumableStream : Stream
+        {
+            /// <summary>The largest partial event held back (X2).</summary>
+            private const int MaxHeldEventBytes = 1 << 20;
+
+            private const int ReadSize = 16384;
+
+            /// <summary>Cancelled when the caller disposes the body: it ends a resume's sleep or send at once.</summary>
+            private readonly CancellationTokenSource closed = new CancellationTokenSource();
+            private readonly HttpResponseMessage returned;
+            private readonly HttpContent firstContent;
+            private HttpResponseMessage current;
+            private HttpContent currentContent;
+            private HttpRequestMessage currentMessage;
+            private Stream inner;
+            private EventStreamScanner scanner = new EventStreamScanner();
+
+            /// <summary>The bytes of the current response read and not yet handed over: <c>hold[holdStart..holdEnd)</c>.</summary>
+            private byte[] hold = new byte[ReadSize];
+            private int holdStart;
+            private int holdEnd;
+
+            /// <summary>The bytes of the current response read, and of them handed over.</summary>
+            private long read;
+            private long delivered;
+            private int firstByte = -1;
+            private bool innerEnded;
+            private bool passThrough;
+            private int finished;
+
+            internal ResumableStream(HttpResponseMessage response, HttpRequestMessage message)
+            {
+                returned = response;
+                current = response;
+                firstContent = currentContent = response.Content;
+                currentMessage = message;
+            }
+
+            public override bool CanRead
+            {
+                get { return true; }
+            }
+
+            public override bool CanSeek
+            {
+                get { return false; }
+            }
+
+            public override bool CanWrite
+            {
+                get { return false; }
+            }
+
+            public override long Length
+            {
+                get { throw new NotSupportedException(); }
+            }
+
+            public override long Position
+            {
+                get { throw new NotSupportedException(); }
+                set { throw new NotSupportedException(); }
+            }
+
+            internal RetryHandler Handler { get; set; }
+
+            internal Classification Classification { get; set; }
+
+            internal string Method { get; set; }
+
+            internal RetryPolicy Decided { get; set; }
+
+            internal bool HasKey { get; set; }
+
+            internal bool HasPrecondition { get; set; }
+
+            internal TimeSpan? Timeout { get; set; }
+
+            internal RequestTemplate Template { get; set; }
+
+            internal HttpRequestMessage Request { get; set; }
+
+            internal bool SocketsHandler { get; set; }
+
+            internal long Start { get; set; }
+
+            /// <summary>Gets or sets how many times the request was sent (resumes included).</summary>
+            internal long Sends { get; set; }
+
+            /// <summary>Gets or sets the retries since the last response that delivered an event (A7).</summary>
+            internal long RetriesUsed { get; set; }
+
+            internal long PreviousDelayMs { get; set; }
+
+            internal long TotalDelayMs { get; set; }
+
+            internal long LastRetryCost { get; set; }
+
+            internal long Redirects { get; set; }
+
+            internal DecisionReason LastReason { get; set; }
+
+            /// <summary>Replaces the response's content with this stream; its headers stay (but a length, which a resume changes).</summary>
+            internal void Install()
+            {
+                // Disposing the content disposes this stream: the caller closing the body (X4).
+                var content = new StreamContent(this);
+                foreach (KeyValuePair<string, IEnumerable<string>> header in firstContent.Headers)
+                {
+                    if (!string.Equals(header.Key, "Content-Length", StringComparison.OrdinalIgnoreCase))
+                    {
+                        content.Headers.TryAddWithoutValidation(header.Key, header.Value);
+                    }
+                }
+
+                returned.Content = content;
+            }
+
+            public override int Read(byte[] buffer, int offset, int count)
+            {
+                return ReadCoreAsync(buffer, offset, count, CancellationToken.None, false).GetAwaiter().GetResult();
+            }
+
+            public override Task<int> ReadAsync(byte[] buffer, int offset, int count, CancellationToken cancellationToken)
+            {
+                return ReadCoreAsync(buffer, offset, count, cancellationToken, true);
+            }
+
+            public override void Flush()
+            {
+            }
+
+            public override long Seek(long offset, SeekOrigin origin)
+            {
+                throw new NotSupportedException();
+            }
+
+            public override void SetLength(long value)
+            {
+                throw new NotSupportedException();
+            }
+
+            public override void Write(byte[] buffer, int offset, int count)
+            {
+                throw new NotSupportedException();
+            }
+
+            protected override void Dispose(bool disposing)
+            {
+                if (disposing)
+                {
+                    // The caller closed the body: a sleep or a resume in flight ends, the stream ends for the caller.
+                    closed.Cancel();
+                    try
+                    {
+                        if (Volatile.Read(ref finished) == 0)
+                        {
+                            Handler.budget.RecordSuccess(LastRetryCost);
+                        }
+
+                        End(LastReason, LastReason.ToWireName(), (int)current.StatusCode, null, false, null);
+                    }
+                    finally
+                    {
+                        Release();
+                    }
+                }
+
+                base.Dispose(disposing);
+            }
+
+            private async Task<int> ReadCoreAsync(byte[] buffer, int offset, int count, CancellationToken cancellationToken, bool isAsync)
+            {
+                if (closed.IsCancellationRequested)
+                {
+                    throw new ObjectDisposedException(nameof(ResumableStream));
+                }
+
+                while (true)
+                {
+                    int ready = passThrough || innerEnded ? holdEnd - holdStart : (int)(scanner.CompleteBytes - delivered);
+                    if (ready > 0)
+                    {
+                        int n = Math.Min(count, ready);
+                        Array.Copy(hold, holdStart, buffer, offset, n);
+                        holdStart += n;
+                        delivered += n;
+                        return n;
+                    }
+
+                    if (innerEnded)
+                    {
+                        // The clean end: the stream ends for the caller, a success.
+                        if (Volatile.Read(ref finished) == 0)
+                        {
+                            Handler.budget.RecordSuccess(LastRetryCost);
+                        }
+
+                        End(LastReason, LastReason.ToWireName(), (int)current.StatusCode, null, false, null);
+                        return 0;
+                    }
+
+                    if (count == 0)
+                    {
+                        return 0;
+                    }
+
+                    int got;
+                    try
+                    {
+                        if (inner == null)
+                        {
+#if NET5_0_OR_GREATER
+                            inner = isAsync ? await currentContent.ReadAsStreamAsync(cancellationToken).ConfigureAwait(false) : currentContent.ReadAsStream(cancellationToken);
+#else
+                            inner = isAsync ? await currentContent.ReadAsStreamAsync().ConfigureAwait(false) : currentContent.ReadAsStreamAsync().GetAwaiter().GetResult();
+#endif
+                        }
+
+                        MakeRoom();
+                        int want = Math.Min(ReadSize, hold.Length - holdEnd);
+                        got = isAsync ? await inner.ReadAsync(hold, holdEnd, want, cancellationToken).ConfigureAwait(false) : inner.Read(hold, holdEnd, want);
+                    }
+                    catch (Exception e) when (!closed.IsCancellationRequested && !cancellationToken.IsCancellationRequested && IsExchangeFailure(e))
+                    {
+                        // [contract v3 A4] A drop: the read failed before the body's clean end.
+                        await ResumeAsync(e, cancellationToken, isAsync).ConfigureAwait(false);
+                        continue;
+                    }
+
+                    if (got <= 0)
+                    {
+                        innerEnded = true;
+                        continue;
+                    }
+
+                    if (firstByte < 0)
+                    {
+                        firstByte = hold[holdEnd];
+                    }
+
+                    if (!passThrough)
+                    {
+                        scanner.Feed(hold, holdEnd, got);
+                    }
+
+                    holdEnd += got;
+                    read += got;
+                    if (!passThrough && read - scanner.CompleteBytes > MaxHeldEventBytes)
+                    {
+                        // An event larger than the bound: handed over as it comes, and the stream no longer resumes.
+                        passThrough = true;
+                    }
+
+                    // [contract v3 A7] A complete event (not a lone byte order mark) resets the count of resumes.
+                    if (!passThrough && (scanner.CompleteBytes > 3 || (scanner.CompleteBytes > 0 && firstByte != 0xEF)))
+                    {
+                        RetriesUsed = 0;
+                    }
+                }
+            }
+
+            /// <summary>Room for one more read in <see cref="hold"/>: what was handed over is dropped, and the buffer grows as needed.</summary>
+            private void MakeRoom()
+            {
+                if (holdStart == holdEnd)
+                {
+                    holdStart = holdEnd = 0;
+                }
+
+                if (hold.Length - holdEnd >= ReadSize)
+                {
+                    return;
+                }
+
+                int kept = holdEnd - holdStart;
+                byte[] target = kept + ReadSize <= hold.Length ? hold : new byte[Math.Max(hold.Length * 2, kept + ReadSize)];
+                Array.Copy(hold, holdStart, target, 0, kept);
+                hold = target;
+                holdStart = 0;
+                holdEnd = kept;
+            }
+
+            /// <summary>
+            /// [contract v3 A6, X3] After a drop: decide, and while the decision grants, sleep and send the request again
+            /// with <c>Last-Event-ID</c> until a 2xx event stream answers (then return: the caller reads on). Throws the
+            /// drop's error when it is refused, the last failure when a resume's own attempts are refused, a
+            /// <see cref="RetryStreamException"/> when a resume is answered with anything else.
+            /// </summary>
+            private async Task ResumeAsync(Exception dropped, CancellationToken cancellationToken, bool isAsync)
+            {
+                Exception error = dropped;
+                FailureKind failure = FailureKind.Dropped;
+                bool timedOut = false;
+                long durationMs = 0;
+                int status = (int)current.StatusCode;
+                string lastEventId = scanner.LastEventId;
+                string streamRetry = scanner.Retry;
+                if (passThrough)
+                {
+                    // As in v2: the client's error reaches the caller.
+                    End(LastReason, LastReason.ToWireName(), status, null, false, error);
+                    ExceptionDispatchInfo.Capture(error).Throw();
+                }
+
+                // [contract v3 A5] The bytes of an event the drop cut are discarded.
+                Release();
+                while (true)
+                {
+                    Decision decision = Handler.DecideAttempt(Decided, null, 0, failure, Classification.ReplayClass, HasKey, RetriesUsed, Start, PreviousDelayMs, timedOut, Template != null, HasPrecondition, null, lastEventId.Length > 0, streamRetry);
+                    LastReason = decision.Reason;
+                    if (!decision.Retry || Template == null)
+                    {
+                        // Refused: the drop reaches the caller with the client's own error, as it would without a resume.
+                        string reasonName = decision.Retry ? "body_not_replayable" : decision.Reason.ToWireName();
+                        FailureKind? outcome = failure == FailureKind.Dropped ? (FailureKind?)null : failure;
+                        End(decision.Reason, reasonName, outcome.HasValue ? (int?)null : status, outcome, timedOut, error);
+                        ExceptionDispatchInfo.Capture(error).Throw();
+                    }
+
+                    LastRetryCost = Handler.RetryCost(decision, timedOut);
+                    if (Handler.onRetry != null)
+                    {
+                        try
+                        {
+                            Handler.onRetry(RetryEvent.Create(Classification, Method, Sends - 1, decision).WithAttempt(null, failure, durationMs));
+                        }
+                        catch (Exception thrown)
+                        {
+                            End(decision.Reason, decision.Reason.ToWireName(), null, failure == FailureKind.Dropped ? FailureKind.Transport : failure, timedOut, thrown);
+                            throw;
+                        }
+                    }
+
+                    using (CancellationTokenSource wait = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, closed.Token))
+                    {
+                        try
+                        {
+                            if (isAsync)
+                            {
+                                await SleepAsync(decision.DelayMs, wait.Token).ConfigureAwait(false);
+                            }
+                            else
+                            {
+                                Sleep(decision.DelayMs, wait.Token);
+                            }
+                        }
+                        catch (OperationCanceledException canceled)
+                        {
+                            End(DecisionReason.Aborted, DecisionReason.Aborted.ToWireName(), null, FailureKind.Aborted, false, canceled);
+                            throw;
+                        }
+                    }
+
+                    PreviousDelayMs = decision.DelayMs;
+                    TotalDelayMs += decision.DelayMs;
+                    RetriesUsed++;
+
+                    // The request again, as any attempt (its key, the attempt header), from where the stream was.
+                    HttpRequestMessage message = Template.Create(Request);
+                    message.Headers.Remove("Last-Event-ID");
+                    if (lastEventId.Length > 0)
+                    {
+                        message.Headers.TryAddWithoutValidation("Last-Event-ID", lastEventId);
+                    }
+
+                    Handler.MarkAttempt(message, Sends);
+                    Sends++;
+                    currentMessage = message;
+                    Uri sentUri = message.RequestUri;
+                    HttpResponseMessage response = null;
+                    timedOut = false;
+                    long sentAt = Stopwatch.GetTimestamp();
+                    using (CancellationTokenSource limit = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, closed.Token))
+                    {
+                        try
+                        {
+                            if (Timeout.HasValue)
+                            {
+                                limit.CancelAfter(Timeout.Value);
+                            }
+
+                            // [contract v3 A3] The attempt timeout ends at this resume's commit, its head.
+                            response = await Handler.SendInnerAsync(message, limit.Token, isAsync).ConfigureAwait(false);
+                        }
+                        catch (Exception e) when (IsExchangeFailure(e) || limit.IsCancellationRequested)
+                        {
+                            error = e;
+                            if (cancellationToken.IsCancellationRequested || closed.IsCancellationRequested)
+                            {
+                                End(DecisionReason.Aborted, DecisionReason.Aborted.ToWireName(), null, FailureKind.Aborted, false, e);
+                                throw;
+                            }
+
+                            if (limit.IsCancellationRequested)
+                            {
+                                failure = FailureKind.Transport;
+                                timedOut = true;
+                            }
+                            else
+                            {
+                                failure = FailureOf(e, SocketsHandler);
+                                timedOut = failure == FailureKind.Transport && IsClientTimeout(e);
+                            }
+                        }
+                    }
+
+                    durationMs = ElapsedMs(sentAt);
+                    if (!ReferenceEquals(message.RequestUri, sentUri))
+                    {
+                        Redirects++;
+                        if (failure == FailureKind.Connect)
+                        {
+                            failure = FailureKind.Transport;
+                        }
+                    }
+
+                    if (response == null)
+                    {
+                        // [contract v3 A6] A resume's own failure before its commit is decided as any attempt's.
+                        continue;
+                    }
+
+                    status = (int)response.StatusCode;
+                    if (status >= 200 && status < 300 && IsEventStream(response, Method))
+                    {
+                        // The caller reads on from the new response, the last event id and reconnection time kept.
+                        current = response;
+                        currentContent = response.Content;
+                        inner = null;
+                        scanner = new EventStreamScanner(lastEventId, streamRetry);
+                        read = delivered = 0;
+                        firstByte = -1;
+                        LastReason = PlainStatusStop(Decided, Classification.ReplayClass, RetriesUsed).Reason;
+                        return;
+                    }
+
+                    // Anything else ends the stream for the caller, with an error carrying the status.
+                    string mediaType = response.Content == null || response.Content.Headers.ContentType == null ? null : response.Content.Headers.ContentType.MediaType;
+                    response.Dispose();
+                    var ended = new RetryStreamException(status, mediaType);
+                    LastReason = DecisionReason.StreamNotResumable;
+                    End(DecisionReason.StreamNotResumable, DecisionReason.StreamNotResumable.ToWireName(), status, null, false, ended);
+                    throw ended;
+                }
+            }
+
+            /// <summary>The finish event, once: on the returned response (P5) and, for a failure, on its exception.</summary>
+            private void End(DecisionReason reason, string reasonName, int? status, FailureKind? failure, bool timedOut, Exception error)
+            {
+                if (Interlocked.Exchange(ref finished, 1) != 0)
+                {
+                    return;
+                }
+
+                RetryFinishEvent finish = Handler.Finish(Classification, Method, Sends, reason, reasonName, status, failure, timedOut, Redirects, TotalDelayMs, returned, currentMessage, null);
+                if (error != null)
+                {
+                    Attach(finish, null, null, error);
+                }
+            }
+
+            /// <summary>Releases the current response (its connection) and what is held of it.</summary>
+            private void Release()
+            {
+                holdStart = holdEnd = 0;
+                if (inner != null)
+                {
+                    inner.Dispose();
+                    inner = null;
+                }
+
+                // The first response is the caller's: only its original content is released.
+                if (ReferenceEquals(current, returned))
+                {
+                    firstContent.Dispose();
+                }
+                else
+                {
+                    current.Dispose();
+                }
             }
         }
 

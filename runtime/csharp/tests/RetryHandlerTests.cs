@@ -87,6 +87,9 @@ namespace Retrygen.Generated.Tests
                 Test("v3 X6 problem types: read before deciding, the body handed over whole", ProblemTypes),
                 Test("v3 X7 a minted key in the policy's format", KeyFormat),
                 Test("v3 X8 the finish carries the refused server delay; T1 a throttled retry's cost", ServerDelayAndThrottling),
+                Test("v3 X2-X4 a dropped stream is resumed with Last-Event-ID; complete events only; the finish at its end", StreamResumed),
+                Test("v3 X3 resumes refused: no id for a POST, no progress, another answer, an event over 1 MiB", StreamResumesRefused),
+                Test("v3 X1/X4 the attempt timeout ends at the commit; a closed body finishes; a non-resumable stream is untouched", StreamCommit),
             };
             int failed = 0;
             foreach (KeyValuePair<string, Action> test in tests)
@@ -1507,6 +1510,228 @@ namespace Retrygen.Generated.Tests
             }
         }
 
+        private static readonly string[] Lines = { string.Empty, "id: 1\ndata: line 1\n\n", "id: 2\ndata: line 2\n\n", "id: 3\ndata: line 3\n\n", "id: 4\ndata: line 4\n\n", "id: 5\ndata: line 5\n\n" };
+
+        private static string EventsText(int from, int to)
+        {
+            var text = new StringBuilder();
+            for (int i = from; i <= to; i++)
+            {
+                text.Append(Lines[i]);
+            }
+
+            return text.ToString();
+        }
+
+        private static void StreamResumed()
+        {
+            // Dropped after event 3 with half of event 4 sent: the half is discarded, the resume asks from 3, the caller
+            // reads 1-5 once each; the finish comes at the end of the stream, with both sends.
+            using (var server = new Server(Step.Sse(5, 3, tail: "id: 4\ndata: li"), Step.Sse(5)))
+            {
+                var client = new Client(server.Url, FastPolicy(), configure: o => o.AttemptHeader = "x-attempt");
+                var request = new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/events");
+                using (var http = new HttpClient(client.Handler, false))
+                using (HttpResponseMessage response = http.SendAsync(request, HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult())
+                {
+                    Equal(null, client.Finish, "no finish at the commit");
+                    Equal(null, response.GetRetryFinish(), "none on the response yet");
+                    Equal("text/event-stream", response.Content.Headers.ContentType.MediaType, "content headers kept");
+                    Equal(EventsText(1, 5), response.Content.ReadAsStringAsync().GetAwaiter().GetResult(), "events 1-5 once each");
+                    Equal("status_not_retryable 2 status 200 False GET /events streamEvents", client.FinishText, "the finish at the end");
+                    True(ReferenceEquals(client.Finish, response.GetRetryFinish()), "the finish on the response");
+                }
+
+                Equal(1, client.Finishes, "one finish");
+                Equal("stream_resume:1:1", client.EventList, "the resume's event");
+                Equal((FailureKind?)FailureKind.Dropped, client.Events[0].Failure, "a drop");
+                List<Arrival> arrivals = server.Arrivals;
+                Equal(2, arrivals.Count, "arrivals");
+                Equal(null, arrivals[0].Header("last-event-id"), "no id at first");
+                Equal("3", arrivals[1].Header("last-event-id"), "the last complete event's id");
+                Equal("0", arrivals[0].Header("x-attempt"), "attempt header");
+                Equal("1", arrivals[1].Header("x-attempt"), "attempt header of the resume");
+                Equal(500L, client.Handler.Budget.Tokens, "the resume's cost given back at the clean end");
+            }
+
+            // The retry field is the resume's delay; a synchronous read resumes too.
+            using (var server = new Server(Step.Sse(4, 2, retryMs: 300), Step.Sse(4)))
+            {
+                var client = new Client(server, FastPolicy());
+                var clock = Stopwatch.StartNew();
+                using (HttpResponseMessage response = client.SendSynchronously(new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/events"), CancellationToken.None))
+                using (var reader = new StreamReader(response.Content.ReadAsStreamAsync().GetAwaiter().GetResult()))
+                {
+                    Equal("retry: 300\n" + EventsText(1, 4), reader.ReadToEnd(), "events 1-4");
+                }
+
+                True(clock.ElapsedMilliseconds >= 300, "waited the retry field: " + clock.ElapsedMilliseconds);
+                Equal("stream_resume:1:300", client.EventList, "the retry field's delay");
+                Equal("2", server.Arrivals[1].Header("last-event-id"), "resumed from 2");
+            }
+
+            // A non_replayable POST stream resumes with a last event id: the same body and headers again.
+            using (var server = new Server(Step.Sse(4, 2), Step.Sse(4)))
+            {
+                var client = new Client(server, FastPolicy());
+                var request = new HttpRequestMessage(HttpMethod.Post, server.Url + "/api/runs") { Content = new StringContent("{\"cmd\":\"build\"}") };
+                request.Headers.TryAddWithoutValidation("x-trace", "t1");
+                Result result = client.Send(request);
+                Equal(EventsText(1, 4), result.Body, "events 1-4");
+                Equal(2, server.Arrivals.Count, "arrivals");
+                Equal("{\"cmd\":\"build\"}", server.Arrivals[1].Body, "the body again");
+                Equal("t1", server.Arrivals[1].Header("x-trace"), "the headers again");
+                Equal("2", server.Arrivals[1].Header("last-event-id"), "resumed from 2");
+                Equal("status_not_retryable 2 status 200 False POST /runs runStream", client.FinishText, "finish");
+            }
+
+            // Progress resets the count: three drops each after one event are all resumed with max_retries 1.
+            var once = new RetryPolicy(maxRetries: 1, initialBackoffMs: 1, maxBackoffMs: 4, jitter: Jitter.None, budgetCapacity: 500);
+            using (var server = new Server(Step.Sse(4, 1), Step.Sse(4, 1), Step.Sse(4, 1), Step.Sse(4)))
+            {
+                var client = new Client(server, once);
+                Result result = client.Send(HttpMethod.Get, "/api/events");
+                Equal(EventsText(1, 4), result.Body, "events 1-4");
+                Equal(4, server.Arrivals.Count, "arrivals");
+                Equal("stream_resume:1:1,stream_resume:2:1,stream_resume:3:1", client.EventList, "each drop resumed from retries_used 0");
+                // The resumed response was decided with one retry used: at the limit, as decide says for any attempt.
+                Equal("exhausted 4 status 200 False GET /events streamEvents", client.FinishText, "finish");
+            }
+        }
+
+        private static void StreamResumesRefused()
+        {
+            // A non_replayable POST dropped before any event id: a resume would be a full replay. One arrival, the read fails.
+            using (var server = new Server(Step.Sse(4, 0, tail: "data: no id\n\n"), Step.Sse(4)))
+            {
+                var client = new Client(server, FastPolicy());
+                Result result = client.SendStream(new HttpRequestMessage(HttpMethod.Post, server.Url + "/api/runs") { Content = new StringContent("{}") });
+                Equal(200, result.Status, "committed");
+                True(result.Body == null && result.Error != null, "the read failed");
+                Equal(1, server.Arrivals.Count, "one arrival");
+                Equal("stream_not_resumable 1 status 200 False POST /runs runStream", client.FinishText, "finish");
+                Equal(string.Empty, client.EventList, "no event");
+            }
+
+            // Drops without progress stop after max_retries resumes.
+            using (var server = new Server(Step.Sse(5, 2), Step.Sse(5, 0)))
+            {
+                var client = new Client(server, FastPolicy());
+                Result result = client.SendStream(new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/events"));
+                True(result.Body == null && result.Error != null, "the read failed");
+                Equal(4, server.Arrivals.Count, "1 + 3 sends");
+                Equal("stream_resume:1:1,stream_resume:2:2,stream_resume:3:4", client.EventList, "resumes");
+                Equal("exhausted 4 status 200 False GET /events streamEvents", client.FinishText, "finish");
+                Equal("2", server.Arrivals[3].Header("last-event-id"), "the id kept across empty resumes");
+            }
+
+            // A resume answered 503: the caller's read fails with the status.
+            using (var server = new Server(Step.Sse(5, 2), Step.Status(503)))
+            {
+                var client = new Client(server, FastPolicy());
+                var request = new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/events");
+                using (var http = new HttpClient(client.Handler, false))
+                using (HttpResponseMessage response = http.SendAsync(request, HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult())
+                {
+                    Stream body = response.Content.ReadAsStreamAsync().GetAwaiter().GetResult();
+                    var buffer = new byte[65536];
+                    var text = new StringBuilder();
+                    Exception failed = null;
+                    try
+                    {
+                        int n;
+                        while ((n = body.Read(buffer, 0, buffer.Length)) > 0)
+                        {
+                            text.Append(Encoding.ASCII.GetString(buffer, 0, n));
+                        }
+                    }
+                    catch (Exception e)
+                    {
+                        failed = e;
+                    }
+
+                    Equal(EventsText(1, 2), text.ToString(), "the events before the drop");
+                    var ended = failed as RetryStreamException;
+                    True(ended != null && ended.StatusCode == 503, "a read error with the status: " + failed);
+                    True(failed is IOException, "an IOException");
+                    True(ReferenceEquals(client.Finish, failed.GetRetryFinish()), "the finish on the error");
+                }
+
+                Equal(2, server.Arrivals.Count, "arrivals");
+                Equal("stream_not_resumable 2 status 503 False GET /events streamEvents", client.FinishText, "finish");
+            }
+
+            // An event over 1 MiB: handed over as it comes, and the drop that follows is the caller's.
+            using (var server = new Server(Step.Sse(3, 1, tail: "data: " + new string('x', (1 << 20) + 100)), Step.Sse(3)))
+            {
+                var client = new Client(server, FastPolicy());
+                Result result = client.SendStream(new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/events"));
+                True(result.Body == null && result.Error != null, "the read failed");
+                Equal(1, server.Arrivals.Count, "not resumed");
+                Equal("status_not_retryable 1 status 200 False GET /events streamEvents", client.FinishText, "finish");
+            }
+        }
+
+        private static void StreamCommit()
+        {
+            // The attempt timeout ends at the commit: a stream slower than it is read whole, once.
+            foreach (string path in new[] { "/api/events", "/api/metrics" })
+            {
+                using (var server = new Server(Step.Sse(3, ms: 250)))
+                {
+                    var client = new Client(server, FastPolicy(), attemptTimeout: TimeSpan.FromMilliseconds(200));
+                    Result result = client.Send(HttpMethod.Get, path);
+                    Equal(EventsText(1, 3), result.Body, path + ": read whole");
+                    Equal(1, server.Arrivals.Count, path + ": one arrival");
+                    Equal(1, client.Finishes, path + ": one finish");
+                }
+            }
+
+            // Before the commit, a streaming GET is retried as any GET.
+            using (var server = new Server(Step.Status(503), Step.Sse(3)))
+            {
+                var client = new Client(server, FastPolicy());
+                Result result = client.Send(HttpMethod.Get, "/api/events");
+                Equal(EventsText(1, 3), result.Body, "events");
+                Equal("retryable_status:1:1", client.EventList, "retried before the commit");
+                Equal("status_not_retryable 2 status 200 False GET /events streamEvents", client.FinishText, "finish");
+            }
+
+            // The caller closing the body ends the stream: one finish, then.
+            using (var server = new Server(Step.Sse(5, ms: 200)))
+            {
+                var client = new Client(server, FastPolicy());
+                var request = new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/events");
+                using (var http = new HttpClient(client.Handler, false))
+                {
+                    HttpResponseMessage response = http.SendAsync(request, HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult();
+                    Stream body = response.Content.ReadAsStreamAsync().GetAwaiter().GetResult();
+                    var buffer = new byte[100];
+                    True(body.Read(buffer, 0, buffer.Length) > 0, "the first event");
+                    Equal(null, client.Finish, "not finished while open");
+                    response.Dispose();
+                    Equal("status_not_retryable 1 status 200 False GET /events streamEvents", client.FinishText, "finished when closed");
+                    response.Dispose();
+                    Equal(1, client.Finishes, "once");
+                }
+            }
+
+            // A streaming operation that is not resumable: the client's body, untouched; the finish at the commit.
+            using (var server = new Server(Step.Sse(5, 2), Step.Sse(5)))
+            {
+                var client = new Client(server, FastPolicy());
+                var request = new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/metrics");
+                using (var http = new HttpClient(client.Handler, false))
+                using (HttpResponseMessage response = http.SendAsync(request, HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult())
+                {
+                    Equal("status_not_retryable 1 status 200 False GET /metrics streamMetrics", client.FinishText, "the finish at the commit");
+                    Throws<Exception>(() => response.Content.ReadAsStringAsync().GetAwaiter().GetResult(), "the drop is the caller's");
+                }
+
+                Equal(1, server.Arrivals.Count, "one arrival");
+            }
+        }
+
         /// <summary>A body that never comes and ignores cancellation: a read ends only when the stream is disposed.</summary>
         private sealed class StuckStream : MemoryStream
         {
@@ -1642,6 +1867,31 @@ namespace Retrygen.Generated.Tests
 
                     return string.Join(" ", finish.Reason, finish.Attempts, finish.Outcome, finish.Status.HasValue ? finish.Status.Value.ToString() : "-", finish.TimedOut, finish.Method, finish.PathTemplate ?? "-", finish.OperationId ?? "-");
                 }
+            }
+
+            /// <summary>Sends a request whose body may fail while it is read: the body read apart from the call.</summary>
+            internal Result SendStream(HttpRequestMessage request)
+            {
+                events.Clear();
+                finish = null;
+                finishes = 0;
+                var result = new Result();
+                using (HttpResponseMessage response = client.SendAsync(request, HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult())
+                {
+                    result.Status = (int)response.StatusCode;
+                    try
+                    {
+                        result.Body = response.Content.ReadAsStringAsync().GetAwaiter().GetResult();
+                    }
+                    catch (Exception e)
+                    {
+                        result.Error = e;
+                    }
+
+                    result.FromResult = response.GetRetryFinish();
+                }
+
+                return result;
             }
 
             internal HttpResponseMessage SendSynchronously(HttpRequestMessage request, CancellationToken token)
@@ -1990,6 +2240,18 @@ namespace Retrygen.Generated.Tests
 
             internal static Step Close() => new Step("close", 0, 0, null);
 
+            /// <summary>
+            /// 200 <c>text/event-stream</c>, chunked: events <c>id: i</c>, <c>data: line i</c> from the request's
+            /// <c>Last-Event-ID</c> + 1 to <paramref name="events"/>, at most <paramref name="dropAfter"/> of them (all when
+            /// negative), <paramref name="ms"/> apart; then <paramref name="tail"/> and a reset when events remain, else the
+            /// last chunk. The first event starts with <c>retry: </c><paramref name="retryMs"/> when given.
+            /// </summary>
+            internal static Step Sse(int events, int dropAfter = -1, int? retryMs = null, int ms = 0, string tail = null) => new Step("sse", events, ms, null) { DropAfter = dropAfter, RetryMs = retryMs, Text = tail };
+
+            internal int DropAfter { get; private set; }
+
+            internal int? RetryMs { get; private set; }
+
             /// <summary>Reads the request head only (a body stays unread), counts the arrival, sends no 100 Continue and closes.</summary>
             internal static Step CloseAfterHead() => new Step("close_after_head", 0, 0, null);
 
@@ -2172,6 +2434,46 @@ namespace Retrygen.Generated.Tests
                 }
             }
 
+            /// <summary>The <see cref="Step.Sse"/> answer; <c>false</c> when it ended with a reset.</summary>
+            private static bool Sse(Stream stream, TcpClient connection, Step step, string lastEventId)
+            {
+                Write(stream, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
+                int first = lastEventId == null ? 1 : int.Parse(lastEventId) + 1;
+                int sent = 0;
+                for (int i = first; i <= step.StatusCode; i++)
+                {
+                    if (step.DropAfter >= 0 && sent == step.DropAfter)
+                    {
+                        if (step.Text != null)
+                        {
+                            // Time for the client to read the tail: a reset discards what it has not read yet.
+                            WriteChunk(stream, step.Text);
+                            Thread.Sleep(300);
+                        }
+
+                        connection.Client.LingerState = new LingerOption(true, 0);
+                        return false;
+                    }
+
+                    if (sent > 0 && step.Ms > 0)
+                    {
+                        Thread.Sleep(step.Ms);
+                    }
+
+                    string retry = sent == 0 && step.RetryMs.HasValue ? "retry: " + step.RetryMs.Value + "\n" : string.Empty;
+                    WriteChunk(stream, retry + "id: " + i + "\ndata: line " + i + "\n\n");
+                    sent++;
+                }
+
+                Write(stream, "0\r\n\r\n");
+                return true;
+            }
+
+            private static void WriteChunk(Stream stream, string text)
+            {
+                Write(stream, Convert.ToString(Encoding.ASCII.GetByteCount(text), 16) + "\r\n" + text + "\r\n");
+            }
+
             private static void Write(Stream stream, string text)
             {
                 byte[] bytes = Encoding.ASCII.GetBytes(text);
@@ -2262,6 +2564,16 @@ namespace Retrygen.Generated.Tests
                         {
                             string extra = step.Headers == null ? string.Empty : step.Headers + "\r\n";
                             Write(stream, "HTTP/1.1 " + step.StatusCode + " X\r\n" + extra + "Content-Length: " + step.Text.Length + "\r\n\r\n" + step.Text);
+                            continue;
+                        }
+
+                        if (step.Action == "sse")
+                        {
+                            if (!Sse(stream, connection, step, arrival.Header("last-event-id")))
+                            {
+                                break;
+                            }
+
                             continue;
                         }
 

@@ -42,6 +42,9 @@ namespace Retrygen.Generated
             rows.Add(new Operation("GET", "/gap//end", "/gap//end", "emptySegment", ReplayClass.Idempotent, null));
             rows.Add(new Operation("POST", "/oauth/token", "/oauth/token#refresh", "refreshToken", ReplayClass.NonReplayable, null));
             rows.Add(new Operation("POST", "/a.b/(c)+{d}", "/a.b/(c)+{d}", null, ReplayClass.NonReplayable, null));
+            rows.Add(new Operation("GET", "/events", "/events", "streamEvents", ReplayClass.Idempotent, null, streaming: true, resumable: true));
+            rows.Add(new Operation("POST", "/runs", "/runs", "runStream", ReplayClass.NonReplayable, null, streaming: true, resumable: true));
+            rows.Add(new Operation("GET", "/metrics", "/metrics", "streamMetrics", ReplayClass.Idempotent, null, streaming: true));
             return rows.ToArray();
         }
     }
