@@ -264,7 +264,13 @@ namespace Retrygen.Conformance
                 keyReusedStatuses: new int[0],
                 serverDirectiveHeaders: new string[0],
                 retryAfterOverCap: OverCapMode.Refuse,
-                unknownOperationClass: UnknownOperationClass.MethodDefault);
+                unknownOperationClass: UnknownOperationClass.MethodDefault,
+                throttlingStatuses: ContractThrottlingStatuses,
+                throttlingInitialBackoffMs: null,
+                budgetThrottlingCost: null,
+                stopProblemTypes: ContractStopProblemTypes,
+                retryProblemTypes: new string[0],
+                idempotencyKeyFormat: IdempotencyKeyFormat.Uuid);
             ReplayClass replayClass = Name<ReplayClass>(f[11], WireNames.TryParse);
             bool hasKey = Flag(f[12], "has_key");
             Outcome outcome = f[13] == "status"
@@ -418,11 +424,25 @@ namespace Retrygen.Conformance
             return list;
         }
 
+        /// <summary>
+        /// Contract v3's keys at the contract's defaults, for the v1 and v2 cases: a constructor's
+        /// defaults are the spec's values, and a spec's v3 keys (a throttling base, a preset) must
+        /// not reach the cases of the contracts that know none.
+        /// </summary>
+        private static readonly int[] ContractThrottlingStatuses = { 429 };
+
+        /// <summary>The contract's default <c>stop_problem_types</c> (docs/contract-v3.md, section 5).</summary>
+        private static readonly string[] ContractStopProblemTypes =
+        {
+            "https://iana.org/assignments/http-problem-types#quota-exceeded",
+            "https://iana.org/assignments/http-problem-types#abnormal-usage-detected",
+        };
+
         /// <summary>A retry budget sequence, run on one client's cell.</summary>
         private static void BudgetCase(string[] f, StringBuilder output)
         {
             ExpectFields(f, 7);
-            var policy = new RetryPolicy(budgetCapacity: Long(f[2]), budgetRetryCost: Long(f[3]), budgetTimeoutCost: Long(f[4]), budgetSuccessRefund: Long(f[5]));
+            var policy = new RetryPolicy(budgetCapacity: Long(f[2]), budgetRetryCost: Long(f[3]), budgetTimeoutCost: Long(f[4]), budgetSuccessRefund: Long(f[5]), budgetThrottlingCost: null);
             var cell = new RetryBudgetCell(policy);
             long initial = cell.Tokens;
             var results = new List<string>();
@@ -478,7 +498,13 @@ namespace Retrygen.Conformance
                 budgetCapacity: Long(f[at + 15]),
                 budgetRetryCost: Long(f[at + 16]),
                 budgetTimeoutCost: Long(f[at + 17]),
-                budgetSuccessRefund: Long(f[at + 18]));
+                budgetSuccessRefund: Long(f[at + 18]),
+                throttlingStatuses: ContractThrottlingStatuses,
+                throttlingInitialBackoffMs: null,
+                budgetThrottlingCost: null,
+                stopProblemTypes: ContractStopProblemTypes,
+                retryProblemTypes: new string[0],
+                idempotencyKeyFormat: IdempotencyKeyFormat.Uuid);
         }
 
         private static void Tables(StringBuilder output)
