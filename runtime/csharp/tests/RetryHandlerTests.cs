@@ -1585,6 +1585,17 @@ namespace Retrygen.Generated.Tests
                 Equal("status_not_retryable 2 status 200 False POST /runs runStream", client.FinishText, "finish");
             }
 
+            // The caller's own Last-Event-ID is where a drop before any event resumes from.
+            using (var server = new Server(Step.Sse(5, 0), Step.Sse(5)))
+            {
+                var client = new Client(server, FastPolicy());
+                var request = new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/events");
+                request.Headers.TryAddWithoutValidation("Last-Event-ID", "2");
+                Equal(EventsText(3, 5), client.Send(request).Body, "events 3-5");
+                Equal("2", server.Arrivals[1].Header("last-event-id"), "resumed from the caller's id");
+                Equal(1, server.Arrivals[1].Count("last-event-id"), "one field");
+            }
+
             // Progress resets the count: three drops each after one event are all resumed with max_retries 1.
             var once = new RetryPolicy(maxRetries: 1, initialBackoffMs: 1, maxBackoffMs: 4, jitter: Jitter.None, budgetCapacity: 500);
             using (var server = new Server(Step.Sse(4, 1), Step.Sse(4, 1), Step.Sse(4, 1), Step.Sse(4)))
