@@ -564,7 +564,7 @@ func (t *roundTripper) roundTrip(req *http.Request) (*http.Response, error) {
 		// attempt header, no body read.
 		r.foreign, r.readBody = true, 0
 		r.prepareBody(t.next)
-		return t.finish(&r, 1, ReasonForeignOrigin, t.send(&r, req.Body, 0))
+		return t.finish(&r, 1, ReasonForeignOrigin, t.send(&r, req.Body))
 	}
 	var err error
 	r.classification, err = t.classifier.Classify(r.method, req.URL.EscapedPath())
@@ -583,7 +583,7 @@ func (t *roundTripper) roundTrip(req *http.Request) (*http.Response, error) {
 		released    int64
 	)
 	for {
-		a := t.readProblem(&r, t.send(&r, body, retriesUsed))
+		a := t.readProblem(&r, t.send(&r, body))
 		decision := t.decide(&r, a, retriesUsed, previous)
 		if !decision.Retry && a.read {
 			// [P6] The response is the one to return: its body is read here, and a read that
@@ -597,7 +597,12 @@ func (t *roundTripper) roundTrip(req *http.Request) (*http.Response, error) {
 			if a.failure == "" && a.resp.StatusCode < 400 {
 				t.recordSuccess(released)
 			}
-			return t.finish(&r, retriesUsed+1, decision.Reason, a)
+			if a.failure == "" && r.classification.Operation.Resumable && isEventStream(a.resp) {
+				// [X2-X4] Committed: the caller reads the stream through the scanner, and a
+				// drop is resumed; the finish comes when the stream ends for the caller.
+				return t.stream(&r, a, decision, previous), nil
+			}
+			return t.finish(&r, r.sent, decision.Reason, a)
 		}
 		if !r.bodyless {
 			next, err := req.GetBody()
@@ -608,12 +613,12 @@ func (t *roundTripper) roundTrip(req *http.Request) (*http.Response, error) {
 				if a.read {
 					a = t.bufferBody(&r, a)
 				}
-				return t.finish(&r, retriesUsed+1, ReasonBodyNotReplayable, a)
+				return t.finish(&r, r.sent, ReasonBodyNotReplayable, a)
 			}
 			body = next
 		}
 		if t.onRetry != nil {
-			t.callOnRetry(&r, a, body, retriesUsed, decision)
+			t.callOnRetry(&r, a, body, decision)
 		}
 		if a.resp != nil {
 			discard(a.resp.Body)
@@ -623,7 +628,7 @@ func (t *roundTripper) roundTrip(req *http.Request) (*http.Response, error) {
 			closeBody(body)
 			r.slept += min(time.Since(asleep), decision.Delay()).Milliseconds()
 			aborted := attempt{err: err, failure: FailureAborted}
-			return t.finish(&r, retriesUsed+1, ReasonAborted, aborted)
+			return t.finish(&r, r.sent, ReasonAborted, aborted)
 		}
 		r.slept += decision.DelayMs
 		released = t.retryCost(a, decision)
@@ -746,7 +751,7 @@ func onlyHTTP1(next http.RoundTripper, req *http.Request) bool {
 // request ends there: the attempt's response and the next body are released, the finish
 // event is reported (attempts as sent, the decision's reason), no attempt follows and the
 // panic goes on up (docs/adapters.md, callbacks that throw). The budget stays as decided.
-func (t *roundTripper) callOnRetry(r *request, a attempt, body io.ReadCloser, retriesUsed int64, decision Decision) {
+func (t *roundTripper) callOnRetry(r *request, a attempt, body io.ReadCloser, decision Decision) {
 	returned := false
 	defer func() {
 		if returned {
@@ -759,9 +764,10 @@ func (t *roundTripper) callOnRetry(r *request, a attempt, body io.ReadCloser, re
 			// The body GetBody gave for the retry that will not be sent.
 			closeBody(body)
 		}
-		t.report(r, retriesUsed+1, decision.Reason, a)
+		t.report(r, r.sent, decision.Reason, a)
 	}()
-	event := NewRetryEvent(r.classification, r.method, retriesUsed, decision)
+	// The retry's number counts every retry of the request, a stream's resumes too.
+	event := NewRetryEvent(r.classification, r.method, r.sent-1, decision)
 	// [P4] What the attempt that is retried gave, and how long it took.
 	event.Failure, event.AttemptDurationMs = a.failure, a.duration.Milliseconds()
 	if a.resp != nil {
@@ -772,8 +778,10 @@ func (t *roundTripper) callOnRetry(r *request, a attempt, body io.ReadCloser, re
 }
 
 // send sends one attempt with body (the caller's, or one from GetBody) and maps its result.
-// earlier is the number of attempts sent before this one.
-func (t *roundTripper) send(r *request, body io.ReadCloser, earlier int64) attempt {
+func (t *roundTripper) send(r *request, body io.ReadCloser) attempt {
+	// The attempts sent before this one, resumes of a stream included (P3, X4).
+	earlier := r.sent
+	r.sent++
 	// [P2] The attempt's number, for the RoundTrippers below (AttemptFromContext).
 	var ctx context.Context = &attemptContext{Context: r.ctx, number: attemptNumber(earlier + 1)}
 	var (
@@ -1455,4 +1463,381 @@ func newIdempotencyKey() (string, error) {
 		j += 2
 	}
 	return string(s[:]), nil
+}
+
+// isEventStream reports whether resp is a 2xx text/event-stream response with a body: a stream
+// the adapter resumes (contract v3, A4).
+func isEventStream(resp *http.Response) bool {
+	if resp.StatusCode < 200 || resp.StatusCode > 299 || resp.Body == nil || resp.Body == http.NoBody {
+		return false
+	}
+	media, _, _ := strings.Cut(firstValue(resp.Header["Content-Type"]), ";")
+	return strings.EqualFold(strings.TrimSpace(media), "text/event-stream")
+}
+
+// maxPartialEvent is the most bytes of an event not yet complete that a stream's body holds
+// (contract v3, X2): a larger event ends resumability for the call.
+const maxPartialEvent = 1 << 20
+
+// StreamStatusError is the read error of a resumable event stream whose resume was answered
+// with something else than a 2xx text/event-stream response (contract v3, X3): the stream
+// ends there for the caller, and StatusCode says why.
+type StreamStatusError struct {
+	// StatusCode and Status are the answer's, as http.Response has them.
+	StatusCode int
+	Status     string
+}
+
+func (e *StreamStatusError) Error() string {
+	return "retrypolicy: the event stream's resume was answered " + e.Status
+}
+
+// streamBody is the body of a committed resumable event stream (contract v3, X2-X4): it passes
+// the server's bytes through an EventStreamScanner and hands the caller complete events only,
+// so that on a drop it can ask Decide and resume with Last-Event-ID where the caller stopped.
+// The finish event is reported when the stream ends for the caller.
+type streamBody struct {
+	t *roundTripper
+	r *request
+	// cancel ends r.ctx, the context of the resumes, when the caller closes the body: a resume
+	// being sent or slept for ends with it.
+	cancel context.CancelCauseFunc
+
+	// mu guards cur, closed and reading, which Close reads from another goroutine.
+	mu      sync.Mutex
+	cur     io.ReadCloser
+	closed  bool
+	reading bool
+
+	// resp is the last committed response (the finish event's status); reason the last
+	// decision's.
+	resp   *http.Response
+	reason Reason
+	// retries counts the retries since the last response that delivered an event (A7);
+	// previous is the delay slept before the current response; cost what its retry took.
+	retries, previous, cost int64
+
+	scan *EventStreamScanner
+	// base is the length of the scanner's seed (the last event id and retry carried over to a
+	// resumed response's scanner); released counts the response's bytes handed over.
+	base, released int64
+	// held is the current event, not yet complete; ready what the caller has yet to read.
+	held, ready []byte
+	// progress reports that the current response delivered a complete event.
+	progress bool
+	// passThrough: an event over maxPartialEvent ended resumability; bytes pass as they come.
+	passThrough bool
+	// bom counts the bytes of a byte order mark matched at the start of a resumed response,
+	// -1 once its start is past: the caller reads one stream, with one mark at most.
+	bom int
+	// dropped is a read error that came with bytes still to hand over.
+	dropped error
+	// err ends every Read once the stream ended for the caller.
+	err error
+	buf []byte
+
+	once  sync.Once
+	event atomic.Pointer[FinishEvent]
+}
+
+// stream returns the committed response a, whose body resumes the stream after a drop.
+func (t *roundTripper) stream(caller *request, a attempt, d Decision, previous int64) *http.Response {
+	// A copy of the request's state, which the body keeps: the RoundTrip's own stays on its
+	// stack.
+	r := new(request)
+	*r = *caller
+	b := &streamBody{t: t, r: r, cur: a.resp.Body, resp: a.resp, reason: d.Reason, previous: previous, scan: new(EventStreamScanner), bom: -1, buf: make([]byte, 32<<10)}
+	// [P5] The finish event is on the response once the stream ended (FinishOf).
+	a.resp.Request = r.caller.WithContext(&streamFinishContext{Context: r.ctx, body: b})
+	r.ctx, b.cancel = context.WithCancelCause(r.ctx)
+	a.resp.Body = b
+	return a.resp
+}
+
+// streamFinishContext is the context of the request a stream's response names: the caller's,
+// and the finish event once the stream ended.
+type streamFinishContext struct {
+	context.Context
+	body *streamBody
+}
+
+func (c *streamFinishContext) Value(key any) any {
+	if key == (finishKey{}) {
+		if event := c.body.event.Load(); event != nil {
+			return event
+		}
+		return nil
+	}
+	return c.Context.Value(key)
+}
+
+// errStreamClosed is the cause of the resumes' context when the caller closes the body.
+var errStreamClosed = errors.New("retrypolicy: the event stream's body was closed")
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	if b.closed && b.err == nil {
+		b.err = errStreamClosed
+	}
+	b.reading = true
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.reading = false
+		closed := b.closed
+		b.mu.Unlock()
+		if closed {
+			// Close came while this Read was under way: the finish is reported here.
+			b.finish()
+		}
+	}()
+	for len(b.ready) == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		b.fill()
+	}
+	n := copy(p, b.ready)
+	b.ready = b.ready[n:]
+	return n, nil
+}
+
+// fill reads the current response once and hands over what completed; on the end or a drop it
+// ends the stream or resumes it.
+func (b *streamBody) fill() {
+	err := b.dropped
+	if err == nil {
+		var n int
+		n, err = b.cur.Read(b.buf)
+		b.take(b.buf[:n])
+		if err != nil && err != io.EOF && len(b.ready) > 0 {
+			// The complete events first; the drop on the next Read.
+			b.dropped = err
+			return
+		}
+	}
+	b.dropped = nil
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	switch {
+	case err == nil:
+	case err == io.EOF:
+		// [A4] The body's clean end is the stream's: an unfinished event is the caller's.
+		b.ready = append(b.ready, b.held...)
+		b.held = nil
+		b.end(io.EOF)
+	case closed:
+		b.end(errStreamClosed)
+	case b.passThrough || b.r.ctx.Err() != nil:
+		// Not resumable any more, or the caller's context ended: the client's error.
+		b.end(err)
+	default:
+		if err := b.resume(err); err != nil {
+			b.end(err)
+		}
+	}
+}
+
+// take follows data, the current response's next bytes, and hands over the complete events.
+func (b *streamBody) take(data []byte) {
+	if b.passThrough {
+		b.ready = append(b.ready, data...)
+		return
+	}
+	for b.bom >= 0 && len(data) > 0 {
+		if data[0] == byteOrderMark[b.bom] {
+			data = data[1:]
+			if b.bom++; b.bom == len(byteOrderMark) {
+				b.bom = -1
+			}
+			continue
+		}
+		// Not a mark after all: the bytes matched are the stream's.
+		data = append([]byte(byteOrderMark[:b.bom]), data...)
+		b.bom = -1
+	}
+	_, _ = b.scan.Write(data)
+	b.held = append(b.held, data...)
+	if complete := b.scan.CompleteBytes() - b.base; complete > b.released {
+		// [X2] Complete events, up to the blank line that dispatched the last one.
+		k := complete - b.released
+		b.ready = append(b.ready, b.held[:k]...)
+		b.held = append(b.held[:0], b.held[k:]...)
+		b.released, b.progress = complete, true
+	}
+	if len(b.held) > maxPartialEvent {
+		// [X2] An event too large to hold: resumability ends for the call.
+		b.passThrough = true
+		b.ready = append(b.ready, b.held...)
+		b.held = nil
+	}
+}
+
+// resume decides a drop (contract v3, X3) and, when granted, sends the request again with
+// Last-Event-ID until a 2xx event stream answers, which becomes the current response (nil), or
+// the decisions stop: the error that ends the stream for the caller.
+func (b *streamBody) resume(drop error) error {
+	t, r := b.t, b.r
+	_ = b.cur.Close()
+	// [A5] The bytes of an event the drop cut are discarded.
+	b.held = nil
+	if b.progress {
+		// [A7] A response that delivered an event resets the count.
+		b.retries = 0
+	}
+	id := b.scan.LastEventID()
+	retry, hasRetry := b.scan.Retry()
+	a := attempt{err: drop, failure: FailureDropped, hasLastEventID: id != "", streamRetry: retry}
+	d := t.decide(r, a, b.retries, b.previous)
+	b.reason, r.serverDelay = d.Reason, d.ServerDelayMs
+	if !d.Retry {
+		// Refused: the caller's read fails with the client's error, as in v2.
+		return drop
+	}
+	r.header = withLastEventID(r.header, id)
+	lastErr := drop
+	for {
+		var body io.ReadCloser
+		if !r.bodyless {
+			next, err := r.caller.GetBody()
+			if err != nil || next == nil {
+				t.refund(a, d)
+				b.reason = ReasonBodyNotReplayable
+				return lastErr
+			}
+			body = next
+		}
+		if t.onRetry != nil {
+			b.callOnRetry(a, body, d)
+		}
+		if a.resp != nil {
+			discard(a.resp.Body)
+		}
+		asleep := time.Now()
+		if err := sleep(r.ctx, d.Delay()); err != nil {
+			// The caller's context ended, or the caller closed the body.
+			closeBody(body)
+			r.slept += min(time.Since(asleep), d.Delay()).Milliseconds()
+			b.reason = ReasonAborted
+			return err
+		}
+		r.slept += d.DelayMs
+		b.cost, b.previous = t.retryCost(a, d), d.DelayMs
+		b.retries++
+		a = t.readProblem(r, t.send(r, body))
+		d = t.decide(r, a, b.retries, b.previous)
+		b.reason, r.serverDelay = d.Reason, d.ServerDelayMs
+		if d.Retry {
+			if a.failure != "" {
+				lastErr = a.err
+			}
+			continue
+		}
+		if a.failure != "" {
+			return a.err
+		}
+		if !isEventStream(a.resp) {
+			// [X3] Any other answer ends the stream for the caller, with its status.
+			discard(a.resp.Body)
+			return &StreamStatusError{StatusCode: a.resp.StatusCode, Status: a.resp.Status}
+		}
+		t.recordSuccess(b.cost)
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			discard(a.resp.Body)
+			return errStreamClosed
+		}
+		b.cur = a.resp.Body
+		b.mu.Unlock()
+		b.resp = a.resp
+		b.scan, b.base = seededScanner(id, retry, hasRetry)
+		b.released, b.progress, b.bom = 0, false, 0
+		return nil
+	}
+}
+
+// callOnRetry is the RoundTripper's, for a resume: when the callback panics, the finish event
+// it reported is the stream's.
+func (b *streamBody) callOnRetry(a attempt, body io.ReadCloser, d Decision) {
+	returned := false
+	defer func() {
+		if !returned {
+			b.once.Do(func() {})
+		}
+	}()
+	b.t.callOnRetry(b.r, a, body, d)
+	returned = true
+}
+
+// seededScanner is a scanner for a resumed response that starts with the stream's last event
+// id and retry (the HTML standard keeps both across reconnections), and the length of that
+// seed.
+func seededScanner(id, retry string, hasRetry bool) (*EventStreamScanner, int64) {
+	// The id line that set id held no line break, so it can be written again as one.
+	seed := "id: " + id + "\n"
+	if hasRetry {
+		seed += "retry: " + retry + "\n"
+	}
+	s := new(EventStreamScanner)
+	_, _ = s.Write([]byte(seed + "\n"))
+	return s, s.CompleteBytes()
+}
+
+// withLastEventID is a copy of header with Last-Event-ID set to id, or left out when id is
+// empty (contract v3, A6).
+func withLastEventID(header http.Header, id string) http.Header {
+	clone := cloneHeader(header)
+	for name := range clone {
+		if equalFoldASCII(name, "Last-Event-ID") {
+			delete(clone, name)
+		}
+	}
+	if id != "" {
+		clone["Last-Event-Id"] = []string{id}
+	}
+	return clone
+}
+
+// end ends the stream for the caller with err and reports the finish event.
+func (b *streamBody) end(err error) {
+	b.err = err
+	b.mu.Lock()
+	cur := b.cur
+	b.mu.Unlock()
+	_ = cur.Close()
+	b.finish()
+}
+
+// finish reports the stream's finish event once (X4): attempts counts every send, resumes
+// included.
+func (b *streamBody) finish() {
+	b.once.Do(func() {
+		b.cancel(nil)
+		event := finishEvent(b.r, b.r.sent, b.reason, attempt{resp: b.resp})
+		b.event.Store(&event)
+		if b.t.onFinish != nil {
+			b.t.onFinish(b.r.caller, event)
+		}
+	})
+}
+
+// Close ends the stream for the caller: a resume under way stops, and the finish event is
+// reported (by the Read under way, if any).
+func (b *streamBody) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	reading, cur := b.reading, b.cur
+	b.mu.Unlock()
+	b.cancel(errStreamClosed)
+	err := cur.Close()
+	if !reading {
+		b.finish()
+	}
+	return err
 }
