@@ -33,6 +33,7 @@ import retrygen.generated.RetryInterceptor
 import retrygen.generated.RetryOverrides
 import retrygen.generated.RetryPolicy
 import retrygen.generated.RetryRuntime
+import retrygen.generated.StreamResumeException
 import java.io.BufferedInputStream
 import java.io.ByteArrayOutputStream
 import java.io.DataInputStream
@@ -100,6 +101,9 @@ private val table: OperationTable =
             op("POST", "/items", "createItem", ReplayClass.NON_REPLAYABLE),
             op("POST", "/items/{id}/snapshots", "snapshotItem", ReplayClass.KEYED, "Idempotency-Key"),
             op("POST", "/items/{id}/exec", "execItem", ReplayClass.NO_RETRY),
+            Operation("GET", "/items/{id}/events", "/items/{id}/events", "itemEvents", ReplayClass.IDEMPOTENT, null, true, true),
+            Operation("POST", "/items/{id}/runs", "/items/{id}/runs", "runItem", ReplayClass.NON_REPLAYABLE, null, true, true),
+            Operation("GET", "/items/{id}/metrics", "/items/{id}/metrics", "itemMetrics", ReplayClass.IDEMPOTENT, null, true, false),
         ),
     )
 
@@ -136,6 +140,9 @@ private class Step(
     val action: String? = null,
     val ms: Long = 0,
     val body: String = "ok",
+    // An event stream: these chunks (each after [ms]), then the end, or a reset when [drop].
+    val sse: List<String>? = null,
+    val drop: Boolean = false,
 )
 
 /**
@@ -207,6 +214,13 @@ private class TestServer(
                     Thread.sleep(step.ms)
                 }
             }
+            if (step.sse != null) {
+                serveStream(socket, output, step)
+                if (step.drop) {
+                    return
+                }
+                continue
+            }
             val reply = StringBuilder("HTTP/1.1 ${step.status} X\r\n")
             step.headers.forEach { (name, value) -> reply.append("$name: $value\r\n") }
             reply.append("Content-Length: ${step.body.toByteArray().size}\r\n\r\n")
@@ -223,6 +237,38 @@ private class TestServer(
                 return
             }
         }
+    }
+
+    /** A chunked `text/event-stream` response of [step]'s chunks; a drop resets the connection. */
+    private fun serveStream(
+        socket: Socket,
+        output: OutputStream,
+        step: Step,
+    ) {
+        val head = StringBuilder("HTTP/1.1 ${step.status} X\r\n")
+        val headers = mapOf("Content-Type" to "text/event-stream") + step.headers
+        headers.forEach { (name, value) -> head.append("$name: $value\r\n") }
+        head.append("Transfer-Encoding: chunked\r\n\r\n")
+        output.write(head.toString().toByteArray())
+        output.flush()
+        for (chunk in step.sse.orEmpty()) {
+            if (step.ms > 0) {
+                Thread.sleep(step.ms)
+            }
+            val bytes = chunk.toByteArray()
+            output.write("${Integer.toHexString(bytes.size)}\r\n".toByteArray())
+            output.write(bytes)
+            output.write("\r\n".toByteArray())
+            output.flush()
+        }
+        if (step.drop) {
+            // Time for the client to read what was sent: a reset discards what it has not read.
+            Thread.sleep(DROP_PAUSE_MS)
+            socket.setSoLinger(true, 0)
+            return
+        }
+        output.write("0\r\n\r\n".toByteArray())
+        output.flush()
     }
 
     private fun readHead(input: InputStream): String? {
@@ -292,6 +338,8 @@ private class TestServer(
         listener.close()
     }
 }
+
+private const val DROP_PAUSE_MS: Long = 150
 
 private fun daemon(body: () -> Unit) {
     val thread = Thread(body)
@@ -1613,6 +1661,227 @@ private fun setupTests() {
     expect("finish reason names", DecisionReason.ABORTED.wireName, "aborted")
 }
 
+/** What a streamed call gave: the finish before and after the body, the body or its read error. */
+private class Streamed {
+    val run: Run = Run()
+    var finishBeforeBody: RetryFinish? = null
+    var finishAfterBody: RetryFinish? = null
+    var bodyError: IOException? = null
+}
+
+/** Reads [response]'s whole body as text into [streamed]. */
+private fun readAll(
+    response: Response,
+    streamed: Streamed,
+) {
+    val body: ResponseBody? = response.body
+    try {
+        streamed.run.body = body?.string()
+    } catch (e: IOException) {
+        streamed.bodyError = e
+    }
+}
+
+/** One streamed request through a fresh client with the interceptor installed; [read] reads the body. */
+private fun streamExchange(
+    script: List<Step>,
+    method: String,
+    path: String,
+    body: RequestBody? = null,
+    headers: Map<String, String> = emptyMap(),
+    attemptTimeout: Duration? = null,
+    withPolicy: RetryPolicy = policy,
+    read: (Response, Streamed) -> Unit = ::readAll,
+    check: (Streamed, TestServer) -> Unit,
+) {
+    TestServer(script).use { server ->
+        val streamed = Streamed()
+        val run = streamed.run
+        val retries = interceptor(run, "${server.url}/v1", attemptTimeout = attemptTimeout, withPolicy = withPolicy)
+        val client = retries.install(OkHttpClient.Builder()).build()
+        val request = Request.Builder().url("${server.url}/v1$path").method(method, body)
+        headers.forEach { (name, value) -> request.header(name, value) }
+        val started = System.nanoTime()
+        try {
+            val response = client.newCall(request.build()).execute()
+            run.status = response.code
+            streamed.finishBeforeBody = RetryInterceptor.finishOf(response)
+            response.use { read(it, streamed) }
+            streamed.finishAfterBody = RetryInterceptor.finishOf(response)
+        } catch (e: IOException) {
+            run.error = e
+        }
+        run.elapsedMs = (System.nanoTime() - started) / 1_000_000
+        check(streamed, server)
+        client.connectionPool.evictAll()
+    }
+}
+
+/** [contract v3 X4] a resumable stream's one finish, reported when the stream ended for the caller. */
+private fun expectStreamFinish(
+    what: String,
+    streamed: Streamed,
+    attempts: Int,
+    reason: String,
+    outcome: String,
+    status: Int? = 200,
+) {
+    val run = streamed.run
+    expect("$what: one finish event", run.finishes.size, 1)
+    val finish = run.finish ?: return
+    expect("$what: attempts", finish.attempts, attempts)
+    expect("$what: reason", finish.reason, reason)
+    expect("$what: outcome", finish.outcome, outcome)
+    expect("$what: status", finish.status, status)
+    expect("$what: no finish before the stream ended", streamed.finishBeforeBody, null)
+    expect("$what: finish on the response after the stream", streamed.finishAfterBody, finish)
+    expect("$what: the call returned the response", run.error, null)
+}
+
+private fun event(
+    id: Int,
+    data: String = "line $id",
+): String = "id: $id\ndata: $data\n\n"
+
+/** Contract v3 X1-X4: committed streams, complete events, resumes with Last-Event-ID. */
+private fun streamTests() {
+    // [X2, X3] A drop after two events and a partial third: the caller gets complete events only,
+    // the resume carries Last-Event-ID 2, and the caller reads one continuous stream.
+    val dropped = Step(sse = listOf(event(1), event(2), "id: 3\ndata: par"), drop = true)
+    val rest = Step(sse = listOf(event(3), event(4)))
+    streamExchange(listOf(dropped, rest), "GET", "/items/7/events") { streamed, server ->
+        expect("resumed GET: arrivals", server.arrivals.size, 2)
+        expect("resumed GET: Last-Event-ID", server.arrivals.map { it.headers["last-event-id"] }, listOf(null, "2"))
+        expect("resumed GET: body", streamed.run.body, event(1) + event(2) + event(3) + event(4))
+        expect("resumed GET: events", streamed.run.eventPairs(), listOf("stream_resume" to 1L))
+        expect("resumed GET: the event's failure", streamed.run.events.map { it.failure }, listOf<String?>("dropped"))
+        expectStreamFinish("resumed GET", streamed, 2, "status_not_retryable", "status")
+    }
+    // A non-replayable POST resumes with an id (its server declared it continues the stream).
+    val post = listOf(Step(sse = listOf(event(1), event(2)), drop = true), Step(sse = listOf(event(3))))
+    streamExchange(post, "POST", "/items/7/runs", json("{\"cmd\":1}")) { streamed, server ->
+        expect("resumed POST: arrivals", server.arrivals.size, 2)
+        expect("resumed POST: the same body", server.arrivals.map { it.body }, listOf("{\"cmd\":1}", "{\"cmd\":1}"))
+        expect("resumed POST: Last-Event-ID", server.arrivals.map { it.headers["last-event-id"] }, listOf(null, "2"))
+        expect("resumed POST: body", streamed.run.body, event(1) + event(2) + event(3))
+        expectStreamFinish("resumed POST", streamed, 2, "status_not_retryable", "status")
+    }
+    // ... but never without one: that would replay it whole.
+    val noIds = listOf(Step(sse = listOf("data: a\n\n"), drop = true), Step(sse = listOf("data: b\n\n")))
+    streamExchange(noIds, "POST", "/items/7/runs", json("{}")) { streamed, server ->
+        expect("POST without ids: once", server.arrivals.size, 1)
+        expectTrue("POST without ids: the caller's read fails, got ${streamed.bodyError}", streamed.bodyError != null)
+        expect("POST without ids: no event", streamed.run.events.size, 0)
+        expectStreamFinish("POST without ids", streamed, 1, "stream_not_resumable", "dropped")
+        expect("POST without ids: the finish on the error", streamed.bodyError?.let(RetryInterceptor::finishOf), streamed.run.finish)
+    }
+    // The caller's own Last-Event-ID is where the stream starts.
+    streamExchange(noIds, "POST", "/items/7/runs", json("{}"), mapOf("Last-Event-ID" to "7")) { streamed, server ->
+        expect("caller's Last-Event-ID: arrivals", server.arrivals.size, 2)
+        expect("caller's Last-Event-ID: kept", server.arrivals.map { it.headers["last-event-id"] }, listOf("7", "7"))
+        expect("caller's Last-Event-ID: body", streamed.run.body, "data: a\n\ndata: b\n\n")
+    }
+    // [S9] The stream's retry field is the resume's delay.
+    val retryField = listOf(Step(sse = listOf("retry: 300\n" + event(1)), drop = true), Step(sse = listOf(event(2))))
+    streamExchange(retryField, "GET", "/items/7/events") { streamed, server ->
+        expect("retry field: arrivals", server.arrivals.size, 2)
+        expect("retry field: events", streamed.run.eventPairs(), listOf("stream_resume" to 300L))
+        expectTrue("retry field: waited, ${streamed.run.elapsedMs} ms", streamed.run.elapsedMs >= 300)
+        expect("retry field: body", streamed.run.body, "retry: 300\n" + event(1) + event(2))
+        expect("retry field: slept", streamed.run.finish?.totalDelayMs, 300L)
+    }
+    // [A7] Drops without progress stop after maxRetries resumes; progress counts them again.
+    val stuck = listOf(Step(sse = listOf("id: 1\ndata: never ends"), drop = true))
+    streamExchange(stuck, "GET", "/items/7/events") { streamed, server ->
+        expect("no progress: arrivals", server.arrivals.size, 4)
+        expect("no progress: events", streamed.run.eventPairs(), List(3) { "stream_resume" to (1L shl it) })
+        expect("no progress: nothing complete", streamed.bodyError != null, true)
+        expectStreamFinish("no progress", streamed, 4, "exhausted", "dropped")
+    }
+    val progress = (1..5).map { Step(sse = listOf(event(it)), drop = true) } + Step(sse = listOf(event(6)))
+    val unbudgeted = policy.newBuilder().budgetCapacity(0).build()
+    streamExchange(progress, "GET", "/items/7/events", withPolicy = unbudgeted) { streamed, server ->
+        expect("progress: arrivals", server.arrivals.size, 6)
+        expect("progress: Last-Event-ID", server.arrivals.map { it.headers["last-event-id"] }, listOf(null, "1", "2", "3", "4", "5"))
+        expect("progress: every delay the first", streamed.run.eventPairs(), List(5) { "stream_resume" to 1L })
+        expect("progress: body", streamed.run.body, (1..6).joinToString("") { event(it) })
+        expectStreamFinish("progress", streamed, 6, "status_not_retryable", "status")
+    }
+    // [A6] A resume answered with anything but a 2xx event stream ends the caller's stream with it.
+    streamExchange(listOf(dropped, Step(503)), "GET", "/items/7/events") { streamed, server ->
+        expect("resume 503: arrivals", server.arrivals.size, 2)
+        expect("resume 503: the status on the read error", (streamed.bodyError as? StreamResumeException)?.status, 503)
+        expectStreamFinish("resume 503", streamed, 2, "stream_not_resumable", "status", 503)
+    }
+    // [X2] An event over 1 MiB ends resumability: a later drop is the caller's, as in v2.
+    val huge = "data: " + "x".repeat(1_200_000) + "\n\n"
+    streamExchange(listOf(Step(sse = listOf(event(1), huge, "id: 3\n"), drop = true), rest), "GET", "/items/7/events") { streamed, server ->
+        expect("huge event: once", server.arrivals.size, 1)
+        expectTrue("huge event: the caller's read fails", streamed.bodyError != null)
+        expectStreamFinish("huge event", streamed, 1, "stream_not_resumable", "dropped")
+    }
+    // [X1] The attempt timeout ends at the commit: pauses longer than it do not cut the stream.
+    val slow = listOf(Step(sse = listOf(event(1), event(2), event(3)), ms = 400))
+    for (path in listOf("/items/7/events", "/items/7/metrics")) {
+        streamExchange(slow, "GET", path, attemptTimeout = Duration.ofMillis(150)) { streamed, server ->
+            expect("slow stream $path: arrivals", server.arrivals.size, 1)
+            expect("slow stream $path: body", streamed.run.body, event(1) + event(2) + event(3))
+            expect("slow stream $path: events", streamed.run.events.size, 0)
+        }
+    }
+    // ... while it still ends an attempt whose head is late: retried before the commit.
+    streamExchange(
+        listOf(Step(action = "stall", ms = 600), Step(sse = listOf(event(1)))),
+        "GET",
+        "/items/7/events",
+        attemptTimeout = Duration.ofMillis(150),
+    ) {
+        streamed,
+        server,
+        ->
+        expect("late head: arrivals", server.arrivals.size, 2)
+        expect("late head: events", streamed.run.eventPairs(), listOf("transport_failure" to 1L))
+        expect("late head: body", streamed.run.body, event(1))
+    }
+    // [X4] A stream that is not resumable: the body untouched, the finish at the commit.
+    streamExchange(
+        listOf(Step(sse = listOf(event(1), "id: 2\ndata: par"), drop = true), rest),
+        "GET",
+        "/items/7/metrics",
+    ) { streamed, server ->
+        val run = streamed.run
+        expect("not resumable: once", server.arrivals.size, 1)
+        expectTrue("not resumable: the caller's read fails", streamed.bodyError != null)
+        expect("not resumable: one finish", run.finishes.size, 1)
+        expect("not resumable: finish at the commit", streamed.finishBeforeBody, run.finish)
+        expect("not resumable: reason", run.finish?.reason, "status_not_retryable")
+    }
+    // [X4] The caller closing the body ends the stream: its finish then.
+    val open = listOf(Step(sse = listOf(event(1), event(2)), ms = 100))
+    val readOne: (Response, Streamed) -> Unit = { response, streamed ->
+        val body: ResponseBody? = response.body
+        val source = body?.source()
+        streamed.run.body = source?.readUtf8Line()
+        expect("closed by the caller: no finish while open", streamed.run.finishes.size, 0)
+    }
+    streamExchange(open, "GET", "/items/7/events", read = readOne) { streamed, server ->
+        expect("closed by the caller: arrivals", server.arrivals.size, 1)
+        expect("closed by the caller: first line", streamed.run.body, "id: 1")
+        expectStreamFinish("closed by the caller", streamed, 1, "status_not_retryable", "status")
+    }
+    // A byte order mark starts the caller's stream; a resumed response's is dropped.
+    val bom = "\uFEFF"
+    // Read as bytes: OkHttp's string() would skip a leading mark itself.
+    val bytes: (Response, Streamed) -> Unit = { response, streamed ->
+        val body: ResponseBody? = response.body
+        streamed.run.body = body?.bytes()?.toString(Charsets.UTF_8)
+    }
+    val marked = listOf(Step(sse = listOf(bom + event(1)), drop = true), Step(sse = listOf(bom + event(2))))
+    streamExchange(marked, "GET", "/items/7/events", read = bytes) { streamed, _ ->
+        expect("byte order marks: body", streamed.run.body, bom + event(1) + event(2))
+    }
+}
+
 private const val QUOTA = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 
 /** Contract v3 X5-X8: preconditions, problem types, the key's format, the server's refused wait. */
@@ -1707,6 +1976,7 @@ private fun v3RequestTests() {
 
 public fun main() {
     v3RequestTests()
+    streamTests()
     statusTests()
     failureTests()
     connectTimeoutTest()
