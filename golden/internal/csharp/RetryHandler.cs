@@ -2008,7 +2008,7 @@ namespace Example.Sandbox.Retry
             private HttpContent currentContent;
             private HttpRequestMessage currentMessage;
             private Stream inner;
-            private EventStreamScanner scanner = new EventStreamScanner();
+            private EventStreamScanner scanner;
 
             /// <summary>The bytes of the current response read and not yet handed over: <c>hold[holdStart..holdEnd)</c>.</summary>
             private byte[] hold = new byte[ReadSize];
@@ -2098,6 +2098,19 @@ namespace Example.Sandbox.Retry
             /// <summary>Replaces the response's content with this stream; its headers stay (but a length, which a resume changes).</summary>
             internal void Install()
             {
+                // A caller resuming a stream of its own sent the id it had: a drop before any event resumes from it too.
+                IEnumerable<string> ids;
+                string callerId = null;
+                if (Request.Headers.TryGetValues("Last-Event-ID", out ids))
+                {
+                    foreach (string id in ids)
+                    {
+                        callerId = callerId ?? id;
+                    }
+                }
+
+                scanner = new EventStreamScanner(callerId ?? string.Empty, null);
+
                 // Disposing the content disposes this stream: the caller closing the body (X4).
                 var content = new StreamContent(this);
                 foreach (KeyValuePair<string, IEnumerable<string>> header in firstContent.Headers)
@@ -2322,7 +2335,8 @@ namespace Example.Sandbox.Retry
                         }
                         catch (Exception thrown)
                         {
-                            End(decision.Reason, decision.Reason.ToWireName(), null, failure == FailureKind.Dropped ? FailureKind.Transport : failure, timedOut, thrown);
+                            FailureKind? outcome = failure == FailureKind.Dropped ? (FailureKind?)null : failure;
+                            End(decision.Reason, decision.Reason.ToWireName(), outcome.HasValue ? (int?)null : status, outcome, timedOut, thrown);
                             throw;
                         }
                     }
