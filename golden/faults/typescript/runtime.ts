@@ -3231,6 +3231,16 @@ export class EventStreamScanner {
   #pendingRetry: string | null = null;
 
   /**
+   * A scanner of a new stream (no arguments), or of a resumed connection's
+   * response starting from the last event id and reconnection time of the
+   * connection before, as HTML keeps both across reconnections.
+   */
+  constructor(lastEventId = "", retry: string | null = null) {
+    this.#lastEventId = lastEventId;
+    this.#retry = retry;
+  }
+
+  /**
    * The length of the stream's prefix that ends with a complete event (0
    * before the first; a leading byte order mark counts as complete).
    */

@@ -22,6 +22,7 @@ import {
   budgetRecordSuccess,
   checkPolicy,
   decide,
+  EventStreamScanner,
   frozenPolicy,
   hasIdempotencyKey,
   hasPrecondition,
@@ -272,12 +273,70 @@ interface Host {
   readonly performance: { now(): number };
   readonly Blob?: Constructor;
   readonly FormData?: Constructor;
+  readonly ReadableStream?: new (
+    source: StreamSource,
+    strategy: { readonly highWaterMark: number },
+  ) => unknown;
   readonly URLSearchParams?: Constructor;
   setTimeout(callback: () => void, ms: number): unknown;
   clearTimeout(timer: unknown): void;
 }
 
 const host = globalThis as unknown as Host;
+
+/** The body of a response as the adapter reads a resumable stream. */
+interface BodyStream {
+  getReader(): {
+    read(): Promise<{ readonly done: boolean; readonly value?: unknown }>;
+    cancel(reason?: unknown): Promise<void>;
+  };
+}
+
+/** The controller of the body handed over for a resumable stream. */
+interface StreamController {
+  enqueue(chunk: Uint8Array): void;
+  close(): void;
+  error(error: unknown): void;
+}
+
+/** The source of the body handed over for a resumable stream. */
+interface StreamSource {
+  pull(controller: StreamController): Promise<void>;
+  cancel(reason: unknown): void;
+}
+
+/** A `Response` class: the one of the response `fetch` returned. */
+type ResponseConstructor = new (
+  body: unknown,
+  init: {
+    readonly status: number;
+    readonly statusText: string;
+    readonly headers: unknown;
+  },
+) => ResponseLike;
+
+/**
+ * The longest partial event a resumable stream holds back (contract v3 X2):
+ * beyond it, the bytes pass on as they come and resumability ends.
+ */
+const MAX_EVENT_BYTES = 1048576;
+
+/**
+ * What reading the body of a resumable event stream fails with when the
+ * server answered a resume (contract v3 A6) with anything but a 2xx event
+ * stream: a `TypeError`, as fetch's own body read errors are, carrying the
+ * resume's status.
+ */
+export class StreamResumeError extends TypeError {
+  /** The status the resume was answered with. */
+  readonly status: number;
+
+  constructor(status: number) {
+    super(`the event stream's resume was answered with status ${status}`);
+    this.name = "StreamResumeError";
+    this.status = status;
+  }
+}
 
 /** The longest timer every platform honours (2^31 - 1 ms, about 24.8 days). */
 const MAX_TIMER_MS = 2147483647;
@@ -416,6 +475,8 @@ export function retryingFetch<F extends FetchLike>(
       };
     }
     const { operation, replayClass } = classified;
+    const resumableOperation =
+      classified.resumable && replayClass !== "no_retry";
 
     // The idempotency key, once for every attempt. `init.headers` replaces a request's headers.
     let hasKey = false;
@@ -474,6 +535,7 @@ export function retryingFetch<F extends FetchLike>(
       status: number | null,
       timedOut: boolean,
       result: unknown,
+      also: unknown = null,
     ): void => {
       const event: FinishEvent = Object.freeze({
         attempts,
@@ -489,7 +551,390 @@ export function retryingFetch<F extends FetchLike>(
         serverDelayMs: serverDelay,
       });
       remember(result, event);
+      remember(also, event);
       onFinish?.(event);
+    };
+
+    /**
+     * [contract v3 X2-X4] The response handed over for a resumable event stream: a new response
+     * of the same class whose body passes the server's bytes through the event scanner and
+     * releases complete events only, resuming a dropped stream with `Last-Event-ID`; the finish
+     * event comes when the stream ends for the caller. `null` where the platform cannot build
+     * one (the response is then handed over as it is, finished at once).
+     */
+    const resumableStream = (
+      committed: ResponseLike,
+      committedReason: FinishReason,
+      committedSentAt: number,
+    ): ResponseLike | null => {
+      const Stream = host.ReadableStream;
+      const Response = (committed as { constructor?: unknown }).constructor;
+      const body = committed.body as Partial<BodyStream> | null;
+      if (
+        Stream === undefined ||
+        typeof Response !== "function" ||
+        body === null ||
+        typeof body.getReader !== "function"
+      ) {
+        return null;
+      }
+      let reader = (body as BodyStream).getReader();
+      let scanner = new EventStreamScanner();
+      let status = committed.status;
+      let reason = committedReason;
+      let sentAt = committedSentAt;
+      // The bytes of the current response read and not yet released, from its offset `heldAt`.
+      let held: Uint8Array[] = [];
+      let heldAt = 0;
+      let heldBytes = 0;
+      let fed = 0;
+      let resumed = false;
+      let lead = 0;
+      // An event longer than MAX_EVENT_BYTES ends resumability for the call (X2).
+      let resumable = true;
+      // Resumes since the last one that delivered an event (contract v3 A7).
+      let sinceProgress = 0;
+      let lastDelay = previousDelayMs;
+      // What the last granted resume took from the budget (K3 gives it back on success).
+      let cost = 0;
+      let ended = false;
+      // Aborted by the caller's signal or when the caller closes the body: ends a wait or a
+      // resume in flight.
+      const closer = new host.AbortController();
+      const abort = (): void => closer.abort(signal?.reason);
+      if (signal !== null) {
+        if (signal.aborted) {
+          abort();
+        } else {
+          signal.addEventListener("abort", abort, { once: true });
+        }
+      }
+      let wrapped: ResponseLike | null = null;
+      const end = (
+        why: FinishReason,
+        outcome: FinishOutcome,
+        endStatus: number | null,
+        timedOut: boolean,
+        error: unknown,
+      ): void => {
+        if (ended) {
+          return;
+        }
+        ended = true;
+        signal?.removeEventListener("abort", abort);
+        finish(why, outcome, endStatus, timedOut, wrapped, error);
+      };
+      /** Hands the caller the held bytes up to offset `upTo` of the current response. */
+      const hand = (controller: StreamController, upTo: number): void => {
+        if (resumed && heldAt < lead) {
+          // A resumed response's byte order mark is no part of the caller's one stream.
+          skip(Math.min(lead, upTo) - heldAt);
+        }
+        while (heldAt < upTo) {
+          const chunk = held[0] as Uint8Array;
+          const take = Math.min(chunk.byteLength, upTo - heldAt);
+          controller.enqueue(
+            take === chunk.byteLength ? chunk : chunk.subarray(0, take),
+          );
+          skip(take);
+        }
+      };
+      const skip = (count: number): void => {
+        let left = count;
+        while (left > 0) {
+          const chunk = held[0] as Uint8Array;
+          if (chunk.byteLength <= left) {
+            held.shift();
+            left -= chunk.byteLength;
+            heldAt += chunk.byteLength;
+            heldBytes -= chunk.byteLength;
+          } else {
+            held[0] = chunk.subarray(left);
+            heldAt += left;
+            heldBytes -= left;
+            left = 0;
+          }
+        }
+      };
+      /** A decision after the commit, with the stream's inputs (contract v3 A6-A7). */
+      const ask = (outcome: Outcome, timedOut: boolean): Decision => {
+        const decided = decide(requestPolicy, {
+          replayClass,
+          hasIdempotencyKey: hasKey,
+          outcome,
+          retriesUsed: sinceProgress,
+          elapsedMs: Math.floor(host.performance.now() - start),
+          previousDelayMs: lastDelay,
+          nowMs: Date.now(),
+          random: Math.random(),
+          budgetTokens: tokens,
+          timedOut,
+          hasPrecondition: precondition,
+          resumable,
+          hasLastEventId: scanner.lastEventId !== "",
+          streamRetry: scanner.retry,
+        });
+        serverDelay = decided.serverDelayMs;
+        return decided;
+      };
+      /**
+       * Takes a granted retry after the commit: the budget, the retry event, the wait. Returns
+       * what ends the stream instead, or `undefined` to send again.
+       */
+      const grant = async (
+        decision: Decision,
+        failed: Outcome,
+        attemptStatus: number | null,
+        failedAt: number,
+      ): Promise<{ readonly error: unknown } | undefined> => {
+        const after = decision.budgetTokens ?? tokens;
+        cost = tokens - after;
+        tokens = after;
+        try {
+          onRetry?.(
+            Object.freeze({
+              ...retryEvent(method, operation, sinceProgress, decision),
+              status: attemptStatus,
+              failure: failed.kind === "status" ? null : failed.kind,
+              attemptDurationMs: Math.floor(failedAt - sentAt),
+            }),
+          );
+        } catch (error) {
+          end(decision.reason, failed.kind, status, false, error);
+          return { error };
+        }
+        const asleep = host.performance.now();
+        try {
+          await sleep(decision.delayMs, closer.signal);
+        } catch (error) {
+          totalDelayMs += Math.min(
+            Math.floor(host.performance.now() - asleep),
+            decision.delayMs,
+          );
+          end("aborted", "aborted", status, false, error);
+          return { error };
+        }
+        totalDelayMs += decision.delayMs;
+        sinceProgress += 1;
+        lastDelay = decision.delayMs;
+        return undefined;
+      };
+      /**
+       * A drop (contract v3 A4): decided, and when granted the request sent again from the last
+       * event id until a 2xx event stream answers. Returns what the caller's read fails with,
+       * or `undefined` when the stream goes on from a new response.
+       */
+      const drop = async (
+        dropError: unknown,
+      ): Promise<{ readonly error: unknown } | undefined> => {
+        const droppedAt = host.performance.now();
+        if (closer.signal.aborted) {
+          // The caller's abort (or close), not a drop.
+          end("aborted", "aborted", status, false, dropError);
+          return { error: dropError };
+        }
+        const timedOut = isClientTimeout(dropError);
+        const decision = ask(FAILURE_OUTCOMES.dropped, timedOut);
+        if (!decision.retry) {
+          end(decision.reason, "dropped", status, timedOut, dropError);
+          return { error: dropError };
+        }
+        const stopped = await grant(
+          decision,
+          FAILURE_OUTCOMES.dropped,
+          null,
+          droppedAt,
+        );
+        if (stopped !== undefined) {
+          return stopped;
+        }
+        for (;;) {
+          attempts += 1;
+          sentAt = host.performance.now();
+          const sent = await resend(scanner.lastEventId, closer.signal);
+          if (closer.signal.aborted) {
+            if (sent.response !== null) {
+              discard(sent.response);
+            }
+            const error = sent.error ?? closer.signal.reason;
+            end("aborted", "aborted", status, false, error);
+            return { error };
+          }
+          const { response } = sent;
+          if (response !== null) {
+            if (response.redirected === true) {
+              redirects += 1;
+            }
+            if (
+              response.status >= 200 &&
+              response.status < 300 &&
+              isEventStream(response) &&
+              typeof (response.body as Partial<BodyStream> | null)
+                ?.getReader === "function"
+            ) {
+              // The stream goes on from here: a new scanner from the last event's state.
+              reader = (response.body as unknown as BodyStream).getReader();
+              scanner = new EventStreamScanner(
+                scanner.lastEventId,
+                scanner.retry,
+              );
+              held = [];
+              heldAt = 0;
+              heldBytes = 0;
+              fed = 0;
+              lead = 0;
+              resumed = true;
+              status = response.status;
+              reason = "status_not_retryable";
+              serverDelay = null;
+              if (tokens < policy.budgetCapacity) {
+                tokens = budgetRecordSuccess(policy, tokens, cost);
+              }
+              return undefined;
+            }
+            // Any other answer ends the stream, with an error carrying its status.
+            discard(response);
+            const error = new StreamResumeError(response.status);
+            end(
+              "stream_not_resumable",
+              "status",
+              response.status,
+              false,
+              error,
+            );
+            return { error };
+          }
+          const failure = failureOf(sent.error, closer.signal, sent.timedOut);
+          const failedTimedOut =
+            failure === "transport" &&
+            (sent.timedOut || isClientTimeout(sent.error));
+          const outcome = FAILURE_OUTCOMES[failure];
+          const again = ask(outcome, failedTimedOut);
+          if (!again.retry) {
+            end(again.reason, failure, status, failedTimedOut, sent.error);
+            return { error: sent.error };
+          }
+          const halted = await grant(
+            again,
+            outcome,
+            null,
+            host.performance.now(),
+          );
+          if (halted !== undefined) {
+            return halted;
+          }
+        }
+      };
+      const source: StreamSource = {
+        pull: async (controller: StreamController): Promise<void> => {
+          for (;;) {
+            let chunk: Uint8Array;
+            try {
+              const read = await reader.read();
+              if (ended) {
+                return;
+              }
+              if (read.done) {
+                // The end of the stream: whatever is held is the caller's (a clean end).
+                hand(controller, heldAt + heldBytes);
+                controller.close();
+                end(reason, "status", status, false, null);
+                return;
+              }
+              chunk = read.value as Uint8Array;
+            } catch (error) {
+              if (ended) {
+                return;
+              }
+              const stopped = await drop(error);
+              if (stopped !== undefined) {
+                controller.error(stopped.error);
+                return;
+              }
+              continue;
+            }
+            if (!resumable) {
+              controller.enqueue(chunk);
+              return;
+            }
+            if (fed < 3 && fed + chunk.byteLength >= 3) {
+              lead = heldAt === 0 && startsWithBom(held, chunk) ? 3 : 0;
+            }
+            scanner.feed(chunk);
+            held.push(chunk);
+            heldBytes += chunk.byteLength;
+            fed += chunk.byteLength;
+            const complete = scanner.completeBytes;
+            if (complete > Math.max(heldAt, lead)) {
+              // A complete event: progress (contract v3 A7).
+              sinceProgress = 0;
+            }
+            const before = heldAt;
+            hand(controller, complete);
+            if (heldBytes > MAX_EVENT_BYTES) {
+              // [contract v3 X2] an event too long to hold: passed on as it comes, and a later
+              // drop reaches the caller.
+              resumable = false;
+              hand(controller, heldAt + heldBytes);
+              return;
+            }
+            if (heldAt > before && heldAt > lead) {
+              return;
+            }
+          }
+        },
+        cancel: (cancelReason: unknown): void => {
+          end(reason, "status", status, false, null);
+          closer.abort(cancelReason);
+          reader.cancel(cancelReason).catch(ignore);
+        },
+      };
+      const stream = new Stream(source, { highWaterMark: 0 });
+      const out = new (Response as ResponseConstructor)(stream, {
+        status: committed.status,
+        statusText: (committed as { statusText?: string }).statusText ?? "",
+        headers: committed.headers,
+      });
+      // What the constructor cannot set: the response's URL and whether it was redirected.
+      for (const key of ["url", "redirected", "type"] as const) {
+        const value = (committed as unknown as Record<string, unknown>)[key];
+        if (value !== undefined) {
+          Object.defineProperty(out, key, { value, enumerable: true });
+        }
+      }
+      wrapped = out;
+      return out;
+    };
+
+    /** Sends the request again for a resume, with `Last-Event-ID` when there is one (A6). */
+    const resend = (
+      lastEventId: string,
+      cancel: AbortSignalLike,
+    ): Promise<Attempt> => {
+      let attemptInit = initOf(
+        request,
+        init,
+        attempts,
+        attemptHeader === null
+          ? null
+          : [attemptHeader, init?.headers ?? request?.headers],
+      );
+      if (lastEventId !== "") {
+        const headers = new host.Headers(
+          attemptInit.headers ?? request?.headers,
+        );
+        headers.set("last-event-id", lastEventId);
+        attemptInit = withMember(attemptInit, "headers", headers);
+      }
+      const attemptInput =
+        cloneRequest && request !== null ? request.clone() : input;
+      return sendCommitted(
+        send,
+        attemptInput,
+        attemptInit,
+        cancel,
+        attemptTimeoutMs,
+      );
     };
 
     for (;;) {
@@ -717,6 +1162,18 @@ export function retryingFetch<F extends FetchLike>(
         // Contract K3: the cost of the last granted retry comes back (or the refund). A full
         // budget (or a disabled one) stays as it is.
         tokens = budgetRecordSuccess(policy, tokens, released);
+      }
+      if (
+        resumableOperation &&
+        replayable &&
+        response.status >= 200 &&
+        response.status < 300 &&
+        isEventStream(response)
+      ) {
+        const stream = resumableStream(response, reason, sentAt);
+        if (stream !== null) {
+          return stream;
+        }
       }
       try {
         finish(reason, "status", response.status, false, response);
@@ -968,18 +1425,85 @@ interface Cloneable extends ResponseLike {
  * body, is no event stream (which does not end) and can be cloned.
  */
 function readable(response: ResponseLike): boolean {
-  if (
-    response.body === null ||
-    typeof (response as Partial<Cloneable>).clone !== "function"
-  ) {
-    return false;
-  }
+  return (
+    response.body !== null &&
+    typeof (response as Partial<Cloneable>).clone === "function" &&
+    !isEventStream(response)
+  );
+}
+
+/** Whether `response` says `Content-Type: text/event-stream` (parameters ignored). */
+function isEventStream(response: ResponseLike): boolean {
   const type = response.headers.get("content-type");
   if (type === null) {
-    return true;
+    return false;
   }
   const media = type.split(";")[0] ?? "";
-  return media.trim().toLowerCase() !== "text/event-stream";
+  return media.trim().toLowerCase() === "text/event-stream";
+}
+
+/** Whether the bytes `held` then `chunk` start with UTF-8's byte order mark. */
+function startsWithBom(
+  held: readonly Uint8Array[],
+  chunk: Uint8Array,
+): boolean {
+  const mark = [0xef, 0xbb, 0xbf];
+  let i = 0;
+  for (const part of [...held, chunk]) {
+    for (let j = 0; j < part.byteLength && i < 3; j++, i++) {
+      if (part[j] !== mark[i]) {
+        return false;
+      }
+    }
+  }
+  return i === 3;
+}
+
+/**
+ * Sends a resume of a committed stream (contract v3 A6) with a signal of its
+ * own, aborted by `cancel` (the caller's signal, or the caller closing the
+ * body) or by the attempt timeout before the response's head: the body of
+ * the response keeps following `cancel`.
+ */
+async function sendCommitted(
+  send: Send,
+  input: unknown,
+  init: RequestInitLike,
+  cancel: AbortSignalLike,
+  timeoutMs: number | null,
+): Promise<Attempt> {
+  const own = new host.AbortController();
+  const abort = (): void => own.abort(cancel.reason);
+  if (cancel.aborted) {
+    abort();
+  } else {
+    cancel.addEventListener("abort", abort, { once: true });
+  }
+  let timedOut = false;
+  const timer =
+    timeoutMs === null
+      ? null
+      : host.setTimeout(() => {
+          timedOut = true;
+          own.abort(
+            new host.DOMException(
+              `the attempt timed out after ${timeoutMs} ms`,
+              "TimeoutError",
+            ),
+          );
+        }, timeoutMs);
+  const base = { unfollow: null, stop: null, fired: null };
+  try {
+    const response = await send(input, withMember(init, "signal", own.signal));
+    return { ...base, response, error: undefined, timedOut: false };
+  } catch (error) {
+    cancel.removeEventListener("abort", abort);
+    return { ...base, response: null, error, timedOut };
+  } finally {
+    if (timer !== null) {
+      host.clearTimeout(timer);
+    }
+  }
 }
 
 /**

@@ -63,6 +63,7 @@ export type {
   UnknownOperationClass,
 } from "../../runtime/typescript/runtime.js";
 export {
+  StreamResumeError,
   finishOf,
   isCertificateError,
   isConnectError,
