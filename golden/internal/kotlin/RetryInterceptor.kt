@@ -12,6 +12,7 @@ import okhttp3.Callback
 import okhttp3.Connection
 import okhttp3.Headers
 import okhttp3.Interceptor
+import okhttp3.MediaType
 import okhttp3.OkHttpClient
 import okhttp3.Protocol
 import okhttp3.Request
@@ -20,8 +21,14 @@ import okhttp3.ResponseBody
 import okhttp3.internal.http2.ConnectionShutdownException
 import okhttp3.internal.http2.ErrorCode
 import okhttp3.internal.http2.StreamResetException
+import okio.Buffer
+import okio.BufferedSource
+import okio.Source
+import okio.Timeout
+import okio.buffer
 import java.io.IOException
 import java.io.InterruptedIOException
+import java.net.SocketException
 import java.net.SocketTimeoutException
 import java.security.cert.CertPathValidatorException
 import java.security.cert.CertificateException
@@ -65,8 +72,11 @@ internal fun interface FinishListener {
  *   retry was granted but the request body cannot be sent twice, or [FOREIGN_ORIGIN] for a request
  *   to another origin than the base URL's (sent once, untouched).
  * @property outcome what the last attempt ended with: `status`, `connect`, `transport`,
- *   `certificate` or `aborted` (also for a cancellation during the delay before a retry).
- * @property status the returned response's status, or null when the request failed.
+ *   `certificate` or `aborted` (also for a cancellation during the delay before a retry), or
+ *   `dropped` when a resumable event stream's body failed after its response was returned and was
+ *   not resumed (contract v3 X3).
+ * @property status the returned response's status, or null when the request failed; for an event
+ *   stream a resume's answer ended, that answer's status.
  * @property timedOut whether the last attempt ended by a timeout after connecting.
  * @property method the operation's method, or the request's method ASCII upper-cased when no
  *   operation matched.
@@ -77,6 +87,9 @@ internal fun interface FinishListener {
  *   [attempts] + [redirects] requests.
  * @property totalDelayMs the sum of the delays waited between the attempts, in milliseconds
  *   (docs/adapters.md P4).
+ * @property serverDelayMs the delay the server asked for when the last decision refused it as over
+ *   the policy's cap (reason `retry_after_over_cap`, contract v3 X8), so that an SDK can raise its
+ *   "retry after" error with the server's wait; null otherwise.
  */
 internal class RetryFinish internal constructor(
     public val attempts: Int,
@@ -89,6 +102,7 @@ internal class RetryFinish internal constructor(
     public val operationId: String?,
     public val redirects: Int,
     public val totalDelayMs: Long,
+    public val serverDelayMs: Long?,
 ) {
     override fun equals(other: Any?): Boolean =
         other is RetryFinish &&
@@ -101,15 +115,17 @@ internal class RetryFinish internal constructor(
             pathTemplate == other.pathTemplate &&
             operationId == other.operationId &&
             redirects == other.redirects &&
-            totalDelayMs == other.totalDelayMs
+            totalDelayMs == other.totalDelayMs &&
+            serverDelayMs == other.serverDelayMs
 
     override fun hashCode(): Int =
-        listOf(attempts, reason, outcome, status, timedOut, method, pathTemplate, operationId, redirects, totalDelayMs).hashCode()
+        listOf(attempts, reason, outcome, status, timedOut, method, pathTemplate, operationId, redirects, totalDelayMs, serverDelayMs)
+            .hashCode()
 
     override fun toString(): String =
         "RetryFinish(attempts=$attempts, reason=$reason, outcome=$outcome, status=$status, timedOut=$timedOut, " +
             "method=$method, pathTemplate=$pathTemplate, operationId=$operationId, redirects=$redirects, " +
-            "totalDelayMs=$totalDelayMs)"
+            "totalDelayMs=$totalDelayMs, serverDelayMs=$serverDelayMs)"
 
     /**
      * The suppressed exception that carries [finish] on the exception a failed request throws
@@ -241,6 +257,29 @@ internal class RetryAttempt internal constructor(
 }
 
 /**
+ * The read error of a resumable event stream (contract v3 X3) whose resume the server answered
+ * with [status] and not with a `2xx` event stream: the caller's stream ends there. The request's
+ * [RetryFinish] is attached ([RetryInterceptor.finishOf]).
+ *
+ * @property status the status of the resume's response.
+ */
+internal class StreamResumeException internal constructor(
+    public val status: Int,
+) : IOException("retrygen: the event stream's resume was answered $status")
+
+/** A committed event stream's body as the caller reads it: [source] over the server's. */
+private class StreamBody(
+    private val contentType: MediaType?,
+    private val source: BufferedSource,
+) : ResponseBody() {
+    override fun contentType(): MediaType? = contentType
+
+    override fun contentLength(): Long = -1
+
+    override fun source(): BufferedSource = source
+}
+
+/**
  * The retry loop for OkHttp 4.12 and 5 (docs/adapters.md): an application interceptor that
  * classifies each request with the API's operation table, mints an idempotency key where the
  * operation takes one, sends, maps OkHttp's failures to the retry contract's, asks
@@ -276,6 +315,17 @@ internal class RetryAttempt internal constructor(
  * Per request: [RetryOverrides] as the request's tag (P1); each attempt's request carries its
  * [RetryAttempt] tag (P2) and, with [Builder.attemptHeader], the header (P3); the returned
  * response's request carries the [RetryFinish] ([finishOf], P5).
+ *
+ * Event streams (contract v3, docs/contract-v3.md section 9): a streaming operation's call is
+ * committed when its response is returned; before that it is retried as any request of its class,
+ * and its attempt timeout ends there (its body is read with the client's own read timeout). The
+ * body of a resumable operation's `2xx` event stream passes the server's bytes on one complete
+ * event at a time; when it fails before its end, the request is sent again (a clone of the call,
+ * the same key and body) with `Last-Event-ID` if the policy grants it, and the caller goes on
+ * reading the new response's events from the same body. The request's finish event then comes
+ * when the stream ends for the caller (its end, a failure not resumed: OkHttp's own exception, or
+ * [StreamResumeException] for a resume answered otherwise; the caller closing the body). Another
+ * streaming operation's body is OkHttp's, untouched, and its finish comes with the response.
  */
 internal class RetryInterceptor private constructor(
     builder: Builder,
@@ -316,6 +366,9 @@ internal class RetryInterceptor private constructor(
             .keyInFlightStatuses(policy.keyInFlightStatuses.toSet())
             .keyReusedStatuses(policy.keyReusedStatuses.toSet())
             .serverDirectiveHeaders(policy.serverDirectiveHeaders.toList())
+            .throttlingStatuses(policy.throttlingStatuses.toSet())
+            .stopProblemTypes(policy.stopProblemTypes.toList())
+            .retryProblemTypes(policy.retryProblemTypes.toList())
             .build()
 
     // One budget cell per interceptor, so per client (contract K4).
@@ -339,11 +392,18 @@ internal class RetryInterceptor private constructor(
 
     private val attemptTimeoutMillis: Int = attemptTimeout?.let(::timeoutMillis) ?: 0
 
+    // Whether a problem body can change a decision (contract v3 Q1): else none is read.
+    private val readsProblems: Boolean = checked.stopProblemTypes.isNotEmpty() || checked.retryProblemTypes.isNotEmpty()
+
     // The network interceptor [install] adds: it sees every exchange OkHttp sends for an attempt.
     private val exchanges: ExchangeGuard = ExchangeGuard(this)
 
     // The attempt in flight of each call this interceptor is running.
     private val attempts: ConcurrentHashMap<Call, Attempt> = ConcurrentHashMap()
+
+    // The resumes of committed streams (contract v3 X3) in flight: each is a call of its own (a
+    // clone of the stream's call, whose own chain is spent), sent once by [intercept].
+    private val resumeSends: ConcurrentHashMap<Call, ResumeSend> = ConcurrentHashMap()
 
     // Whether [install] added this interceptor (and its network interceptor) to a client.
     private val installed: AtomicBoolean = AtomicBoolean()
@@ -389,9 +449,10 @@ internal class RetryInterceptor private constructor(
          * A limit for each attempt (1 ms to [Int.MAX_VALUE] ms), or null (the default) for none: the
          * read and write timeout of the attempt (OkHttp cannot end one exchange of a call without
          * cancelling the call), so it fires when the server sends nothing for that long after the
-         * connection is open, also while the caller reads the returned body; then the attempt is a
-         * `transport` failure that timed out. It also bounds the connect timeout (the client's when
-         * shorter), whose expiry is `connect`.
+         * connection is open, also while the caller reads the returned body (not a streaming
+         * operation's, which is read with the client's read timeout: contract v3 X1); then the
+         * attempt is a `transport` failure that timed out. It also bounds the connect timeout (the
+         * client's when shorter), whose expiry is `connect`.
          */
         public fun attemptTimeout(attemptTimeout: Duration?): Builder = apply { this.attemptTimeout = attemptTimeout }
 
@@ -463,6 +524,10 @@ internal class RetryInterceptor private constructor(
     override fun intercept(chain: Interceptor.Chain): Response {
         val call = chain.call()
         checkClient(chain)
+        val resume = resumeSends.remove(call)
+        if (resume != null) {
+            return sendResume(chain, call, resume)
+        }
         val request = chain.request()
         val async = request.tag(AsyncRetry::class.java)
         // The loop's state: new for a request, kept across the calls of one enqueued request.
@@ -488,9 +553,21 @@ internal class RetryInterceptor private constructor(
         val method: String = request.method
         var classification: Classification? = null
         var hasKey: Boolean = false
+
+        // [contract v3 X5] computed once from the request's headers, passed to every decision.
+        var hasPrecondition: Boolean = false
+
+        // The last decision's refused server delay (contract v3 X8), for the finish event.
+        var serverDelayMs: Long? = null
         var replayableBody: Boolean = true
         val started: Long = System.nanoTime()
         var retriesUsed: Long = 0
+
+        // The resumes of a committed stream sent so far (contract v3 X4: attempts count them).
+        var resumes: Long = 0
+
+        // The client's own read timeout, which a committed stream reads with (contract v3 X1).
+        var clientReadTimeoutMillis: Int = 0
         var previousDelayMs: Long = 0
         var lastRetryCost: Long = 0
         var sleptMs: Long = 0
@@ -529,27 +606,34 @@ internal class RetryInterceptor private constructor(
             loop.hasKey = RetryRuntime.hasIdempotencyKey(operation, request.headers)
             if (!loop.hasKey && mintIdempotencyKeys && classification.replayClass == ReplayClass.KEYED) {
                 // Once per request: every attempt sends this value. UUID.randomUUID draws from
-                // SecureRandom and prints the canonical lower-case form.
-                loop.request = request.newBuilder().header(keyHeader, UUID.randomUUID().toString()).build()
+                // SecureRandom and prints the canonical lower-case form; [contract v3 X7] written as
+                // the policy's idempotencyKeyFormat says.
+                val key = RetryRuntime.idempotencyKeyValue(checked.idempotencyKeyFormat, UUID.randomUUID().toString())
+                loop.request = request.newBuilder().header(keyHeader, key).build()
                 loop.hasKey = true
             }
         }
+        loop.hasPrecondition = RetryRuntime.hasPrecondition(request.headers)
         val body = request.body
         loop.replayableBody = body == null || !(body.isOneShot() || body.isDuplex())
         return loop
     }
 
     /** The request of the attempt after [earlier] attempts: its [RetryAttempt] tag (P2) and attempt header (P3). */
-    private fun attemptRequest(loop: Loop): Request {
+    private fun attemptRequest(
+        loop: Loop,
+        request: Request = loop.request,
+        earlier: Long = loop.retriesUsed,
+    ): Request {
         // One copy per attempt (OkHttp's requests are immutable) for the attempt's tag, which also
         // holds the slot the finish goes into (P5).
         val builder =
-            loop.request
+            request
                 .newBuilder()
-                .tag(RetryAttempt::class.java, RetryAttempt((loop.retriesUsed + 1).toInt(), loop.slot))
+                .tag(RetryAttempt::class.java, RetryAttempt((earlier + 1).toInt(), loop.slot))
         val header = attemptHeader
         if (header != null && !loop.foreign) {
-            builder.header(header, loop.retriesUsed.toString())
+            builder.header(header, earlier.toString())
         }
         return builder.build()
     }
@@ -562,6 +646,7 @@ internal class RetryInterceptor private constructor(
         async: AsyncRetry?,
     ): Response {
         val attempt = loop.attempt
+        loop.clientReadTimeoutMillis = chain.readTimeoutMillis()
         val attemptChain = if (loop.attemptTimeoutMillis > 0) withAttemptTimeout(chain, loop.attemptTimeoutMillis) else chain
         if (loop.foreign) {
             // Rule 0: another origin than the base URL's passes through once, untouched.
@@ -583,7 +668,32 @@ internal class RetryInterceptor private constructor(
                 return finish(loop, response, null, STATUS, STATUS_NOT_RETRYABLE, false)
             }
             var timedOut = outcome == Outcome.Transport && failure is InterruptedIOException
-            var decision = settled(loop, outcome) ?: decide(loop, outcome, timedOut)
+            var problemType: String? = null
+            if (response != null && readsProblems && isProblem(response, classification)) {
+                // [contract v3 X6, Q1] the problem type decides: its body is read first, and a read
+                // that fails is this attempt's transport failure, as with P6.
+                val problem = readProblem(response)
+                if (problem.failure != null) {
+                    val cut = problem.failure
+                    response.close()
+                    response = null
+                    failure = cut
+                    attempt.response = null
+                    attempt.failure = cut
+                    outcome = failureOutcome(cut, call, attempt)
+                    timedOut = outcome == Outcome.Transport && cut is InterruptedIOException
+                } else {
+                    problemType = problem.type
+                }
+            }
+            var decision =
+                if (problemType !=
+                    null
+                ) {
+                    decide(loop, outcome, timedOut, problemType)
+                } else {
+                    settled(loop, outcome) ?: decide(loop, outcome, timedOut)
+                }
             if (response != null && (!decision.retry || !loop.replayableBody) && loop.readBody > 0) {
                 // [P6] The response is the one to return: its body is read here, and a read that
                 // fails is this attempt's transport failure, decided like any other.
@@ -600,12 +710,22 @@ internal class RetryInterceptor private constructor(
                     decision = decide(loop, outcome, timedOut)
                 }
             }
+            loop.serverDelayMs = decision.serverDelayMs
             if (!decision.retry || !loop.replayableBody) {
                 val reason = if (decision.retry) RetryFinish.BODY_NOT_REPLAYABLE else decision.reason.wireName
                 // A full budget stays full (contract K3 caps at the capacity): the common
                 // case skips the call.
                 if (response != null && response.code < SUCCESS_BELOW && budget.tokens < checked.budgetCapacity) {
                     budget.recordSuccess(loop.lastRetryCost)
+                }
+                if (response != null && classification.streaming) {
+                    // [contract v3 X1] handing the head over commits the call: its attempt timeout ends.
+                    endAttemptTimeout(loop, response)
+                    if (!decision.retry && classification.resumable && loop.replayableBody && isStreamHead(response)) {
+                        // [contract v3 X2-X4] the caller reads complete events; a drop is resumed,
+                        // and the finish comes when the stream ends for the caller.
+                        return ResumableStream(loop, call, response, reason).response()
+                    }
                 }
                 return finish(loop, response, failure, outcomeName(outcome), reason, timedOut)
             }
@@ -663,6 +783,10 @@ internal class RetryInterceptor private constructor(
         if (outcome !is Outcome.Status || outcome.directive != null || !settledStatus[outcome.status]) {
             return null
         }
+        if (loop.hasPrecondition && outcome.status == PRECONDITION_FAILED) {
+            // [contract v3 R6a] a 412 after a replay stops with its own reason: decide says which.
+            return null
+        }
         return settledDecision(checkNotNull(loop.classification).replayClass, loop.retriesUsed, loop.policy.maxRetries)
     }
 
@@ -671,6 +795,10 @@ internal class RetryInterceptor private constructor(
         loop: Loop,
         outcome: Outcome,
         timedOut: Boolean,
+        problemType: String? = null,
+        retriesUsed: Long = loop.retriesUsed,
+        stream: EventStreamScanner? = null,
+        resumable: Boolean = false,
     ): Decision {
         // Every value is one the checks accept (contract V4-V7): a status of 100-599, at most
         // maxRetries retries, clocks that do not go back, a draw in [0, 1), the cell's tokens.
@@ -686,13 +814,18 @@ internal class RetryInterceptor private constructor(
                     classification.replayClass,
                     loop.hasKey,
                     outcome,
-                    loop.retriesUsed,
+                    retriesUsed,
                     elapsedMs,
                     loop.previousDelayMs,
                     nowMs,
                     random,
                     read,
                     timedOut,
+                    loop.hasPrecondition,
+                    resumable,
+                    stream != null && stream.lastEventId.isNotEmpty(),
+                    stream?.retry,
+                    problemType,
                 )
             val decision = RetryRuntime.decideChecked(loop.policy, input)
             // As RetryBudgetCell.decide: stored only if no other request changed the state.
@@ -721,6 +854,474 @@ internal class RetryInterceptor private constructor(
             null
         } catch (e: IOException) {
             e
+        }
+    }
+
+    /** A resume of [loop]'s stream to send as [request], once, by the call it is registered for. */
+    private class ResumeSend(
+        val loop: Loop,
+        val request: Request,
+    )
+
+    /**
+     * Sends a resume ([ResumableStream]) as one attempt of its loop, watched by the network
+     * interceptor like any attempt, and returns its response or throws its failure: the stream
+     * decides.
+     */
+    private fun sendResume(
+        chain: Interceptor.Chain,
+        call: Call,
+        resume: ResumeSend,
+    ): Response {
+        val loop = resume.loop
+        attempts[call] = loop.attempt
+        try {
+            val attemptChain = if (loop.attemptTimeoutMillis > 0) withAttemptTimeout(chain, loop.attemptTimeoutMillis) else chain
+            send(attemptChain, resume.request, loop.attempt, call)
+            return loop.attempt.response ?: throw checkNotNull(loop.attempt.failure)
+        } finally {
+            attempts.remove(call)
+        }
+    }
+
+    /**
+     * Ends the attempt timeout of a streaming response handed over (contract v3 A3, X1): its body
+     * is read with the client's own read timeout, so a stream may run as long as the server sends.
+     * OkHttp set the attempt's on the body's source (HTTP/2: the stream's) and, over HTTP/1, on the
+     * socket.
+     */
+    private fun endAttemptTimeout(
+        loop: Loop,
+        response: Response,
+    ) {
+        if (loop.attemptTimeoutMillis == 0) {
+            return
+        }
+        val body: ResponseBody? = response.body
+        val millis = loop.clientReadTimeoutMillis
+        body?.source()?.timeout()?.timeout(millis.toLong(), TimeUnit.MILLISECONDS)
+        val connection = loop.attempt.connection ?: return
+        val protocol = connection.protocol()
+        if (protocol == Protocol.HTTP_1_1 || protocol == Protocol.HTTP_1_0) {
+            try {
+                connection.socket().soTimeout = millis
+            } catch (e: SocketException) {
+                // Closed already: the caller's read fails as it would have.
+            }
+        }
+    }
+
+    /**
+     * The body a resumable event stream is read through (contract v3 X2-X4): the server's bytes
+     * pass through an [EventStreamScanner] and the caller gets them one complete event at a time
+     * (a partial event is held, at most [MAX_HELD_BYTES]: beyond that the stream is no longer
+     * resumable). A drop (a read that fails before the body's end) is decided with
+     * [Outcome.Dropped]; a granted resume re-sends the request with `Last-Event-ID` and goes on
+     * reading its `2xx` event stream. The request's finish event comes when the stream ends for the
+     * caller: its end, a failure not resumed, the caller closing the body.
+     */
+    private inner class ResumableStream(
+        private val loop: Loop,
+        private val call: Call,
+        private val head: Response,
+        // The last decision's reason, for the finish event.
+        private var reason: String,
+    ) : Source {
+        @Volatile
+        private var current: Response = head
+        private var upstream: BufferedSource = bodyOf(head).source()
+
+        // Bytes ready for the caller (complete events), and the bytes of the event in progress.
+        private val ready = Buffer()
+        private val held = Buffer()
+        private val chunk = Buffer()
+
+        // The scanner of the current response, fed first a prefix carrying the stream's last event
+        // id and reconnection time (a scanner starts empty); [base] is the prefix's length.
+        private var scanner = EventStreamScanner()
+        private var base = 0L
+        private var moved = 0L
+
+        // How much of a leading byte order mark the current response matched (-1: past it).
+        private var bomMatched = 0
+        private var first = true
+
+        // An event over MAX_HELD_BYTES ended resumability: the bytes pass through as they come.
+        private var passThrough = false
+
+        // Resumes since the last response that delivered an event (contract v3 A7).
+        private var dropRetries = 0L
+        private var ended: IOException? = null
+        private var endedCleanly = false
+        private val closed = AtomicBoolean()
+        private val finished = AtomicBoolean()
+
+        @Volatile
+        private var inFlight: Call? = null
+
+        init {
+            // The caller's own Last-Event-ID is where the stream starts: a resume goes on from it.
+            start(firstValue(loop.request.headers, LAST_EVENT_ID) ?: "", null)
+        }
+
+        /** The response handed to the caller: [head] with this stream as its body. */
+        fun response(): Response {
+            val body = bodyOf(head)
+            return head
+                .newBuilder()
+                .body(StreamBody(body.contentType(), buffer()))
+                .build()
+        }
+
+        override fun read(
+            sink: Buffer,
+            byteCount: Long,
+        ): Long {
+            require(byteCount >= 0) { "byteCount < 0: $byteCount" }
+            while (true) {
+                if (closed.get()) {
+                    throw IOException("closed")
+                }
+                if (ready.size > 0) {
+                    return ready.read(sink, minOf(byteCount, ready.size))
+                }
+                ended?.let { throw it }
+                if (endedCleanly) {
+                    return -1
+                }
+                val read =
+                    try {
+                        upstream.read(chunk, READ_BYTES)
+                    } catch (e: IOException) {
+                        dropped(e)
+                        continue
+                    }
+                if (read == -1L) {
+                    // [contract v3 A4] the body's clean end is the stream's: an event cut there is
+                    // discarded, as an event stream's reader discards it.
+                    endedCleanly = true
+                    current.close()
+                    finishStream(STATUS, head.code, false)
+                    continue
+                }
+                take()
+            }
+        }
+
+        override fun timeout(): Timeout = Timeout.NONE
+
+        override fun close() {
+            if (!closed.compareAndSet(false, true)) {
+                return
+            }
+            inFlight?.cancel()
+            current.close()
+            finishStream(STATUS, head.code, false)
+        }
+
+        /** Starts reading a response: a fresh scanner that knows the stream's [lastEventId] and [retry]. */
+        private fun start(
+            lastEventId: String,
+            retry: String?,
+        ) {
+            scanner = EventStreamScanner()
+            val prefix = StringBuilder()
+            if (lastEventId.isNotEmpty()) {
+                prefix.append("id: ").append(lastEventId).append('\n')
+            }
+            retry?.let { prefix.append("retry: ").append(it).append('\n') }
+            // The blank line dispatches the prefix, so the response's bytes start a new event.
+            scanner.feed(prefix.append('\n').toString().toByteArray(Charsets.UTF_8))
+            base = scanner.completeBytes
+            moved = 0
+            held.clear()
+            bomMatched = 0
+        }
+
+        /** Moves what [chunk] holds through the scanner: complete events to [ready], the rest held. */
+        private fun take() {
+            if (passThrough) {
+                ready.writeAll(chunk)
+                return
+            }
+            val bytes = chunk.readByteArray()
+            var at = 0
+            while (bomMatched in 0 until BOM.size && at < bytes.size) {
+                if (bytes[at] == BOM[bomMatched]) {
+                    at++
+                    if (++bomMatched == BOM.size) {
+                        // A byte order mark starts a response's stream: the caller gets the first
+                        // one; a resumed response's is no part of the caller's one stream.
+                        if (first) {
+                            ready.write(BOM)
+                        }
+                        bomMatched = -1
+                    }
+                } else {
+                    // Not a mark: what matched of it is the stream's first bytes.
+                    feed(BOM, 0, bomMatched)
+                    bomMatched = -1
+                }
+            }
+            if (bomMatched == BOM.size || bomMatched < 0) {
+                feed(bytes, at, bytes.size - at)
+            }
+        }
+
+        private fun feed(
+            bytes: ByteArray,
+            offset: Int,
+            length: Int,
+        ) {
+            if (length == 0) {
+                return
+            }
+            // [contract v3 A5] only complete events reach the caller.
+            scanner.feed(bytes, offset, length)
+            held.write(bytes, offset, length)
+            val complete = scanner.completeBytes - base
+            if (complete > moved) {
+                ready.write(held, complete - moved)
+                moved = complete
+                // [contract v3 A7] progress: the resumes are counted again from here.
+                dropRetries = 0
+            }
+            if (held.size > MAX_HELD_BYTES) {
+                // [contract v3 X2] an event too large to hold ends resumability for the call.
+                passThrough = true
+                ready.writeAll(held)
+            }
+        }
+
+        /**
+         * The current response's body failed with [failure] before its end: a drop (contract v3
+         * A4). Returns when a resume goes on; else throws what the caller's read fails with.
+         */
+        private fun dropped(failure: IOException) {
+            current.close()
+            if (closed.get()) {
+                throw failure
+            }
+            if (call.isCanceled() || Thread.currentThread().isInterrupted) {
+                end(failure, ABORTED, DecisionReason.ABORTED.wireName, false)
+            }
+            val timedOut = failure is InterruptedIOException
+            // [contract v3 X3] dropped, with the scanner's last event id and retry field.
+            val decision = decide(loop, Outcome.Dropped, timedOut, null, dropRetries, scanner, !passThrough)
+            loop.serverDelayMs = decision.serverDelayMs
+            if (!decision.retry) {
+                // [contract v3 X3] refused: the caller's read fails with OkHttp's own error.
+                end(failure, DROPPED, decision.reason.wireName, timedOut)
+            }
+            val lastEventId = scanner.lastEventId
+            val retry = scanner.retry
+            grant(decision, DROPPED, timedOut, failure)
+            while (true) {
+                val resumed = resume(lastEventId)
+                val response = resumed.first
+                if (response != null) {
+                    if (!isStreamHead(response)) {
+                        // [contract v3 A6] any other answer ends the stream, with its status.
+                        response.close()
+                        val error = StreamResumeException(response.code)
+                        reason = DecisionReason.STREAM_NOT_RESUMABLE.wireName
+                        end(error, STATUS, reason, false, response.code)
+                    }
+                    adopt(response, lastEventId, retry)
+                    return
+                }
+                val error = checkNotNull(resumed.second)
+                val outcome = failureOutcome(error, checkNotNull(resumed.third), loop.attempt)
+                if (closed.get()) {
+                    throw error
+                }
+                val failed = outcomeName(outcome)
+                val resumeTimedOut = outcome == Outcome.Transport && error is InterruptedIOException
+                // [contract v3 A6] a resume's own failure before its commit is decided as any
+                // attempt's, its retries counted on.
+                val next = decide(loop, outcome, resumeTimedOut, null, dropRetries)
+                loop.serverDelayMs = next.serverDelayMs
+                if (!next.retry) {
+                    end(error, failed, next.reason.wireName, resumeTimedOut)
+                }
+                grant(next, failed, resumeTimedOut, error)
+            }
+        }
+
+        /** Reports the retry [decision] grants, pays its cost and waits its delay (contract v3 X3). */
+        private fun grant(
+            decision: Decision,
+            failed: String,
+            timedOut: Boolean,
+            failure: IOException,
+        ) {
+            reason = decision.reason.wireName
+            val classification = checkNotNull(loop.classification)
+            val sent = loop.retriesUsed + loop.resumes
+            val durationMs = (System.nanoTime() - loop.attempt.sentAt) / NANOS_PER_MILLI
+            try {
+                onRetry?.onRetry(RetryEvent.of(classification, loop.method, sent, decision, null, failed, durationMs))
+            } catch (e: Throwable) {
+                // The stream ends here: one finish event, then the listener's error.
+                closed.set(true)
+                reportFinish(finishEvent(loop, reason, failed, null, timedOut), e, finished)
+                throw e
+            }
+            loop.lastRetryCost =
+                when {
+                    checked.budgetCapacity == 0L -> 0L
+                    timedOut -> checked.budgetTimeoutCost
+                    else -> checked.budgetRetryCost
+                }
+            loop.previousDelayMs = decision.delayMs
+            dropRetries++
+            val sleptFrom = System.nanoTime()
+            val cancelled = sleep(decision.delayMs, call, closed)
+            if (cancelled != null) {
+                loop.sleptMs += minOf((System.nanoTime() - sleptFrom) / NANOS_PER_MILLI, decision.delayMs)
+                cancelled.addSuppressed(failure)
+                if (closed.get()) {
+                    throw cancelled
+                }
+                end(cancelled, ABORTED, DecisionReason.ABORTED.wireName, false)
+            }
+            loop.sleptMs += decision.delayMs
+        }
+
+        /**
+         * Sends the request again with `Last-Event-ID` [lastEventId] (left out when empty), its
+         * key and attempt header as any attempt's: its response, or its failure and the call.
+         */
+        private fun resume(lastEventId: String): Triple<Response?, IOException?, Call?> {
+            val headers =
+                loop.request.headers
+                    .newBuilder()
+                    .removeAll(LAST_EVENT_ID)
+            if (lastEventId.isNotEmpty()) {
+                // An id is any text but line ends and NUL: OkHttp writes it as UTF-8.
+                headers.addUnsafeNonAscii(LAST_EVENT_ID, lastEventId)
+            }
+            val request =
+                loop.request
+                    .newBuilder()
+                    .headers(headers.build())
+                    .build()
+            val earlier = loop.retriesUsed + 1 + loop.resumes
+            // The stream's call has spent its chain (OkHttp ends its exchanges when it returns):
+            // the resume is a clone, which [intercept] sends as this one attempt.
+            val resumeCall = call.clone()
+            resumeSends[resumeCall] = ResumeSend(loop, attemptRequest(loop, request, earlier))
+            loop.resumes++
+            inFlight = resumeCall
+            try {
+                if (closed.get()) {
+                    resumeCall.cancel()
+                }
+                return Triple(resumeCall.execute(), null, resumeCall)
+            } catch (e: IOException) {
+                return Triple(null, e, resumeCall)
+            } finally {
+                inFlight = null
+                resumeSends.remove(resumeCall)
+            }
+        }
+
+        /** Goes on reading the resume's event stream [response]. */
+        private fun adopt(
+            response: Response,
+            lastEventId: String,
+            retry: String?,
+        ) {
+            endAttemptTimeout(loop, response)
+            if (budget.tokens < checked.budgetCapacity) {
+                budget.recordSuccess(loop.lastRetryCost)
+            }
+            val classification = checkNotNull(loop.classification)
+            reason = settledDecision(classification.replayClass, dropRetries, loop.policy.maxRetries).reason.wireName
+            loop.serverDelayMs = null
+            current = response
+            if (closed.get()) {
+                response.close()
+                throw IOException("closed")
+            }
+            upstream = bodyOf(response).source()
+            first = false
+            start(lastEventId, retry)
+        }
+
+        /** Ends the stream for the caller with [error] (thrown) after its finish event. */
+        private fun end(
+            error: IOException,
+            outcome: String,
+            reason: String,
+            timedOut: Boolean,
+            // The status the caller got: the stream's own, or a resume's that ended it.
+            status: Int = head.code,
+        ): Nothing {
+            this.reason = reason
+            ended = error
+            finishStream(outcome, status, timedOut)?.let { error.addSuppressed(RetryFinish.Attached(it)) }
+            throw error
+        }
+
+        /** Reports the request's finish event once; returns it, or null when it was reported already. */
+        private fun finishStream(
+            outcome: String,
+            status: Int?,
+            timedOut: Boolean,
+        ): RetryFinish? {
+            if (!finished.compareAndSet(false, true)) {
+                return null
+            }
+            val event = finishEvent(loop, reason, outcome, status, timedOut)
+            loop.slot.finish = event
+            onFinish?.onFinish(event)
+            return event
+        }
+    }
+
+    /** What [readProblem] found: the problem type (null for none), or the read's failure. */
+    private class Problem(
+        val type: String?,
+        val failure: IOException?,
+    )
+
+    /**
+     * Whether [response] may carry a problem type a decision reads (contract v3 Q1): a status of 400
+     * or more, `application/problem+json`, an operation that is not no-retry.
+     */
+    private fun isProblem(
+        response: Response,
+        classification: Classification,
+    ): Boolean {
+        if (response.code < MIN_PROBLEM_STATUS || classification.replayClass == ReplayClass.NO_RETRY) {
+            return false
+        }
+        val type = firstValue(response.headers, "Content-Type") ?: return false
+        return type.substringBefore(';').trim { it == ' ' || it == '\t' }.equals("application/problem+json", ignoreCase = true)
+    }
+
+    /**
+     * The problem type of [response] from at most the first 65536 bytes of its body (contract v3
+     * Q1-Q2), read into the body's own buffer so that the caller still reads the whole body; none
+     * when the body is longer (a prefix has no problem type).
+     */
+    private fun readProblem(response: Response): Problem {
+        // Nullable in OkHttp 4, not in 5: the same code compiles warning-free on both.
+        val body: ResponseBody? = response.body
+        if (body == null) {
+            return Problem(null, null)
+        }
+        return try {
+            val source = body.source()
+            if (source.request(RetryRuntime.PROBLEM_BODY_MAX_BYTES + 1L)) {
+                Problem(null, null)
+            } else {
+                val bytes = source.buffer.snapshot().toByteArray()
+                Problem(RetryRuntime.problemTypeOf(firstValue(response.headers, "Content-Type"), bytes, true), null)
+            }
+        } catch (e: IOException) {
+            Problem(null, e)
         }
     }
 
@@ -808,7 +1409,11 @@ internal class RetryInterceptor private constructor(
     private fun reportFinish(
         finish: RetryFinish,
         thrown: Throwable,
+        once: AtomicBoolean? = null,
     ) {
+        if (once != null && !once.compareAndSet(false, true)) {
+            return
+        }
         try {
             onFinish?.onFinish(finish)
         } catch (e: Throwable) {
@@ -826,7 +1431,7 @@ internal class RetryInterceptor private constructor(
     ): RetryFinish {
         val operation = loop.classification?.operation
         return RetryFinish(
-            (loop.retriesUsed + 1).toInt(),
+            (loop.retriesUsed + 1 + loop.resumes).toInt(),
             reason,
             outcome,
             status,
@@ -836,6 +1441,7 @@ internal class RetryInterceptor private constructor(
             operation?.operationId,
             loop.attempt.redirects,
             loop.sleptMs,
+            loop.serverDelayMs,
         )
     }
 
@@ -1057,6 +1663,10 @@ internal class RetryInterceptor private constructor(
         var response: Response? = null
         var failure: IOException? = null
 
+        // The connection of the attempt's last exchange, whose socket a committed HTTP/1 stream
+        // reads with the client's read timeout (contract v3 X1).
+        var connection: Connection? = null
+
         // When the attempt was sent, and how long it took to the response head, the failure or the
         // end of the body read (P4).
         var sentAt: Long = 0
@@ -1072,6 +1682,7 @@ internal class RetryInterceptor private constructor(
             lastStatus = 0
             response = null
             failure = null
+            connection = null
         }
     }
 
@@ -1103,6 +1714,7 @@ internal class RetryInterceptor private constructor(
             }
             attempt.exchanges++
             attempt.lastStatus = 0
+            attempt.connection = connection
             val response = chain.proceed(request)
             attempt.lastStatus = response.code
             return hideFollowUp(response, connection)
@@ -1231,6 +1843,7 @@ internal class RetryInterceptor private constructor(
         private const val STATUS: String = "status"
         private const val TRANSPORT: String = "transport"
         private const val ABORTED: String = "aborted"
+        private const val DROPPED: String = "dropped"
         private const val STATUS_NOT_RETRYABLE: String = "status_not_retryable"
         private const val MAX_CAUSE_DEPTH: Int = 16
 
@@ -1243,6 +1856,15 @@ internal class RetryInterceptor private constructor(
         private const val MIN_BODY_STATUS: Int = 200
 
         private const val MISDIRECTED: Int = 421
+        private const val PRECONDITION_FAILED: Int = 412
+        private const val MAX_SUCCESS: Int = 299
+        private const val LAST_EVENT_ID: String = "Last-Event-ID"
+
+        /** The most bytes of one event a resumable stream holds back (contract v3 X2): 1 MiB. */
+        private const val MAX_HELD_BYTES: Long = 1L shl 20
+        private const val READ_BYTES: Long = 8192
+        private val BOM: ByteArray = byteArrayOf(0xEF.toByte(), 0xBB.toByte(), 0xBF.toByte())
+        private const val MIN_PROBLEM_STATUS: Int = 400
         private const val UNAVAILABLE: Int = 503
 
         /** The status a `421` on HTTP/2 passes OkHttp's follow-up logic as: one it never resends. */
@@ -1280,6 +1902,15 @@ internal class RetryInterceptor private constructor(
         private fun isEventStream(response: Response): Boolean {
             val type = firstValue(response.headers, "Content-Type") ?: return false
             return type.substringBefore(';').trim().equals("text/event-stream", ignoreCase = true)
+        }
+
+        /** Whether [response] goes on a stream: a `2xx` event stream (contract v3 A6). */
+        private fun isStreamHead(response: Response): Boolean = response.code in MIN_BODY_STATUS..MAX_SUCCESS && isEventStream(response)
+
+        /** [response]'s body (nullable in OkHttp 4, never null in 5; a response from a call always has one). */
+        private fun bodyOf(response: Response): ResponseBody {
+            val body: ResponseBody? = response.body
+            return checkNotNull(body) { "a response from a call has a body" }
         }
 
         /** Whether OkHttp sends a follow-up after [status] that the server asked for: a redirect or an auth challenge. */
@@ -1430,17 +2061,19 @@ internal class RetryInterceptor private constructor(
         }
 
         /**
-         * Sleeps [delayMs] unless [call] is cancelled or the thread interrupted first: then returns
+         * Sleeps [delayMs] unless [call] is cancelled, [closed] set (the caller closed a stream's
+         * body) or the thread interrupted first: then returns
          * the exception the request ends with (null after a full sleep). OkHttp has no
          * cancellation callback per call, so the sleep polls [Call.isCanceled] every 10 ms.
          */
         private fun sleep(
             delayMs: Long,
             call: Call,
+            closed: AtomicBoolean? = null,
         ): IOException? {
             val end = System.nanoTime() + delayMs * NANOS_PER_MILLI
             while (true) {
-                if (call.isCanceled()) {
+                if (call.isCanceled() || closed?.get() == true) {
                     return IOException("Canceled")
                 }
                 val left = end - System.nanoTime()
