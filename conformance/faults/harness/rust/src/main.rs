@@ -18,9 +18,9 @@ use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, RequestBuilder};
 use reqwest_retry::policies::ExponentialBackoff;
 use reqwest_retry::RetryTransientMiddleware;
 use retrygen_fault_runner::retry_policy::reqwest_adapter::{
-    finish_of, FinishEvent, RetryMiddleware, RetryOverrides,
+    finish_of, FinishEvent, RetryMiddleware, RetryOverrides, StreamFinish,
 };
-use retrygen_fault_runner::retry_policy::{RetryEvent, OPERATION_TABLE};
+use retrygen_fault_runner::retry_policy::{KeyFormat, RetryEvent, RetryPolicy, OPERATION_TABLE};
 use serde_json::{json, Value};
 
 /// The system allocator, counting the bytes it hands out (for the overhead mode).
@@ -196,6 +196,7 @@ fn finish_json(event: &FinishEvent<'_>) -> Value {
         "path_template": event.path_template,
         "operation_id": event.operation_id,
         "total_delay_ms": event.total_delay_ms,
+        "server_delay_ms": event.server_delay_ms,
     })
 }
 
@@ -249,7 +250,18 @@ fn recording_client(
     if let Some(max) = options["read_body_max_bytes"].as_u64() {
         builder = builder.read_body(usize::try_from(max).expect("a byte bound"));
     }
-    ClientBuilder::new(bare_client(env))
+    // Contract v3: the module's default policy with the scenario's keys replaced.
+    if let Some(policy) = options["policy"].as_object() {
+        let mut replaced = RetryPolicy::default();
+        if let Some(format) = policy.get("idempotency_key_format").and_then(Value::as_str) {
+            replaced.idempotency_key_format = format.parse::<KeyFormat>().expect("a key format");
+        }
+        builder = builder.policy(replaced);
+    }
+    // Dropped event streams of resumable operations are resumed with the same client.
+    let http = bare_client(env);
+    builder = builder.resume_client(http.clone());
+    ClientBuilder::new(http)
         .with(builder.build().expect("the spec's policy is valid"))
         .build()
 }
@@ -351,7 +363,11 @@ async fn send_one(
                 .extensions()
                 .get::<FinishEvent<'static>>()
                 .map(finish_json);
-            match response.text().await {
+            // A resumable event stream's call finishes when its body ends (contract v3 X4).
+            let stream = response.extensions().get::<StreamFinish>().cloned();
+            let text = response.text().await;
+            let from_result = from_result.or_else(|| stream?.get().map(finish_json));
+            match text {
                 Ok(text) => (Some(status), false, None, Some(text), false, from_result),
                 Err(_) => (Some(status), false, None, None, true, from_result),
             }

@@ -22,7 +22,8 @@ use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 
 use crate::retry_policy::reqwest_adapter::{
     finish_of, AttemptTimeout, BodyReadFailed, FinishEvent, FinishOutcome, FinishReason,
-    InvalidOverride, RetryAttempt, RetryMiddleware, RetryMiddlewareBuilder, RetryOverrides,
+    InvalidOverride, ResumeStatus, RetryAttempt, RetryMiddleware, RetryMiddlewareBuilder,
+    RetryOverrides, StreamFinish,
 };
 use crate::retry_policy::{AttemptFailure, Reason, RetryPolicy, OPERATION_TABLE};
 
@@ -41,6 +42,91 @@ enum Step {
     /// Sends the status line and headers (with this content type) announcing a body of 1000
     /// bytes, five of them, then closes the connection: a body cut.
     CutBody(u16, &'static str),
+    /// Answers the status with this content type and body, keeping the connection.
+    Body(u16, &'static str, &'static str),
+    /// 200 `text/event-stream`, chunked, events `id: i\ndata: line i\n\n` from the request's
+    /// `Last-Event-ID` + 1 (1 without one) to `events`, the first after `retry: R\n` when given,
+    /// `pause` before each; at most `drop_after` of them, then (with `cut`, after half of the
+    /// next event) the connection closes mid-body: a drop. Else the body's end.
+    Sse {
+        events: u32,
+        drop_after: Option<u32>,
+        retry_ms: Option<u32>,
+        cut: bool,
+        pause: Duration,
+    },
+}
+
+/// [`Step::Sse`] with `events` events and no drop.
+const fn sse(events: u32) -> Step {
+    Step::Sse {
+        events,
+        drop_after: None,
+        retry_ms: None,
+        cut: false,
+        pause: Duration::ZERO,
+    }
+}
+
+/// [`Step::Sse`] with `events` events, dropped after `drop_after` of them.
+const fn sse_drop(events: u32, drop_after: u32) -> Step {
+    Step::Sse {
+        events,
+        drop_after: Some(drop_after),
+        retry_ms: None,
+        cut: false,
+        pause: Duration::ZERO,
+    }
+}
+
+/// Writes one chunk of a chunked body.
+fn chunk(writer: &mut TcpStream, data: &str) -> bool {
+    writer
+        .write_all(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes())
+        .and_then(|()| writer.flush())
+        .is_ok()
+}
+
+/// Serves [`Step::Sse`]; false when the connection is to close.
+fn serve_sse(writer: &mut TcpStream, step: Step, last_event_id: Option<&str>) -> bool {
+    let Step::Sse {
+        events,
+        drop_after,
+        retry_ms,
+        cut,
+        pause,
+    } = step
+    else {
+        unreachable!("an sse step")
+    };
+    let head =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+    if writer.write_all(head.as_bytes()).is_err() {
+        return false;
+    }
+    let first = last_event_id
+        .and_then(|id| id.parse::<u32>().ok())
+        .unwrap_or(0)
+        + 1;
+    let last = drop_after.map_or(events, |d| events.min(first + d - 1));
+    for i in first..=last {
+        std::thread::sleep(pause);
+        let retry = match retry_ms {
+            Some(ms) if i == first => format!("retry: {ms}\n"),
+            _ => String::new(),
+        };
+        if !chunk(writer, &format!("{retry}id: {i}\ndata: line {i}\n\n")) {
+            return false;
+        }
+    }
+    if last < events {
+        if cut {
+            chunk(writer, &format!("id: {}\ndata: li", last + 1));
+        }
+        // Closing before the last chunk: the body fails for the client.
+        return false;
+    }
+    chunk(writer, "")
 }
 
 /// One request as the server read it.
@@ -133,6 +219,20 @@ fn serve(stream: TcpStream, script: &[Step], arrivals: &Mutex<Vec<Arrival>>) {
             Step::Stall(time) => {
                 std::thread::sleep(time);
                 respond(&mut writer, 200, &[])
+            }
+            step @ Step::Sse { .. } => {
+                let last = arrivals.lock().unwrap()[n]
+                    .header("last-event-id")
+                    .first()
+                    .map(|id| (*id).to_owned());
+                serve_sse(&mut writer, step, last.as_deref())
+            }
+            Step::Body(status, content_type, body) => {
+                let head = format!(
+                    "HTTP/1.1 {status} Scripted\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                writer.write_all(head.as_bytes()).is_ok()
             }
             Step::CutBody(status, content_type) => {
                 let head = format!(
@@ -286,8 +386,11 @@ fn new_client_over(
                 seen.lock().unwrap().events.push(owned(e));
             }
         });
+    let http = http.build().expect("a client");
+    // Resumable event streams are resumed with the same client (contract v3 X3).
+    let builder = builder.resume_client(http.clone());
     let middleware = Arc::new(configure(builder).build().expect("a valid policy"));
-    let client = ClientBuilder::new(http.build().expect("a client"))
+    let client = ClientBuilder::new(http)
         .with_arc(Arc::clone(&middleware) as Arc<dyn reqwest_middleware::Middleware>)
         .build();
     (client, seen, middleware)
@@ -306,6 +409,7 @@ fn owned(e: &FinishEvent<'_>) -> FinishEvent<'static> {
         path_template: e.path_template,
         operation_id: e.operation_id,
         total_delay_ms: e.total_delay_ms,
+        server_delay_ms: e.server_delay_ms,
     }
 }
 
@@ -1836,5 +1940,531 @@ fn the_retry_future_holds_one_request() {
     assert!(
         future < 1240 + request / 2,
         "the retry future is {future} bytes, a request {request}: it holds a second request"
+    );
+}
+
+// Contract v3 (docs/contract-v3.md section 9): X5-X8.
+
+#[test]
+fn a_conditional_request_is_replayed_and_a_412_after_the_replay_stops() {
+    let send = |client: &ClientWithMiddleware, base: &str, if_match: Option<&str>| {
+        block_on(async {
+            let mut request = client
+                .patch(format!("{base}/sandboxes/sb-1"))
+                .body("{\"memory_mb\":512}");
+            if let Some(tag) = if_match {
+                request = request.header("If-Match", tag);
+            }
+            request.send().await.map(|r| r.status().as_u16())
+        })
+    };
+    let script = [Step::Close, Step::Status(412, &[])];
+    // X5: `If-Match` with an entity tag makes the non_replayable PATCH replayable (H2), and the
+    // 412 after the replay is its own stop (R6a).
+    let server = Server::start(&script);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    assert_eq!(send(&client, &server.base(), Some("\"v1\"")).unwrap(), 412);
+    assert_eq!(server.arrivals().len(), 2);
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [(1, Reason::TransportFailure, 1)]
+    );
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            2,
+            decided(Reason::PreconditionFailedAfterReplay),
+            FinishOutcome::Status,
+            Some(412),
+            false
+        )
+    );
+    // `If-Match: *` holds again after the change: no precondition, one attempt.
+    for tag in [Some("*"), None] {
+        let server = Server::start(&script);
+        let (client, seen, _) = new_client(&server.base(), |b| b);
+        assert!(send(&client, &server.base(), tag).is_err());
+        assert_eq!(server.arrivals().len(), 1, "{tag:?}");
+        assert_eq!(finished(&seen).reason, decided(Reason::NotReplayable));
+    }
+    // A 412 on the first attempt goes through the other rules.
+    let server = Server::start(&[Step::Status(412, &[])]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    assert_eq!(send(&client, &server.base(), Some("\"v1\"")).unwrap(), 412);
+    assert_eq!(finished(&seen).reason, decided(Reason::StatusNotRetryable));
+}
+
+const QUOTA: &str =
+    r#"{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","status":429}"#;
+
+#[test]
+fn a_quota_problem_stops_and_its_body_reaches_the_caller_whole() {
+    let script = [
+        Step::Body(429, "Application/Problem+JSON; charset=utf-8", QUOTA),
+        Step::Status(200, &[]),
+    ];
+    let server = Server::start(&script);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let response = get_with(&client, &server.base(), RetryOverrides::new()).unwrap();
+    assert_eq!(response.status().as_u16(), 429);
+    assert_eq!(block_on(response.text()).unwrap(), QUOTA);
+    assert_eq!(server.arrivals().len(), 1);
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            1,
+            decided(Reason::ProblemTypeStop),
+            FinishOutcome::Status,
+            Some(429),
+            false
+        )
+    );
+    // Another media type, or a policy listing no problem type: the body is not read and the
+    // 429 is retried as a rejected status.
+    for (content_type, stop) in [
+        (
+            "application/json",
+            RetryPolicy::default().stop_problem_types,
+        ),
+        ("application/problem+json", Vec::new()),
+    ] {
+        let server = Server::start(&[Step::Body(429, content_type, QUOTA), Step::Status(200, &[])]);
+        let policy = RetryPolicy {
+            stop_problem_types: stop,
+            ..RetryPolicy::default()
+        };
+        let (client, seen, _) = new_client(&server.base(), |b| b.policy(policy));
+        let response = get_with(&client, &server.base(), RetryOverrides::new()).unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{content_type}");
+        assert_eq!(seen.lock().unwrap().retries[0].1, Reason::RejectedStatus);
+    }
+    // A problem type the policy retries, on a status no list names.
+    let server = Server::start(&[
+        Step::Body(400, "application/problem+json", r#"{"type":"urn:busy"}"#),
+        Step::Status(200, &[]),
+    ]);
+    let policy = RetryPolicy {
+        retry_problem_types: vec!["urn:busy".into()],
+        ..RetryPolicy::default()
+    };
+    let (client, seen, _) = new_client(&server.base(), |b| b.policy(policy));
+    let response = get_with(&client, &server.base(), RetryOverrides::new()).unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [(1, Reason::ProblemTypeRetry, 1)]
+    );
+}
+
+#[test]
+fn a_problem_body_cut_while_read_is_the_attempts_transport_failure() {
+    let server = Server::start(&[
+        Step::CutBody(429, "application/problem+json"),
+        Step::Status(200, &[]),
+    ]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let response = get_with(&client, &server.base(), RetryOverrides::new()).unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(server.arrivals().len(), 2);
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [(1, Reason::TransportFailure, 1)]
+    );
+}
+
+#[test]
+fn a_minted_key_is_written_in_the_policys_format() {
+    let server = Server::start(&[Step::Status(503, &[]), Step::Status(201, &[])]);
+    let policy = RetryPolicy {
+        idempotency_key_format: crate::retry_policy::KeyFormat::SfString,
+        ..RetryPolicy::default()
+    };
+    let (client, _, _) = new_client(&server.base(), |b| b.policy(policy));
+    let status = block_on(async {
+        client
+            .post(format!("{}/sandboxes/sb-1/snapshots", server.base()))
+            .body("{}")
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    assert_eq!(status, 201);
+    let arrivals = server.arrivals();
+    let keys: Vec<&str> = arrivals
+        .iter()
+        .map(|a| a.header("idempotency-key")[0])
+        .collect();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[0], keys[1]);
+    let quoted = keys[0];
+    assert!(
+        quoted.starts_with('"')
+            && quoted.ends_with('"')
+            && is_uuid_v4(&quoted[1..quoted.len() - 1]),
+        "{quoted}"
+    );
+}
+
+#[test]
+fn the_finish_event_reports_the_refused_server_delay() {
+    let server = Server::start(&[Step::Status(503, &[("Retry-After", "120")])]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let response = get_with(&client, &server.base(), RetryOverrides::new()).unwrap();
+    assert_eq!(response.status().as_u16(), 503);
+    let event = seen.lock().unwrap().events[0].clone();
+    assert_eq!(event.reason, decided(Reason::RetryAfterOverCap));
+    assert_eq!(event.server_delay_ms, Some(120_000));
+    assert_eq!(
+        response.extensions().get::<FinishEvent<'static>>(),
+        Some(&event)
+    );
+    // Absent otherwise.
+    let server = Server::start(&[
+        Step::Status(503, &[("Retry-After", "0")]),
+        Step::Status(200, &[]),
+    ]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    get_with(&client, &server.base(), RetryOverrides::new()).unwrap();
+    assert_eq!(seen.lock().unwrap().events[0].server_delay_ms, None);
+}
+
+#[test]
+fn a_throttled_retry_costs_and_refunds_the_throttling_cost() {
+    let server = Server::start(&[
+        Step::Status(429, &[]),
+        Step::Status(429, &[]),
+        Step::Status(200, &[]),
+    ]);
+    let policy = RetryPolicy {
+        budget_throttling_cost: Some(2),
+        ..RetryPolicy::default()
+    };
+    let (client, seen, middleware) = new_client(&server.base(), |b| b.policy(policy));
+    get_with(&client, &server.base(), RetryOverrides::new()).unwrap();
+    // Two throttled retries from the throttling base (3 ms, then 4: the cap), 2 tokens each,
+    // and the success gives back the last one's 2.
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [
+            (1, Reason::RejectedStatus, 3),
+            (2, Reason::RejectedStatus, 4)
+        ]
+    );
+    assert_eq!(middleware.budget().tokens(), 13);
+}
+
+// Contract v3 X1-X4: event streams.
+
+/// `GET {base}/sandboxes/sb-1/events` (a resumable event stream), its whole body read in the
+/// same runtime: the status, the body (or the read error) and how long it took.
+fn read_events(
+    client: &ClientWithMiddleware,
+    base: &str,
+    path: &str,
+) -> (
+    u16,
+    Result<String, reqwest::Error>,
+    Option<StreamFinish>,
+    Duration,
+) {
+    block_on(async {
+        let started = Instant::now();
+        let response = client
+            .get(format!("{base}/sandboxes/sb-1/{path}"))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let finish = response.extensions().get::<StreamFinish>().cloned();
+        let body = response.text().await;
+        (status, body, finish, started.elapsed())
+    })
+}
+
+/// The events `from..=to` as the server writes them.
+fn events(from: u32, to: u32) -> String {
+    let mut text = String::new();
+    for i in from..=to {
+        text += &["id: ", &i.to_string(), "\ndata: line ", &i.to_string(), "\n\n"].concat();
+    }
+    text
+}
+
+#[test]
+fn a_dropped_resumable_stream_is_resumed_after_its_last_event_id() {
+    let server = Server::start(&[sse_drop(5, 3), sse(5)]);
+    let (client, seen, middleware) = new_client(&server.base(), |b| b);
+    let (status, body, from_response, _) = read_events(&client, &server.base(), "events");
+    assert_eq!(status, 200);
+    // One continuous stream: every event once.
+    assert_eq!(body.unwrap(), events(1, 5));
+    let arrivals = server.arrivals();
+    let ids: Vec<Vec<&str>> = arrivals.iter().map(|a| a.header("last-event-id")).collect();
+    assert_eq!(ids, [vec![], vec!["3"]]);
+    assert_eq!(seen.lock().unwrap().retries, [(1, Reason::StreamResume, 1)]);
+    // The call finished when its stream ended (X4), counting the resume.
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            2,
+            decided(Reason::StatusNotRetryable),
+            FinishOutcome::Status,
+            Some(200),
+            false
+        )
+    );
+    assert_eq!(
+        from_response.unwrap().get(),
+        seen.lock().unwrap().events.first()
+    );
+    // The resume was a retry of the budget, refunded by the end.
+    assert_eq!(middleware.budget().tokens(), 15);
+}
+
+#[test]
+fn only_complete_events_reach_the_caller_and_a_cut_one_comes_again_whole() {
+    let cut = Step::Sse {
+        events: 4,
+        drop_after: Some(2),
+        retry_ms: None,
+        cut: true,
+        pause: Duration::ZERO,
+    };
+    let server = Server::start(&[cut, sse(4)]);
+    let (client, _, _) = new_client(&server.base(), |b| b);
+    let (_, body, _, _) = read_events(&client, &server.base(), "events");
+    assert_eq!(body.unwrap(), events(1, 4));
+    // The `id: 3` of the cut event was not taken.
+    assert_eq!(server.arrivals()[1].header("last-event-id"), ["2"]);
+}
+
+#[test]
+fn the_streams_retry_field_is_the_resumes_delay() {
+    let first = Step::Sse {
+        events: 4,
+        drop_after: Some(2),
+        retry_ms: Some(300),
+        cut: false,
+        pause: Duration::ZERO,
+    };
+    let server = Server::start(&[first, sse(4)]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let (_, body, _, elapsed) = read_events(&client, &server.base(), "events");
+    assert_eq!(body.unwrap(), format!("retry: 300\n{}", events(1, 4)));
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [(1, Reason::StreamResume, 300)]
+    );
+    assert!(elapsed >= Duration::from_millis(300), "{elapsed:?}");
+    assert_eq!(seen.lock().unwrap().events[0].total_delay_ms, 300);
+}
+
+#[test]
+fn drops_without_progress_stop_after_max_retries_with_the_clients_error() {
+    let server = Server::start(&[sse_drop(5, 0)]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let (status, body, _, _) = read_events(&client, &server.base(), "events");
+    assert_eq!(status, 200);
+    let error = body.unwrap_err();
+    // reqwest's read error, with the client's own error of the drop as its cause.
+    assert!(error.is_decode() || error.is_body(), "{error:?}");
+    assert_eq!(server.arrivals().len(), 4);
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [
+            (1, Reason::StreamResume, 1),
+            (2, Reason::StreamResume, 2),
+            (3, Reason::StreamResume, 4)
+        ]
+    );
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            4,
+            decided(Reason::Exhausted),
+            FinishOutcome::Status,
+            Some(200),
+            false
+        )
+    );
+}
+
+#[test]
+fn progress_lets_a_stream_be_resumed_more_often_than_max_retries() {
+    // Five drops, each after one event: more resumes than the three retries, each after progress
+    // (a budget for the five: each resume is a retry of it).
+    let server = Server::start(&[sse_drop(6, 1)]);
+    let policy = RetryPolicy {
+        budget_capacity: 100,
+        ..RetryPolicy::default()
+    };
+    let (client, seen, _) = new_client(&server.base(), |b| b.policy(policy));
+    let (_, body, _, _) = read_events(&client, &server.base(), "events");
+    assert_eq!(body.unwrap(), events(1, 6));
+    assert_eq!(server.arrivals().len(), 6);
+    assert!(seen
+        .lock()
+        .unwrap()
+        .retries
+        .iter()
+        .all(|&(_, reason, delay)| reason == Reason::StreamResume && delay == 1));
+    assert_eq!(finished(&seen).attempts, 6);
+}
+
+#[test]
+fn a_resume_answered_with_an_error_status_ends_the_stream_with_it() {
+    let server = Server::start(&[
+        sse_drop(5, 2),
+        Step::Status(503, &[]),
+        Step::Status(404, &[]),
+    ]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let (_, body, _, _) = read_events(&client, &server.base(), "events");
+    let error = body.unwrap_err();
+    // The 503 is decided as any attempt before its commit (retried), the 404 ends the stream.
+    let mut cause: Option<&dyn std::error::Error> = Some(&error);
+    let mut status = None;
+    while let Some(e) = cause {
+        if let Some(resume) = e.downcast_ref::<ResumeStatus>() {
+            status = Some(resume.status());
+        }
+        cause = e.source();
+    }
+    assert_eq!(status, Some(404), "{error:?}");
+    assert_eq!(server.arrivals().len(), 3);
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [
+            (1, Reason::StreamResume, 1),
+            (2, Reason::RetryableStatus, 2)
+        ]
+    );
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            3,
+            decided(Reason::StatusNotRetryable),
+            FinishOutcome::Status,
+            Some(404),
+            false
+        )
+    );
+}
+
+#[test]
+fn a_non_replayable_stream_resumes_only_after_an_event_id() {
+    let post = |server: &Server| {
+        let (client, seen, _) = new_client(&server.base(), |b| b);
+        let body = block_on(async {
+            client
+                .post(format!("{}/sandboxes/sb-1/runs", server.base()))
+                .body("{\"cmd\":\"build\"}")
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+        });
+        (body, seen)
+    };
+    // After event 2: resumed with its id (A6), the body sent again as it was.
+    let server = Server::start(&[sse_drop(4, 2), sse(4)]);
+    let (body, _) = post(&server);
+    assert_eq!(body.unwrap(), events(1, 4));
+    let arrivals = server.arrivals();
+    assert_eq!(arrivals.len(), 2);
+    assert_eq!(arrivals[1].body, b"{\"cmd\":\"build\"}");
+    assert_eq!(arrivals[1].header("last-event-id"), ["2"]);
+    // Before any event: a resume would be a full replay of a non_replayable request.
+    let server = Server::start(&[sse_drop(4, 0), sse(4)]);
+    let (body, seen) = post(&server);
+    assert!(body.is_err());
+    assert_eq!(server.arrivals().len(), 1);
+    assert_eq!(finished(&seen).reason, decided(Reason::StreamNotResumable));
+}
+
+#[test]
+fn a_stream_that_is_not_resumable_is_the_clients_body_finished_at_the_commit() {
+    // streamMetrics: an idempotent event stream without the declaration.
+    let server = Server::start(&[sse_drop(4, 2), sse(4)]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let (status, body, finish, _) = read_events(&client, &server.base(), "metrics");
+    assert_eq!(status, 200);
+    assert!(body.is_err());
+    assert!(finish.is_none());
+    assert_eq!(server.arrivals().len(), 1);
+    assert_eq!(finished(&seen).attempts, 1);
+
+    // A resumable one without `resume_client`: as v2.
+    let server = Server::start(&[sse_drop(4, 2), sse(4)]);
+    let middleware = RetryMiddleware::builder(&OPERATION_TABLE)
+        .base_url(server.base())
+        .build()
+        .unwrap();
+    let client = ClientBuilder::new(http_client().build().unwrap())
+        .with(middleware)
+        .build();
+    let (_, body, finish, _) = read_events(&client, &server.base(), "events");
+    assert!(body.is_err());
+    assert!(finish.is_none());
+    assert_eq!(server.arrivals().len(), 1);
+}
+
+#[test]
+fn the_attempt_timeout_of_a_stream_ends_at_its_commit() {
+    let slow = Step::Sse {
+        events: 3,
+        drop_after: None,
+        retry_ms: None,
+        cut: false,
+        pause: Duration::from_millis(150),
+    };
+    for path in ["events", "metrics"] {
+        let server = Server::start(&[slow]);
+        let (client, seen, _) = new_client(&server.base(), |b| {
+            b.attempt_timeout(Duration::from_millis(100))
+                .read_body(65536)
+        });
+        let (_, body, _, elapsed) = read_events(&client, &server.base(), path);
+        assert_eq!(body.unwrap(), events(1, 3), "{path}");
+        assert!(elapsed >= Duration::from_millis(450), "{elapsed:?}");
+        assert_eq!(server.arrivals().len(), 1);
+        assert!(!finished(&seen).timed_out);
+    }
+}
+
+#[test]
+fn closing_a_resumable_stream_finishes_the_call() {
+    let server = Server::start(&[Step::Sse {
+        events: 50,
+        drop_after: None,
+        retry_ms: None,
+        cut: false,
+        pause: Duration::from_millis(20),
+    }]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let first = block_on(async {
+        let mut response = client
+            .get(format!("{}/sandboxes/sb-1/events", server.base()))
+            .send()
+            .await
+            .unwrap();
+        assert!(seen.lock().unwrap().finished.is_empty());
+        let first = response.chunk().await.unwrap().unwrap();
+        drop(response);
+        first
+    });
+    assert_eq!(first, events(1, 1).as_bytes());
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            1,
+            decided(Reason::StatusNotRetryable),
+            FinishOutcome::Status,
+            Some(200),
+            false
+        )
     );
 }

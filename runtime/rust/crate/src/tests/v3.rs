@@ -300,3 +300,17 @@ fn the_table_gives_unknown_requests_its_policy_class() {
     let unknown = STREAM_OPERATIONS.classify("GET", "/other");
     assert!(!unknown.is_streaming() && !unknown.is_resumable());
 }
+
+#[test]
+fn a_reconnected_scanner_keeps_the_id_and_retry_and_forgets_the_cut_event() {
+    let mut s = EventStreamScanner::new();
+    s.feed(b"retry: 300\nid: 2\ndata: b\n\nid: 3\nretry: 9\ndata: cut");
+    let mut next = s.reconnected();
+    assert_eq!(state(&next), (0, "2".into(), Some("300".into())));
+    // The cut event's `id: 3` is not taken; a new byte order mark is skipped.
+    next.feed(b"\xef\xbb\xbfdata: c\n\n");
+    assert_eq!(state(&next), (12, "2".into(), Some("300".into())));
+    // An empty id empties it, as on the first connection.
+    next.feed(b"id\n\n");
+    assert_eq!(state(&next), (16, String::new(), Some("300".into())));
+}
