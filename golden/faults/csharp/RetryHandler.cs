@@ -2322,7 +2322,7 @@ namespace Retrygen.Generated
                         // Refused: the drop reaches the caller with the client's own error, as it would without a resume.
                         string reasonName = decision.Retry ? "body_not_replayable" : decision.Reason.ToWireName();
                         FailureKind? outcome = failure == FailureKind.Dropped ? (FailureKind?)null : failure;
-                        End(decision.Reason, reasonName, outcome.HasValue ? (int?)null : status, outcome, timedOut, error);
+                        End(decision.Reason, reasonName, outcome.HasValue ? (int?)null : status, outcome, timedOut, error, decision.Retry ? null : decision.ServerDelayMs);
                         ExceptionDispatchInfo.Capture(error).Throw();
                     }
 
@@ -2455,14 +2455,14 @@ namespace Retrygen.Generated
             }
 
             /// <summary>The finish event, once: on the returned response (P5) and, for a failure, on its exception.</summary>
-            private void End(DecisionReason reason, string reasonName, int? status, FailureKind? failure, bool timedOut, Exception error)
+            private void End(DecisionReason reason, string reasonName, int? status, FailureKind? failure, bool timedOut, Exception error, long? serverDelayMs = null)
             {
                 if (Interlocked.Exchange(ref finished, 1) != 0)
                 {
                     return;
                 }
 
-                RetryFinishEvent finish = Handler.Finish(Classification, Method, Sends, reason, reasonName, status, failure, timedOut, Redirects, TotalDelayMs, returned, currentMessage, null);
+                RetryFinishEvent finish = Handler.Finish(Classification, Method, Sends, reason, reasonName, status, failure, timedOut, Redirects, TotalDelayMs, returned, currentMessage, null, serverDelayMs);
                 if (error != null)
                 {
                     Attach(finish, null, null, error);

@@ -1727,6 +1727,49 @@ namespace Retrygen.Generated.Tests
                 }
             }
 
+            // The read's token ends a resume's sleep (the retry field asks for 1500 ms): aborted, at once.
+            using (var server = new Server(Step.Sse(4, 2, retryMs: 1500), Step.Sse(4)))
+            using (var cancel = new CancellationTokenSource())
+            {
+                var client = new Client(server, FastPolicy());
+                var request = new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/events");
+                using (var http = new HttpClient(client.Handler, false))
+                using (HttpResponseMessage response = http.SendAsync(request, HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult())
+                {
+                    Stream body = response.Content.ReadAsStreamAsync().GetAwaiter().GetResult();
+                    var buffer = new byte[65536];
+                    cancel.CancelAfter(200);
+                    var clock = Stopwatch.StartNew();
+                    Exception failed = null;
+                    try
+                    {
+                        while (body.ReadAsync(buffer, 0, buffer.Length, cancel.Token).GetAwaiter().GetResult() > 0)
+                        {
+                        }
+                    }
+                    catch (Exception e)
+                    {
+                        failed = e;
+                    }
+
+                    True(failed is OperationCanceledException, "the sleep cancelled: " + failed);
+                    True(clock.ElapsedMilliseconds < 1000, "at once: " + clock.ElapsedMilliseconds);
+                    Equal("aborted 1 aborted - False GET /events streamEvents", client.FinishText, "aborted during the resume's sleep");
+                }
+
+                Equal(1, server.Arrivals.Count, "no resume sent");
+            }
+
+            // A retry field over the cap refuses the resume and reports the server's delay (X8).
+            using (var server = new Server(Step.Sse(4, 2, retryMs: 120000), Step.Sse(4)))
+            {
+                var client = new Client(server, FastPolicy());
+                Result result = client.SendStream(new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/events"));
+                True(result.Error != null, "the read failed");
+                Equal("retry_after_over_cap 1 status 200 False GET /events streamEvents", client.FinishText, "refused over the cap");
+                Equal((long?)120000, client.Finish.ServerDelayMs, "the stream's delay reported");
+            }
+
             // A streaming operation that is not resumable: the client's body, untouched; the finish at the commit.
             using (var server = new Server(Step.Sse(5, 2), Step.Sse(5)))
             {
