@@ -15,6 +15,7 @@ import {
   isCertificateError,
   isConnectError,
   retryingFetch,
+  StreamResumeError,
 } from "./fetch.js";
 import type {
   FetchRetryEvent,
@@ -81,6 +82,15 @@ type Step =
       /** Waits this long before answering. */
       readonly delayMs?: number;
     }
+  /**
+   * A 200 `text/event-stream`: each chunk written `tickMs` apart (default 1), then the end or,
+   * with `drop`, the connection closed before the body's last chunk (a drop).
+   */
+  | {
+      readonly events: readonly string[];
+      readonly drop?: boolean;
+      readonly tickMs?: number;
+    }
   /** Resets the connection without a byte of response. */
   | "reset"
   /** Answers nothing until the client goes away. */
@@ -99,6 +109,11 @@ let origin = "";
 let closedOrigin = "";
 
 function answer(res: ServerResponse, step: Step): void {
+  if (typeof step === "object" && "events" in step) {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    writeEvents(res, step.events, step.drop === true, step.tickMs ?? 1);
+    return;
+  }
   if (typeof step === "object" && step.delayMs !== undefined) {
     const { delayMs, ...now } = step;
     setTimeout(() => answer(res, now), delayMs);
@@ -118,6 +133,27 @@ function answer(res: ServerResponse, step: Step): void {
     res.writeHead(step.status, step.headers);
     res.end(step.body ?? "");
   }
+}
+
+/** Writes `chunks` `tickMs` apart, then ends the body or, with `drop`, closes the connection. */
+function writeEvents(
+  res: ServerResponse,
+  chunks: readonly string[],
+  drop: boolean,
+  tickMs: number,
+): void {
+  const [next, ...rest] = chunks;
+  if (next === undefined) {
+    if (drop) {
+      res.socket?.destroy();
+    } else {
+      res.end();
+    }
+    return;
+  }
+  res.write(next, () => {
+    setTimeout(() => writeEvents(res, rest, drop, tickMs), tickMs);
+  });
 }
 
 before(async () => {
@@ -1817,4 +1853,343 @@ test("v3 X8: the finish event carries a refused over-cap server delay", async ()
   );
   await c.fetch(`${origin}/v1/items/1`, { headers: { "x-case": later.name } });
   assert.equal(c.finishes[1]?.serverDelayMs, null);
+});
+
+// Contract v3 streams (X1-X4): a resumable GET, a resumable non-replayable POST, and a GET that
+// streams without declaring resumption.
+
+const STREAM_TABLES = retryTables({
+  sourceSpec: "fetch-streams.yaml",
+  basePath: "/v1",
+  operations: [
+    [
+      "GET",
+      "/items/{id}/events",
+      "itemEvents",
+      "idempotent",
+      null,
+      "resumable",
+    ],
+    [
+      "GET",
+      "/items/{id}/metrics",
+      "itemMetrics",
+      "idempotent",
+      null,
+      "streaming",
+    ],
+    [
+      "POST",
+      "/items/{id}/runs",
+      "runItem",
+      "non_replayable",
+      null,
+      "resumable",
+    ],
+  ],
+  policy: POLICY,
+});
+
+function streams(
+  options: Partial<RetryingFetchOptions> = {},
+): ReturnType<typeof client> {
+  return client({ tables: STREAM_TABLES, ...options });
+}
+
+function event(id: number, extra = ""): string {
+  return `${extra}id: ${id}\ndata: line ${id}\n\n`;
+}
+
+test("v3 X2-X4: a dropped stream resumes with Last-Event-ID; the caller reads complete events once", async () => {
+  const c = streams({ attemptHeader: "x-attempt" });
+  const { name, arrivals } = serve(
+    // Two events, then half of the third: the half is never handed over.
+    { events: [event(1), event(2), "id: 3\ndata: li"], drop: true },
+    { events: [event(3), event(4)] },
+  );
+  const response = await c.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": name },
+  });
+  assert.equal(response.status, 200);
+  assert.equal(response.headers.get("content-type"), "text/event-stream");
+  assert.equal(response.url, `${origin}/v1/items/1/events`);
+  // [X4] No finish before the stream ends.
+  assert.equal(c.finishes.length, 0);
+  assert.equal(finishOf(response), undefined);
+  assert.equal(
+    await response.text(),
+    event(1) + event(2) + event(3) + event(4),
+  );
+  assert.equal(arrivals.length, 2);
+  assert.deepEqual(
+    arrivals.map((a) => a.headers["last-event-id"]),
+    [undefined, "2"],
+  );
+  assert.deepEqual(
+    arrivals.map((a) => a.headers["x-attempt"]),
+    ["0", "1"],
+  );
+  assert.deepEqual(reasons(c.retries), [["stream_resume", 1]]);
+  assert.equal(c.retries[0]?.failure, "dropped");
+  assert.deepEqual(c.finishes, [
+    {
+      attempts: 2,
+      reason: "status_not_retryable",
+      outcome: "status",
+      status: 200,
+      timedOut: false,
+      redirects: 0,
+      method: "GET",
+      pathTemplate: "/items/{id}/events",
+      operationId: "itemEvents",
+      totalDelayMs: 1,
+      serverDelayMs: null,
+    },
+  ]);
+  assert.equal(finishOf(response), c.finishes[0]);
+});
+
+test("v3 X3: the retry field sets the resume's wait", async () => {
+  const c = streams();
+  const { name, arrivals } = serve(
+    { events: [event(1, "retry: 120\n")], drop: true },
+    { events: [event(2)] },
+  );
+  const started = performance.now();
+  const response = await c.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": name },
+  });
+  assert.equal(await response.text(), event(1, "retry: 120\n") + event(2));
+  assert.ok(performance.now() - started >= 120);
+  assert.equal(arrivals.length, 2);
+  assert.deepEqual(reasons(c.retries), [["stream_resume", 120]]);
+});
+
+test("v3 X3: a non-replayable stream resumes only after an event id; else the drop surfaces", async () => {
+  const c = streams();
+  const withId = serve(
+    { events: [event(1)], drop: true },
+    { events: [event(2)] },
+  );
+  const resumed = await c.fetch(`${origin}/v1/items/1/runs`, {
+    method: "POST",
+    headers: { "x-case": withId.name },
+    body: '{"cmd":"build"}',
+  });
+  assert.equal(await resumed.text(), event(1) + event(2));
+  assert.deepEqual(
+    withId.arrivals.map((a) => [a.body, a.headers["last-event-id"]]),
+    [
+      ['{"cmd":"build"}', undefined],
+      ['{"cmd":"build"}', "1"],
+    ],
+  );
+  // No id: a resume would replay the command.
+  const noId = serve(
+    { events: ["data: one\n\n"], drop: true },
+    { events: ["data: two\n\n"] },
+  );
+  const dropped = await c.fetch(`${origin}/v1/items/1/runs`, {
+    method: "POST",
+    headers: { "x-case": noId.name },
+    body: "{}",
+  });
+  const error = await rejection(dropped.text());
+  assert.ok(error instanceof TypeError);
+  assert.equal(noId.arrivals.length, 1);
+  assert.equal(c.finishes[1]?.reason, "stream_not_resumable");
+  assert.equal(c.finishes[1]?.outcome, "dropped");
+  assert.equal(c.finishes[1]?.attempts, 1);
+  assert.equal(finishOf(error), c.finishes[1]);
+  assert.equal(finishOf(dropped), c.finishes[1]);
+});
+
+test("v3 X3: a resume answered otherwise ends the stream with its status", async () => {
+  const c = streams();
+  const { name, arrivals } = serve(
+    { events: [event(1)], drop: true },
+    { status: 503 },
+  );
+  const response = await c.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": name },
+  });
+  const reader = response.body!.getReader();
+  const first = await reader.read();
+  assert.equal(new TextDecoder().decode(first.value), event(1));
+  const error = await rejection(reader.read());
+  assert.ok(error instanceof StreamResumeError);
+  assert.ok(error instanceof TypeError);
+  assert.equal(error.status, 503);
+  assert.equal(arrivals.length, 2);
+  assert.equal(c.finishes.length, 1);
+  assert.equal(c.finishes[0]?.reason, "stream_not_resumable");
+  assert.equal(c.finishes[0]?.status, 503);
+  assert.equal(c.finishes[0]?.attempts, 2);
+});
+
+test("v3 A7: drops without progress stop after maxRetries; progress resets the count", async () => {
+  const c = streams();
+  // A comment line is no event: each resume commits, then drops without progress.
+  const stuck = serve(
+    { events: [event(1)], drop: true },
+    { events: [": hi\n"], drop: true },
+  );
+  const response = await c.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": stuck.name },
+  });
+  await rejection(response.text());
+  // The first response delivered event 1; then three resumes without an event.
+  assert.equal(stuck.arrivals.length, 4);
+  assert.deepEqual(reasons(c.retries), [
+    ["stream_resume", 1],
+    ["stream_resume", 2],
+    ["stream_resume", 4],
+  ]);
+  assert.equal(c.finishes[0]?.reason, "exhausted");
+  assert.equal(c.finishes[0]?.outcome, "dropped");
+  // Each of five resumes delivers an event: five resumes, more than maxRetries.
+  const steady = streams();
+  const moving = serve(
+    { events: [event(1)], drop: true },
+    { events: [event(2)], drop: true },
+    { events: [event(3)], drop: true },
+    { events: [event(4)], drop: true },
+    { events: [event(5)], drop: true },
+    { events: [event(6)] },
+  );
+  const long = await steady.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": moving.name },
+  });
+  assert.equal(
+    await long.text(),
+    [1, 2, 3, 4, 5, 6].map((i) => event(i)).join(""),
+  );
+  assert.equal(moving.arrivals.length, 6);
+  assert.deepEqual(
+    moving.arrivals.map((a) => a.headers["last-event-id"]),
+    [undefined, "1", "2", "3", "4", "5"],
+  );
+  assert.deepEqual(
+    steady.retries.map((e) => e.attempt),
+    [1, 1, 1, 1, 1],
+  );
+  assert.equal(steady.finishes[0]?.attempts, 6);
+});
+
+test("v3 X4: closing the body finishes the call; a close during the wait sends nothing more", async () => {
+  const c = streams();
+  const open = serve({ events: [event(1), event(2)], tickMs: 200 });
+  const response = await c.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": open.name },
+  });
+  const reader = response.body!.getReader();
+  await reader.read();
+  await reader.cancel();
+  assert.equal(c.finishes.length, 1);
+  assert.equal(c.finishes[0]?.reason, "status_not_retryable");
+  assert.equal(c.finishes[0]?.outcome, "status");
+  // The resume waits 5 s (retry: 5000): the close ends the wait, no second arrival.
+  const waiting = serve(
+    { events: [event(1, "retry: 5000\n")], drop: true },
+    { events: [event(2)] },
+  );
+  const resumable = await c.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": waiting.name },
+  });
+  const body = resumable.body!.getReader();
+  await body.read();
+  const pending = body.read();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(c.retries.length, 1);
+  const started = performance.now();
+  await body.cancel();
+  await pending;
+  assert.ok(performance.now() - started < 1000);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(waiting.arrivals.length, 1);
+  assert.equal(c.finishes.length, 2);
+  assert.equal(c.finishes[1]?.attempts, 1);
+});
+
+test("v3 X4: the caller's abort ends a stream as aborted", async () => {
+  const c = streams();
+  const controller = new AbortController();
+  const { name, arrivals } = serve({
+    events: [event(1), event(2)],
+    tickMs: 300,
+  });
+  const response = await c.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": name },
+    signal: controller.signal,
+  });
+  const reader = response.body!.getReader();
+  await reader.read();
+  controller.abort();
+  await rejection(reader.read());
+  assert.equal(arrivals.length, 1);
+  assert.equal(c.finishes.length, 1);
+  assert.equal(c.finishes[0]?.outcome, "aborted");
+  assert.equal(c.finishes[0]?.reason, "aborted");
+});
+
+test("v3 X1: a stream outlives the attempt timeout; a stream that is not resumable keeps v2's body and finish", async () => {
+  const c = streams({ attemptTimeoutMs: 100 });
+  const slow = serve({ events: [event(1), event(2), event(3)], tickMs: 80 });
+  const response = await c.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": slow.name },
+  });
+  assert.equal(await response.text(), event(1) + event(2) + event(3));
+  assert.equal(slow.arrivals.length, 1);
+  // Not resumable: finished at the commit, the drop is the caller's.
+  const metrics = serve(
+    { events: ["data: 1\n\n", "data: 2"], drop: true, tickMs: 80 },
+    { events: ["data: again\n\n"] },
+  );
+  const plain = await c.fetch(`${origin}/v1/items/1/metrics`, {
+    headers: { "x-case": metrics.name },
+  });
+  assert.equal(c.finishes.length, 2);
+  assert.equal(c.finishes[1]?.reason, "status_not_retryable");
+  assert.equal(finishOf(plain), c.finishes[1]);
+  await rejection(plain.text());
+  assert.equal(metrics.arrivals.length, 1);
+  // Before the commit a stream is retried as its class allows.
+  const early = serve({ status: 503 }, { events: [event(1)] });
+  const retried = await c.fetch(`${origin}/v1/items/1/metrics`, {
+    headers: { "x-case": early.name },
+  });
+  assert.equal(await retried.text(), event(1));
+  assert.equal(early.arrivals.length, 2);
+});
+
+test("v3 X2: an event longer than 1 MiB ends resumability; its later drop surfaces", async () => {
+  const c = streams();
+  const big = "data: " + "x".repeat(2200000);
+  const { name, arrivals } = serve(
+    { events: [event(1), big, "\n\n", "id: 3\ndata: cut"], drop: true },
+    { events: [event(4)] },
+  );
+  const response = await c.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": name },
+  });
+  const reader = response.body!.getReader();
+  let received = "";
+  const decoder = new TextDecoder();
+  let error: unknown;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) {
+        break;
+      }
+      received += decoder.decode(value, { stream: true });
+    }
+  } catch (e) {
+    error = e;
+  }
+  assert.ok(error instanceof TypeError, String(error));
+  assert.equal(arrivals.length, 1);
+  // Past the limit the bytes pass as they come, the cut event's too.
+  assert.equal(received, event(1) + big + "\n\n" + "id: 3\ndata: cut");
+  assert.equal(c.finishes[0]?.reason, "stream_not_resumable");
 });
