@@ -386,3 +386,52 @@ func TestAnEventOverTheBoundEndsResumability(t *testing.T) {
 		t.Errorf("finish %+v", finish)
 	}
 }
+
+func TestAResumeCarriesTheAttemptHeaderAndTheCallersHeaders(t *testing.T) {
+	s := newServer(t, sse(3, 1), sse(3, 1), sse(3, 0))
+	var e events
+	c, _ := client(t, &e, WithAttemptHeader("X-Attempt"))
+	req := newRequest(t, context.Background(), "GET", s.URL+"/v1/sandboxes/sb-1/events", nil)
+	req.Header.Set("X-Trace", "t-1")
+	// The caller's own Last-Event-ID opens the stream; the resumes carry the scanner's.
+	req.Header["last-event-id"] = []string{"0"}
+	_, body, err := readStream(t, c, &e, req)
+	if err != nil || body != eventsText(1, 3) {
+		t.Fatalf("read %q, %v", body, err)
+	}
+	var got []string
+	for _, a := range s.arrivals() {
+		got = append(got, a.header.Get("X-Attempt")+"/"+a.header.Get("X-Trace")+"/"+a.header.Get("Last-Event-Id"))
+	}
+	if strings.Join(got, " ") != "0/t-1/0 1/t-1/1 2/t-1/2" {
+		t.Errorf("arrivals %v", got)
+	}
+	if finish := e.finish(t); finish.Attempts != 3 || e.reasons() != "stream_resume/1 stream_resume/1" {
+		t.Errorf("finish %+v, events %s", finish, e.reasons())
+	}
+}
+
+func TestTheCallersCancellationEndsAStreamWithoutResume(t *testing.T) {
+	s := newServer(t, pacedStream(time.Second, false, eventText(1), eventText(2)), sse(3, 0))
+	var e events
+	c, _ := client(t, &e)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := c.Do(newRequest(t, ctx, "GET", s.URL+"/v1/sandboxes/sb-1/events", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 1024)
+	if _, err := resp.Body.Read(first); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	_, err = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if !errors.Is(err, context.Canceled) || len(s.arrivals()) != 1 {
+		t.Errorf("read error %v, %d arrivals", err, len(s.arrivals()))
+	}
+	if finish := e.finish(t); finish.Attempts != 1 || len(e.retries) != 0 {
+		t.Errorf("finish %+v, %d retries", finish, len(e.retries))
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Contract v3's adapter parts (docs/contract-v3.md X5-X8), against real servers on 127.0.0.1
@@ -232,4 +233,27 @@ func cutProblem(w http.ResponseWriter, _ *http.Request) {
 	_, _ = buf.WriteString("HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/problem+json\r\nContent-Length: 1000\r\n\r\n{\"type\":\"h")
 	_ = buf.Flush()
 	_ = conn.Close()
+}
+
+func TestAProblemBodyIsReadUnderTheAttemptTimeout(t *testing.T) {
+	slow := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(429)
+		w.(http.Flusher).Flush()
+		time.Sleep(300 * time.Millisecond)
+		_, _ = io.WriteString(w, quotaProblem)
+	}
+	s := newServer(t, slow, status(201))
+	var e events
+	c, _ := client(t, &e, WithAttemptTimeout(50*time.Millisecond))
+	_, err := c.Do(newRequest(t, context.Background(), "POST", s.URL+"/v1/sandboxes", strings.NewReader("{}")))
+	// The read the timeout ended is the attempt's failure: a create is not retried.
+	var finished *FinishedError
+	if !errors.As(err, &finished) || finished.Finish.Failure != FailureTransport || !finished.Finish.TimedOut || len(s.arrivals()) != 1 {
+		t.Fatalf("error %v, %d arrivals", err, len(s.arrivals()))
+	}
+	var limit *AttemptTimeoutError
+	if !errors.As(err, &limit) {
+		t.Errorf("error %v does not name the attempt timeout", err)
+	}
 }
