@@ -37,9 +37,11 @@ import httpx
 import trio
 
 from .._runtime import (
+    PROBLEM_TYPE_QUOTA_EXCEEDED,
     Classifier,
     DecisionReason,
     Failure,
+    IdempotencyKeyFormat,
     Jitter,
     Operation,
     OperationTable,
@@ -97,6 +99,7 @@ class CutBody:
     """Send the head of ``status`` with ``Content-Length: 10``, 2 bytes of body, then close."""
 
     status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 Step = Reply | Reset | Stall | ReplyThenClose | CutBody
@@ -199,8 +202,9 @@ class Server:
                 if isinstance(step, Stall) and not self._stall(connection, step):
                     return
                 if isinstance(step, CutBody):
+                    fields = "".join(f"{n}: {v}\r\n" for n, v in step.headers)
                     connection.sendall(
-                        f"HTTP/1.1 {step.status} Cut\r\nContent-Length: 10\r\n\r\nok".encode()
+                        f"HTTP/1.1 {step.status} Cut\r\n{fields}Content-Length: 10\r\n\r\nok".encode()
                     )
                     return
                 reply = step if isinstance(step, Reply) else Reply(200)
@@ -1901,6 +1905,238 @@ class AsyncControlTest(unittest.IsolatedAsyncioTestCase):
             (events.finish.reason, events.finish.timed_out),
             (DecisionReason.EXHAUSTED, True),
         )
+
+
+# Contract v3 (docs/contract-v3.md section 9).
+
+PROBLEM = (("Content-Type", "application/problem+json; charset=utf-8"),)
+QUOTA = b'{"type": "' + PROBLEM_TYPE_QUOTA_EXCEEDED.encode() + b'", "status": 429}'
+
+
+class V3Test(unittest.TestCase):
+    """X5-X8 on the sync side: preconditions, problem types, key formats, the server's wait."""
+
+    def serve(self, *script: Step) -> Server:
+        server = Server(*script)
+        self.addCleanup(server.close)
+        return server
+
+    def client(
+        self, server_url: str, events: Events, **options: object
+    ) -> tuple[httpx.Client, RetryTransport]:
+        adapter = RetryTransport(
+            httpx.HTTPTransport(verify=TLS),
+            tables=Tables(),
+            base_url=server_url + "/v1",
+            on_retry=events.retries.append,
+            on_finish=events.finishes.append,
+            **options,  # type: ignore[arg-type]
+        )
+        client = httpx.Client(transport=adapter, base_url=server_url + "/v1")
+        self.addCleanup(client.close)
+        return client, adapter
+
+    def test_a_precondition_makes_a_create_replayable_and_its_412_final(self) -> None:
+        server = self.serve(Reset(), Reply(412))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        response = client.post("/items", content=b"x", headers={"If-Match": '"v1"'})
+        self.assertEqual(response.status_code, 412)
+        self.assertEqual(len(server.arrivals), 2)
+        self.assertEqual(events.reasons(), [(1, "transport_failure", 1)])
+        self.assertEqual(
+            events.finish.reason, DecisionReason.PRECONDITION_FAILED_AFTER_REPLAY
+        )
+
+    def test_if_match_any_is_no_precondition(self) -> None:
+        server = self.serve(Reset(), Reply(412))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        with self.assertRaises(httpx.TransportError):
+            client.post("/items", content=b"x", headers={"If-Match": "*"})
+        self.assertEqual(len(server.arrivals), 1)
+        self.assertEqual(events.finish.reason, DecisionReason.NOT_REPLAYABLE)
+
+    def test_a_412_on_the_first_attempt_is_an_unlisted_status(self) -> None:
+        server = self.serve(Reply(412), Reply(200))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        client.post("/items", headers={"If-None-Match": "*"})
+        self.assertEqual(len(server.arrivals), 1)
+        self.assertEqual(events.finish.reason, DecisionReason.STATUS_NOT_RETRYABLE)
+
+    def test_a_quota_problem_stops_with_its_body_intact(self) -> None:
+        server = self.serve(Reply(429, PROBLEM, QUOTA), Reply(200))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        with client.stream("GET", "/items/7") as response:
+            self.assertEqual(response.status_code, 429)
+            self.assertEqual(response.read(), QUOTA)
+        self.assertEqual(len(server.arrivals), 1)
+        self.assertEqual(events.finish.reason, DecisionReason.PROBLEM_TYPE_STOP)
+
+    def test_a_problem_type_retries_a_replayable_request_only(self) -> None:
+        busy = (
+            b'{"type":"urn:busy"}',
+            dataclasses.replace(POLICY, retry_problem_types=("urn:busy",)),
+        )
+        server = self.serve(Reply(400, PROBLEM, busy[0]), Reply(200))
+        events = Events()
+        client, _ = self.client(server.url, events, policy=busy[1])
+        self.assertEqual(client.get("/items/7").status_code, 200)
+        self.assertEqual(events.reasons(), [(1, "problem_type_retry", 1)])
+        events = Events()
+        server = self.serve(Reply(400, PROBLEM, busy[0]), Reply(200))
+        client, _ = self.client(server.url, events, policy=busy[1])
+        self.assertEqual(client.post("/items").status_code, 400)
+        self.assertEqual(events.finish.reason, DecisionReason.STATUS_NOT_RETRYABLE)
+
+    def test_a_problem_body_is_not_read_without_problem_types(self) -> None:
+        server = self.serve(Reply(429, PROBLEM, QUOTA), Reply(200))
+        events = Events()
+        none = dataclasses.replace(POLICY, stop_problem_types=())
+        client, _ = self.client(server.url, events, policy=none)
+        self.assertEqual(client.get("/items/7").status_code, 200)
+        self.assertEqual(events.reasons(), [(1, "rejected_status", 1)])
+
+    def test_a_problem_body_longer_than_the_bound_has_no_type_and_stays_whole(
+        self,
+    ) -> None:
+        long_body = QUOTA[:-1] + b", " + b'"x": "' + b"y" * 70000 + b'"}'
+        server = self.serve(Reply(403, PROBLEM, long_body))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        with client.stream("GET", "/items/7") as response:
+            self.assertEqual(response.read(), long_body)
+        self.assertEqual(events.finish.reason, DecisionReason.STATUS_NOT_RETRYABLE)
+
+    def test_a_cut_problem_body_is_a_transport_failure(self) -> None:
+        server = self.serve(CutBody(503, PROBLEM), Reply(200))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        self.assertEqual(client.get("/items/7").status_code, 200)
+        self.assertEqual(events.reasons(), [(1, "transport_failure", 1)])
+        events = Events()
+        server = self.serve(CutBody(503, PROBLEM), Reply(200))
+        client, _ = self.client(server.url, events)
+        with self.assertRaises(httpx.RemoteProtocolError) as raised:
+            client.post("/items")
+        self.assertEqual(finish_of(raised.exception), events.finish)
+        self.assertEqual(
+            (events.finish.reason, events.finish.outcome),
+            (DecisionReason.NOT_REPLAYABLE, "transport"),
+        )
+
+    def test_a_minted_key_is_written_in_the_policys_format(self) -> None:
+        server = self.serve(Reset(), Reply(201))
+        events = Events()
+        quoted = dataclasses.replace(
+            POLICY, idempotency_key_format=IdempotencyKeyFormat.SF_STRING
+        )
+        client, _ = self.client(server.url, events, policy=quoted)
+        client.post("/items/7/copies")
+        keys = [a.headers["idempotency-key"] for a in server.arrivals]
+        self.assertEqual(len(keys), 2)
+        self.assertEqual(keys[0], keys[1])
+        self.assertRegex(keys[0], '^"' + UUID_V4.pattern + '"$')
+
+    def test_the_finish_carries_a_refused_server_delay(self) -> None:
+        server = self.serve(Reply(503, (("Retry-After", "120"),)), Reply(200))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        response = client.get("/items/7")
+        self.assertEqual(response.status_code, 503)
+        self.assertEqual(
+            (events.finish.reason, events.finish.server_delay_ms),
+            (DecisionReason.RETRY_AFTER_OVER_CAP, 120000),
+        )
+        self.assertIs(finish_of(response), events.finish)
+        events = Events()
+        client, _ = self.client(server.url, events)
+        client.get("/items/7")
+        self.assertIsNone(events.finish.server_delay_ms)
+
+    def test_a_throttled_retry_costs_the_throttling_cost(self) -> None:
+        server = self.serve(Reply(429))
+        events = Events()
+        throttling = dataclasses.replace(
+            POLICY,
+            max_retries=1,
+            throttling_initial_backoff_ms=3,
+            budget_throttling_cost=2,
+        )
+        client, adapter = self.client(server.url, events, policy=throttling)
+        client.get("/items/7")
+        self.assertEqual(events.reasons(), [(1, "rejected_status", 3)])
+        self.assertEqual(adapter.budget_tokens, 98)
+
+
+class AsyncV3Test(unittest.IsolatedAsyncioTestCase):
+    """X5-X8 on the async side."""
+
+    async def asyncSetUp(self) -> None:
+        # As AsyncRetryTransportTest's: debug mode logs every step slower than 0.1 s.
+        asyncio.get_running_loop().slow_callback_duration = 2
+
+    def serve(self, *script: Step) -> Server:
+        server = Server(*script)
+        self.addCleanup(server.close)
+        return server
+
+    async def client(
+        self, server_url: str, events: Events, **options: object
+    ) -> httpx.AsyncClient:
+        adapter = RetryTransport(
+            httpx.AsyncHTTPTransport(verify=TLS),
+            tables=Tables(),
+            base_url=server_url + "/v1",
+            on_retry=events.retries.append,
+            on_finish=events.finishes.append,
+            **options,  # type: ignore[arg-type]
+        )
+        client = httpx.AsyncClient(transport=adapter, base_url=server_url + "/v1")
+        self.addAsyncCleanup(client.aclose)
+        return client
+
+    async def test_a_precondition_makes_a_create_replayable(self) -> None:
+        server = self.serve(Reset(), Reply(412))
+        events = Events()
+        client = await self.client(server.url, events)
+        response = await client.post("/items", headers={"If-Match": '"v1"'})
+        self.assertEqual(response.status_code, 412)
+        self.assertEqual(len(server.arrivals), 2)
+        self.assertEqual(
+            events.finish.reason, DecisionReason.PRECONDITION_FAILED_AFTER_REPLAY
+        )
+
+    async def test_a_quota_problem_stops_with_its_body_intact(self) -> None:
+        server = self.serve(Reply(429, PROBLEM, QUOTA), Reply(200))
+        events = Events()
+        client = await self.client(server.url, events, attempt_timeout=5)
+        async with client.stream("GET", "/items/7") as response:
+            self.assertEqual(await response.aread(), QUOTA)
+        self.assertEqual(len(server.arrivals), 1)
+        self.assertEqual(events.finish.reason, DecisionReason.PROBLEM_TYPE_STOP)
+
+    async def test_a_cut_problem_body_is_a_transport_failure(self) -> None:
+        server = self.serve(CutBody(503, PROBLEM), Reply(200))
+        events = Events()
+        client = await self.client(server.url, events)
+        self.assertEqual((await client.get("/items/7")).status_code, 200)
+        self.assertEqual(events.reasons(), [(1, "transport_failure", 1)])
+
+    async def test_keys_and_the_server_delay(self) -> None:
+        server = self.serve(Reply(503, (("Retry-After", "120"),)))
+        events = Events()
+        quoted = dataclasses.replace(
+            POLICY, idempotency_key_format=IdempotencyKeyFormat.SF_STRING
+        )
+        client = await self.client(server.url, events, policy=quoted)
+        await client.post("/items/7/copies")
+        self.assertRegex(
+            server.arrivals[0].headers["idempotency-key"], '^"' + UUID_V4.pattern + '"$'
+        )
+        self.assertEqual(events.finish.server_delay_ms, 120000)
 
 
 if __name__ == "__main__":

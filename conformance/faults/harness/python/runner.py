@@ -17,6 +17,7 @@ back over the protocol asked for, or the runner stops with an error.
 """
 
 import asyncio
+import dataclasses
 import enum
 import gc
 import json
@@ -34,7 +35,7 @@ import httpx
 import httpx_retries
 
 import retry_policy
-from retry_policy import RetryEvent
+from retry_policy import IdempotencyKeyFormat, RetryEvent
 from retry_policy.httpx_transport import (
     OVERRIDES_EXTENSION,
     UNSET,
@@ -109,6 +110,7 @@ def finish_fields(finish: FinishEvent | None) -> Json | None:
         "timed_out": finish.timed_out,
         "redirects": finish.redirects,
         "total_delay_ms": finish.total_delay_ms,
+        "server_delay_ms": finish.server_delay_ms,
         **operation_fields(finish),
     }
 
@@ -277,8 +279,8 @@ def options(
 
 
 def scenario_options(scenario: Json, recorder: Recorder) -> Json:
-    """Return the adapter's options for a scenario (P3 and P6 when it has them)."""
-    return {
+    """Return the adapter's options for a scenario (P3, P6 and its policy when it has them)."""
+    found = {
         **options(
             scenario.get("attempt_timeout_ms"),
             recorder,
@@ -287,6 +289,18 @@ def scenario_options(scenario: Json, recorder: Recorder) -> Json:
         "attempt_header": scenario.get("attempt_header"),
         "read_body_max_bytes": scenario.get("read_body_max_bytes", 0),
     }
+    given = scenario.get("policy")
+    if given is not None:
+        # The module's default policy with the scenario's keys replaced (contract v3).
+        changes: Json = {}
+        for key, value in given.items():
+            if key != "idempotency_key_format":
+                sys.exit(f"{scenario['id']}: policy key {key!r} is not supported")
+            changes[key] = IdempotencyKeyFormat.parse(value)
+        found["policy"] = dataclasses.replace(
+            retry_policy.DEFAULT_RETRY_POLICY, **changes
+        )
+    return found
 
 
 def extensions(scenario: Json) -> Json:
@@ -394,13 +408,14 @@ async def send_async(
         response = await client.send(request, stream=True)
         file.check_version(response)
         result.status = response.status_code
-        result.finish = finish_of(response)
         try:
             result.body = (await response.aread()).decode("utf-8", "replace")
         except httpx.HTTPError:
             result.body_error = True
         finally:
             await response.aclose()
+            # A resumable stream's finish comes when its body ends (contract v3 X4).
+            result.finish = finish_of(response)
 
     task = asyncio.ensure_future(call())
     abort_ms = scenario.get("abort_after_ms")
@@ -526,13 +541,14 @@ def send_sync(
     else:
         file.check_version(response)
         result.status = response.status_code
-        result.finish = finish_of(response)
         try:
             result.body = response.read().decode("utf-8", "replace")
         except httpx.HTTPError:
             result.body_error = True
         finally:
             response.close()
+            # A resumable stream's finish comes when its body ends (contract v3 X4).
+            result.finish = finish_of(response)
     return report(scenario, recorder, result, time.monotonic() - started)
 
 
