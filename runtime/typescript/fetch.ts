@@ -57,7 +57,8 @@ export type FinishOutcome = "status" | Failure;
 
 /**
  * What `onFinish` receives once per request, when the adapter returns or
- * throws (frozen). It tells why a request was not retried (again).
+ * throws (frozen), or for a resumable event stream when the stream ends for
+ * the caller (contract v3 X4). It tells why a request was not retried (again).
  */
 export interface FinishEvent {
   /** How many attempts were sent (at least 1). */
@@ -69,7 +70,11 @@ export interface FinishEvent {
    */
   readonly reason: FinishReason;
   readonly outcome: FinishOutcome;
-  /** The status of the response returned, or `null` when the call threw. */
+  /**
+   * The status of the response returned, or `null` when the call threw; for a
+   * resumable stream, of the last response of the stream (a resume's status
+   * that ended it).
+   */
   readonly status: number | null;
   /** The last attempt ended by a timeout (the attempt timeout or undici's). */
   readonly timedOut: boolean;
@@ -352,7 +357,10 @@ const MAX_TIMER_MS = 2147483647;
  * const fetchWithRetries = retryingFetch(fetch, { tables: RETRY_TABLES, baseUrl });
  * ```
  *
- * A response is returned untouched and unread (unless `readBodyMaxBytes`);
+ * A response is returned untouched and unread (unless `readBodyMaxBytes`, a
+ * problem body read for its type, or a resumable event stream, handed over as
+ * a response of the same class whose body releases complete events and
+ * resumes after a drop: contract v3 X2-X4);
  * a failure rethrows what `fetch` threw on the last attempt (its `cause`
  * chain kept), or the caller's abort reason when the caller aborts during a
  * wait. `finishOf(response)` and `finishOf(error)` give the request's finish
