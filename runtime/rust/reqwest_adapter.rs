@@ -1634,6 +1634,9 @@ fn random_unit() -> f64 {
 /// event ends resumability for the call.
 const EVENT_HOLD_MAX_BYTES: usize = 1 << 20;
 
+/// UTF-8's byte order mark, which a stream may start with.
+const BYTE_ORDER_MARK: [u8; 3] = [0xef, 0xbb, 0xbf];
+
 /// The finish event of a resumable event stream (contract v3 X4), in the extensions of the
 /// response that hands it over (`response.extensions().get::<StreamFinish>()`): a stream's call
 /// finishes when its body ends for the caller, after the response was returned. Empty until
@@ -1865,20 +1868,26 @@ impl StreamState {
         let complete = usize::try_from(self.scanner.complete_bytes() - self.released)
             .unwrap_or(usize::MAX)
             .min(self.held.len());
-        if complete > 0 {
-            let rest = self.held.split_off(complete);
-            let out = std::mem::replace(&mut self.held, rest);
-            self.released = self.scanner.complete_bytes();
-            // Progress: the drops count again from none (contract v3 A7).
-            self.run.retries_used = 0;
-            return Some(Data::from(out));
-        }
-        if self.held.len() > EVENT_HOLD_MAX_BYTES {
+        if self.held.len() - complete > EVENT_HOLD_MAX_BYTES {
             // An event too large to hold: it passes through, and the stream is no longer resumed.
             self.resumable = false;
             return Some(Data::from(std::mem::take(&mut self.held)));
         }
-        None
+        if complete == 0 {
+            return None;
+        }
+        // A leading byte order mark alone is complete without being an event.
+        let bom_only = self.released == 0
+            && complete == BYTE_ORDER_MARK.len()
+            && self.held.starts_with(&BYTE_ORDER_MARK);
+        let rest = self.held.split_off(complete);
+        let out = std::mem::replace(&mut self.held, rest);
+        self.released = self.scanner.complete_bytes();
+        if !bom_only {
+            // Progress: the drops count again from none (contract v3 A7).
+            self.run.retries_used = 0;
+        }
+        Some(Data::from(out))
     }
 
     /// The body failed before its end (contract v3 A4): decided as `dropped`; the error for the

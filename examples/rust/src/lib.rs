@@ -112,11 +112,16 @@ impl Client {
         let http = http
             .redirect(RetryMiddleware::redirect_policy(10))
             .retry(reqwest::retry::never());
-        let retries = configure(RetryMiddleware::builder(&OPERATION_TABLE).base_url(base_url));
-        let http =
-            reqwest_middleware::ClientBuilder::new(http.build().map_err(|e| build(e.into()))?)
-                .with(retries.build().map_err(|e| build(e.into()))?)
-                .build();
+        let http = http.build().map_err(|e| build(e.into()))?;
+        // Dropped event streams of resumable operations are resumed with the same client.
+        let retries = configure(
+            RetryMiddleware::builder(&OPERATION_TABLE)
+                .base_url(base_url)
+                .resume_client(http.clone()),
+        );
+        let http = reqwest_middleware::ClientBuilder::new(http)
+            .with(retries.build().map_err(|e| build(e.into()))?)
+            .build();
         Ok(Client {
             http,
             base_url: base_url.trim_end_matches('/').into(),

@@ -44,6 +44,8 @@ enum Step {
     CutBody(u16, &'static str),
     /// Answers the status with this content type and body, keeping the connection.
     Body(u16, &'static str, &'static str),
+    /// One event, then an event of [`HUGE_EVENT_BYTES`] cut by a close.
+    HugeEventThenDrop,
     /// 200 `text/event-stream`, chunked, events `id: i\ndata: line i\n\n` from the request's
     /// `Last-Event-ID` + 1 (1 without one) to `events`, the first after `retry: R\n` when given,
     /// `pause` before each; at most `drop_after` of them, then (with `cut`, after half of the
@@ -56,6 +58,10 @@ enum Step {
         pause: Duration,
     },
 }
+
+/// An event stream: one event, then `data: ` and more than a MiB of an event that never ends,
+/// then the connection closes mid-body.
+const HUGE_EVENT_BYTES: usize = (1 << 20) + 4096;
 
 /// [`Step::Sse`] with `events` events and no drop.
 const fn sse(events: u32) -> Step {
@@ -219,6 +225,13 @@ fn serve(stream: TcpStream, script: &[Step], arrivals: &Mutex<Vec<Arrival>>) {
             Step::Stall(time) => {
                 std::thread::sleep(time);
                 respond(&mut writer, 200, &[])
+            }
+            Step::HugeEventThenDrop => {
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+                let _ = writer.write_all(head.as_bytes()).is_ok()
+                    && chunk(&mut writer, "id: 1\ndata: line 1\n\n")
+                    && chunk(&mut writer, &"x".repeat(HUGE_EVENT_BYTES));
+                false
             }
             step @ Step::Sse { .. } => {
                 let last = arrivals.lock().unwrap()[n]
@@ -2187,7 +2200,14 @@ fn read_events(
 fn events(from: u32, to: u32) -> String {
     let mut text = String::new();
     for i in from..=to {
-        text += &["id: ", &i.to_string(), "\ndata: line ", &i.to_string(), "\n\n"].concat();
+        text += &[
+            "id: ",
+            &i.to_string(),
+            "\ndata: line ",
+            &i.to_string(),
+            "\n\n",
+        ]
+        .concat();
     }
     text
 }
@@ -2457,6 +2477,42 @@ fn closing_a_resumable_stream_finishes_the_call() {
         first
     });
     assert_eq!(first, events(1, 1).as_bytes());
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            1,
+            decided(Reason::StatusNotRetryable),
+            FinishOutcome::Status,
+            Some(200),
+            false
+        )
+    );
+}
+
+#[test]
+fn an_event_larger_than_a_mib_passes_through_and_ends_resumability() {
+    let server = Server::start(&[Step::HugeEventThenDrop, sse(3)]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let (received, failed) = block_on(async {
+        let mut response = client
+            .get(format!("{}/sandboxes/sb-1/events", server.base()))
+            .send()
+            .await
+            .unwrap();
+        let mut received = 0;
+        loop {
+            match response.chunk().await {
+                Ok(Some(bytes)) => received += bytes.len(),
+                Ok(None) => break (received, false),
+                Err(_) => break (received, true),
+            }
+        }
+    });
+    // The event held up to the bound, then handed over as it came; the drop reaches the caller.
+    assert!(failed);
+    assert!(received > 1 << 20, "{received}");
+    assert_eq!(server.arrivals().len(), 1);
+    assert!(seen.lock().unwrap().retries.is_empty());
     assert_eq!(
         summary(&finished(&seen)),
         finish(
