@@ -861,7 +861,7 @@ fn check(
                     .get("server_delay_ms")
                     .cloned()
                     .unwrap_or(Value::Null);
-                if got != Value::from(want) {
+                if got != want {
                     problems.push(format!("finish.server_delay_ms: got {got}, want {want}"));
                 }
             }
