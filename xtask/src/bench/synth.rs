@@ -94,7 +94,8 @@ enum Extra {
     Keyed,
     /// `x-idempotent: true`.
     Idempotent,
-    /// A `text/event-stream` response (class `no_retry`).
+    /// A `text/event-stream` response with `x-retry: false` (class `no_retry`: under contract
+    /// v3 a stream keeps its method's class unless the spec says so).
     Streaming,
 }
 
@@ -205,6 +206,7 @@ pub fn document(count: usize) -> Value {
                         "description": "log lines",
                         "content": {"text/event-stream": {"schema": {"type": "string"}}}
                     }});
+                    operation["x-retry"] = json!(false);
                 }
             }
             let item = paths
