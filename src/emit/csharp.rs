@@ -126,7 +126,7 @@ impl Backend for CSharp {
 /// Names the files declare: the namespace's types (runtime/csharp/RetryRuntime.cs, the adapter
 /// runtime/csharp/RetryHandler.cs and the tables file), and the tables class's members (C# forbids
 /// a member named like its enclosing type).
-const DECLARED_NAMES: [&str; 49] = [
+const DECLARED_NAMES: [&str; 50] = [
     "ReplayClass",
     "Jitter",
     "DecisionReason",
@@ -156,6 +156,7 @@ const DECLARED_NAMES: [&str; 49] = [
     "RetryHandlerOptions",
     "RetryFinishEvent",
     "RetryHandler",
+    "RetryStreamException",
     "RetryOverrides",
     "RetryRequestExtensions",
     "BasePath",
