@@ -61,6 +61,7 @@ from ..httpx_transport import (
     FinishEvent,
     RetryOverrides,
     RetryTransport,
+    StreamResumeError,
     finish_of,
     retry_overrides,
 )
@@ -102,7 +103,21 @@ class CutBody:
     headers: tuple[tuple[str, str], ...] = ()
 
 
-Step = Reply | Reset | Stall | ReplyThenClose | CutBody
+@dataclass(frozen=True)
+class Sse:
+    """Answer 200 ``text/event-stream``, chunked, a chunk per piece.
+
+    Then the end, or a close (FIN) before the last chunk when ``drop``: the
+    stream dropped.
+    """
+
+    pieces: tuple[bytes, ...]
+    drop: bool = False
+    pause: float = 0
+    """Seconds waited before the last piece."""
+
+
+Step = Reply | Reset | Stall | ReplyThenClose | CutBody | Sse
 
 
 @dataclass(frozen=True)
@@ -207,6 +222,20 @@ class Server:
                         f"HTTP/1.1 {step.status} Cut\r\n{fields}Content-Length: 10\r\n\r\nok".encode()
                     )
                     return
+                if isinstance(step, Sse):
+                    connection.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                        b"Transfer-Encoding: chunked\r\n\r\n"
+                    )
+                    for k, piece in enumerate(step.pieces):
+                        if k and k == len(step.pieces) - 1:
+                            time.sleep(step.pause)
+                        connection.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    if step.drop:
+                        connection.shutdown(socket.SHUT_WR)
+                        return
+                    connection.sendall(b"0\r\n\r\n")
+                    continue
                 reply = step if isinstance(step, Reply) else Reply(200)
                 head = [f"HTTP/1.1 {reply.status} Scripted"]
                 head += [f"{name}: {value}" for name, value in reply.headers]
@@ -289,6 +318,9 @@ def _op(
     operation_id: str,
     replay_class: ReplayClass,
     idempotency_header: str | None = None,
+    *,
+    streaming: bool = False,
+    resumable: bool = False,
 ) -> Operation:
     return Operation(
         method=method,
@@ -297,6 +329,8 @@ def _op(
         operation_id=operation_id,
         replay_class=replay_class,
         idempotency_header=idempotency_header,
+        streaming=streaming,
+        resumable=resumable,
     )
 
 
@@ -308,6 +342,23 @@ TABLE = OperationTable(
         _op("PUT", "/items/{id}", "replaceItem", IDEMPOTENT),
         _op("POST", "/items/{id}/copies", "copyItem", KEYED, "Idempotency-Key"),
         _op("POST", "/items/{id}/run", "runItem", NO_RETRY),
+        _op(
+            "GET",
+            "/items/{id}/events",
+            "watchItem",
+            IDEMPOTENT,
+            streaming=True,
+            resumable=True,
+        ),
+        _op("GET", "/items/{id}/feed", "feedItem", IDEMPOTENT, streaming=True),
+        _op(
+            "POST",
+            "/items/{id}/runs",
+            "runStream",
+            NON_REPLAYABLE,
+            streaming=True,
+            resumable=True,
+        ),
     ),
 )
 
@@ -2137,6 +2188,305 @@ class AsyncV3Test(unittest.IsolatedAsyncioTestCase):
             server.arrivals[0].headers["idempotency-key"], '^"' + UUID_V4.pattern + '"$'
         )
         self.assertEqual(events.finish.server_delay_ms, 120000)
+
+
+EVENTS = "/items/7/events"
+ONE = b"id: 1\ndata: a\n\n"
+TWO = b"id: 2\ndata: b\n\n"
+THREE = b"id: 3\ndata: c\n\n"
+
+
+class StreamTest(unittest.TestCase):
+    """X1-X4 on the sync side: resumable event streams."""
+
+    def serve(self, *script: Step) -> Server:
+        server = Server(*script)
+        self.addCleanup(server.close)
+        return server
+
+    def client(
+        self, server_url: str, events: Events, **options: object
+    ) -> tuple[httpx.Client, RetryTransport]:
+        adapter = RetryTransport(
+            httpx.HTTPTransport(verify=TLS),
+            tables=Tables(),
+            base_url=server_url + "/v1",
+            on_retry=events.retries.append,
+            on_finish=events.finishes.append,
+            **options,  # type: ignore[arg-type]
+        )
+        client = httpx.Client(transport=adapter, base_url=server_url + "/v1")
+        self.addCleanup(client.close)
+        return client, adapter
+
+    def test_a_drop_is_resumed_after_the_last_complete_event(self) -> None:
+        # The drop cuts event 3: its bytes are never the caller's, and the resume asks for 3.
+        server = self.serve(
+            Sse((ONE, TWO[:5], TWO[5:] + THREE[:9]), drop=True), Sse((THREE,))
+        )
+        events = Events()
+        client, adapter = self.client(server.url, events, attempt_header="X-Attempt")
+        with client.stream("GET", EVENTS) as response:
+            self.assertEqual(events.finishes, [])
+            chunks = list(response.iter_raw())
+        self.assertEqual(b"".join(chunks), ONE + TWO + THREE)
+        self.assertTrue(all(chunk.endswith(b"\n\n") for chunk in chunks), chunks)
+        self.assertEqual(
+            [a.headers.get("last-event-id") for a in server.arrivals], [None, "2"]
+        )
+        self.assertEqual([a.headers["x-attempt"] for a in server.arrivals], ["0", "1"])
+        self.assertEqual(events.reasons(), [(1, "stream_resume", 1)])
+        self.assertEqual(events.retries[0].failure, Failure.DROPPED)
+        finish = events.finish
+        self.assertEqual(
+            (finish.attempts, finish.reason, finish.outcome, finish.status),
+            (2, DecisionReason.STATUS_NOT_RETRYABLE, "status", 200),
+        )
+        self.assertIs(finish_of(response), finish)
+        # The resume took 5 tokens; its event stream's commit gave them back.
+        self.assertEqual(adapter.budget_tokens, 100)
+
+    def test_drops_without_progress_stop_after_max_retries(self) -> None:
+        server = self.serve(Sse((ONE,), drop=True), Sse((b"data: cut",), drop=True))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        with (
+            client.stream("GET", EVENTS) as response,
+            self.assertRaises(httpx.RemoteProtocolError) as raised,
+        ):
+            response.read()
+        self.assertEqual(len(server.arrivals), 4)
+        self.assertEqual(
+            [a.headers.get("last-event-id") for a in server.arrivals],
+            [None, "1", "1", "1"],
+        )
+        self.assertEqual(
+            events.reasons(),
+            [(1, "stream_resume", 1), (2, "stream_resume", 2), (3, "stream_resume", 4)],
+        )
+        self.assertEqual(
+            (events.finish.reason, events.finish.attempts, events.finish.outcome),
+            (DecisionReason.EXHAUSTED, 4, "status"),
+        )
+        self.assertIs(finish_of(raised.exception), events.finish)
+
+    def test_progress_resets_the_count(self) -> None:
+        server = self.serve(
+            Sse((ONE,), drop=True),
+            Sse((TWO,), drop=True),
+            Sse((THREE,), drop=True),
+            Sse((b"id: 4\n\n",)),
+        )
+        events = Events()
+        client, _ = self.client(
+            server.url, events, policy=dataclasses.replace(POLICY, max_retries=1)
+        )
+        self.assertEqual(client.get(EVENTS).content, ONE + TWO + THREE + b"id: 4\n\n")
+        self.assertEqual(
+            events.reasons(),
+            [(1, "stream_resume", 1), (2, "stream_resume", 1), (3, "stream_resume", 1)],
+        )
+
+    def test_a_resume_answered_otherwise_ends_the_stream_with_its_status(self) -> None:
+        server = self.serve(Sse((ONE,), drop=True), Reply(404))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        with (
+            client.stream("GET", EVENTS) as response,
+            self.assertRaises(StreamResumeError) as raised,
+        ):
+            response.read()
+        self.assertEqual(raised.exception.status_code, 404)
+        self.assertIsInstance(raised.exception, httpx.ReadError)
+        self.assertEqual(len(server.arrivals), 2)
+        self.assertEqual(
+            (events.finish.attempts, events.finish.reason, events.finish.status),
+            (2, DecisionReason.STATUS_NOT_RETRYABLE, 200),
+        )
+
+    def test_a_resume_failing_before_its_commit_is_decided_as_any_attempt(self) -> None:
+        server = self.serve(Sse((ONE,), drop=True), Reply(503), Sse((TWO,)))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        self.assertEqual(client.get(EVENTS).content, ONE + TWO)
+        self.assertEqual(
+            events.reasons(), [(1, "stream_resume", 1), (2, "retryable_status", 2)]
+        )
+        self.assertEqual(events.finish.attempts, 3)
+
+    def test_a_stream_that_is_not_resumable_is_the_clients(self) -> None:
+        server = self.serve(Sse((ONE, b"data: cut"), drop=True), Sse((TWO,)))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        with client.stream("GET", "/items/7/feed") as response:
+            # Finished at the commit, as in v2.
+            self.assertEqual(len(events.finishes), 1)
+            with self.assertRaises(httpx.RemoteProtocolError):
+                response.read()
+        self.assertEqual(len(server.arrivals), 1)
+
+    def test_a_create_without_an_event_id_is_not_resumed(self) -> None:
+        server = self.serve(Sse((b"data: a\n\n",), drop=True), Sse((TWO,)))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        with (
+            client.stream("POST", "/items/7/runs", content=b"go") as response,
+            self.assertRaises(httpx.RemoteProtocolError),
+        ):
+            response.read()
+        self.assertEqual(len(server.arrivals), 1)
+        self.assertEqual(events.finish.reason, DecisionReason.STREAM_NOT_RESUMABLE)
+
+    def test_a_create_resumes_from_the_callers_own_last_event_id(self) -> None:
+        server = self.serve(Sse((b"data: cut",), drop=True), Sse((TWO,)))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        response = client.post(
+            "/items/7/runs", content=b"go", headers={"Last-Event-ID": "1"}
+        )
+        self.assertEqual(response.content, TWO)
+        self.assertEqual(
+            [a.headers["last-event-id"] for a in server.arrivals], ["1", "1"]
+        )
+        self.assertEqual([a.body for a in server.arrivals], [b"go", b"go"])
+
+    def test_the_retry_field_is_the_resume_delay(self) -> None:
+        server = self.serve(Sse((b"retry: 80\n" + ONE,), drop=True), Sse((TWO,)))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        started = time.monotonic()
+        self.assertEqual(client.get(EVENTS).content, b"retry: 80\n" + ONE + TWO)
+        self.assertGreaterEqual(time.monotonic() - started, 0.08)
+        self.assertEqual(events.reasons(), [(1, "stream_resume", 80)])
+
+    def test_an_event_over_a_mebibyte_ends_resumability(self) -> None:
+        big = b"data: " + b"x" * (1 << 20) + b"\n"
+        server = self.serve(Sse((ONE, big), drop=True), Sse((TWO,)))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        with client.stream("GET", EVENTS) as response:
+            received = bytearray()
+            with self.assertRaises(httpx.RemoteProtocolError):
+                for chunk in response.iter_raw():
+                    received += chunk
+        self.assertEqual(bytes(received), ONE + big)
+        self.assertEqual(len(server.arrivals), 1)
+        self.assertEqual(events.retries, [])
+
+    def test_closing_the_body_finishes_the_call_once(self) -> None:
+        server = self.serve(Sse((ONE, TWO)))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        with client.stream("GET", EVENTS) as response:
+            self.assertEqual(next(response.iter_raw()), ONE)
+        self.assertEqual(events.finish.attempts, 1)
+        self.assertIs(finish_of(response), events.finish)
+
+    def test_the_attempt_timeout_ends_at_the_commit(self) -> None:
+        # [X1] The second event comes after the attempt timeout: the stream runs on.
+        server = self.serve(Sse((ONE, TWO), pause=0.5))
+        events = Events()
+        client, _ = self.client(server.url, events, attempt_timeout=0.2)
+        self.assertEqual(client.get(EVENTS).content, ONE + TWO)
+        self.assertEqual((len(server.arrivals), events.retries), (1, []))
+
+
+class AsyncStreamTest(unittest.IsolatedAsyncioTestCase):
+    """X1-X4 on the async side."""
+
+    async def asyncSetUp(self) -> None:
+        # As AsyncRetryTransportTest's: debug mode logs every step slower than 0.1 s.
+        asyncio.get_running_loop().slow_callback_duration = 2
+
+    def serve(self, *script: Step) -> Server:
+        server = Server(*script)
+        self.addCleanup(server.close)
+        return server
+
+    async def client(
+        self, server_url: str, events: Events, **options: object
+    ) -> httpx.AsyncClient:
+        adapter = RetryTransport(
+            httpx.AsyncHTTPTransport(verify=TLS),
+            tables=Tables(),
+            base_url=server_url + "/v1",
+            on_retry=events.retries.append,
+            on_finish=events.finishes.append,
+            **options,  # type: ignore[arg-type]
+        )
+        client = httpx.AsyncClient(transport=adapter, base_url=server_url + "/v1")
+        self.addAsyncCleanup(client.aclose)
+        return client
+
+    async def test_a_drop_is_resumed_after_the_last_complete_event(self) -> None:
+        server = self.serve(Sse((ONE, TWO + THREE[:9]), drop=True), Sse((THREE,)))
+        events = Events()
+        client = await self.client(server.url, events, attempt_timeout=5)
+        async with client.stream("GET", EVENTS) as response:
+            self.assertEqual(events.finishes, [])
+            chunks = [chunk async for chunk in response.aiter_raw()]
+        self.assertEqual(b"".join(chunks), ONE + TWO + THREE)
+        self.assertEqual(
+            [a.headers.get("last-event-id") for a in server.arrivals], [None, "2"]
+        )
+        self.assertEqual(events.reasons(), [(1, "stream_resume", 1)])
+        self.assertEqual((events.finish.attempts, events.finish.status), (2, 200))
+        self.assertIs(finish_of(response), events.finish)
+
+    async def test_drops_without_progress_stop_after_max_retries(self) -> None:
+        server = self.serve(Sse((ONE,), drop=True), Sse((b"data: cut",), drop=True))
+        events = Events()
+        client = await self.client(server.url, events)
+        async with client.stream("GET", EVENTS) as response:
+            with self.assertRaises(httpx.RemoteProtocolError):
+                await response.aread()
+        self.assertEqual(len(server.arrivals), 4)
+        self.assertEqual(events.finish.reason, DecisionReason.EXHAUSTED)
+
+    async def test_a_resume_answered_otherwise_ends_the_stream_with_its_status(
+        self,
+    ) -> None:
+        server = self.serve(Sse((ONE,), drop=True), Reply(503))
+        events = Events()
+        client = await self.client(
+            server.url, events, policy=dataclasses.replace(POLICY, max_retries=1)
+        )
+        async with client.stream("GET", EVENTS) as response:
+            with self.assertRaises(StreamResumeError) as raised:
+                await response.aread()
+        self.assertEqual(raised.exception.status_code, 503)
+        self.assertEqual(
+            (events.finish.attempts, events.finish.reason),
+            (2, DecisionReason.EXHAUSTED),
+        )
+
+    async def test_the_attempt_timeout_ends_at_the_commit(self) -> None:
+        server = self.serve(Sse((ONE, TWO), pause=0.5))
+        events = Events()
+        client = await self.client(server.url, events, attempt_timeout=0.2)
+        self.assertEqual((await client.get(EVENTS)).content, ONE + TWO)
+        self.assertEqual((len(server.arrivals), events.retries), (1, []))
+
+    async def test_closing_the_body_during_a_resumes_sleep_ends_it(self) -> None:
+        server = self.serve(Sse((b"retry: 5000\n" + ONE,), drop=True), Sse((TWO,)))
+        events = Events()
+        client = await self.client(server.url, events)
+        response = await client.send(client.build_request("GET", EVENTS), stream=True)
+        reader = response.aiter_raw()
+        self.assertEqual(await reader.__anext__(), b"retry: 5000\n" + ONE)
+        pending = asyncio.ensure_future(reader.__anext__())
+        while not events.retries:
+            await asyncio.sleep(0.01)
+        started = time.monotonic()
+        await response.aclose()
+        with self.assertRaises(StopAsyncIteration):
+            await pending
+        self.assertLess(time.monotonic() - started, 2)
+        self.assertEqual(len(server.arrivals), 1)
+        self.assertEqual(
+            (events.finish.reason, events.finish.attempts),
+            (DecisionReason.ABORTED, 1),
+        )
 
 
 if __name__ == "__main__":
