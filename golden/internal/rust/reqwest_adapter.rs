@@ -38,6 +38,7 @@ use std::io;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -48,9 +49,9 @@ use reqwest::{Method, Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use super::{
-    in_scope, AttemptFailure, Classification, Classifier, Decision, DecisionInput, InvalidInput,
-    OperationTable, Outcome, Reason, ReplayClass, RetryBudget, RetryEvent, RetryPolicy,
-    ValidPolicy,
+    has_precondition, idempotency_key_value, in_scope, problem_type_of, AttemptFailure,
+    Classification, Classifier, Decision, DecisionInput, InvalidInput, OperationTable, Outcome,
+    Reason, ReplayClass, RetryBudget, RetryEvent, RetryPolicy, ValidPolicy, PROBLEM_BODY_MAX_BYTES,
 };
 
 /// The largest counter the contract accepts (2^53 - 1, contract V5).
@@ -80,13 +81,14 @@ type FinishCallback = Box<dyn Fn(&FinishEvent<'_>) + Send + Sync>;
 /// or the sleep stops at once and the finish callback still receives a
 /// [`FinishOutcome::Aborted`] event.
 pub(crate) struct RetryMiddleware {
-    policy: ValidPolicy,
+    /// What a request keeps after the middleware returned it: the body of a resumable event
+    /// stream goes on deciding, counting and reporting (contract v3 X3-X4).
+    shared: Arc<Shared>,
     classifier: Classifier<'static>,
     /// The configured base URL, when one was given: requests to other origins pass through.
     base_url: Option<String>,
-    budget: RetryBudget,
-    on_retry: Option<RetryCallback>,
-    on_finish: Option<FinishCallback>,
+    /// The client resumes of dropped event streams are sent with.
+    resume_client: Option<reqwest::Client>,
     mint_idempotency_keys: bool,
     attempt_timeout: Option<Duration>,
     attempt_header: Option<HeaderName>,
@@ -97,12 +99,13 @@ pub(crate) struct RetryMiddleware {
 impl fmt::Debug for RetryMiddleware {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryMiddleware")
-            .field("policy", &self.policy)
+            .field("policy", &self.shared.policy)
             .field("classifier", &self.classifier)
             .field("base_url", &self.base_url)
-            .field("budget", &self.budget)
-            .field("on_retry", &self.on_retry.is_some())
-            .field("on_finish", &self.on_finish.is_some())
+            .field("resume_client", &self.resume_client.is_some())
+            .field("budget", &self.shared.budget)
+            .field("on_retry", &self.shared.on_retry.is_some())
+            .field("on_finish", &self.shared.on_finish.is_some())
             .field("mint_idempotency_keys", &self.mint_idempotency_keys)
             .field("attempt_timeout", &self.attempt_timeout)
             .field("attempt_header", &self.attempt_header)
@@ -159,6 +162,7 @@ impl RetryMiddleware {
             table,
             policy: None,
             base_url: None,
+            resume_client: None,
             on_retry: None,
             on_finish: None,
             mint_idempotency_keys: true,
@@ -171,13 +175,13 @@ impl RetryMiddleware {
     /// The policy every decision of this middleware uses.
     #[must_use]
     pub fn policy(&self) -> &RetryPolicy {
-        self.policy.policy()
+        self.shared.policy.policy()
     }
 
     /// The client's retry budget.
     #[must_use]
     pub fn budget(&self) -> &RetryBudget {
-        &self.budget
+        &self.shared.budget
     }
 
     /// Sends `request` through the rest of the chain until the policy stops (docs/adapters.md,
@@ -186,6 +190,8 @@ impl RetryMiddleware {
     /// Not an `async fn`: one of those keeps its arguments beside the locals they move into, and
     /// this future is allocated for every request; the block below holds one request (`held`),
     /// never a second copy of it.
+    // Allowed: the steps of "One request" in their order, in one loop.
+    #[allow(clippy::too_many_lines)]
     fn send<'a>(
         &'a self,
         mut request: Request,
@@ -213,6 +219,14 @@ impl RetryMiddleware {
         let settings = self.settings(foreign, extensions);
         let has_idempotency_key =
             !foreign && self.idempotency_key(&classification, request.headers_mut());
+        // X5: computed once, for every decision of the request.
+        let has_precondition = !foreign
+            && has_precondition(
+                request
+                    .headers()
+                    .iter()
+                    .map(|(name, value)| (name.as_str(), value.to_str().unwrap_or(OPAQUE_VALUE))),
+            );
         let method = request.method().clone();
         // The one request this future holds: each attempt sends a copy of it, made and moved into
         // the chain's future within one statement (no second `Request` in this future's state);
@@ -220,10 +234,16 @@ impl RetryMiddleware {
         let mut held = Some(request);
         async move {
             // Checked before anything is sent: an invalid override is the caller's error.
-            let overridden = settings.overrides.policy(&self.policy)?;
-            let policy = overridden.as_deref().unwrap_or(&self.policy);
-            let mut run = Run::new(self, policy, method, classification, has_idempotency_key);
+            let overridden = settings.overrides.policy(&self.shared.policy)?;
+            let mut run = Run::new(
+                Arc::clone(&self.shared),
+                overridden,
+                method,
+                classification,
+                has_idempotency_key,
+            );
             run.foreign = foreign;
+            run.has_precondition = has_precondition;
             loop {
                 run.attempts += 1;
                 let Some(mut outgoing) = next_attempt(&mut held, may_retry) else {
@@ -267,12 +287,22 @@ impl RetryMiddleware {
                     let finish = run.finish(FinishReason::ForeignOrigin, ended);
                     return attach(result, finish);
                 }
+                // X6 (contract v3 Q1): a problem body's type is read before deciding; the
+                // response keeps its whole body. Boxed: only problem responses pay for it.
+                let mut problem = None;
+                if matches!(&result, Ok(response) if run.reads_problem(response)) {
+                    (result, problem) = Box::pin(read_problem(result, deadline)).await;
+                    if result.is_err() {
+                        attempt_duration = attempt_started.elapsed();
+                        ended = Ended::of(&result);
+                    }
+                }
                 // A status the policy has nothing to say about needs no decision.
                 let mut decision = match &result {
-                    Ok(response) => run.settled(response),
-                    Err(_) => None,
+                    Ok(response) if problem.is_none() => run.settled(response),
+                    _ => None,
                 }
-                .or_else(|| run.decide(&result, ended, held.is_some()));
+                .or_else(|| run.decide(&result, ended, held.is_some(), problem.as_deref()));
                 let stops = !matches!(decision, Some(d) if d.retry && held.is_some());
                 if stops && settings.read_body_max_bytes > 0 {
                     if let Ok(response) = result {
@@ -285,10 +315,12 @@ impl RetryMiddleware {
                         if result.is_err() {
                             attempt_duration = attempt_started.elapsed();
                             ended = Ended::of(&result);
-                            decision = run.decide(&result, ended, held.is_some());
+                            decision = run.decide(&result, ended, held.is_some(), None);
                         }
                     }
                 }
+                // X8: the server's refused wait, for the finish event.
+                run.server_delay_ms = decision.and_then(|d| d.server_delay_ms);
                 let decision = match decision {
                     Some(decision) if decision.retry && held.is_some() => decision,
                     decision => {
@@ -300,11 +332,34 @@ impl RetryMiddleware {
                             // range): it is not retried.
                             None => FinishReason::Decision(Reason::StatusNotRetryable),
                         };
+                        // X2-X4: the event stream of a resumable operation is handed over event
+                        // by event and resumed after a drop; the call finishes when it ends.
+                        let streams = run.classification.is_resumable()
+                            && held.is_some()
+                            && self.resume_client.is_some()
+                            && matches!(&result, Ok(response)
+                                if response.status().is_success() && is_event_stream(response));
+                        if streams {
+                            if let (Ok(response), Some(request), Some(client)) =
+                                (result, held.take(), self.resume_client.clone())
+                            {
+                                return Ok(EventStream::hand_over(
+                                    response,
+                                    run,
+                                    request,
+                                    client,
+                                    &settings,
+                                    (reason, ended),
+                                    attempt_started,
+                                ));
+                            }
+                            unreachable!("checked above");
+                        }
                         let finish = run.finish(reason, ended);
                         return attach(result, finish);
                     }
                 };
-                self.report_retry(&mut run, &decision, ended, attempt_duration, result);
+                run.report_retry(&decision, ended, attempt_duration, result);
                 run.granted(&decision, ended);
                 if decision.delay_ms > 0 {
                     // Dropping the request's future cancels the sleep too.
@@ -344,44 +399,6 @@ impl RetryMiddleware {
         }
     }
 
-    /// Hands the retry event of `decision` (with P4's facts of the attempt) to the on-retry
-    /// callback, then drops the attempt's result. A panicking callback ends the request: the
-    /// budget stays as decided, the finish event still comes (once, outside the unwinding, so
-    /// that a panicking finish callback cannot abort the process), the response is dropped (its
-    /// connection closed), no attempt follows.
-    fn report_retry(
-        &self,
-        run: &mut Run<'_>,
-        decision: &Decision,
-        ended: Ended,
-        attempt_duration: Duration,
-        result: reqwest_middleware::Result<Response>,
-    ) {
-        let Some(on_retry) = &self.on_retry else {
-            return;
-        };
-        let Some(mut event) = RetryEvent::new(
-            run.method.as_str(),
-            &run.classification,
-            run.retries_used,
-            decision,
-        ) else {
-            return;
-        };
-        event.status = ended.status;
-        event.failure = match ended.outcome {
-            FinishOutcome::Connect => Some(AttemptFailure::Connect),
-            FinishOutcome::Status => None,
-            _ => Some(AttemptFailure::Transport),
-        };
-        event.attempt_duration_ms = millis(attempt_duration).unsigned_abs();
-        if let Err(panicked) = panic::catch_unwind(AssertUnwindSafe(|| on_retry(&event))) {
-            run.finish(FinishReason::Decision(decision.reason), ended);
-            drop(result);
-            panic::resume_unwind(panicked);
-        }
-    }
-
     /// Contract H1 for the request, after minting its key (docs/adapters.md, step 2): a `keyed`
     /// request without a non-blank key gets a fresh UUID v4 in its operation's header when key
     /// minting is on.
@@ -405,33 +422,15 @@ impl RetryMiddleware {
         };
         let mut buffer = uuid::Uuid::encode_buffer();
         // Uuid::new_v4 draws from the operating system's secure random source (getrandom).
-        let key = uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buffer);
-        let Ok(value) = HeaderValue::from_str(key) else {
+        let uuid = uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buffer);
+        // X7 (contract v3 F1): written as the policy's `idempotency_key_format` says.
+        let key = idempotency_key_value(self.policy().idempotency_key_format, uuid);
+        let Ok(value) = HeaderValue::from_str(&key) else {
             return false;
         };
         // `insert` replaces a blank value the caller set under any case of the name.
         headers.insert(name, value);
         true
-    }
-
-    /// The status outcome of a response: its status and the delay and directive headers
-    /// (the first of the policy's directive headers that the response carries).
-    fn status_outcome<'r>(&self, response: &'r Response) -> Outcome<'r> {
-        let headers = response.headers();
-        // A value that is not visible ASCII is no delay or directive the contract can read.
-        let text = |value: Option<&'r HeaderValue>| value.and_then(|v| v.to_str().ok());
-        Outcome::Status {
-            status: i64::from(response.status().as_u16()),
-            retry_after: text(headers.get(RETRY_AFTER)),
-            retry_after_ms: text(headers.get("retry-after-ms")),
-            directive: text(
-                self.policy
-                    .policy()
-                    .server_directive_headers
-                    .iter()
-                    .find_map(|name| headers.get(name.as_str())),
-            ),
-        }
     }
 }
 
@@ -456,11 +455,22 @@ impl Middleware for RetryMiddleware {
     }
 }
 
+/// What a [`RetryMiddleware`] shares with every request it handles, beyond its return: the body
+/// of a resumable event stream keeps deciding with the policy and the budget and reports to the
+/// callbacks (contract v3 X3-X4).
+struct Shared {
+    policy: ValidPolicy,
+    budget: RetryBudget,
+    on_retry: Option<RetryCallback>,
+    on_finish: Option<FinishCallback>,
+}
+
 /// Builds a [`RetryMiddleware`] (docs/adapters.md, "Options").
 pub(crate) struct RetryMiddlewareBuilder {
     table: &'static OperationTable,
     policy: Option<RetryPolicy>,
     base_url: Option<String>,
+    resume_client: Option<reqwest::Client>,
     on_retry: Option<RetryCallback>,
     on_finish: Option<FinishCallback>,
     mint_idempotency_keys: bool,
@@ -475,6 +485,7 @@ impl fmt::Debug for RetryMiddlewareBuilder {
             .field("table", &self.table)
             .field("policy", &self.policy)
             .field("base_url", &self.base_url)
+            .field("resume_client", &self.resume_client.is_some())
             .field("on_retry", &self.on_retry.is_some())
             .field("on_finish", &self.on_finish.is_some())
             .field("mint_idempotency_keys", &self.mint_idempotency_keys)
@@ -502,6 +513,20 @@ impl RetryMiddlewareBuilder {
     #[must_use]
     pub fn base_url(mut self, base: impl Into<String>) -> RetryMiddlewareBuilder {
         self.base_url = Some(base.into());
+        self
+    }
+
+    /// The reqwest client this middleware is installed on (a clone: clones share the pool and
+    /// the settings), with which a dropped event stream of a resumable operation is resumed
+    /// (contract v3 X3): the response's body then hands the caller complete events only, and
+    /// after a drop the policy may send the request again with `Last-Event-ID`, the caller
+    /// reading on as one stream. reqwest-middleware lends the rest of the chain to a middleware
+    /// only until it returns the response, so the resume goes to this client directly (the
+    /// middlewares below this one do not see it). Without it (the default), an event stream's
+    /// body is the client's, untouched, as for an operation that is not resumable.
+    #[must_use]
+    pub fn resume_client(mut self, client: reqwest::Client) -> RetryMiddlewareBuilder {
+        self.resume_client = Some(client);
         self
     }
 
@@ -578,18 +603,22 @@ impl RetryMiddlewareBuilder {
         // Checked once, here: no decision checks the policy again.
         let policy = ValidPolicy::new(self.policy.unwrap_or_default())?;
         let budget = RetryBudget::new(policy.policy())?;
-        let classifier = Classifier::new(
-            self.table,
-            self.base_url.as_deref(),
-            policy.policy().unknown_operation_class,
-        );
-        Ok(RetryMiddleware {
+        let shared = Arc::new(Shared {
             policy,
-            classifier,
-            base_url: self.base_url,
             budget,
             on_retry: self.on_retry,
             on_finish: self.on_finish,
+        });
+        let classifier = Classifier::new(
+            self.table,
+            self.base_url.as_deref(),
+            shared.policy.policy().unknown_operation_class,
+        );
+        Ok(RetryMiddleware {
+            shared,
+            classifier,
+            base_url: self.base_url,
+            resume_client: self.resume_client,
             mint_idempotency_keys: self.mint_idempotency_keys,
             attempt_timeout: self.attempt_timeout,
             attempt_header: self.attempt_header,
@@ -625,6 +654,10 @@ pub(crate) struct FinishEvent<'a> {
     pub operation_id: Option<&'static str>,
     /// The sum of the delays slept between the attempts, in milliseconds (docs/adapters.md P4).
     pub total_delay_ms: u64,
+    /// The delay the server asked for when the last decision refused it as over the cap
+    /// (reason `retry_after_over_cap`, contract v3 X8), so that the SDK can raise its "retry
+    /// after" error with the server's wait; `None` otherwise.
+    pub server_delay_ms: Option<u64>,
 }
 
 impl FinishEvent<'_> {
@@ -642,6 +675,7 @@ impl FinishEvent<'_> {
             path_template: self.path_template,
             operation_id: self.operation_id,
             total_delay_ms: self.total_delay_ms,
+            server_delay_ms: self.server_delay_ms,
         }
     }
 }
@@ -973,14 +1007,20 @@ fn next_attempt(held: &mut Option<Request>, may_retry: bool) -> Option<Request> 
     held.take()
 }
 
-/// Whether a response is a server-sent event stream (never read inside the loop).
-fn is_event_stream(response: &Response) -> bool {
+/// The media type of a response's `Content-Type` (parameters and surrounding spaces left out;
+/// empty without one).
+fn media_type(response: &Response) -> &str {
     response
         .headers()
         .get(CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.split(';').next())
-        .is_some_and(|media| media.trim().eq_ignore_ascii_case("text/event-stream"))
+        .map_or("", |media| media.trim_matches([' ', '\t']))
+}
+
+/// Whether a response is a server-sent event stream (never read inside the loop).
+fn is_event_stream(response: &Response) -> bool {
+    media_type(response).eq_ignore_ascii_case("text/event-stream")
 }
 
 /// P6: reads `response`'s body, up to `max_bytes`, before the deadline of the attempt. The
@@ -994,6 +1034,42 @@ async fn read_body(
     if is_event_stream(&response) {
         return Ok(response);
     }
+    read_within(response, max_bytes, deadline)
+        .await
+        .map(|(response, _, _)| response)
+}
+
+/// X6 (contract v3 Q1): reads at most [`PROBLEM_BODY_MAX_BYTES`] of a problem response's body
+/// before the deadline of the attempt: the response with its body intact and the problem type,
+/// when the bytes read are the whole body and name one; a failed read is the attempt's failure.
+async fn read_problem(
+    result: reqwest_middleware::Result<Response>,
+    deadline: Option<(tokio::time::Instant, Duration)>,
+) -> (reqwest_middleware::Result<Response>, Option<String>) {
+    let response = match result {
+        Ok(response) => response,
+        Err(error) => return (Err(error), None),
+    };
+    match read_within(response, PROBLEM_BODY_MAX_BYTES, deadline).await {
+        Ok((response, bytes, whole)) => {
+            let content_type = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|value| value.to_str().ok());
+            let problem = problem_type_of(content_type, &bytes, whole);
+            (Ok(response), problem)
+        }
+        Err(error) => (Err(error), None),
+    }
+}
+
+/// [`read_prefix`] before the deadline of the attempt; a failed read is a [`BodyReadFailed`], an
+/// expired deadline an [`AttemptTimeout`].
+async fn read_within(
+    response: Response,
+    max_bytes: usize,
+    deadline: Option<(tokio::time::Instant, Duration)>,
+) -> reqwest_middleware::Result<(Response, Data, bool)> {
     let read = read_prefix(response, max_bytes);
     let read = match deadline {
         Some((at, limit)) => match tokio::time::timeout_at(at, read).await {
@@ -1013,24 +1089,32 @@ async fn read_body(
 /// The body's data type (`bytes::Bytes`), named through reqwest's body.
 type Data = <reqwest::Body as http_body::Body>::Data;
 
-async fn read_prefix(mut response: Response, max_bytes: usize) -> Result<Response, reqwest::Error> {
+/// Reads `response`'s body up to `max_bytes` (a chunk may go beyond): the response with the
+/// bytes read followed by the rest, the bytes read, and whether they are the whole body.
+async fn read_prefix(
+    mut response: Response,
+    max_bytes: usize,
+) -> Result<(Response, Data, bool), reqwest::Error> {
     let url = response.url().clone();
+    let length = response.content_length();
     let mut buffer = Vec::new();
     let whole = loop {
         if buffer.len() >= max_bytes {
-            break false;
+            // A declared length tells a body of exactly the bound from a longer one.
+            break length == u64::try_from(buffer.len()).ok();
         }
         match response.chunk().await? {
             Some(chunk) => buffer.extend_from_slice(&chunk),
             None => break true,
         }
     };
+    let read = Data::from(buffer);
     let (mut parts, rest) = http::Response::<reqwest::Body>::from(response).into_parts();
     let body = if whole {
-        reqwest::Body::from(buffer)
+        reqwest::Body::from(read.clone())
     } else {
         reqwest::Body::wrap(PrefixThen {
-            prefix: Some(Data::from(buffer)),
+            prefix: Some(read.clone()),
             rest,
         })
     };
@@ -1038,7 +1122,11 @@ async fn read_prefix(mut response: Response, max_bytes: usize) -> Result<Respons
     if let Ok(carrier) = http::Response::builder().url(url).body(()) {
         parts.extensions.extend(carrier.into_parts().0.extensions);
     }
-    Ok(Response::from(http::Response::from_parts(parts, body)))
+    Ok((
+        Response::from(http::Response::from_parts(parts, body)),
+        read,
+        whole,
+    ))
 }
 
 /// The bytes read inside the loop, then the rest of the body as the server sends it.
@@ -1093,13 +1181,17 @@ impl Ended {
 /// One request in flight: the decision's counters and what its finish event needs. Dropped
 /// before [`Run::finish`] (the caller dropped the request's future), it reports the request as
 /// aborted.
-struct Run<'m> {
-    middleware: &'m RetryMiddleware,
-    /// The middleware's policy, or the request's override of it (P1).
-    policy: &'m ValidPolicy,
+// Allowed: each flag is a fact of the request the decisions or the finish event read.
+#[allow(clippy::struct_excessive_bools)]
+struct Run {
+    shared: Arc<Shared>,
+    /// The request's override of the middleware's policy (P1).
+    overridden: Option<Box<ValidPolicy>>,
     method: Method,
     classification: Classification,
     has_idempotency_key: bool,
+    /// Contract v3 H2 for the request's headers (X5).
+    has_precondition: bool,
     /// A request to another origin (rule 0): one attempt, no budget, no operation.
     foreign: bool,
     /// When the first attempt started (monotonic).
@@ -1113,24 +1205,27 @@ struct Run<'m> {
     total_delay_ms: u64,
     /// The cost the last granted retry took from the budget (contract K3).
     released: i64,
+    /// The last decision's refused server delay (X8).
+    server_delay_ms: Option<u64>,
     finished: bool,
 }
 
-impl<'m> Run<'m> {
-    /// A request of `middleware` before its first attempt.
+impl Run {
+    /// A request of the middleware sharing `shared`, before its first attempt.
     fn new(
-        middleware: &'m RetryMiddleware,
-        policy: &'m ValidPolicy,
+        shared: Arc<Shared>,
+        overridden: Option<Box<ValidPolicy>>,
         method: Method,
         classification: Classification,
         has_idempotency_key: bool,
-    ) -> Run<'m> {
+    ) -> Run {
         Run {
-            middleware,
-            policy,
+            shared,
+            overridden,
             method,
             classification,
             has_idempotency_key,
+            has_precondition: false,
             foreign: false,
             started: Instant::now(),
             attempts: 0,
@@ -1139,8 +1234,73 @@ impl<'m> Run<'m> {
             previous_delay_ms: 0,
             total_delay_ms: 0,
             released: 0,
+            server_delay_ms: None,
             finished: false,
         }
+    }
+
+    /// Hands the retry event of `decision` (with P4's facts of the attempt) to the on-retry
+    /// callback, then drops the attempt's result. A panicking callback ends the request: the
+    /// budget stays as decided, the finish event still comes (once, outside the unwinding, so
+    /// that a panicking finish callback cannot abort the process), the response is dropped (its
+    /// connection closed), no attempt follows.
+    fn report_retry<T>(
+        &mut self,
+        decision: &Decision,
+        ended: Ended,
+        attempt_duration: Duration,
+        result: T,
+    ) {
+        let shared = Arc::clone(&self.shared);
+        let Some(on_retry) = &shared.on_retry else {
+            return;
+        };
+        // The attempt that just ended: the loop's counts its retries, a stream's its resumes.
+        let Some(mut event) = RetryEvent::new(
+            self.method.as_str(),
+            &self.classification,
+            self.attempts - 1,
+            decision,
+        ) else {
+            return;
+        };
+        event.status = ended.status;
+        event.failure = match ended.outcome {
+            FinishOutcome::Connect => Some(AttemptFailure::Connect),
+            FinishOutcome::Status => None,
+            _ => Some(AttemptFailure::Transport),
+        };
+        event.attempt_duration_ms = millis(attempt_duration).unsigned_abs();
+        if let Err(panicked) = panic::catch_unwind(AssertUnwindSafe(|| on_retry(&event))) {
+            self.finish(FinishReason::Decision(decision.reason), ended);
+            drop(result);
+            panic::resume_unwind(panicked);
+        }
+    }
+
+    /// The status outcome of a response: its status and the delay and directive headers
+    /// (the first of the policy's directive headers that the response carries).
+    fn status_outcome<'r>(&self, response: &'r Response) -> Outcome<'r> {
+        let headers = response.headers();
+        // A value that is not visible ASCII is no delay or directive the contract can read.
+        let text = |value: Option<&'r HeaderValue>| value.and_then(|v| v.to_str().ok());
+        Outcome::Status {
+            status: i64::from(response.status().as_u16()),
+            retry_after: text(headers.get(RETRY_AFTER)),
+            retry_after_ms: text(headers.get("retry-after-ms")),
+            directive: text(
+                self.policy()
+                    .policy()
+                    .server_directive_headers
+                    .iter()
+                    .find_map(|name| headers.get(name.as_str())),
+            ),
+        }
+    }
+
+    /// The middleware's policy, or the request's override of it (P1).
+    fn policy(&self) -> &ValidPolicy {
+        self.overridden.as_deref().unwrap_or(&self.shared.policy)
     }
 
     /// The decision after an attempt (docs/adapters.md, step 5); `None` when the input is outside
@@ -1151,13 +1311,13 @@ impl<'m> Run<'m> {
         result: &reqwest_middleware::Result<Response>,
         ended: Ended,
         budgeted: bool,
+        problem_type: Option<&str>,
     ) -> Option<Decision> {
-        let middleware = self.middleware;
         let input = DecisionInput {
             class: self.classification.class,
             has_idempotency_key: self.has_idempotency_key,
             outcome: match result {
-                Ok(response) => middleware.status_outcome(response),
+                Ok(response) => self.status_outcome(response),
                 Err(_) if ended.outcome == FinishOutcome::Connect => Outcome::Connect,
                 Err(_) if ended.outcome == FinishOutcome::Certificate => Outcome::Certificate,
                 Err(_) => Outcome::Transport,
@@ -1169,24 +1329,39 @@ impl<'m> Run<'m> {
             random: random_unit(),
             budget_tokens: None,
             timed_out: ended.timed_out,
-            // Contract v3's inputs (preconditions, streams, problem types) come with the v3
-            // adapter; until then every request is decided as under v2.
-            has_precondition: false,
+            has_precondition: self.has_precondition,
+            // A dropped stream is decided by the stream's body (`EventStream`).
             resumable: false,
             has_last_event_id: false,
             stream_retry: None,
-            problem_type: None,
+            problem_type,
         };
+        self.decide_input(&input, budgeted)
+    }
+
+    /// [`Run::decide`] on a built input.
+    fn decide_input(&self, input: &DecisionInput<'_>, budgeted: bool) -> Option<Decision> {
         // The policy was checked once (`ValidPolicy`): only the input is.
         let decision = if budgeted {
-            middleware.budget.decide_valid(self.policy, &input)
+            self.shared.budget.decide_valid(self.policy(), input)
         } else {
-            self.policy.decide(&DecisionInput {
-                budget_tokens: Some(middleware.budget.tokens()),
-                ..input
+            self.policy().decide(&DecisionInput {
+                budget_tokens: Some(self.shared.budget.tokens()),
+                ..*input
             })
         };
         decision.ok()
+    }
+
+    /// Whether the body of `response` is read for its problem type before deciding (contract v3
+    /// Q1): a status of 400 or more with `Content-Type: application/problem+json`, an operation
+    /// that may be retried, and a policy that lists problem types.
+    fn reads_problem(&self, response: &Response) -> bool {
+        let policy = self.policy().policy();
+        response.status().as_u16() >= 400
+            && self.classification.class != ReplayClass::NoRetry
+            && !(policy.stop_problem_types.is_empty() && policy.retry_problem_types.is_empty())
+            && media_type(response).eq_ignore_ascii_case("application/problem+json")
     }
 
     /// Counts a redirect the policy did not see (a client without
@@ -1218,14 +1393,18 @@ impl<'m> Run<'m> {
     /// The decision [`ValidPolicy::settled_status`] makes without deciding, for a response whose
     /// status the policy has nothing to say about.
     fn settled(&self, response: &Response) -> Option<Decision> {
+        // A 412 after a replayed conditional request has a rule of its own (contract v3 R6a).
+        if self.has_precondition {
+            return None;
+        }
         let headers = response.headers();
         let has_directive = self
-            .policy
+            .policy()
             .policy()
             .server_directive_headers
             .iter()
             .any(|name| headers.contains_key(name.as_str()));
-        let reason = self.policy.settled_status(
+        let reason = self.policy().settled_status(
             self.classification.class,
             self.has_idempotency_key,
             self.retries_used,
@@ -1244,8 +1423,13 @@ impl<'m> Run<'m> {
 
     /// Counts the retry `decision` granted after an attempt that ended as `ended`.
     fn granted(&mut self, decision: &Decision, ended: Ended) {
-        let policy = self.policy.policy();
-        self.released = if ended.timed_out {
+        let policy = self.policy().policy();
+        // The kind the decision took its tokens as (contract v3 R17).
+        self.released = if decision.throttled {
+            policy
+                .budget_throttling_cost
+                .unwrap_or(policy.budget_retry_cost)
+        } else if ended.timed_out {
             policy.budget_timeout_cost
         } else {
             policy.budget_retry_cost
@@ -1258,14 +1442,14 @@ impl<'m> Run<'m> {
     /// finish event, once, handed to the callback and returned (P5).
     fn finish(&mut self, reason: FinishReason, ended: Ended) -> FinishEvent<'static> {
         self.finished = true;
-        let middleware = self.middleware;
         // A foreign request neither read nor spent the budget.
         if !self.foreign && ended.status.is_some_and(|status| status < 400) {
             // The cell refuses no refund under a valid policy, and the response is the result
             // either way.
-            let _ = middleware
+            let _ = self
+                .shared
                 .budget
-                .record_success_valid(self.policy, self.released);
+                .record_success_valid(self.policy(), self.released);
         }
         let operation = self.classification.operation;
         let reason = if self.foreign {
@@ -1288,15 +1472,16 @@ impl<'m> Run<'m> {
             path_template: operation.map(|op| op.path),
             operation_id: operation.and_then(|op| op.operation_id),
             total_delay_ms: self.total_delay_ms,
+            server_delay_ms: self.server_delay_ms,
         };
-        if let Some(on_finish) = &middleware.on_finish {
+        if let Some(on_finish) = &self.shared.on_finish {
             on_finish(&event);
         }
         event
     }
 }
 
-impl Drop for Run<'_> {
+impl Drop for Run {
     fn drop(&mut self) {
         // Not while a panic unwinds: a callback that panicked too would abort the process.
         if !self.finished && !std::thread::panicking() {
@@ -1389,18 +1574,23 @@ impl<F: Future + Unpin> Future for CountRedirects<'_, F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        /// Puts back the enclosing attempt's count, even when the poll panics.
-        struct Restore<'a>(Option<i64>, &'a AtomicI64);
-        impl Drop for Restore<'_> {
-            fn drop(&mut self) {
-                let counted = REDIRECTS.with(|count| count.replace(self.0));
-                self.1.fetch_add(counted.unwrap_or(0), Ordering::Relaxed);
-            }
-        }
         let this = &mut *self;
-        let _restore = Restore(REDIRECTS.with(|count| count.replace(Some(0))), this.total);
-        Pin::new(&mut this.attempt).poll(cx)
+        counting_redirects(this.total, || Pin::new(&mut this.attempt).poll(cx))
     }
+}
+
+/// Runs `poll` (of an attempt's future) adding to `total` the redirects reqwest follows in it.
+fn counting_redirects<T>(total: &AtomicI64, poll: impl FnOnce() -> T) -> T {
+    /// Puts back the enclosing attempt's count, even when the poll panics.
+    struct Restore<'a>(Option<i64>, &'a AtomicI64);
+    impl Drop for Restore<'_> {
+        fn drop(&mut self) {
+            let counted = REDIRECTS.with(|count| count.replace(self.0));
+            self.1.fetch_add(counted.unwrap_or(0), Ordering::Relaxed);
+        }
+    }
+    let _restore = Restore(REDIRECTS.with(|count| count.replace(Some(0))), total);
+    poll()
 }
 
 /// A URL without its fragment (which never reaches the server, nor the response's URL).
@@ -1436,4 +1626,456 @@ fn now_ms() -> i64 {
 fn random_unit() -> f64 {
     let bits = RandomState::new().build_hasher().finish();
     f64::from_bits(0x3ff0_0000_0000_0000 | (bits >> 12)) - 1.0
+}
+
+// Contract v3 X2-X4: the body of a resumable event stream.
+
+/// The most bytes of one event the body holds back until the event is complete (X2): a longer
+/// event ends resumability for the call.
+const EVENT_HOLD_MAX_BYTES: usize = 1 << 20;
+
+/// UTF-8's byte order mark, which a stream may start with.
+const BYTE_ORDER_MARK: [u8; 3] = [0xef, 0xbb, 0xbf];
+
+/// The finish event of a resumable event stream (contract v3 X4), in the extensions of the
+/// response that hands it over (`response.extensions().get::<StreamFinish>()`): a stream's call
+/// finishes when its body ends for the caller, after the response was returned. Empty until
+/// then; equal to the one the finish callback got from then on.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StreamFinish(Arc<std::sync::OnceLock<FinishEvent<'static>>>);
+
+impl StreamFinish {
+    /// The finish event, once the stream ended for the caller (its end, a failure that was not
+    /// resumed, or the caller dropping the body).
+    #[must_use]
+    pub fn get(&self) -> Option<&FinishEvent<'static>> {
+        self.0.get()
+    }
+}
+
+/// The read error of a resumable event stream whose resume was answered with something else
+/// than a `2xx` `text/event-stream` response, and not retried (contract v3 X3): the cause of
+/// the `reqwest::Error` the caller's read returns ([`StdError::source`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ResumeStatus {
+    status: u16,
+}
+
+impl ResumeStatus {
+    /// The status of the response to the resume.
+    #[must_use]
+    pub const fn status(&self) -> u16 {
+        self.status
+    }
+}
+
+impl fmt::Display for ResumeStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "resuming the event stream was answered with status {}",
+            self.status
+        )
+    }
+}
+
+impl StdError for ResumeStatus {}
+
+/// A read error of the caller's body.
+type BoxError = Box<dyn StdError + Send + Sync>;
+
+/// What an [`EventStream`] is doing.
+enum Phase {
+    /// Passing on the body of a committed response.
+    Reading(reqwest::Body),
+    /// Waiting before the next send of the request.
+    Sleeping(Pin<Box<tokio::time::Sleep>>, u64),
+    /// Sending the request again, until its response head (within the attempt timeout).
+    Sending {
+        sent: Pin<Box<dyn Future<Output = Result<Response, reqwest::Error>> + Send>>,
+        deadline: Option<(Pin<Box<tokio::time::Sleep>>, Duration)>,
+    },
+    /// Ended for the caller.
+    Done,
+}
+
+/// The body of a resumable event stream's response (contract v3 X2-X4): the server's bytes
+/// through the event scanner, released one complete event at a time; a drop is decided and,
+/// when granted, the request is sent again with `Last-Event-ID` and the new response's events
+/// follow. The call finishes when this body ends for the caller.
+struct EventStream {
+    // A mutex only to be `Sync` (reqwest's body must be): it is only reached through
+    // `&mut self`, with `get_mut`, never locked.
+    state: std::sync::Mutex<StreamState>,
+}
+
+struct StreamState {
+    run: Run,
+    /// The request to send again.
+    request: Request,
+    client: reqwest::Client,
+    attempt_timeout: Option<Duration>,
+    attempt_header: Option<HeaderName>,
+    phase: Phase,
+    scanner: super::EventStreamScanner,
+    /// The bytes of the event not yet complete.
+    held: Vec<u8>,
+    /// Bytes of the current response handed to the caller (the scanner's count is per response).
+    released: u64,
+    /// False once an event outgrew [`EVENT_HOLD_MAX_BYTES`]: bytes pass through, a drop reaches
+    /// the caller.
+    resumable: bool,
+    /// The committed response's finish: the last decision's reason and the response.
+    committed: (FinishReason, Ended),
+    /// When the attempt in flight (or the one whose body is read) was sent.
+    attempt_started: Instant,
+    finish: StreamFinish,
+}
+
+impl EventStream {
+    /// `response` (a committed `2xx` event stream of a resumable operation) with its body read
+    /// through an [`EventStream`]; the call finishes when that body ends.
+    fn hand_over(
+        response: Response,
+        run: Run,
+        request: Request,
+        client: reqwest::Client,
+        settings: &Settings<'_>,
+        committed: (FinishReason, Ended),
+        attempt_started: Instant,
+    ) -> Response {
+        let url = response.url().clone();
+        let (mut parts, body) = http::Response::<reqwest::Body>::from(response).into_parts();
+        let finish = StreamFinish::default();
+        let stream = EventStream {
+            state: std::sync::Mutex::new(StreamState {
+                run,
+                request,
+                client,
+                attempt_timeout: settings.attempt_timeout,
+                attempt_header: settings.attempt_header.cloned(),
+                phase: Phase::Reading(body),
+                scanner: super::EventStreamScanner::new(),
+                held: Vec::new(),
+                released: 0,
+                resumable: true,
+                committed,
+                attempt_started,
+                finish: finish.clone(),
+            }),
+        };
+        parts.extensions.insert(finish);
+        if let Ok(carrier) = http::Response::builder().url(url).body(()) {
+            parts.extensions.extend(carrier.into_parts().0.extensions);
+        }
+        Response::from(http::Response::from_parts(
+            parts,
+            reqwest::Body::wrap(stream),
+        ))
+    }
+}
+
+impl StreamState {
+    /// Ends the call for the caller with `reason` and `ended` (once).
+    fn finish(&mut self, reason: FinishReason, ended: Ended) {
+        self.phase = Phase::Done;
+        if !self.run.finished {
+            let event = self.run.finish(reason, ended);
+            let _ = self.finish.0.set(event);
+        }
+    }
+
+    /// Ends the call as the committed response did.
+    fn finish_committed(&mut self) {
+        let (reason, ended) = self.committed;
+        self.finish(reason, ended);
+    }
+
+    /// The next frame for the caller.
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Data, BoxError>>> {
+        loop {
+            match &mut self.phase {
+                Phase::Done => return Poll::Ready(None),
+                Phase::Reading(body) => {
+                    let frame = match http_body::Body::poll_frame(Pin::new(body), cx) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(frame) => frame,
+                    };
+                    match frame {
+                        // The clean end: what is held is the server's last bytes, handed over
+                        // as sent (an event a lone CR ends is complete only at the next byte).
+                        None => {
+                            self.finish_committed();
+                            let rest = std::mem::take(&mut self.held);
+                            if !rest.is_empty() {
+                                return Poll::Ready(Some(Ok(Data::from(rest))));
+                            }
+                            return Poll::Ready(None);
+                        }
+                        Some(Ok(frame)) => {
+                            // Trailers carry no event.
+                            if let Ok(data) = frame.into_data() {
+                                if let Some(out) = self.scan(&data) {
+                                    return Poll::Ready(Some(Ok(out)));
+                                }
+                            }
+                        }
+                        Some(Err(error)) => {
+                            if let Some(error) = self.dropped(error) {
+                                return Poll::Ready(Some(Err(error)));
+                            }
+                        }
+                    }
+                }
+                Phase::Sleeping(sleep, delay_ms) => {
+                    if sleep.as_mut().poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    self.run.total_delay_ms = self.run.total_delay_ms.saturating_add(*delay_ms);
+                    self.send();
+                }
+                Phase::Sending { sent, deadline } => {
+                    let result = match counting_redirects(&self.run.redirects, || {
+                        sent.as_mut().poll(cx)
+                    }) {
+                        Poll::Ready(result) => result.map_err(reqwest_middleware::Error::Reqwest),
+                        Poll::Pending => match deadline {
+                            // The attempt timeout ends at the response head (X1).
+                            Some((timer, limit)) => {
+                                if timer.as_mut().poll(cx).is_pending() {
+                                    return Poll::Pending;
+                                }
+                                Err(AttemptTimeout::error(*limit))
+                            }
+                            None => return Poll::Pending,
+                        },
+                    };
+                    if let Some(error) = self.resumed(result) {
+                        return Poll::Ready(Some(Err(error)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Follows `data` with the scanner: the complete events to hand over, if any.
+    fn scan(&mut self, data: &Data) -> Option<Data> {
+        if !self.resumable {
+            return Some(data.clone());
+        }
+        self.scanner.feed(data);
+        self.held.extend_from_slice(data);
+        let complete = usize::try_from(self.scanner.complete_bytes() - self.released)
+            .unwrap_or(usize::MAX)
+            .min(self.held.len());
+        if self.held.len() - complete > EVENT_HOLD_MAX_BYTES {
+            // An event too large to hold: it passes through, and the stream is no longer resumed.
+            self.resumable = false;
+            return Some(Data::from(std::mem::take(&mut self.held)));
+        }
+        if complete == 0 {
+            return None;
+        }
+        // A leading byte order mark alone is complete without being an event.
+        let bom_only = self.released == 0
+            && complete == BYTE_ORDER_MARK.len()
+            && self.held.starts_with(&BYTE_ORDER_MARK);
+        let rest = self.held.split_off(complete);
+        let out = std::mem::replace(&mut self.held, rest);
+        self.released = self.scanner.complete_bytes();
+        if !bom_only {
+            // Progress: the drops count again from none (contract v3 A7).
+            self.run.retries_used = 0;
+        }
+        Some(Data::from(out))
+    }
+
+    /// The body failed before its end (contract v3 A4): decided as `dropped`; the error for the
+    /// caller when the stream is not resumed.
+    fn dropped(&mut self, error: reqwest::Error) -> Option<BoxError> {
+        // Bytes of an event the drop cut are never handed over (A5).
+        self.held.clear();
+        if !self.resumable {
+            self.finish_committed();
+            return Some(Box::new(error));
+        }
+        let attempt_duration = self.attempt_started.elapsed();
+        let failed = reqwest_middleware::Error::Reqwest(error);
+        let (_, timed_out) = failure_of(&failed);
+        let run = &self.run;
+        let input = DecisionInput {
+            class: run.classification.class,
+            has_idempotency_key: run.has_idempotency_key,
+            outcome: Outcome::Dropped,
+            retries_used: run.retries_used,
+            elapsed_ms: millis(run.started.elapsed()),
+            previous_delay_ms: run.previous_delay_ms,
+            now_ms: now_ms(),
+            random: random_unit(),
+            budget_tokens: None,
+            timed_out,
+            has_precondition: run.has_precondition,
+            resumable: true,
+            has_last_event_id: !self.scanner.last_event_id().is_empty(),
+            stream_retry: self.scanner.retry(),
+            problem_type: None,
+        };
+        let decision = run.decide_input(&input, true);
+        let reqwest_middleware::Error::Reqwest(error) = failed else {
+            unreachable!("built above")
+        };
+        let ended = Ended {
+            outcome: FinishOutcome::Transport,
+            status: None,
+            timed_out,
+        };
+        match decision {
+            Some(decision) if decision.retry => {
+                self.retry(&decision, ended, attempt_duration);
+                None
+            }
+            decision => {
+                self.run.server_delay_ms = decision.and_then(|d| d.server_delay_ms);
+                let reason =
+                    decision.map_or(self.committed.0, |d| FinishReason::Decision(d.reason));
+                self.finish(reason, self.committed.1);
+                Some(Box::new(error))
+            }
+        }
+    }
+
+    /// The response to a resume, or its failure: a `2xx` event stream is read on; anything
+    /// else is decided like any attempt before its commit. The error for the caller when the
+    /// stream ends.
+    fn resumed(&mut self, result: reqwest_middleware::Result<Response>) -> Option<BoxError> {
+        let attempt_duration = self.attempt_started.elapsed();
+        let ended = Ended::of(&result);
+        if let Ok(response) = &result {
+            if response.status().is_success() && is_event_stream(response) {
+                // Committed again: the decision of a 2xx (a retry of it is not taken).
+                let reason = match self
+                    .run
+                    .settled(response)
+                    .or_else(|| self.run.decide(&result, ended, false, None))
+                {
+                    Some(decision) if !decision.retry => FinishReason::Decision(decision.reason),
+                    _ => FinishReason::Decision(Reason::StatusNotRetryable),
+                };
+                self.committed = (reason, ended);
+                if let Ok(response) = result {
+                    self.scanner = self.scanner.reconnected();
+                    self.released = 0;
+                    self.phase =
+                        Phase::Reading(http::Response::<reqwest::Body>::from(response).into_body());
+                }
+                return None;
+            }
+        }
+        let decision = self.run.decide(&result, ended, true, None);
+        self.run.server_delay_ms = decision.and_then(|d| d.server_delay_ms);
+        match decision {
+            Some(decision) if decision.retry => {
+                self.retry(&decision, ended, attempt_duration);
+                None
+            }
+            decision => {
+                let reason = decision
+                    .map_or(FinishReason::Decision(Reason::StatusNotRetryable), |d| {
+                        FinishReason::Decision(d.reason)
+                    });
+                self.finish(reason, ended);
+                Some(match result {
+                    Ok(response) => Box::new(ResumeStatus {
+                        status: response.status().as_u16(),
+                    }),
+                    Err(reqwest_middleware::Error::Reqwest(error)) => Box::new(error),
+                    Err(reqwest_middleware::Error::Middleware(error)) => error.into(),
+                })
+            }
+        }
+    }
+
+    /// A granted retry: the retry event (reason `stream_resume` for a drop), then the sleep.
+    fn retry(&mut self, decision: &Decision, ended: Ended, attempt_duration: Duration) {
+        self.run.report_retry(decision, ended, attempt_duration, ());
+        self.run.granted(decision, ended);
+        // The caller dropping the body ends the sleep (the finish says aborted).
+        self.phase = Phase::Sleeping(
+            Box::pin(tokio::time::sleep(decision.delay())),
+            decision.delay_ms,
+        );
+    }
+
+    /// Sends the request again: same method, URL, body and headers (its idempotency key), the
+    /// attempt header as for any attempt, and `Last-Event-ID` when the stream has one.
+    fn send(&mut self) {
+        let Some(mut request) = self.request.try_clone() else {
+            // Only a request whose body can be sent again is retried (`hand_over`).
+            unreachable!("a resume of a request that cannot be sent again");
+        };
+        self.run.attempts += 1;
+        let headers = request.headers_mut();
+        if let Some(name) = &self.attempt_header {
+            headers.insert(name.clone(), HeaderValue::from(self.run.attempts - 1));
+        }
+        let id = self.scanner.last_event_id();
+        if !id.is_empty() {
+            if let Ok(value) = HeaderValue::from_str(id) {
+                headers.insert("last-event-id", value);
+            }
+        }
+        self.attempt_started = Instant::now();
+        self.phase = Phase::Sending {
+            sent: Box::pin(self.client.execute(request)),
+            deadline: self
+                .attempt_timeout
+                .map(|limit| (Box::pin(tokio::time::sleep(limit)), limit)),
+        };
+    }
+}
+
+impl http_body::Body for EventStream {
+    type Data = Data;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Data>, BoxError>>> {
+        let state = self
+            .get_mut()
+            .state
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state
+            .poll_next(cx)
+            .map(|frame| frame.map(|result| result.map(http_body::Frame::data)))
+    }
+}
+
+impl Drop for EventStream {
+    fn drop(&mut self) {
+        let state = self
+            .state
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Not while a panic unwinds: a callback that panicked too would abort the process.
+        if std::thread::panicking() {
+            return;
+        }
+        // The caller closed the body: while it was read, the call ends as committed; during a
+        // resume's sleep or send, it is aborted.
+        match state.phase {
+            Phase::Reading(_) => state.finish_committed(),
+            Phase::Done => {}
+            Phase::Sleeping(..) | Phase::Sending { .. } => state.finish(
+                FinishReason::Decision(Reason::Aborted),
+                Ended {
+                    outcome: FinishOutcome::Aborted,
+                    status: None,
+                    timed_out: false,
+                },
+            ),
+        }
+    }
 }

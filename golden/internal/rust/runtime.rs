@@ -3389,6 +3389,18 @@ impl EventStreamScanner {
         self.retry.as_deref()
     }
 
+    /// A scanner at the start of the stream a resume opens (contract v3 A6): the last event id
+    /// and reconnection time carry over, as the standard keeps them across reconnections; the
+    /// event cut by the drop is forgotten, and a byte order mark is skipped again.
+    #[must_use]
+    pub fn reconnected(&self) -> EventStreamScanner {
+        EventStreamScanner {
+            last_event_id: self.last_event_id.clone(),
+            retry: self.retry.clone(),
+            ..EventStreamScanner::default()
+        }
+    }
+
     fn scan(&mut self, b: u8) {
         self.consumed += 1;
         if !self.started {
