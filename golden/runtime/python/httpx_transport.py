@@ -51,10 +51,12 @@ import httpcore
 import httpx
 
 from ._runtime import (
+    PROBLEM_BODY_MAX_BYTES,
     Classification,
     Classifier,
     DecisionInput,
     DecisionReason,
+    EventStreamScanner,
     Failure,
     Outcome,
     ReplayClass,
@@ -66,7 +68,10 @@ from ._runtime import (
     budget_record_success,
     decide,
     has_idempotency_key,
+    has_precondition,
+    idempotency_key_value,
     in_scope,
+    problem_type_of,
     retry_event,
 )
 
@@ -85,6 +90,7 @@ __all__ = [
     "FinishReason",
     "RetryOverrides",
     "RetryTransport",
+    "StreamResumeError",
     "Tables",
     "finish_of",
     "retry_overrides",
@@ -221,6 +227,10 @@ class FinishEvent:
     operation_id: str | None
     total_delay_ms: int = 0
     """The sum of the delays slept between the attempts (docs/adapters.md P4)."""
+    server_delay_ms: int | None = None
+    """The delay the server asked for, in milliseconds, when the last decision
+    refused it as over the cap (``retry_after_over_cap``); None otherwise
+    (contract v3 X8), so that an SDK can raise its "retry after" error."""
 
 
 class AttemptTimeout(httpx.TimeoutException):
@@ -282,6 +292,8 @@ _OUTCOMES: Final[dict[Failure, FinishOutcome]] = {
     Failure.TRANSPORT: "transport",
     Failure.ABORTED: "aborted",
     Failure.CERTIFICATE: "certificate",
+    # Only a committed stream drops: the caller holds its response.
+    Failure.DROPPED: "status",
 }
 
 # The classification of a request to another origin: no operation, never retried.
@@ -610,16 +622,21 @@ class _Call:
         "attempt_timeout",
         "attempts",
         "classification",
+        "committed",
+        "committed_status",
         "finished",
         "foreign",
         "has_key",
+        "has_precondition",
         "method",
         "policy",
         "previous_delay_ms",
         "read_body",
+        "reason",
         "released",
         "replayable",
         "retries_used",
+        "server_delay_ms",
         "slept_ms",
         "started",
     )
@@ -635,6 +652,7 @@ class _Call:
         attempt_timeout: float | None,
         read_body: int,
         foreign: bool = False,
+        precondition: bool = False,
     ) -> None:
         self.method = method
         self.classification = classification
@@ -643,6 +661,7 @@ class _Call:
         # The finish event was emitted (or is being): never twice, whatever a callback does.
         self.finished = False
         self.has_key = has_key
+        self.has_precondition = precondition
         self.replayable = replayable
         self.attempt_timeout = attempt_timeout
         self.read_body = read_body
@@ -652,6 +671,12 @@ class _Call:
         self.previous_delay_ms = 0
         self.slept_ms = 0
         self.released = 0
+        self.server_delay_ms: int | None = None
+        # A resumable event stream handed to the caller (contract v3 X2-X4): its response,
+        # the status of the response it reads from, the last decision's reason.
+        self.committed: httpx.Response | None = None
+        self.committed_status = 0
+        self.reason: FinishReason = DecisionReason.STATUS_NOT_RETRYABLE
         self.started = time.monotonic()
 
 
@@ -777,8 +802,11 @@ class _Retrying:
             return True
         if not self._mint or classification.replay_class != ReplayClass.KEYED:
             return False
-        # Replaces a blank value in any case of the name; every attempt sends this one.
-        headers[operation.idempotency_header] = str(uuid.uuid4())
+        # Replaces a blank value in any case of the name; every attempt sends this one, written
+        # as the policy's idempotency_key_format says (contract v3 X7).
+        headers[operation.idempotency_header] = idempotency_key_value(
+            self._policy.idempotency_key_format, str(uuid.uuid4())
+        )
         return True
 
     def begin(self, request: httpx.Request) -> _Call:
@@ -835,6 +863,8 @@ class _Retrying:
             replayable=isinstance(stream, httpx.ByteStream) or _replayable(stream),
             attempt_timeout=attempt_timeout,
             read_body=read_body,
+            # [contract v3 X5] once, from the caller's headers, before any the adapter adds.
+            precondition=has_precondition(request.headers.multi_items()),
         )
 
     def _policy_with(self, max_retries: object) -> RetryPolicy:
@@ -856,8 +886,13 @@ class _Retrying:
         if self._attempt_header is not None and not call.foreign:
             request.headers[self._attempt_header] = str(call.attempts - 1)
 
-    def answered(self, call: _Call, response: httpx.Response) -> int | _Stop:
-        """Decide after a response: the delay before the next attempt, or how it stops."""
+    def answered(
+        self, call: _Call, response: httpx.Response, problem: str | None = None
+    ) -> int | _Stop:
+        """Decide after a response: the delay before the next attempt, or how it stops.
+
+        ``problem``: the problem type read from its body (contract v3 X6), if any.
+        """
         status = response.status_code
         if call.foreign:
             return _Stop(FOREIGN_ORIGIN, status)
@@ -865,31 +900,22 @@ class _Retrying:
             # Outside what the contract classifies: nothing to retry, returned as it is.
             return _Stop(DecisionReason.STATUS_NOT_RETRYABLE, status)
         headers = response.headers
-        if status not in self._listed:
-            # No rule names the status: only a directive could change the answer (R6, R9).
+        if (
+            status not in self._listed
+            and problem is None
+            and not (status == 412 and call.has_precondition)
+        ):
+            # No rule names the status (nor R6a, R6b, R9a): only a directive could change the
+            # answer (R6, R9). One pass over the raw names, where each lookup by name scans
+            # them all (and raises inside httpx when the field is absent).
             names = self._directive_names
-            if not names:
+            if not names or not any(
+                raw_name.lower() in names for raw_name, _ in headers.raw
+            ):
                 return self._unlisted(call, status)
-            # One pass over the raw names, where each lookup by name scans them all (and
-            # raises inside httpx when the field is absent).
-            for raw_name, _ in headers.raw:
-                if raw_name.lower() in names:
-                    break
-            else:
-                return self._unlisted(call, status)
-            outcome = StatusOutcome(
-                status=status,
-                retry_after=headers.get("retry-after"),
-                retry_after_ms=headers.get("retry-after-ms"),
-                directive=next(
-                    value
-                    for name in self._directive_headers
-                    if (value := headers.get(name)) is not None
-                ),
-            )
         # Most responses carry none of the headers decide reads: one pass over the raw names
         # tells, where each lookup by name would scan them all (and raise inside httpx).
-        elif any(name.lower() in self._read_headers for name, _ in headers.raw):
+        if any(name.lower() in self._read_headers for name, _ in headers.raw):
             directive = None
             for name in self._directive_headers:
                 directive = headers.get(name)
@@ -905,8 +931,24 @@ class _Retrying:
             outcome = self._bare_outcomes.get(status) or self._bare_outcomes.setdefault(
                 status, StatusOutcome(status=status)
             )
-        decided = self._decide(call, outcome, timed_out=False)
+        decided = self._decide(call, outcome, timed_out=False, problem=problem)
         return decided if isinstance(decided, int) else _Stop(decided, status)
+
+    def wants_problem(self, call: _Call, response: httpx.Response) -> bool:
+        """Tell whether the problem type of ``response`` is read before deciding (contract v3 Q1).
+
+        A status of 400 or more with an ``application/problem+json`` body, an
+        operation that is not ``no_retry``, and problem types in the policy.
+        """
+        if response.status_code < 400 or call.foreign:
+            return False
+        policy = call.policy
+        if call.classification.replay_class == ReplayClass.NO_RETRY or not (
+            policy.stop_problem_types or policy.retry_problem_types
+        ):
+            return False
+        media: str = response.headers.get("content-type", "").partition(";")[0]
+        return media.strip(" \t").lower() == "application/problem+json"
 
     def _unlisted(self, call: _Call, status: int) -> _Stop:
         """Stop on a status no rule names and no directive: decide's answer, without it.
@@ -921,7 +963,20 @@ class _Retrying:
         return _Stop(DecisionReason.STATUS_NOT_RETRYABLE, status)
 
     def stopped(self, call: _Call, stop: _Stop, response: httpx.Response) -> None:
-        """End the request on the response it returns: budget (K3), finish event (P5)."""
+        """End the request on the response it returns: budget (K3), finish event (P5).
+
+        A resumable operation's event stream (and any answer to its resume) leaves
+        the finish to the stream's end (contract v3 X4).
+        """
+        streams = (
+            not call.foreign
+            and call.classification.resumable
+            and _event_stream(response)
+        )
+        if call.committed is not None and not streams:
+            # A resume answered otherwise: the stream ends with it.
+            call.reason = stop.reason
+            return
         if (
             not call.foreign
             and stop.status < 400
@@ -929,7 +984,39 @@ class _Retrying:
         ):
             # A full budget (or a disabled one) stays as it is: no lock for most successes.
             self._budget.record_success(call.released)
+        if streams:
+            call.reason = stop.reason
+            call.committed_status = stop.status
+            if call.committed is None:
+                call.committed = response
+                # [contract v3 A7] a drop counts the resumes since the commit, or since the
+                # last one that delivered an event.
+                call.retries_used = 0
+            return
         self._finish(call, stop.reason, "status", stop.status, response=response)
+
+    def dropped(
+        self, call: _Call, error: BaseException, feed: "_EventFeed"
+    ) -> int | None:
+        """Decide a drop of a committed resumable stream (contract v3 X3): delay, or None.
+
+        None: refused, the finish event emitted with ``error`` (the client's own).
+        """
+        if feed.progress:
+            # [contract v3 A7] a response that delivered an event resets the count.
+            call.retries_used = 0
+        decided = self._decide(
+            call, Failure.DROPPED, timed_out=False, scanner=feed.scanner
+        )
+        if isinstance(decided, int):
+            return decided
+        call.reason = decided
+        self._finish(call, decided, "status", None, error=error)
+        return None
+
+    def end_stream(self, call: _Call, error: BaseException | None = None) -> None:
+        """End a committed stream for the caller: its finish event, once (contract v3 X4)."""
+        self._finish(call, call.reason, "status", None, error=error)
 
     def failed(
         self,
@@ -966,14 +1053,24 @@ class _Retrying:
         )
         return None
 
-    def aborted(self, call: _Call, error: BaseException) -> None:
-        """End a request cancelled between attempts."""
+    def aborted(self, call: _Call, error: BaseException | None) -> None:
+        """End a request cancelled between attempts (None: a stream's body closed)."""
+        call.reason = DecisionReason.ABORTED
         self._finish(call, DecisionReason.ABORTED, "aborted", None, error=error)
 
     def _decide(
-        self, call: _Call, outcome: Outcome, *, timed_out: bool
+        self,
+        call: _Call,
+        outcome: Outcome,
+        *,
+        timed_out: bool,
+        problem: str | None = None,
+        scanner: EventStreamScanner | None = None,
     ) -> int | FinishReason:
-        """Apply steps 5-8 to one completed attempt: the delay, or why it stops."""
+        """Apply steps 5-8 to one completed attempt: the delay, or why it stops.
+
+        ``problem``: the response's problem type; ``scanner``: the stream's, for a drop.
+        """
         policy = call.policy
         budget = self._budget
         classification = call.classification
@@ -995,8 +1092,16 @@ class _Retrying:
                     random=jitter,
                     budget_tokens=tokens,
                     timed_out=timed_out,
+                    has_precondition=call.has_precondition,
+                    resumable=scanner is not None,
+                    has_last_event_id=scanner is not None
+                    and scanner.last_event_id != "",
+                    stream_retry=None if scanner is None else scanner.retry,
+                    problem_type=problem,
                 ),
             )
+            # [contract v3 X8] the last decision's refused server delay goes on the finish.
+            call.server_delay_ms = decision.server_delay_ms
             if not decision.retry:
                 return decision.reason
             if not call.replayable:
@@ -1013,6 +1118,12 @@ class _Retrying:
         # What this retry took from the budget (K2), given back if the request then succeeds.
         if policy.budget_capacity == 0:
             call.released = 0
+        elif decision.throttled:
+            # [contract v3 T1] a throttled retry's own cost, when the policy sets one.
+            throttling = policy.budget_throttling_cost
+            call.released = (
+                policy.budget_retry_cost if throttling is None else throttling
+            )
         elif timed_out:
             call.released = policy.budget_timeout_cost
         else:
@@ -1023,7 +1134,8 @@ class _Retrying:
             event = retry_event(
                 method=call.method,
                 operation=classification.operation,
-                retries_used=call.retries_used,
+                # The retry's number counts every send, a stream's resumes too.
+                retries_used=call.attempts - 1,
                 decision=decision,
                 status=status,
                 failure=failure,
@@ -1060,6 +1172,10 @@ class _Retrying:
         if call.finished:
             return
         call.finished = True
+        if call.committed is not None:
+            # The caller holds the stream's response, whatever ended it (contract v3 X4).
+            outcome, status, timed_out = "status", call.committed_status, False
+            response = call.committed
         operation = call.classification.operation
         # A request answered at its first attempt ends as every such request of its operation
         # with that status and reason: the event is immutable, so one is made per kind.
@@ -1089,11 +1205,13 @@ class _Retrying:
             path_template=None if operation is None else operation.path,
             operation_id=None if operation is None else operation.operation_id,
             total_delay_ms=call.slept_ms,
+            server_delay_ms=call.server_delay_ms,
         )
         if (
             key is not None
             and len(self._first_finishes) < _FIRST_FINISHES
             and not timed_out
+            and call.server_delay_ms is None
         ):
             self._first_finishes[key] = event
         self._emit(event, response, error)
@@ -1206,11 +1324,15 @@ class _Prefixed(httpx.SyncByteStream, httpx.AsyncByteStream):
             await stream.aclose()
 
 
-def _read_sync(response: httpx.Response, bound: int) -> None:
-    """Read the body inside the loop, up to ``bound`` bytes (P6); raise what the read raises."""
+def _read_sync(response: httpx.Response, bound: int) -> bytes | None:
+    """Read the body inside the loop, up to ``bound`` bytes (P6, X6); raise what the read raises.
+
+    The response keeps its whole body: the bytes read, then the rest. Returns
+    the body when it ended within the bound, else None.
+    """
     stream = response.stream
     if not isinstance(stream, httpx.SyncByteStream):
-        return
+        return None
     chunks: list[bytes] = []
     size = 0
     rest = iter(stream)
@@ -1219,17 +1341,19 @@ def _read_sync(response: httpx.Response, bound: int) -> None:
         size += len(chunk)
         if size > bound:
             response.stream = _Prefixed(b"".join(chunks), rest, stream)
-            return
+            return None
     # The end of the body: the connection goes back to the pool.
     stream.close()
-    response.stream = httpx.ByteStream(b"".join(chunks))
+    body = b"".join(chunks)
+    response.stream = httpx.ByteStream(body)
+    return body
 
 
-async def _read_async(response: httpx.Response, bound: int) -> None:
+async def _read_async(response: httpx.Response, bound: int) -> bytes | None:
     """``_read_sync`` for the async side."""
     stream = response.stream
     if not isinstance(stream, httpx.AsyncByteStream):
-        return
+        return None
     chunks: list[bytes] = []
     size = 0
     rest = stream.__aiter__()
@@ -1238,9 +1362,19 @@ async def _read_async(response: httpx.Response, bound: int) -> None:
         size += len(chunk)
         if size > bound:
             response.stream = _Prefixed(b"".join(chunks), rest, stream)
-            return
+            return None
     await stream.aclose()
-    response.stream = httpx.ByteStream(b"".join(chunks))
+    body = b"".join(chunks)
+    response.stream = httpx.ByteStream(body)
+    return body
+
+
+def _problem_of(response: httpx.Response, body: bytes | None) -> str | None:
+    """Return the problem type of a body read up to ``PROBLEM_BODY_MAX_BYTES`` (Q2)."""
+    if body is None:
+        # Longer than the bound: a prefix has no problem type.
+        return None
+    return problem_type_of(response.headers.get("content-type"), body, complete=True)
 
 
 TraceCallback: TypeAlias = Callable[[str, dict[str, object]], Awaitable[None]]
@@ -1310,16 +1444,306 @@ _DEFAULT_LIMITS: Final = httpx.Limits(max_connections=100, max_keepalive_connect
 
 async def _read_async_within(
     response: httpx.Response, bound: int, limit: float | None
-) -> None:
-    """Read the body inside the loop (P6), within what is left of the attempt timeout."""
+) -> bytes | None:
+    """Read the body inside the loop (P6, X6), within what is left of the attempt timeout."""
     if limit is None:
-        await _read_async(response, bound)
-        return
+        return await _read_async(response, bound)
+    body = None
     with anyio.move_on_after(max(limit, 0)) as scope:
-        await _read_async(response, bound)
+        body = await _read_async(response, bound)
     if scope.cancelled_caught:
         msg = "attempt timed out while its body was read"
         raise AttemptTimeout(msg, request=response.request) from TimeoutError(msg)
+    return body
+
+
+# Contract v3's resumable event streams (X2-X4).
+
+_MAX_PARTIAL_EVENT: Final = 1 << 20
+"""The most bytes of an event not yet complete a stream's body holds (contract v3 X2)."""
+
+_BYTE_ORDER_MARK: Final = b"\xef\xbb\xbf"
+
+
+class StreamResumeError(httpx.ReadError):
+    """A resumable event stream's resume was answered otherwise (contract v3 X3).
+
+    The answer was not a 2xx ``text/event-stream`` response. Raised by the read of the stream's body, which ends there;
+    ``status_code`` is that answer's.
+    """
+
+    def __init__(self, response: httpx.Response, request: httpx.Request) -> None:
+        """Describe the answer ``response`` to the resume ``request``."""
+        super().__init__(
+            f"the event stream's resume was answered {response.status_code}",
+            request=request,
+        )
+        self.status_code = response.status_code
+
+
+def _event_stream(response: httpx.Response) -> bool:
+    """Tell whether ``response`` is a 2xx ``text/event-stream``: a stream to resume (A4)."""
+    if not 200 <= response.status_code <= 299:
+        return False
+    media: str = response.headers.get("content-type", "").partition(";")[0]
+    return media.strip(" \t").lower() == "text/event-stream"
+
+
+def _set_last_event_id(request: httpx.Request, last_event_id: str) -> None:
+    """Resume from ``last_event_id``: the header set, or left out when it is empty (A6)."""
+    if last_event_id:
+        request.headers["Last-Event-ID"] = last_event_id
+    elif "last-event-id" in request.headers:
+        del request.headers["last-event-id"]
+
+
+class _EventFeed:
+    """A resumable stream's bytes through the event scanner: complete events only (X2).
+
+    The scanner of a resumed response starts with the stream's last event id
+    and reconnection time (the HTML standard keeps both across reconnections);
+    its bytes of that seed are never the caller's.
+    """
+
+    __slots__ = (
+        "_base",
+        "_bom",
+        "_held",
+        "_released",
+        "progress",
+        "scanner",
+        "through",
+    )
+
+    def __init__(self, request: httpx.Request) -> None:
+        """Start with the caller's own ``Last-Event-ID``, if the request has one."""
+        self.through = False
+        self._start(request.headers.get("last-event-id", ""), None)
+
+    def _start(self, last_event_id: str, retry: str | None) -> None:
+        scanner = EventStreamScanner()
+        seed = b""
+        if last_event_id or retry is not None:
+            # An id the scanner kept holds no line break, so it is written again as one line.
+            seed = b"id: " + last_event_id.encode() + b"\n"
+            if retry is not None:
+                seed += b"retry: " + retry.encode() + b"\n"
+            scanner.feed(seed + b"\n")
+        self.scanner = scanner
+        self._base = scanner.complete_bytes
+        # A seeded scanner is past the stream's start: the adapter skips a byte order mark
+        # itself, so the caller reads one stream with one mark at most.
+        self._bom = 0 if seed else -1
+        self._held = bytearray()
+        self._released = 0
+        self.progress = False
+
+    def restart(self) -> None:
+        """Go on with a resumed response; the bytes of the event the drop cut are dropped."""
+        scanner = self.scanner
+        self._start(scanner.last_event_id, scanner.retry)
+
+    def take(self, data: bytes) -> bytes:
+        """Follow the response's next bytes; return the complete events among them."""
+        if self.through:
+            return data
+        bom = self._bom
+        while bom >= 0 and data:
+            if data[0] == _BYTE_ORDER_MARK[bom]:
+                data = data[1:]
+                bom = -1 if bom == 2 else bom + 1
+                continue
+            # Not a mark after all: the bytes matched are the stream's.
+            data = _BYTE_ORDER_MARK[:bom] + data
+            bom = -1
+        self._bom = bom
+        self.scanner.feed(data)
+        held = self._held
+        held += data
+        ready = b""
+        complete = self.scanner.complete_bytes - self._base
+        if complete > self._released:
+            # [contract v3 X2] up to the blank line that dispatched the last event.
+            count = complete - self._released
+            ready = bytes(held[:count])
+            del held[:count]
+            self._released = complete
+            self.progress = True
+        if len(held) > _MAX_PARTIAL_EVENT:
+            # [contract v3 X2] an event too large to hold: resumability ends for the call.
+            self.through = True
+            ready += bytes(held)
+            held.clear()
+        return ready
+
+    def tail(self) -> bytes:
+        """Return an unfinished event at the body's clean end: the caller's (A4)."""
+        tail = bytes(self._held)
+        self._held.clear()
+        return tail
+
+
+class _SyncEventStream(httpx.SyncByteStream):
+    """The body of a committed resumable event stream on the sync side (X2-X4)."""
+
+    def __init__(
+        self,
+        adapter: "RetryTransport",
+        call: _Call,
+        transport: httpx.BaseTransport,
+        request: httpx.Request,
+        response: httpx.Response,
+    ) -> None:
+        """Read ``response``'s body for the caller, resumed through ``adapter``."""
+        self.adapter = adapter
+        self.call = call
+        self.transport = transport
+        self.request = request
+        self.feed = _EventFeed(request)
+        stream = response.stream
+        assert isinstance(stream, httpx.SyncByteStream)
+        self.inner: httpx.SyncByteStream = stream
+        self.wake = threading.Event()
+        self.closed = False
+        self.resuming = False
+
+    def restart(self, response: httpx.Response) -> None:
+        """Read on from ``response``, a resume's event stream."""
+        stream = response.stream
+        assert isinstance(stream, httpx.SyncByteStream)
+        self.inner = stream
+        self.feed.restart()
+
+    def __iter__(self) -> Iterator[bytes]:
+        feed = self.feed
+        try:
+            while not self.closed:
+                try:
+                    for chunk in self.inner:
+                        ready = feed.take(chunk)
+                        if ready:
+                            yield ready
+                except httpx.TransportError as drop:
+                    if self.closed or feed.through:
+                        # Not resumable (any more): the client's error, as in v2.
+                        raise
+                    self.resuming = True
+                    try:
+                        if not self.adapter._resume_sync(self, drop):
+                            return
+                    finally:
+                        self.resuming = False
+                    continue
+                # [contract v3 A4] the body's clean end is the stream's.
+                tail = feed.tail()
+                if tail:
+                    yield tail
+                return
+        except BaseException as error:
+            self._end(error)
+            raise
+        finally:
+            self._end(None)
+
+    def _end(self, error: BaseException | None) -> None:
+        with contextlib.suppress(httpx.TransportError, OSError):
+            self.inner.close()
+        self.adapter._retrying.end_stream(self.call, error)
+
+    def close(self) -> None:
+        """End the stream for the caller: a resume's sleep stops, the finish is emitted."""
+        if self.closed:
+            return
+        self.closed = True
+        self.wake.set()
+        if not self.resuming:
+            self._end(None)
+
+
+class _AsyncEventStream(httpx.AsyncByteStream):
+    """The body of a committed resumable event stream on the async side (X2-X4)."""
+
+    def __init__(
+        self,
+        adapter: "RetryTransport",
+        call: _Call,
+        transport: httpx.AsyncBaseTransport,
+        request: httpx.Request,
+        response: httpx.Response,
+    ) -> None:
+        """Read ``response``'s body for the caller, resumed through ``adapter``."""
+        self.adapter = adapter
+        self.call = call
+        self.transport = transport
+        self.request = request
+        self.feed = _EventFeed(request)
+        stream = response.stream
+        assert isinstance(stream, httpx.AsyncByteStream)
+        self.inner: httpx.AsyncByteStream = stream
+        # Made in the task that reads (anyio's event belongs to its event loop).
+        self._wake: anyio.Event | None = None
+        self.closed = False
+        self.resuming = False
+
+    @property
+    def wake(self) -> anyio.Event:
+        """Set when the caller closes the body: a resume's sleep ends."""
+        if self._wake is None:
+            self._wake = anyio.Event()
+        return self._wake
+
+    def restart(self, response: httpx.Response) -> None:
+        """Read on from ``response``, a resume's event stream."""
+        stream = response.stream
+        assert isinstance(stream, httpx.AsyncByteStream)
+        self.inner = stream
+        self.feed.restart()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        feed = self.feed
+        try:
+            while not self.closed:
+                try:
+                    async for chunk in self.inner:
+                        ready = feed.take(chunk)
+                        if ready:
+                            yield ready
+                except httpx.TransportError as drop:
+                    if self.closed or feed.through:
+                        # Not resumable (any more): the client's error, as in v2.
+                        raise
+                    self.resuming = True
+                    try:
+                        if not await self.adapter._resume_async(self, drop):
+                            return
+                    finally:
+                        self.resuming = False
+                    continue
+                # [contract v3 A4] the body's clean end is the stream's.
+                tail = feed.tail()
+                if tail:
+                    yield tail
+                return
+        except BaseException as error:
+            await self._end(error)
+            raise
+        finally:
+            await self._end(None)
+
+    async def _end(self, error: BaseException | None) -> None:
+        with contextlib.suppress(httpx.TransportError, OSError):
+            await self.inner.aclose()
+        self.adapter._retrying.end_stream(self.call, error)
+
+    async def aclose(self) -> None:
+        """End the stream for the caller: a resume's sleep stops, the finish is emitted."""
+        if self.closed:
+            return
+        self.closed = True
+        if self._wake is not None:
+            self._wake.set()
+        if not self.resuming:
+            await self._end(None)
 
 
 class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
@@ -1494,10 +1918,20 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` until the policy stops; return the last response."""
-        retrying = self._retrying
-        call = retrying.begin(request)
+        call = self._retrying.begin(request)
         routes = self._sync_routes()
         transport = routes.default if not routes.mounts else routes.for_url(request.url)
+        response = self._exchange_sync(call, transport, request)
+        if call.committed is response:
+            # [contract v3 X2-X4] a resumable event stream: complete events, resumed on a drop.
+            response.stream = _SyncEventStream(self, call, transport, request, response)
+        return response
+
+    def _exchange_sync(
+        self, call: _Call, transport: httpx.BaseTransport, request: httpx.Request
+    ) -> httpx.Response:
+        """Send attempts until the policy stops on a response (returned) or a failure (raised)."""
+        retrying = self._retrying
         while True:
             call.attempts += 1
             retrying.before(call, request)
@@ -1526,16 +1960,67 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                 # Only a response to return gets here without a delay.
                 assert response is not None
                 return response
-            asleep = time.monotonic()
-            try:
-                if response is not None:
-                    _discard(response)
+            self._pause_sync(call, delay, response, None)
+
+    def _pause_sync(
+        self,
+        call: _Call,
+        delay: int,
+        response: httpx.Response | None,
+        wake: threading.Event | None,
+    ) -> bool:
+        """Release the discarded response and sleep ``delay`` ms before the next attempt.
+
+        ``wake``: set when the caller closes a resumed stream's body, which ends
+        the sleep and the request (False).
+        """
+        asleep = time.monotonic()
+        try:
+            if response is not None:
+                _discard(response)
+            if wake is None:
                 time.sleep(delay / 1000)
-            except BaseException as error:
+            elif wake.wait(delay / 1000):
                 call.slept_ms += min(delay, int((time.monotonic() - asleep) * 1000))
-                retrying.aborted(call, error)
-                raise
-            call.slept_ms += delay
+                self._retrying.aborted(call, None)
+                return False
+        except BaseException as error:
+            call.slept_ms += min(delay, int((time.monotonic() - asleep) * 1000))
+            self._retrying.aborted(call, error)
+            raise
+        call.slept_ms += delay
+        return True
+
+    def _resume_sync(
+        self, body: "_SyncEventStream", drop: httpx.TransportError
+    ) -> bool:
+        """Decide a drop of a resumable stream and resume it (contract v3 X3).
+
+        True: ``body`` reads on from the new response; False: the caller closed
+        it meanwhile. Raises what ends the stream for the caller: ``drop`` when
+        refused, the resume's own failure, or ``StreamResumeError``.
+        """
+        call = body.call
+        feed = body.feed
+        with contextlib.suppress(httpx.TransportError, OSError):
+            body.inner.close()
+        delay = self._retrying.dropped(call, drop, feed)
+        if delay is None:
+            raise drop
+        request = body.request
+        _set_last_event_id(request, feed.scanner.last_event_id)
+        if not self._pause_sync(call, delay, None, body.wake):
+            return False
+        response = self._exchange_sync(call, body.transport, request)
+        if body.closed or not _event_stream(response):
+            _discard(response)
+            if body.closed:
+                return False
+            error = StreamResumeError(response, request)
+            self._retrying.end_stream(call, error)
+            raise error
+        body.restart(response)
+        return True
 
     def _answered_sync(self, call: _Call, response: httpx.Response) -> int | None:
         """Decide on ``response``: a retry's delay, or None to return it.
@@ -1544,7 +2029,19 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         failed body read raised.
         """
         retrying = self._retrying
-        verdict = retrying.answered(call, response)
+        problem = None
+        if retrying.wants_problem(call, response):
+            try:
+                problem = _problem_of(
+                    response, _read_sync(response, PROBLEM_BODY_MAX_BYTES)
+                )
+            except BaseException as error:
+                # [contract v3 X6] a problem body that cannot be read: a transport failure.
+                delay = retrying.failed(call, error, body=True)
+                if delay is None:
+                    raise
+                return delay
+        verdict = retrying.answered(call, response, problem)
         if not isinstance(verdict, _Stop):
             return verdict
         if call.read_body > 0 and _readable(response):
@@ -1571,10 +2068,22 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` until the policy stops; return the last response."""
-        retrying = self._retrying
-        call = retrying.begin(request)
+        call = self._retrying.begin(request)
         routes = self._async_routes()
         transport = routes.default if not routes.mounts else routes.for_url(request.url)
+        response = await self._exchange_async(call, transport, request)
+        if call.committed is response:
+            # [contract v3 X2-X4] a resumable event stream: complete events, resumed on a drop.
+            response.stream = _AsyncEventStream(
+                self, call, transport, request, response
+            )
+        return response
+
+    async def _exchange_async(
+        self, call: _Call, transport: httpx.AsyncBaseTransport, request: httpx.Request
+    ) -> httpx.Response:
+        """Send attempts until the policy stops on a response (returned) or a failure (raised)."""
+        retrying = self._retrying
         while True:
             call.attempts += 1
             retrying.before(call, request)
@@ -1582,16 +2091,61 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             if delay is None:
                 assert response is not None
                 return response
-            asleep = time.monotonic()
-            try:
-                if response is not None:
-                    await _discard_async(response)
+            await self._pause_async(call, delay, response, None)
+
+    async def _pause_async(
+        self,
+        call: _Call,
+        delay: int,
+        response: httpx.Response | None,
+        wake: anyio.Event | None,
+    ) -> bool:
+        """``_pause_sync`` for the async side: cancelling the task ends the sleep too."""
+        asleep = time.monotonic()
+        try:
+            if response is not None:
+                await _discard_async(response)
+            if wake is None:
                 await anyio.sleep(delay / 1000)
-            except BaseException as error:
-                call.slept_ms += min(delay, int((time.monotonic() - asleep) * 1000))
-                retrying.aborted(call, error)
-                raise
-            call.slept_ms += delay
+            else:
+                with anyio.move_on_after(delay / 1000):
+                    await wake.wait()
+                if wake.is_set():
+                    call.slept_ms += min(delay, int((time.monotonic() - asleep) * 1000))
+                    self._retrying.aborted(call, None)
+                    return False
+        except BaseException as error:
+            call.slept_ms += min(delay, int((time.monotonic() - asleep) * 1000))
+            self._retrying.aborted(call, error)
+            raise
+        call.slept_ms += delay
+        return True
+
+    async def _resume_async(
+        self, body: "_AsyncEventStream", drop: httpx.TransportError
+    ) -> bool:
+        """``_resume_sync`` for the async side."""
+        call = body.call
+        feed = body.feed
+        with contextlib.suppress(httpx.TransportError, OSError):
+            await body.inner.aclose()
+        delay = self._retrying.dropped(call, drop, feed)
+        if delay is None:
+            raise drop
+        request = body.request
+        _set_last_event_id(request, feed.scanner.last_event_id)
+        if not await self._pause_async(call, delay, None, body.wake):
+            return False
+        response = await self._exchange_async(call, body.transport, request)
+        if body.closed or not _event_stream(response):
+            await _discard_async(response)
+            if body.closed:
+                return False
+            error = StreamResumeError(response, request)
+            self._retrying.end_stream(call, error)
+            raise error
+        body.restart(response)
+        return True
 
     async def _attempt_async(
         self, call: _Call, transport: httpx.AsyncBaseTransport, request: httpx.Request
@@ -1620,7 +2174,26 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             return None, delay
         call.attempt_ms = int((time.monotonic() - sent) * 1000)
         try:
-            verdict = retrying.answered(call, response)
+            problem = None
+            if retrying.wants_problem(call, response):
+                left = None if limit is None else limit - (time.monotonic() - sent)
+                try:
+                    body = await _read_async_within(
+                        response, PROBLEM_BODY_MAX_BYTES, left
+                    )
+                except BaseException as error:
+                    # [contract v3 X6] a problem body that cannot be read: a transport failure.
+                    delay = retrying.failed(
+                        call,
+                        error,
+                        body=True,
+                        expired=isinstance(error, AttemptTimeout),
+                    )
+                    if delay is None:
+                        raise
+                    return response, delay
+                problem = _problem_of(response, body)
+            verdict = retrying.answered(call, response, problem)
             if not isinstance(verdict, _Stop):
                 return response, verdict
             if call.read_body > 0 and _readable(response):
