@@ -949,6 +949,9 @@ public class RetryInterceptor private constructor(
         // An event over MAX_HELD_BYTES ended resumability: the bytes pass through as they come.
         private var passThrough = false
 
+        // Whether the last byte fed was a CR: the scanner ends that line only at the next byte.
+        private var lastCr = false
+
         // Resumes since the last response that delivered an event (contract v3 A7).
         private var dropRetries = 0L
         private var ended: IOException? = null
@@ -998,7 +1001,15 @@ public class RetryInterceptor private constructor(
                     }
                 if (read == -1L) {
                     // [contract v3 A4] the body's clean end is the stream's: an event cut there is
-                    // discarded, as an event stream's reader discards it.
+                    // discarded, as an event stream's reader discards it. A CR that ended the last
+                    // line is a line end the scanner can only confirm with one byte more.
+                    if (lastCr && !passThrough) {
+                        scanner.feed(byteArrayOf(LF))
+                        val complete = minOf(scanner.completeBytes - base, moved + held.size)
+                        if (complete > moved) {
+                            ready.write(held, complete - moved)
+                        }
+                    }
                     endedCleanly = true
                     current.close()
                     finishStream(STATUS, head.code, false)
@@ -1078,6 +1089,7 @@ public class RetryInterceptor private constructor(
             }
             // [contract v3 A5] only complete events reach the caller.
             scanner.feed(bytes, offset, length)
+            lastCr = bytes[offset + length - 1] == CR
             held.write(bytes, offset, length)
             val complete = scanner.completeBytes - base
             if (complete > moved) {
@@ -1863,6 +1875,8 @@ public class RetryInterceptor private constructor(
         /** The most bytes of one event a resumable stream holds back (contract v3 X2): 1 MiB. */
         private const val MAX_HELD_BYTES: Long = 1L shl 20
         private const val READ_BYTES: Long = 8192
+        private const val CR: Byte = 0x0D
+        private const val LF: Byte = 0x0A
         private val BOM: ByteArray = byteArrayOf(0xEF.toByte(), 0xBB.toByte(), 0xBF.toByte())
         private const val MIN_PROBLEM_STATUS: Int = 400
         private const val UNAVAILABLE: Int = 503

@@ -1869,6 +1869,12 @@ private fun streamTests() {
         expect("closed by the caller: first line", streamed.run.body, "id: 1")
         expectStreamFinish("closed by the caller", streamed, 1, "status_not_retryable", "status")
     }
+    // Lines ended by CR alone: the last event is complete at the body's end.
+    val cr = "id: 1\rdata: a\r\rid: 2\rdata: b\r\r"
+    streamExchange(listOf(Step(sse = listOf(cr))), "GET", "/items/7/events") { streamed, _ ->
+        expect("CR line ends: body", streamed.run.body, cr)
+        expectStreamFinish("CR line ends", streamed, 1, "status_not_retryable", "status")
+    }
     // A byte order mark starts the caller's stream; a resumed response's is dropped.
     val bom = "\uFEFF"
     // Read as bytes: OkHttp's string() would skip a leading mark itself.
