@@ -21,6 +21,11 @@
 //! `uuid` 1 (feature `v4`), `rustls` 0.23 and `h2` 0.4 (both already in the tree of reqwest's
 //! default features: the adapter only reads their error types) in the SDK's `Cargo.toml`.
 //!
+//! A resumable operation's event stream (contract v3: a `Last-Event-ID` parameter or
+//! `x-retry-stream: resume`) is resumed after a drop with the client given to
+//! [`RetryMiddlewareBuilder::resume_client`] (the one the middleware is installed on): its body
+//! then hands the caller complete events only, and the call finishes when the body ends.
+//!
 //! The adapter owns every replay: reqwest never resends a request that was written, and the
 //! middleware must be the only retrying one in the chain (no `reqwest-retry` beside it). Build
 //! the client with [`RetryMiddleware::redirect_policy`] so that the finish event counts the
@@ -962,7 +967,8 @@ impl StdError for BodyReadFailed {
 /// no extra data, and wrapping it would change the variant callers match and what
 /// `is_connect()` answers) nor by another middleware's error: use
 /// [`RetryMiddlewareBuilder::on_finish`] for those. A response carries it in its extensions:
-/// `response.extensions().get::<FinishEvent<'static>>()`.
+/// `response.extensions().get::<FinishEvent<'static>>()`, or, for a resumable event stream
+/// whose call finishes when its body ends, a [`StreamFinish`] that holds it from then on.
 #[must_use]
 pub(crate) fn finish_of(error: &reqwest_middleware::Error) -> Option<&FinishEvent<'static>> {
     let reqwest_middleware::Error::Middleware(error) = error else {
@@ -1688,7 +1694,8 @@ type BoxError = Box<dyn StdError + Send + Sync>;
 enum Phase {
     /// Passing on the body of a committed response.
     Reading(reqwest::Body),
-    /// Waiting before the next send of the request.
+    /// Waiting before the next send of the request (the delay in milliseconds, added to the
+    /// finish event's total once slept).
     Sleeping(Pin<Box<tokio::time::Sleep>>, u64),
     /// Sending the request again, until its response head (within the attempt timeout).
     Sending {
@@ -1709,6 +1716,8 @@ struct EventStream {
     state: std::sync::Mutex<StreamState>,
 }
 
+/// An [`EventStream`]'s call after its commit: the request's run, the request to send again and
+/// what the scanner and the caller have seen.
 struct StreamState {
     run: Run,
     /// The request to send again.
