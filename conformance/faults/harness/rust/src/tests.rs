@@ -2524,3 +2524,71 @@ fn an_event_larger_than_a_mib_passes_through_and_ends_resumability() {
         )
     );
 }
+
+#[test]
+fn a_problem_body_longer_than_the_bound_has_no_type_and_reaches_the_caller_whole() {
+    // The quota type, then padding beyond the 65536 bytes read: a prefix names no type (Q2).
+    let long: &'static str = Box::leak(
+        format!(
+            r#"{{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","detail":"{}"}}"#,
+            "x".repeat(70_000)
+        )
+        .into_boxed_str(),
+    );
+    let server = Server::start(&[Step::Body(400, "application/problem+json", long)]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let body = block_on(async {
+        client
+            .get(format!("{}/sandboxes/sb-1", server.base()))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    });
+    assert_eq!(body, long);
+    assert_eq!(finished(&seen).reason, decided(Reason::StatusNotRetryable));
+}
+
+#[test]
+fn closing_the_body_during_a_resumes_sleep_ends_the_call_aborted() {
+    let first = Step::Sse {
+        events: 3,
+        drop_after: Some(1),
+        retry_ms: Some(400),
+        cut: false,
+        pause: Duration::ZERO,
+    };
+    let server = Server::start(&[first, sse(3)]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    block_on(async {
+        let mut response = client
+            .get(format!("{}/sandboxes/sb-1/events", server.base()))
+            .send()
+            .await
+            .unwrap();
+        assert!(response.chunk().await.unwrap().is_some());
+        // The drop is decided and the resume sleeps 400 ms: the caller stops reading, then
+        // closes the body.
+        let next = tokio::time::timeout(Duration::from_millis(100), response.chunk()).await;
+        assert!(next.is_err());
+        drop(response);
+        tokio::time::sleep(Duration::from_millis(600)).await;
+    });
+    assert_eq!(server.arrivals().len(), 1);
+    assert_eq!(
+        seen.lock().unwrap().retries,
+        [(1, Reason::StreamResume, 400)]
+    );
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            1,
+            decided(Reason::Aborted),
+            FinishOutcome::Aborted,
+            None,
+            false
+        )
+    );
+}
