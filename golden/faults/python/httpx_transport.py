@@ -437,6 +437,15 @@ def _rewindable_multipart(stream: object) -> bool:
     return True
 
 
+def _has_precondition(request: httpx.Request) -> bool:
+    """Tell whether the request carries a precondition a replay fails (contract v3 H2)."""
+    headers = request.headers
+    # Most requests have no If-* field: the raw names tell without decoding every field.
+    if not any(name[:3].lower() == b"if-" for name, _ in headers.raw):
+        return False
+    return has_precondition(headers.multi_items())
+
+
 def _replayable(stream: object) -> bool:
     """Tell whether a request body can be sent again as it was sent first."""
     # Bytes, text, JSON and forms are a ByteStream, as is any body once read; an iterator
@@ -864,7 +873,7 @@ class _Retrying:
             attempt_timeout=attempt_timeout,
             read_body=read_body,
             # [contract v3 X5] once, from the caller's headers, before any the adapter adds.
-            precondition=has_precondition(request.headers.multi_items()),
+            precondition=_has_precondition(request),
         )
 
     def _policy_with(self, max_retries: object) -> RetryPolicy:
@@ -1646,9 +1655,11 @@ class _SyncEventStream(httpx.SyncByteStream):
             self._end(None)
 
     def _end(self, error: BaseException | None) -> None:
-        with contextlib.suppress(httpx.TransportError, OSError):
-            self.inner.close()
-        self.adapter._retrying.end_stream(self.call, error)
+        try:
+            self.adapter._retrying.end_stream(self.call, error)
+        finally:
+            with contextlib.suppress(httpx.TransportError, OSError):
+                self.inner.close()
 
     def close(self) -> None:
         """End the stream for the caller: a resume's sleep stops, the finish is emitted."""
@@ -1731,9 +1742,12 @@ class _AsyncEventStream(httpx.AsyncByteStream):
             await self._end(None)
 
     async def _end(self, error: BaseException | None) -> None:
-        with contextlib.suppress(httpx.TransportError, OSError):
-            await self.inner.aclose()
-        self.adapter._retrying.end_stream(self.call, error)
+        # The finish first: a cancelled task (trio) may not get past the await.
+        try:
+            self.adapter._retrying.end_stream(self.call, error)
+        finally:
+            with contextlib.suppress(httpx.TransportError, OSError):
+                await self.inner.aclose()
 
     async def aclose(self) -> None:
         """End the stream for the caller: a resume's sleep stops, the finish is emitted."""

@@ -2373,6 +2373,28 @@ class StreamTest(unittest.TestCase):
         self.assertEqual(len(server.arrivals), 1)
         self.assertEqual(events.retries, [])
 
+    def test_a_stream_resumes_on_trio(self) -> None:
+        # The resume's sleep and the close's wake-up are anyio's, whichever loop runs.
+        server = self.serve(Sse((ONE,), drop=True), Sse((TWO,)))
+        events = Events()
+        adapter = RetryTransport(
+            httpx.AsyncHTTPTransport(verify=TLS),
+            tables=Tables(),
+            base_url=server.url + "/v1",
+            on_retry=events.retries.append,
+            on_finish=events.finishes.append,
+        )
+
+        async def call() -> bytes:
+            async with httpx.AsyncClient(
+                base_url=server.url + "/v1", transport=adapter
+            ) as client:
+                return (await client.get(EVENTS)).content
+
+        self.assertEqual(trio.run(call), ONE + TWO)
+        self.assertEqual(events.reasons(), [(1, "stream_resume", 1)])
+        self.assertEqual(events.finish.attempts, 2)
+
     def test_closing_the_body_finishes_the_call_once(self) -> None:
         server = self.serve(Sse((ONE, TWO)))
         events = Events()
