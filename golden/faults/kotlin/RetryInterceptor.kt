@@ -72,9 +72,10 @@ public fun interface FinishListener {
  *   retry was granted but the request body cannot be sent twice, or [FOREIGN_ORIGIN] for a request
  *   to another origin than the base URL's (sent once, untouched).
  * @property outcome what the last attempt ended with: `status`, `connect`, `transport`,
- *   `certificate` or `aborted` (also for a cancellation during the delay before a retry), or
- *   `dropped` when a resumable event stream's body failed after its response was returned and was
- *   not resumed (contract v3 X3).
+ *   `certificate` or `aborted` (also for a cancellation during the delay before a retry). A
+ *   resumable event stream's (contract v3 X4) is its response's `status` however the stream ended
+ *   ([reason] tells a drop that was not resumed), or `aborted` when the caller closed the body or
+ *   cancelled the call while a resume waited or was sent.
  * @property status the returned response's status, or null when the request failed; for an event
  *   stream a resume's answer ended, that answer's status.
  * @property timedOut whether the last attempt ended by a timeout after connecting.
@@ -962,6 +963,10 @@ public class RetryInterceptor private constructor(
         @Volatile
         private var inFlight: Call? = null
 
+        // Whether a granted resume is waiting its delay or being sent.
+        @Volatile
+        private var resuming = false
+
         init {
             // The caller's own Last-Event-ID is where the stream starts: a resume goes on from it.
             start(firstValue(loop.request.headers, LAST_EVENT_ID) ?: "", null)
@@ -1012,7 +1017,7 @@ public class RetryInterceptor private constructor(
                     }
                     endedCleanly = true
                     current.close()
-                    finishStream(STATUS, head.code, false)
+                    finishStream(STATUS, head.code)
                     continue
                 }
                 take()
@@ -1027,7 +1032,12 @@ public class RetryInterceptor private constructor(
             }
             inFlight?.cancel()
             current.close()
-            finishStream(STATUS, head.code, false)
+            if (resuming) {
+                // [contract v3 X3] closing the body interrupts a resume's delay or send: aborted.
+                finishStream(ABORTED, null, DecisionReason.ABORTED.wireName)
+            } else {
+                finishStream(STATUS, head.code)
+            }
         }
 
         /** Starts reading a response: a fresh scanner that knows the stream's [lastEventId] and [retry]. */
@@ -1115,7 +1125,7 @@ public class RetryInterceptor private constructor(
                 throw failure
             }
             if (call.isCanceled() || Thread.currentThread().isInterrupted) {
-                end(failure, ABORTED, DecisionReason.ABORTED.wireName, false)
+                end(failure, ABORTED, DecisionReason.ABORTED.wireName, null)
             }
             val timedOut = failure is InterruptedIOException
             // [contract v3 X3] dropped, with the scanner's last event id and retry field.
@@ -1123,11 +1133,11 @@ public class RetryInterceptor private constructor(
             loop.serverDelayMs = decision.serverDelayMs
             if (!decision.retry) {
                 // [contract v3 X3] refused: the caller's read fails with OkHttp's own error.
-                end(failure, DROPPED, decision.reason.wireName, timedOut)
+                end(failure, STATUS, decision.reason.wireName)
             }
             val lastEventId = scanner.lastEventId
             val retry = scanner.retry
-            grant(decision, DROPPED, timedOut, failure)
+            grant(decision, "dropped", timedOut, failure)
             while (true) {
                 val resumed = resume(lastEventId)
                 val response = resumed.first
@@ -1137,7 +1147,7 @@ public class RetryInterceptor private constructor(
                         response.close()
                         val error = StreamResumeException(response.code)
                         reason = DecisionReason.STREAM_NOT_RESUMABLE.wireName
-                        end(error, STATUS, reason, false, response.code)
+                        end(error, STATUS, reason, response.code)
                     }
                     adopt(response, lastEventId, retry)
                     return
@@ -1154,7 +1164,7 @@ public class RetryInterceptor private constructor(
                 val next = decide(loop, outcome, resumeTimedOut, null, dropRetries)
                 loop.serverDelayMs = next.serverDelayMs
                 if (!next.retry) {
-                    end(error, failed, next.reason.wireName, resumeTimedOut)
+                    end(error, STATUS, next.reason.wireName)
                 }
                 grant(next, failed, resumeTimedOut, error)
             }
@@ -1168,6 +1178,7 @@ public class RetryInterceptor private constructor(
             failure: IOException,
         ) {
             reason = decision.reason.wireName
+            resuming = true
             val classification = checkNotNull(loop.classification)
             val sent = loop.retriesUsed + loop.resumes
             val durationMs = (System.nanoTime() - loop.attempt.sentAt) / NANOS_PER_MILLI
@@ -1176,7 +1187,10 @@ public class RetryInterceptor private constructor(
             } catch (e: Throwable) {
                 // The stream ends here: one finish event, then the listener's error.
                 closed.set(true)
-                reportFinish(finishEvent(loop, reason, failed, null, timedOut), e, finished)
+                resuming = false
+                val event = finishEvent(loop, reason, STATUS, head.code, false)
+                loop.slot.finish = event
+                reportFinish(event, e, finished)
                 throw e
             }
             loop.lastRetryCost =
@@ -1195,7 +1209,7 @@ public class RetryInterceptor private constructor(
                 if (closed.get()) {
                     throw cancelled
                 }
-                end(cancelled, ABORTED, DecisionReason.ABORTED.wireName, false)
+                end(cancelled, ABORTED, DecisionReason.ABORTED.wireName, null)
             }
             loop.sleptMs += decision.delayMs
         }
@@ -1252,6 +1266,7 @@ public class RetryInterceptor private constructor(
             reason = settledDecision(classification.replayClass, dropRetries, loop.policy.maxRetries).reason.wireName
             loop.serverDelayMs = null
             current = response
+            resuming = false
             if (closed.get()) {
                 response.close()
                 throw IOException("closed")
@@ -1266,13 +1281,14 @@ public class RetryInterceptor private constructor(
             error: IOException,
             outcome: String,
             reason: String,
-            timedOut: Boolean,
-            // The status the caller got: the stream's own, or a resume's that ended it.
-            status: Int = head.code,
+            // The status the caller got (the stream's, or a resume's answer that ended it); none
+            // for a call that ended aborted.
+            status: Int? = head.code,
         ): Nothing {
             this.reason = reason
             ended = error
-            finishStream(outcome, status, timedOut)?.let { error.addSuppressed(RetryFinish.Attached(it)) }
+            resuming = false
+            finishStream(outcome, status)?.let { error.addSuppressed(RetryFinish.Attached(it)) }
             throw error
         }
 
@@ -1280,12 +1296,14 @@ public class RetryInterceptor private constructor(
         private fun finishStream(
             outcome: String,
             status: Int?,
-            timedOut: Boolean,
+            reason: String = this.reason,
         ): RetryFinish? {
             if (!finished.compareAndSet(false, true)) {
                 return null
             }
-            val event = finishEvent(loop, reason, outcome, status, timedOut)
+            // Once committed, the call's outcome is its response's (a failure of the stream is
+            // told by the reason), or aborted: nothing that ends a stream is a timeout of it.
+            val event = finishEvent(loop, reason, outcome, status, false)
             loop.slot.finish = event
             onFinish?.onFinish(event)
             return event
@@ -1855,7 +1873,6 @@ public class RetryInterceptor private constructor(
         private const val STATUS: String = "status"
         private const val TRANSPORT: String = "transport"
         private const val ABORTED: String = "aborted"
-        private const val DROPPED: String = "dropped"
         private const val STATUS_NOT_RETRYABLE: String = "status_not_retryable"
         private const val MAX_CAUSE_DEPTH: Int = 16
 

@@ -1772,7 +1772,7 @@ private fun streamTests() {
         expect("POST without ids: once", server.arrivals.size, 1)
         expectTrue("POST without ids: the caller's read fails, got ${streamed.bodyError}", streamed.bodyError != null)
         expect("POST without ids: no event", streamed.run.events.size, 0)
-        expectStreamFinish("POST without ids", streamed, 1, "stream_not_resumable", "dropped")
+        expectStreamFinish("POST without ids", streamed, 1, "stream_not_resumable", "status")
         expect("POST without ids: the finish on the error", streamed.bodyError?.let(RetryInterceptor::finishOf), streamed.run.finish)
     }
     // The caller's own Last-Event-ID is where the stream starts.
@@ -1796,7 +1796,7 @@ private fun streamTests() {
         expect("no progress: arrivals", server.arrivals.size, 4)
         expect("no progress: events", streamed.run.eventPairs(), List(3) { "stream_resume" to (1L shl it) })
         expect("no progress: nothing complete", streamed.bodyError != null, true)
-        expectStreamFinish("no progress", streamed, 4, "exhausted", "dropped")
+        expectStreamFinish("no progress", streamed, 4, "exhausted", "status")
     }
     val progress = (1..5).map { Step(sse = listOf(event(it)), drop = true) } + Step(sse = listOf(event(6)))
     val unbudgeted = policy.newBuilder().budgetCapacity(0).build()
@@ -1818,7 +1818,7 @@ private fun streamTests() {
     streamExchange(listOf(Step(sse = listOf(event(1), huge, "id: 3\n"), drop = true), rest), "GET", "/items/7/events") { streamed, server ->
         expect("huge event: once", server.arrivals.size, 1)
         expectTrue("huge event: the caller's read fails", streamed.bodyError != null)
-        expectStreamFinish("huge event", streamed, 1, "stream_not_resumable", "dropped")
+        expectStreamFinish("huge event", streamed, 1, "stream_not_resumable", "status")
     }
     // [X1] The attempt timeout ends at the commit: pauses longer than it do not cut the stream.
     val slow = listOf(Step(sse = listOf(event(1), event(2), event(3)), ms = 400))
@@ -1868,6 +1868,34 @@ private fun streamTests() {
         expect("closed by the caller: arrivals", server.arrivals.size, 1)
         expect("closed by the caller: first line", streamed.run.body, "id: 1")
         expectStreamFinish("closed by the caller", streamed, 1, "status_not_retryable", "status")
+    }
+    // [X3] The caller closing the body during a resume's delay ends the call aborted, unsent.
+    val slowResume = listOf(Step(sse = listOf("retry: 1000\n" + event(1)), drop = true), rest)
+    val closeDuringDelay: (Response, Streamed) -> Unit = { response, streamed ->
+        val nullable: ResponseBody? = response.body
+        val body = checkNotNull(nullable)
+        val source = body.source()
+        streamed.run.body = source.readUtf8Line()
+        val closer = Executors.newSingleThreadScheduledExecutor()
+        // The drop comes 150 ms after the event; the delay then runs 1000 ms.
+        closer.schedule({ body.close() }, 500, TimeUnit.MILLISECONDS)
+        try {
+            while (source.readUtf8Line() != null) {
+                // Reads on until the close fails the read.
+            }
+        } catch (e: IOException) {
+            streamed.bodyError = e
+        }
+        closer.shutdown()
+        closer.awaitTermination(5, TimeUnit.SECONDS)
+        // Past the delay's end: no resume may be sent after the close.
+        Thread.sleep(1000)
+    }
+    streamExchange(slowResume, "GET", "/items/7/events", read = closeDuringDelay) { streamed, server ->
+        expect("closed during the delay: arrivals", server.arrivals.size, 1)
+        expect("closed during the delay: events", streamed.run.eventPairs(), listOf("stream_resume" to 1000L))
+        expectTrue("closed during the delay: the read fails", streamed.bodyError != null)
+        expectStreamFinish("closed during the delay", streamed, 1, "aborted", "aborted", null)
     }
     // Lines ended by CR alone: the last event is complete at the body's end.
     val cr = "id: 1\rdata: a\r\rid: 2\rdata: b\r\r"

@@ -314,9 +314,6 @@ private fun request(
         when {
             finish == null -> "mismatch"
 
-            // A stream that failed after its commit (contract v3 X4) ends with that failure's outcome.
-            failure == null && bodyError && finish.outcome != "status" -> null
-
             (failure != null) != (finish.outcome != "status") -> "mismatch"
 
             failure != null -> finish.outcome
