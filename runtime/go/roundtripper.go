@@ -1547,6 +1547,11 @@ func (t *roundTripper) stream(caller *request, a attempt, d Decision, previous i
 	r := new(request)
 	*r = *caller
 	b := &streamBody{t: t, r: r, cur: a.resp.Body, resp: a.resp, reason: d.Reason, previous: previous, scan: new(EventStreamScanner), bom: -1, buf: make([]byte, 32<<10)}
+	// A caller that resumes a stream itself sent its own Last-Event-ID: a drop before the first
+	// event resumes from there, not from the stream's start (which would hand it events again).
+	if id := callerLastEventID(r.header); id != "" {
+		b.scan, b.base = seededScanner(id, "", false)
+	}
 	// [P5] The finish event is on the response once the stream ended (FinishOf).
 	a.resp.Request = r.caller.WithContext(&streamFinishContext{Context: r.ctx, body: b})
 	r.ctx, b.cancel = context.WithCancelCause(r.ctx)
@@ -1783,6 +1788,17 @@ func seededScanner(id, retry string, hasRetry bool) (*EventStreamScanner, int64)
 	s := new(EventStreamScanner)
 	_, _ = s.Write([]byte(seed + "\n"))
 	return s, s.CompleteBytes()
+}
+
+// callerLastEventID is the request's own Last-Event-ID, or "" when it has none or one the
+// scanner could not carry (a line break or U+0000 cannot be an event stream's id).
+func callerLastEventID(header http.Header) string {
+	for name, values := range header {
+		if equalFoldASCII(name, "Last-Event-ID") && len(values) == 1 && !strings.ContainsAny(values[0], "\r\n\x00") {
+			return values[0]
+		}
+	}
+	return ""
 }
 
 // withLastEventID is a copy of header with Last-Event-ID set to id, or left out when id is

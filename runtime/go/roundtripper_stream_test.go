@@ -179,6 +179,23 @@ func TestTheCallerReadsCompleteEventsOnly(t *testing.T) {
 	}
 }
 
+func TestADropBeforeTheFirstEventResumesFromTheCallersID(t *testing.T) {
+	// The caller resumes a stream itself (Last-Event-ID: 2); the answer drops before any event:
+	// the resume asks for what follows event 2 again, so the caller reads 3-5 once each.
+	s := newServer(t, rawStream(true), sse(5, 0))
+	var e events
+	c, _ := client(t, &e)
+	req := newRequest(t, context.Background(), "GET", s.URL+"/v1/sandboxes/sb-1/events", nil)
+	req.Header.Set("Last-Event-ID", "2")
+	_, body, err := readStream(t, c, &e, req)
+	if err != nil || body != eventsText(3, 5) {
+		t.Fatalf("read %q, %v", body, err)
+	}
+	if got := lastEventIDs(s); got != "2 2" {
+		t.Errorf("Last-Event-ID per arrival %s, want 2 2", got)
+	}
+}
+
 func TestAResumedStreamKeepsItsLastEventIDAndDropsItsMark(t *testing.T) {
 	// The resumed response sets no id and starts with a byte order mark: the stream's last
 	// event id stays 2 for the next resume, and the caller reads no mark mid-stream.
