@@ -1756,6 +1756,7 @@ impl EventStream {
         let url = response.url().clone();
         let (mut parts, body) = http::Response::<reqwest::Body>::from(response).into_parts();
         let finish = StreamFinish::default();
+        let scanner = scanner_from(&request);
         let stream = EventStream {
             state: std::sync::Mutex::new(StreamState {
                 run,
@@ -1764,7 +1765,7 @@ impl EventStream {
                 attempt_timeout: settings.attempt_timeout,
                 attempt_header: settings.attempt_header.cloned(),
                 phase: Phase::Reading(body),
-                scanner: super::EventStreamScanner::new(),
+                scanner,
                 held: Vec::new(),
                 released: 0,
                 resumable: true,
@@ -1782,6 +1783,24 @@ impl EventStream {
             reqwest::Body::wrap(stream),
         ))
     }
+}
+
+/// The scanner a stream starts with: one that already holds the request's own `Last-Event-ID`
+/// when the caller resumes a stream itself, so a drop before the first event resumes from there,
+/// not from the stream's start (which would hand the caller its events again).
+fn scanner_from(request: &Request) -> super::EventStreamScanner {
+    let mut scanner = super::EventStreamScanner::new();
+    let mut ids = request.headers().get_all("last-event-id").iter();
+    if let (Some(id), None) = (ids.next(), ids.next()) {
+        // A header value holds no line break; U+0000 would be no id the stream could set.
+        if !id.as_bytes().contains(&0) {
+            scanner.feed(b"id: ");
+            scanner.feed(id.as_bytes());
+            scanner.feed(b"\n\n");
+            return scanner.reconnected();
+        }
+    }
+    scanner
 }
 
 impl StreamState {

@@ -2406,6 +2406,31 @@ fn a_non_replayable_stream_resumes_only_after_an_event_id() {
 }
 
 #[test]
+fn a_drop_before_the_first_event_resumes_from_the_callers_own_last_event_id() {
+    // The caller resumes a stream itself (`Last-Event-ID: 2`) and the answer drops before any
+    // event: the resume asks again for what follows event 2, so the caller reads 3-5 once each;
+    // the id makes the resume of this non_replayable request no full replay (R5a).
+    let server = Server::start(&[sse_drop(5, 0), sse(5)]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let body = block_on(async {
+        client
+            .post(format!("{}/sandboxes/sb-1/runs", server.base()))
+            .header("Last-Event-ID", "2")
+            .body("{\"cmd\":\"build\"}")
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+    });
+    assert_eq!(body.unwrap(), events(3, 5));
+    let arrivals = server.arrivals();
+    let ids: Vec<Vec<&str>> = arrivals.iter().map(|a| a.header("last-event-id")).collect();
+    assert_eq!(ids, [vec!["2"], vec!["2"]]);
+    assert_eq!(seen.lock().unwrap().retries, [(1, Reason::StreamResume, 1)]);
+}
+
+#[test]
 fn a_stream_that_is_not_resumable_is_the_clients_body_finished_at_the_commit() {
     // streamMetrics: an idempotent event stream without the declaration.
     let server = Server::start(&[sse_drop(4, 2), sse(4)]);
