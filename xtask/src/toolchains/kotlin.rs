@@ -352,7 +352,7 @@ fn example_sdk(work: &Path) -> Result<()> {
     let okhttp = okhttp_classpath(OkHttp::V5)?;
     let generated_classes = work.join("generated-classes");
     run(
-        command("kotlinc")
+        kotlinc_command()
             .arg("-nowarn")
             .arg("-cp")
             .arg(format!("{okhttp}:{gson}"))
@@ -627,7 +627,7 @@ fn kotlinc_with(
     okhttp: OkHttp,
     extra: Option<&str>,
 ) -> Result<()> {
-    let mut cmd = command("kotlinc");
+    let mut cmd = kotlinc_command();
     cmd.args(KOTLINC_FLAGS);
     if sources.iter().any(|s| s.ends_with(ADAPTER_FILE)) {
         let mut classpath = okhttp_classpath(okhttp)?;
@@ -647,6 +647,21 @@ fn kotlinc_with(
         bail!("{what} failed ({}):\n{diagnostics}", output.status);
     }
     Ok(())
+}
+
+/// `kotlinc` with room for its JIT's code: the launcher's default, C1 only
+/// (`-XX:TieredStopAtLevel=1`), sizes the code cache at 48 MB, which the runtime, the adapter and
+/// their tests in one compile filled now and then (the JVM then stops compiling and fails with
+/// `Out of space in CodeCache`). A `KOTLINC_JAVA_OPTS` of the caller's is kept.
+fn kotlinc_command() -> std::process::Command {
+    let mut cmd = command("kotlinc");
+    if std::env::var_os("KOTLINC_JAVA_OPTS").is_none() {
+        cmd.env(
+            "KOTLINC_JAVA_OPTS",
+            "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m",
+        );
+    }
+    cmd
 }
 
 /// The OkHttp adapter's file name (runtime/kotlin/, and in a module rendered with `okhttp`).
@@ -800,7 +815,7 @@ fn build_kotlin(module: &Module, work: &Path) -> Result<Vec<String>> {
     }
     let classes = work.join("classes");
     run(
-        command("kotlinc")
+        kotlinc_command()
             .arg("-nowarn")
             .arg("-d")
             .arg(&classes)
