@@ -2193,3 +2193,37 @@ test("v3 X2: an event longer than 1 MiB ends resumability; its later drop surfac
   assert.equal(received, event(1) + big + "\n\n" + "id: 3\ndata: cut");
   assert.equal(c.finishes[0]?.reason, "stream_not_resumable");
 });
+
+test("v3 X4: callbacks that throw during a stream end it with their error, one finish, no resend", async () => {
+  const boom = new Error("onRetry");
+  const finishes: FinishEvent[] = [];
+  const c = streams({
+    onRetry: () => {
+      throw boom;
+    },
+    onFinish: (event) => finishes.push(event),
+  });
+  const { name, arrivals } = serve(
+    { events: [event(1)], drop: true },
+    { events: [event(2)] },
+  );
+  const response = await c.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": name },
+  });
+  assert.equal(await rejection(response.text()), boom);
+  assert.equal(arrivals.length, 1);
+  assert.equal(finishes.length, 1);
+  assert.equal(finishes[0]?.reason, "stream_resume");
+  assert.equal(finishes[0]?.outcome, "dropped");
+  const late = new Error("onFinish");
+  const d = streams({
+    onFinish: () => {
+      throw late;
+    },
+  });
+  const clean = serve({ events: [event(1)] });
+  const ended = await d.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": clean.name },
+  });
+  assert.equal(await rejection(ended.text()), late);
+});

@@ -836,20 +836,9 @@ export function retryingFetch<F extends FetchLike>(
       const source: StreamSource = {
         pull: async (controller: StreamController): Promise<void> => {
           for (;;) {
-            let chunk: Uint8Array;
+            let read: { readonly done: boolean; readonly value?: unknown };
             try {
-              const read = await reader.read();
-              if (ended) {
-                return;
-              }
-              if (read.done) {
-                // The end of the stream: whatever is held is the caller's (a clean end).
-                hand(controller, heldAt + heldBytes);
-                controller.close();
-                end(reason, "status", status, false, null);
-                return;
-              }
-              chunk = read.value as Uint8Array;
+              read = await reader.read();
             } catch (error) {
               if (ended) {
                 return;
@@ -861,6 +850,18 @@ export function retryingFetch<F extends FetchLike>(
               }
               continue;
             }
+            if (ended) {
+              return;
+            }
+            if (read.done) {
+              // The end of the stream: whatever is held is the caller's (a clean end). The
+              // finish first: an onFinish that throws errors the body with its error.
+              hand(controller, heldAt + heldBytes);
+              end(reason, "status", status, false, null);
+              controller.close();
+              return;
+            }
+            const chunk = read.value as Uint8Array;
             if (!resumable) {
               controller.enqueue(chunk);
               return;
@@ -892,9 +893,11 @@ export function retryingFetch<F extends FetchLike>(
           }
         },
         cancel: (cancelReason: unknown): void => {
-          end(reason, "status", status, false, null);
+          // Released before the finish, whose callback may throw; a wait or a resume in flight
+          // settles later (a rejection is asynchronous), its own end then a no-op.
           closer.abort(cancelReason);
           reader.cancel(cancelReason).catch(ignore);
+          end(reason, "status", status, false, null);
         },
       };
       const stream = new Stream(source, { highWaterMark: 0 });
