@@ -1998,7 +1998,9 @@ test("v3 X3: a non-replayable stream resumes only after an event id; else the dr
   assert.ok(error instanceof TypeError);
   assert.equal(noId.arrivals.length, 1);
   assert.equal(c.finishes[1]?.reason, "stream_not_resumable");
-  assert.equal(c.finishes[1]?.outcome, "dropped");
+  // [X4] The call returned a response: outcome status, the reason tells the drop.
+  assert.equal(c.finishes[1]?.outcome, "status");
+  assert.equal(c.finishes[1]?.status, 200);
   assert.equal(c.finishes[1]?.attempts, 1);
   assert.equal(finishOf(error), c.finishes[1]);
   assert.equal(finishOf(dropped), c.finishes[1]);
@@ -2023,7 +2025,8 @@ test("v3 X3: a resume answered otherwise ends the stream with its status", async
   assert.equal(arrivals.length, 2);
   assert.equal(c.finishes.length, 1);
   assert.equal(c.finishes[0]?.reason, "stream_not_resumable");
-  assert.equal(c.finishes[0]?.status, 503);
+  // The call returned the committed 200; the error carries the resume's status.
+  assert.equal(c.finishes[0]?.status, 200);
   assert.equal(c.finishes[0]?.attempts, 2);
 });
 
@@ -2046,7 +2049,7 @@ test("v3 A7: drops without progress stop after maxRetries; progress resets the c
     ["stream_resume", 4],
   ]);
   assert.equal(c.finishes[0]?.reason, "exhausted");
-  assert.equal(c.finishes[0]?.outcome, "dropped");
+  assert.equal(c.finishes[0]?.outcome, "status");
   // Each of five resumes delivers an event: five resumes, more than maxRetries.
   const steady = streams();
   const moving = serve(
@@ -2086,8 +2089,9 @@ test("v3 X4: closing the body finishes the call; a close during the wait sends n
   await reader.read();
   await reader.cancel();
   assert.equal(c.finishes.length, 1);
-  assert.equal(c.finishes[0]?.reason, "status_not_retryable");
+  assert.equal(c.finishes[0]?.reason, "aborted");
   assert.equal(c.finishes[0]?.outcome, "status");
+  assert.equal(c.finishes[0]?.status, 200);
   // The resume waits 5 s (retry: 5000): the close ends the wait, no second arrival.
   const waiting = serve(
     { events: [event(1, "retry: 5000\n")], drop: true },
@@ -2109,6 +2113,7 @@ test("v3 X4: closing the body finishes the call; a close during the wait sends n
   assert.equal(waiting.arrivals.length, 1);
   assert.equal(c.finishes.length, 2);
   assert.equal(c.finishes[1]?.attempts, 1);
+  assert.equal(c.finishes[1]?.reason, "aborted");
 });
 
 test("v3 X4: the caller's abort ends a stream as aborted", async () => {
@@ -2128,7 +2133,7 @@ test("v3 X4: the caller's abort ends a stream as aborted", async () => {
   await rejection(reader.read());
   assert.equal(arrivals.length, 1);
   assert.equal(c.finishes.length, 1);
-  assert.equal(c.finishes[0]?.outcome, "aborted");
+  assert.equal(c.finishes[0]?.outcome, "status");
   assert.equal(c.finishes[0]?.reason, "aborted");
 });
 
@@ -2214,7 +2219,7 @@ test("v3 X4: callbacks that throw during a stream end it with their error, one f
   assert.equal(arrivals.length, 1);
   assert.equal(finishes.length, 1);
   assert.equal(finishes[0]?.reason, "stream_resume");
-  assert.equal(finishes[0]?.outcome, "dropped");
+  assert.equal(finishes[0]?.outcome, "status");
   const late = new Error("onFinish");
   const d = streams({
     onFinish: () => {
@@ -2226,4 +2231,34 @@ test("v3 X4: callbacks that throw during a stream end it with their error, one f
     headers: { "x-case": clean.name },
   });
   assert.equal(await rejection(ended.text()), late);
+});
+
+test("v3 X3: the scanner starts from the caller's own Last-Event-ID; an emptied id is left out", async () => {
+  const c = streams();
+  // A drop before the first event of a non-replayable stream resumes from the caller's id.
+  const own = serve({ events: [": hi\n"], drop: true }, { events: [event(8)] });
+  const response = await c.fetch(`${origin}/v1/items/1/runs`, {
+    method: "POST",
+    headers: { "x-case": own.name, "Last-Event-ID": "7" },
+    body: "{}",
+  });
+  assert.equal(await response.text(), event(8));
+  assert.deepEqual(
+    own.arrivals.map((a) => a.headers["last-event-id"]),
+    ["7", "7"],
+  );
+  assert.deepEqual(reasons(c.retries), [["stream_resume", 1]]);
+  // An event with an empty id empties it: the resume (a GET) goes without the header.
+  const emptied = serve(
+    { events: ["id\ndata: reset\n\n"], drop: true },
+    { events: [event(1)] },
+  );
+  const again = await c.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": emptied.name, "last-event-id": "7" },
+  });
+  assert.equal(await again.text(), "id\ndata: reset\n\n" + event(1));
+  assert.deepEqual(
+    emptied.arrivals.map((a) => a.headers["last-event-id"]),
+    ["7", undefined],
+  );
 });

@@ -70,11 +70,7 @@ export interface FinishEvent {
    */
   readonly reason: FinishReason;
   readonly outcome: FinishOutcome;
-  /**
-   * The status of the response returned, or `null` when the call threw; for a
-   * resumable stream, of the last response of the stream (a resume's status
-   * that ended it).
-   */
+  /** The status of the response returned, or `null` when the call threw. */
   readonly status: number | null;
   /** The last attempt ended by a timeout (the attempt timeout or undici's). */
   readonly timedOut: boolean;
@@ -262,6 +258,7 @@ type Constructor = abstract new (...args: never) => unknown;
 interface Host {
   readonly Headers: new (init?: HeadersInitLike) => HeadersInitLike & {
     set(name: string, value: string): void;
+    delete(name: string): void;
   };
   readonly AbortController: new () => AbortControllerLike;
   readonly WeakRef?: new <T extends object>(
@@ -587,7 +584,9 @@ export function retryingFetch<F extends FetchLike>(
         return null;
       }
       let reader = (body as BodyStream).getReader();
-      let scanner = new EventStreamScanner();
+      // [contract v3 X3] from the caller's own Last-Event-ID (an SDK resuming a stream itself):
+      // a drop before the first event resumes from there.
+      let scanner = new EventStreamScanner(lastEventIdOf(callerHeaders) ?? "");
       let status = committed.status;
       let reason = committedReason;
       let sentAt = committedSentAt;
@@ -618,19 +617,17 @@ export function retryingFetch<F extends FetchLike>(
         }
       }
       let wrapped: ResponseLike | null = null;
-      const end = (
-        why: FinishReason,
-        outcome: FinishOutcome,
-        endStatus: number | null,
-        timedOut: boolean,
-        error: unknown,
-      ): void => {
+      /**
+       * [contract v3 X4] The finish of the stream: outcome `status` with the committed
+       * response's status (the call returned a response), the reason telling why it ended.
+       */
+      const end = (why: FinishReason, error: unknown): void => {
         if (ended) {
           return;
         }
         ended = true;
         signal?.removeEventListener("abort", abort);
-        finish(why, outcome, endStatus, timedOut, wrapped, error);
+        finish(why, "status", status, false, wrapped, error);
       };
       /** Hands the caller the held bytes up to offset `upTo` of the current response. */
       const hand = (controller: StreamController, upTo: number): void => {
@@ -708,7 +705,7 @@ export function retryingFetch<F extends FetchLike>(
             }),
           );
         } catch (error) {
-          end(decision.reason, failed.kind, status, false, error);
+          end(decision.reason, error);
           return { error };
         }
         const asleep = host.performance.now();
@@ -719,7 +716,7 @@ export function retryingFetch<F extends FetchLike>(
             Math.floor(host.performance.now() - asleep),
             decision.delayMs,
           );
-          end("aborted", "aborted", status, false, error);
+          end("aborted", error);
           return { error };
         }
         totalDelayMs += decision.delayMs;
@@ -738,13 +735,13 @@ export function retryingFetch<F extends FetchLike>(
         const droppedAt = host.performance.now();
         if (closer.signal.aborted) {
           // The caller's abort (or close), not a drop.
-          end("aborted", "aborted", status, false, dropError);
+          end("aborted", dropError);
           return { error: dropError };
         }
         const timedOut = isClientTimeout(dropError);
         const decision = ask(FAILURE_OUTCOMES.dropped, timedOut);
         if (!decision.retry) {
-          end(decision.reason, "dropped", status, timedOut, dropError);
+          end(decision.reason, dropError);
           return { error: dropError };
         }
         const stopped = await grant(
@@ -765,7 +762,7 @@ export function retryingFetch<F extends FetchLike>(
               discard(sent.response);
             }
             const error = sent.error ?? closer.signal.reason;
-            end("aborted", "aborted", status, false, error);
+            end("aborted", error);
             return { error };
           }
           const { response } = sent;
@@ -803,13 +800,7 @@ export function retryingFetch<F extends FetchLike>(
             // Any other answer ends the stream, with an error carrying its status.
             discard(response);
             const error = new StreamResumeError(response.status);
-            end(
-              "stream_not_resumable",
-              "status",
-              response.status,
-              false,
-              error,
-            );
+            end("stream_not_resumable", error);
             return { error };
           }
           const failure = failureOf(sent.error, closer.signal, sent.timedOut);
@@ -819,7 +810,7 @@ export function retryingFetch<F extends FetchLike>(
           const outcome = FAILURE_OUTCOMES[failure];
           const again = ask(outcome, failedTimedOut);
           if (!again.retry) {
-            end(again.reason, failure, status, failedTimedOut, sent.error);
+            end(again.reason, sent.error);
             return { error: sent.error };
           }
           const halted = await grant(
@@ -857,7 +848,7 @@ export function retryingFetch<F extends FetchLike>(
               // The end of the stream: whatever is held is the caller's (a clean end). The
               // finish first: an onFinish that throws errors the body with its error.
               hand(controller, heldAt + heldBytes);
-              end(reason, "status", status, false, null);
+              end(reason, null);
               controller.close();
               return;
             }
@@ -897,7 +888,7 @@ export function retryingFetch<F extends FetchLike>(
           // settles later (a rejection is asynchronous), its own end then a no-op.
           closer.abort(cancelReason);
           reader.cancel(cancelReason).catch(ignore);
-          end(reason, "status", status, false, null);
+          end("aborted", null);
         },
       };
       const stream = new Stream(source, { highWaterMark: 0 });
@@ -930,13 +921,14 @@ export function retryingFetch<F extends FetchLike>(
           ? null
           : [attemptHeader, init?.headers ?? request?.headers],
       );
+      // Replacing the caller's own, or leaving it out when an event emptied the id.
+      const headers = new host.Headers(attemptInit.headers ?? request?.headers);
       if (lastEventId !== "") {
-        const headers = new host.Headers(
-          attemptInit.headers ?? request?.headers,
-        );
         headers.set("last-event-id", lastEventId);
-        attemptInit = withMember(attemptInit, "headers", headers);
+      } else {
+        headers.delete("last-event-id");
       }
+      attemptInit = withMember(attemptInit, "headers", headers);
       const attemptInput =
         cloneRequest && request !== null ? request.clone() : input;
       return sendCommitted(
@@ -2358,6 +2350,16 @@ function headerPairs(
   return Symbol.iterator in headers
     ? (headers as Iterable<readonly [string, string]>)
     : Object.entries(headers);
+}
+
+/** The value of the request's `Last-Event-ID` header (the first, ASCII case-insensitive), or `null`. */
+function lastEventIdOf(headers: HeadersInitLike | undefined): string | null {
+  for (const [name, value] of headerPairs(headers)) {
+    if (name.length === 13 && name.toLowerCase() === "last-event-id") {
+      return value;
+    }
+  }
+  return null;
 }
 
 /**

@@ -290,10 +290,7 @@ async function request(
   const last = finishes.at(-1) ?? null;
   const finishFailed = last !== null && last.outcome !== "status";
   let error: string | null = null;
-  // A resumable stream's finish comes when it ends (contract v3 X4): a returned response whose
-  // body failed may finish with the failure that ended its stream.
-  const streamFailed = !failed && bodyError && finishFailed;
-  if ((failed !== finishFailed && !streamFailed) || finishes.length === 0) {
+  if (failed !== finishFailed || finishes.length === 0) {
     error = "mismatch";
   } else if (failed && last !== null) {
     error = last.outcome;
