@@ -135,7 +135,7 @@ fn check_not_underscores(what: &str, value: &str) -> Result<(), String> {
 /// The top-level types runtime/kotlin/RetryRuntime.kt and the adapter (RetryInterceptor.kt)
 /// declare, and the file names they take: an object (and its `<object>.kt`) named like one would
 /// clash with it.
-const DECLARED_TYPES: [&str; 29] = [
+const DECLARED_TYPES: [&str; 31] = [
     "BudgetAcquisition",
     "BudgetKind",
     "IdempotencyKeyFormat",
@@ -165,12 +165,14 @@ const DECLARED_TYPES: [&str; 29] = [
     "RetryFinish",
     "RetryOverrides",
     "RetryAttempt",
+    "StreamResumeException",
+    "StreamBody",
 ];
 
 /// Types nested in a declared type and referred to by their simple names only inside it, where
 /// the nesting scope wins over any package-level name.
 #[cfg(test)]
-const NESTED_TYPES: [&str; 20] = [
+const NESTED_TYPES: [&str; 23] = [
     "Builder",
     "FinishSlot",
     "AsyncRetry",
@@ -191,6 +193,9 @@ const NESTED_TYPES: [&str; 20] = [
     "Node",
     "MixedChild",
     "OperationChunk",
+    "ResumeSend",
+    "ResumableStream",
+    "Problem",
 ];
 
 /// Platform types the runtime and the tables refer to by their simple names; an object named like
