@@ -1831,7 +1831,13 @@ func (b *streamBody) end(err error) {
 func (b *streamBody) finish() {
 	b.once.Do(func() {
 		b.cancel(nil)
-		event := finishEvent(b.r, b.r.sent, b.reason, attempt{resp: b.resp})
+		ended := attempt{resp: b.resp}
+		if b.reason == ReasonAborted {
+			// The caller closed the body or ended its context while a resume waited or was
+			// sent: the call ends aborted, as a cancellation between attempts does (X4).
+			ended = attempt{failure: FailureAborted}
+		}
+		event := finishEvent(b.r, b.r.sent, b.reason, ended)
 		b.event.Store(&event)
 		if b.t.onFinish != nil {
 			b.t.onFinish(b.r.caller, event)

@@ -365,7 +365,8 @@ func TestClosingAStreamStopsItsResume(t *testing.T) {
 	if time.Since(start) > time.Second || len(s.arrivals()) != 1 {
 		t.Errorf("%d arrivals", len(s.arrivals()))
 	}
-	if finish := e.finish(t); finish.Attempts != 1 {
+	// [X4] Aborted, as a cancellation between attempts: no status, the caller ended the call.
+	if finish := e.finish(t); finish.Attempts != 1 || finish.Reason != ReasonAborted || finish.Failure != FailureAborted || finish.Status != 0 {
 		t.Errorf("finish %+v", finish)
 	}
 }

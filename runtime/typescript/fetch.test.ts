@@ -2114,6 +2114,9 @@ test("v3 X4: closing the body finishes the call; a close during the wait sends n
   assert.equal(c.finishes.length, 2);
   assert.equal(c.finishes[1]?.attempts, 1);
   assert.equal(c.finishes[1]?.reason, "aborted");
+  // Ended while a resume waited: aborted, as a cancellation between attempts.
+  assert.equal(c.finishes[1]?.outcome, "aborted");
+  assert.equal(c.finishes[1]?.status, null);
 });
 
 test("v3 X4: the caller's abort ends a stream as aborted", async () => {

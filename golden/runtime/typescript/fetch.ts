@@ -621,13 +621,21 @@ export function retryingFetch<F extends FetchLike>(
        * [contract v3 X4] The finish of the stream: outcome `status` with the committed
        * response's status (the call returned a response), the reason telling why it ended.
        */
+      // A resume waits or is sent: the caller ending the call now ends it aborted (X4).
+      let resuming = false;
       const end = (why: FinishReason, error: unknown): void => {
         if (ended) {
           return;
         }
         ended = true;
         signal?.removeEventListener("abort", abort);
-        finish(why, "status", status, false, wrapped, error);
+        // Closing the body or aborting while a resume waits or is sent ends the call aborted,
+        // as a cancellation between attempts does (contract v3 X4); else it keeps its status.
+        if (why === "aborted" && resuming) {
+          finish(why, "aborted", null, false, wrapped, error);
+        } else {
+          finish(why, "status", status, false, wrapped, error);
+        }
       };
       /** Hands the caller the held bytes up to offset `upTo` of the current response. */
       const hand = (controller: StreamController, upTo: number): void => {
@@ -744,6 +752,7 @@ export function retryingFetch<F extends FetchLike>(
           end(decision.reason, dropError);
           return { error: dropError };
         }
+        resuming = true;
         const stopped = await grant(
           decision,
           FAILURE_OUTCOMES.dropped,
@@ -778,6 +787,7 @@ export function retryingFetch<F extends FetchLike>(
                 ?.getReader === "function"
             ) {
               // The stream goes on from here: a new scanner from the last event's state.
+              resuming = false;
               reader = (response.body as unknown as BodyStream).getReader();
               scanner = new EventStreamScanner(
                 scanner.lastEventId,
