@@ -2086,7 +2086,7 @@ public object RetryRuntime {
         ensure(policy.budgetRetryCost in 1..BUDGET_MAX, "policy.budget_retry_cost")
         ensure(policy.budgetTimeoutCost in 1..BUDGET_MAX, "policy.budget_timeout_cost")
         ensure(policy.budgetSuccessRefund in 0..BUDGET_MAX, "policy.budget_success_refund")
-        // [contract v3 V1] v3's keys after v2's, in the policy table's order.
+        // [contract V1] v3's keys after v2's, in the policy table's order.
         ensure(statusesInRange(policy.throttlingStatuses), "policy.throttling_statuses")
         val throttlingBase = policy.throttlingInitialBackoffMs
         ensure(throttlingBase == null || throttlingBase in 1..MAX_DURATION_MS, "policy.throttling_initial_backoff_ms")
@@ -2097,7 +2097,7 @@ public object RetryRuntime {
         ensure(keyFormatKnown, "policy.idempotency_key_format")
         // [contract V2] the initial backoff may not exceed the largest.
         ensure(policy.initialBackoffMs <= policy.maxBackoffMs, "policy.max_backoff_ms")
-        // [contract v3 V2] nor may the throttling base.
+        // [contract V2] nor may the throttling base.
         ensure(throttlingBase == null || throttlingBase <= policy.maxBackoffMs, "policy.max_backoff_ms")
     }
 
@@ -2153,7 +2153,7 @@ public object RetryRuntime {
         if (tokens != null) {
             checkTokens(policy, tokens)
         }
-        // [contract v3 V8] the stream's retry field and the problem type are Unicode scalar values.
+        // [contract V8] the stream's retry field and the problem type are Unicode scalar values.
         val streamRetry = input.streamRetry
         ensure(streamRetry == null || !hasLoneSurrogate(streamRetry), "input.stream_retry")
         val problemType = input.problemType
@@ -2243,7 +2243,7 @@ public object RetryRuntime {
         val tokens = input.budgetTokens
         val hasKey = input.hasIdempotencyKey
         val precondition = input.hasPrecondition
-        // [contract v3 H2] a precondition a replay fails makes a keyed or non-replayable request
+        // [contract H2] a precondition a replay fails makes a keyed or non-replayable request
         // replayable: a duplicate gets 412 instead of applying twice.
         val replayable =
             input.replayClass == ReplayClass.IDEMPOTENT ||
@@ -2277,7 +2277,7 @@ public object RetryRuntime {
                     if (replayable) DecisionReason.TRANSPORT_FAILURE else return stop(DecisionReason.NOT_REPLAYABLE, tokens)
                 }
 
-                // [contract v3 R5a] a committed stream goes on only when declared resumable, and
+                // [contract R5a] a committed stream goes on only when declared resumable, and
                 // either continues after its last event id or may be replayed whole.
                 Outcome.Dropped -> {
                     if (input.resumable && (input.hasLastEventId || replayable)) {
@@ -2297,13 +2297,13 @@ public object RetryRuntime {
                             return stop(DecisionReason.SERVER_SAID_NO, tokens)
                         }
 
-                        // [contract v3 R6a] the precondition failed on a replay: an earlier attempt
+                        // [contract R6a] the precondition failed on a replay: an earlier attempt
                         // probably applied, so the SDK can read the resource instead.
                         precondition && status == 412 && input.retriesUsed > 0 -> {
                             return stop(DecisionReason.PRECONDITION_FAILED_AFTER_REPLAY, tokens)
                         }
 
-                        // [contract v3 R6b] a problem type that needs a person, not a retry.
+                        // [contract R6b] a problem type that needs a person, not a retry.
                         problem != null && problem in policy.stopProblemTypes -> {
                             return stop(DecisionReason.PROBLEM_TYPE_STOP, tokens)
                         }
@@ -2323,7 +2323,7 @@ public object RetryRuntime {
                             DecisionReason.SERVER_SAID_YES
                         }
 
-                        // [contract v3 R9a] a problem type that retries, a replayable request only.
+                        // [contract R9a] a problem type that retries, a replayable request only.
                         problem != null && replayable && problem in policy.retryProblemTypes -> {
                             DecisionReason.PROBLEM_TYPE_RETRY
                         }
@@ -2354,7 +2354,7 @@ public object RetryRuntime {
                     return stop(DecisionReason.CERTIFICATE_FAILURE, tokens)
                 }
             }
-        // [contract v3 T1] an eligible throttling status: its own backoff base and budget cost.
+        // [contract T1] an eligible throttling status: its own backoff base and budget cost.
         val throttled = outcome is Outcome.Status && outcome.status in policy.throttlingStatuses
         var delay = -1L
         if (outcome is Outcome.Status || outcome == Outcome.Dropped) {
@@ -2366,13 +2366,13 @@ public object RetryRuntime {
                     return stop(DecisionReason.NO_SERVER_DELAY, tokens)
                 }
             } else {
-                // [contract v3 S9] a dropped stream's server delay is its last retry field, never a header.
+                // [contract S9] a dropped stream's server delay is its last retry field, never a header.
                 serverDelay = streamDelayMs(input.streamRetry)
             }
             // [contract R14]
             if (serverDelay != null && serverDelay > policy.retryAfterCapMs) {
                 if (policy.retryAfterOverCap == OverCapMode.REFUSE) {
-                    // [contract v3 R14] the refused wait is reported, so that the SDK can say how long the server asked for.
+                    // [contract R14] the refused wait is reported, so that the SDK can say how long the server asked for.
                     return Decision(false, 0, DecisionReason.RETRY_AFTER_OVER_CAP, tokens, false, minOf(serverDelay, MAX_COUNTER))
                 }
                 delay = policy.retryAfterCapMs
@@ -2392,7 +2392,7 @@ public object RetryRuntime {
         var after = tokens
         if (tokens != null) {
             // [contract R17] the budget pays for the retry, or it stops with the state unchanged.
-            // [contract v3 R17] a throttled retry pays the throttling cost, timed out or not.
+            // [contract R17] a throttled retry pays the throttling cost, timed out or not.
             val kind =
                 when {
                     throttled -> BudgetKind.THROTTLING
@@ -2497,7 +2497,7 @@ public object RetryRuntime {
                 continue
             }
             val trimmed = trimSpacesAndTabs(value)
-            // [contract v3 H2] an entity tag to match, or "the resource must not exist yet".
+            // [contract H2] an entity tag to match, or "the resource must not exist yet".
             if (if (ifMatch) trimmed.isNotEmpty() && trimmed != "*" else trimmed == "*") {
                 return true
             }
@@ -2557,7 +2557,7 @@ public object RetryRuntime {
         when (format) {
             IdempotencyKeyFormat.UUID -> uuid
 
-            // [contract v3 F1] an RFC 9651 String: the UUID's characters need no escape.
+            // [contract F1] an RFC 9651 String: the UUID's characters need no escape.
             IdempotencyKeyFormat.SF_STRING -> "\"" + uuid + "\""
         }
 
@@ -2589,7 +2589,7 @@ public object RetryRuntime {
 
                 BudgetKind.TIMEOUT -> policy.budgetTimeoutCost
 
-                // [contract v3 K2] a throttled retry costs the throttling cost, when the policy has one.
+                // [contract K2] a throttled retry costs the throttling cost, when the policy has one.
                 BudgetKind.THROTTLING -> policy.budgetThrottlingCost ?: policy.budgetRetryCost
             }
         return if (tokens < cost) -1 else tokens - cost
@@ -2664,7 +2664,7 @@ public object RetryRuntime {
         random: Double,
         throttled: Boolean,
     ): Long {
-        // [contract v3 T1] the throttling base replaces the initial backoff, for B5's default too.
+        // [contract T1] the throttling base replaces the initial backoff, for B5's default too.
         val throttlingBase = policy.throttlingInitialBackoffMs
         val initial = (if (throttled && throttlingBase != null) throttlingBase else policy.initialBackoffMs).toDouble()
         val max = policy.maxBackoffMs.toDouble()
@@ -3230,7 +3230,7 @@ private class ProblemScanner(
     /** The problem type of the whole text, or null. */
     fun problemType(): String? {
         space()
-        // [contract v3 Q2] exactly one object, exactly one member `type`, a string.
+        // [contract Q2] exactly one object, exactly one member `type`, a string.
         if (!objectValue(1, true)) {
             return null
         }
@@ -3501,7 +3501,7 @@ public class EventStreamScanner {
     private fun scan(b: Byte) {
         consumed++
         if (!started) {
-            // [contract v3 E2] a leading byte order mark is skipped, matched byte by byte as the
+            // [contract E2] a leading byte order mark is skipped, matched byte by byte as the
             // bytes arrive; a partial one is the start of a line (one no field can match).
             if (b == BOM[bomMatched]) {
                 bomMatched++
@@ -3598,7 +3598,7 @@ public class EventStreamScanner {
                 pendingId = String(line, valueStart, size - valueStart, Charsets.UTF_8)
             }
         } else if (colon == RETRY.size - 1 && valueStart < size) {
-            // [contract v3 E2] a retry field counts only as ASCII digits (kept as written).
+            // [contract E2] a retry field counts only as ASCII digits (kept as written).
             var digits = true
             for (i in valueStart until size) {
                 digits = digits && line[i] >= DIGIT_0 && line[i] <= DIGIT_9

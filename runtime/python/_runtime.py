@@ -725,7 +725,7 @@ class OperationTable:
         for node in nodes:
             node.mixed.sort(key=_mixed_order)
         _prepare(self._root)
-        # [contract v3 C3] the table's classify gives unknown requests the table's class
+        # [contract C3] the table's classify gives unknown requests the table's class
         self._default = Classifier(self, None, unknown_operation_class)
 
     @property
@@ -1154,7 +1154,7 @@ def idempotency_key_value(key_format: IdempotencyKeyFormat, uuid: str) -> str:
     if not isinstance(key_format, IdempotencyKeyFormat):
         raise InvalidInputError("policy.idempotency_key_format")
     if key_format == IdempotencyKeyFormat.SF_STRING:
-        # [contract v3 F1] an RFC 9651 String: a UUID's characters need no escape
+        # [contract F1] an RFC 9651 String: a UUID's characters need no escape
         return '"' + uuid + '"'
     return uuid
 
@@ -1294,7 +1294,7 @@ class RetryPolicy:
             0,
             _BUDGET_MAX,
         )
-        # [contract v3 V1] v3's keys after v2's, in the table's order
+        # [contract V1] v3's keys after v2's, in the table's order
         self._statuses("throttling_statuses")
         throttling_base = self.throttling_initial_backoff_ms
         if throttling_base is not None:
@@ -1313,7 +1313,7 @@ class RetryPolicy:
         # [contract V2] the backoff's range
         if self.initial_backoff_ms > self.max_backoff_ms:
             raise InvalidInputError("policy.max_backoff_ms")
-        # [contract v3 V2] the throttling base, too, is at most the largest backoff
+        # [contract V2] the throttling base, too, is at most the largest backoff
         if throttling_base is not None and throttling_base > self.max_backoff_ms:
             raise InvalidInputError("policy.max_backoff_ms")
 
@@ -1564,7 +1564,7 @@ def decide(policy: RetryPolicy, inputs: DecisionInput) -> Decision:
     tokens = inputs.budget_tokens
     if tokens is not None:
         _check_tokens(policy, tokens)
-    # [contract v3 V8] the stream's retry field and the problem type are scalar values
+    # [contract V8] the stream's retry field and the problem type are scalar values
     if inputs.stream_retry is not None:
         _require_scalar("input.stream_retry", inputs.stream_retry)
     if inputs.problem_type is not None:
@@ -1603,11 +1603,11 @@ def decide(policy: RetryPolicy, inputs: DecisionInput) -> Decision:
             if replayable:
                 return _wait(policy, inputs, DecisionReason.TRANSPORT_FAILURE, None)
             return _stop(DecisionReason.NOT_REPLAYABLE, tokens)
-        # [contract v3 R5a] a committed stream that dropped goes on when it is
+        # [contract R5a] a committed stream that dropped goes on when it is
         # resumable, after its last event id or as a full replay of a replayable request
         if not (inputs.resumable and (inputs.has_last_event_id or replayable)):
             return _stop(DecisionReason.STREAM_NOT_RESUMABLE, tokens)
-        # [contract v3 S9] its server delay is its last retry field, never a header
+        # [contract S9] its server delay is its last retry field, never a header
         server = _stream_delay_ms(inputs.stream_retry)
         return _capped(policy, inputs, DecisionReason.STREAM_RESUME, server)
     status = outcome.status
@@ -1616,11 +1616,11 @@ def decide(policy: RetryPolicy, inputs: DecisionInput) -> Decision:
     # [contract R6] the server's "false" wins over every status list
     if directive is False:
         return _stop(DecisionReason.SERVER_SAID_NO, tokens)
-    # [contract v3 R6a] the precondition failed on a replay: an earlier attempt
+    # [contract R6a] the precondition failed on a replay: an earlier attempt
     # probably applied, and the SDK can read the resource instead
     if inputs.has_precondition and status == 412 and inputs.retries_used > 0:
         return _stop(DecisionReason.PRECONDITION_FAILED_AFTER_REPLAY, tokens)
-    # [contract v3 R6b] a problem type that needs a person, not a retry
+    # [contract R6b] a problem type that needs a person, not a retry
     if problem is not None and problem in policy.stop_problem_types:
         return _stop(DecisionReason.PROBLEM_TYPE_STOP, tokens)
     # [contract R7] the key was used with another payload
@@ -1632,7 +1632,7 @@ def decide(policy: RetryPolicy, inputs: DecisionInput) -> Decision:
     # [contract R9] the server's "true", on a replayable request only
     elif directive is True and replayable:
         reason = DecisionReason.SERVER_SAID_YES
-    # [contract v3 R9a] a problem type that retries, on a replayable request only
+    # [contract R9a] a problem type that retries, on a replayable request only
     elif problem is not None and replayable and problem in policy.retry_problem_types:
         reason = DecisionReason.PROBLEM_TYPE_RETRY
     # [contract R10] answered before doing anything: retried for every class
@@ -1650,7 +1650,7 @@ def decide(policy: RetryPolicy, inputs: DecisionInput) -> Decision:
     # [contract R13] some statuses are retried only when the server says when
     if server is None and status in policy.retry_only_with_server_delay:
         return _stop(DecisionReason.NO_SERVER_DELAY, tokens)
-    # [contract v3 T1] a granted retry of a throttling status is throttled
+    # [contract T1] a granted retry of a throttling status is throttled
     throttled = status in policy.throttling_statuses
     return _capped(policy, inputs, reason, server, throttled=throttled)
 
@@ -1667,7 +1667,7 @@ def _capped(
     # [contract R14] a server delay above the cap: refused or clamped
     if server is not None and server > policy.retry_after_cap_ms:
         if policy.retry_after_over_cap == OverCapMode.REFUSE:
-            # [contract v3 R14] the refused delay is reported, at most 2**53 - 1
+            # [contract R14] the refused delay is reported, at most 2**53 - 1
             return Decision(
                 retry=False,
                 delay_ms=0,
@@ -1688,7 +1688,7 @@ def _wait(
     throttled: bool = False,
 ) -> Decision:
     """Apply rules R15-R18: the backoff, the deadline, the budget."""
-    # [contract v3 T1] a throttled retry grows from the throttling base, if any
+    # [contract T1] a throttled retry grows from the throttling base, if any
     initial = policy.initial_backoff_ms
     if throttled and policy.throttling_initial_backoff_ms is not None:
         initial = policy.throttling_initial_backoff_ms
@@ -1959,7 +1959,7 @@ def _try_acquire(
     if kind == BudgetKind.TIMEOUT:
         cost = policy.budget_timeout_cost
     elif kind == BudgetKind.THROTTLING and policy.budget_throttling_cost is not None:
-        # [contract v3 K2] a throttled retry costs budget_throttling_cost, if any
+        # [contract K2] a throttled retry costs budget_throttling_cost, if any
         cost = policy.budget_throttling_cost
     else:
         cost = policy.budget_retry_cost
@@ -2138,7 +2138,7 @@ def has_precondition(
     for name, value in pairs:
         lower = name.translate(_ASCII_LOWER)
         trimmed = value.strip(" \t")
-        # [contract v3 H2] an entity tag or a date that a replay no longer matches
+        # [contract H2] an entity tag or a date that a replay no longer matches
         if lower == "if-match" and trimmed not in ("", "*"):
             return True
         if lower == "if-none-match" and trimmed == "*":
@@ -2218,7 +2218,7 @@ def problem_type_of(
         scanner.space()
     except _NotJsonError:
         return None
-    # [contract v3 Q2] one JSON object and nothing after it; exactly one `type`, a string
+    # [contract Q2] one JSON object and nothing after it; exactly one `type`, a string
     if scanner.at != len(decoded) or len(types) != 1:
         return None
     return types[0]
@@ -2498,7 +2498,7 @@ class EventStreamScanner:
         """Follow the next bytes of the stream."""
         n = len(data)
         i = 0
-        # [contract v3 E2] a leading byte order mark is skipped, matched as its
+        # [contract E2] a leading byte order mark is skipped, matched as its
         # bytes arrive; a partial one starts a line (that can be no field of ours)
         while not self._started and i < n:
             if data[i] == _BYTE_ORDER_MARK[self._bom]:

@@ -26,7 +26,7 @@ pub fn implemented() -> Vec<&'static str> {
 
 /// The anchors of docs/contract-v3.md whose rules the v3 vectors check, in the contract's order
 /// (R6a, defined with the preconditions in section 2, in its place among section 3's rules):
-/// each runtime marks them `[contract v3 H2]` (and so on), and `cargo xtask mutation` changes
+/// each runtime marks them `[contract H2]` (and so on), and `cargo xtask mutation` changes
 /// each in every implementing runtime (conformance/mutants/v3/). The contract's other anchors
 /// are the adapters' (A, Q1, X), retrygen's (T2), classify's (C3, which the v3 vectors do not
 /// probe), or v2 rules that v3 extends (V1, V2, K2, R14, R17), whose mutants are v2's.

@@ -2195,7 +2195,7 @@ namespace Retrygen.Generated
             Check(budgetTimeoutCost >= 1 && budgetTimeoutCost <= BudgetMax, "policy.budget_timeout_cost");
             Check(budgetSuccessRefund >= 0 && budgetSuccessRefund <= BudgetMax, "policy.budget_success_refund");
 
-            // [contract v3 V1] Contract v3's keys, after v2's, in the policy table's order.
+            // [contract V1] Contract v3's keys, after v2's, in the policy table's order.
             CheckStatuses(throttlingStatuses, "policy.throttling_statuses");
             Check(!throttlingInitialBackoffMs.HasValue || (throttlingInitialBackoffMs.Value >= 1 && throttlingInitialBackoffMs.Value <= DayMs), "policy.throttling_initial_backoff_ms");
             Check(!budgetThrottlingCost.HasValue || (budgetThrottlingCost.Value >= 1 && budgetThrottlingCost.Value <= BudgetMax), "policy.budget_throttling_cost");
@@ -2206,7 +2206,7 @@ namespace Retrygen.Generated
             // [contract V2] The backoff range.
             Check(initialBackoffMs <= maxBackoffMs, "policy.max_backoff_ms");
 
-            // [contract v3 V2] The throttling base too.
+            // [contract V2] The throttling base too.
             Check(!throttlingInitialBackoffMs.HasValue || throttlingInitialBackoffMs.Value <= maxBackoffMs, "policy.max_backoff_ms");
 
             MaxRetries = maxRetries;
@@ -2996,7 +2996,7 @@ namespace Retrygen.Generated
                 RetryBudget.CheckTokens(policy, budgetTokens.Value);
             }
 
-            // [contract v3 V8] The stream's retry field and the problem type are strings of Unicode scalar values.
+            // [contract V8] The stream's retry field and the problem type are strings of Unicode scalar values.
             if (input.StreamRetry != null && !RetryPolicy.IsScalarString(input.StreamRetry))
             {
                 throw new InvalidInputException("input.stream_retry");
@@ -3064,7 +3064,7 @@ namespace Retrygen.Generated
             }
             else if (outcome.Failure == FailureKind.Dropped)
             {
-                // [contract v3 R5a] A committed stream resumes when declared, and either continues after its last event id
+                // [contract R5a] A committed stream resumes when declared, and either continues after its last event id
                 // or may be replayed whole.
                 if (!(input.Resumable && (input.HasLastEventId || replayable)))
                 {
@@ -3073,7 +3073,7 @@ namespace Retrygen.Generated
 
                 reason = DecisionReason.StreamResume;
 
-                // [contract v3 S9] The stream's retry field is its server delay.
+                // [contract S9] The stream's retry field is its server delay.
                 serverDelay = StreamDelayMs(input.StreamRetry);
             }
             else
@@ -3085,12 +3085,12 @@ namespace Retrygen.Generated
                 }
                 else if (precondition && status == 412 && input.RetriesUsed > 0)
                 {
-                    // [contract v3 R6a] The precondition failed on a replay: an earlier attempt probably applied.
+                    // [contract R6a] The precondition failed on a replay: an earlier attempt probably applied.
                     return Stop(DecisionReason.PreconditionFailedAfterReplay, budgetTokens);
                 }
                 else if (problemType != null && policy.StopsOnProblemType(problemType))
                 {
-                    // [contract v3 R6b] A problem type that needs a person, not a retry.
+                    // [contract R6b] A problem type that needs a person, not a retry.
                     return Stop(DecisionReason.ProblemTypeStop, budgetTokens);
                 }
                 else if (key && policy.IsKeyReused(status))
@@ -3110,7 +3110,7 @@ namespace Retrygen.Generated
                 }
                 else if (problemType != null && replayable && policy.RetriesOnProblemType(problemType))
                 {
-                    // [contract v3 R9a] A problem type that retries a replayable request.
+                    // [contract R9a] A problem type that retries a replayable request.
                     reason = DecisionReason.ProblemTypeRetry;
                 }
                 else if (policy.IsRejected(status))
@@ -3136,7 +3136,7 @@ namespace Retrygen.Generated
                     return Stop(DecisionReason.StatusNotRetryable, budgetTokens);
                 }
 
-                // [contract v3 T1] An eligible throttling status.
+                // [contract T1] An eligible throttling status.
                 throttled = policy.IsThrottling(status);
 
                 // [contract R13] The server delay of an eligible status; some statuses need one.
@@ -3152,7 +3152,7 @@ namespace Retrygen.Generated
             {
                 if (policy.RetryAfterOverCap != OverCapMode.Clamp)
                 {
-                    // [contract v3 R14] The refused delay is reported, so the SDK can say how long the server asked for.
+                    // [contract R14] The refused delay is reported, so the SDK can say how long the server asked for.
                     return new Decision(false, 0, DecisionReason.RetryAfterOverCap, budgetTokens, false, Math.Min(serverDelay.Value, MaxCounter));
                 }
 
@@ -3873,7 +3873,7 @@ namespace Retrygen.Generated
 
             long cost = kind == BudgetKind.Timeout ? policy.BudgetTimeoutCost : policy.BudgetRetryCost;
 
-            // [contract v3 K2] A throttled retry costs the throttling cost, when the policy has one.
+            // [contract K2] A throttled retry costs the throttling cost, when the policy has one.
             if (kind == BudgetKind.Throttling && policy.BudgetThrottlingCost.HasValue)
             {
                 cost = policy.BudgetThrottlingCost.Value;

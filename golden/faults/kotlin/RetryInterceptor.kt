@@ -555,7 +555,7 @@ public class RetryInterceptor private constructor(
         var classification: Classification? = null
         var hasKey: Boolean = false
 
-        // [contract v3 X5] computed once from the request's headers, passed to every decision.
+        // [contract X5] computed once from the request's headers, passed to every decision.
         var hasPrecondition: Boolean = false
 
         // The last decision's refused server delay (contract v3 X8), for the finish event.
@@ -607,7 +607,7 @@ public class RetryInterceptor private constructor(
             loop.hasKey = RetryRuntime.hasIdempotencyKey(operation, request.headers)
             if (!loop.hasKey && mintIdempotencyKeys && classification.replayClass == ReplayClass.KEYED) {
                 // Once per request: every attempt sends this value. UUID.randomUUID draws from
-                // SecureRandom and prints the canonical lower-case form; [contract v3 X7] written as
+                // SecureRandom and prints the canonical lower-case form; [contract X7] written as
                 // the policy's idempotencyKeyFormat says.
                 val key = RetryRuntime.idempotencyKeyValue(checked.idempotencyKeyFormat, UUID.randomUUID().toString())
                 loop.request = request.newBuilder().header(keyHeader, key).build()
@@ -671,7 +671,7 @@ public class RetryInterceptor private constructor(
             var timedOut = outcome == Outcome.Transport && failure is InterruptedIOException
             var problemType: String? = null
             if (response != null && readsProblems && isProblem(response, classification)) {
-                // [contract v3 X6, Q1] the problem type decides: its body is read first, and a read
+                // [contract X6, Q1] the problem type decides: its body is read first, and a read
                 // that fails is this attempt's transport failure, as with P6.
                 val problem = readProblem(response)
                 if (problem.failure != null) {
@@ -720,10 +720,10 @@ public class RetryInterceptor private constructor(
                     budget.recordSuccess(loop.lastRetryCost)
                 }
                 if (response != null && classification.streaming) {
-                    // [contract v3 X1] handing the head over commits the call: its attempt timeout ends.
+                    // [contract X1] handing the head over commits the call: its attempt timeout ends.
                     endAttemptTimeout(loop, response)
                     if (!decision.retry && classification.resumable && loop.replayableBody && isStreamHead(response)) {
-                        // [contract v3 X2-X4] the caller reads complete events; a drop is resumed,
+                        // [contract X2-X4] the caller reads complete events; a drop is resumed,
                         // and the finish comes when the stream ends for the caller.
                         return ResumableStream(loop, call, response, reason).response()
                     }
@@ -785,7 +785,7 @@ public class RetryInterceptor private constructor(
             return null
         }
         if (loop.hasPrecondition && outcome.status == PRECONDITION_FAILED) {
-            // [contract v3 R6a] a 412 after a replay stops with its own reason: decide says which.
+            // [contract R6a] a 412 after a replay stops with its own reason: decide says which.
             return null
         }
         return settledDecision(checkNotNull(loop.classification).replayClass, loop.retriesUsed, loop.policy.maxRetries)
@@ -1005,7 +1005,7 @@ public class RetryInterceptor private constructor(
                         continue
                     }
                 if (read == -1L) {
-                    // [contract v3 A4] the body's clean end is the stream's: an event cut there is
+                    // [contract A4] the body's clean end is the stream's: an event cut there is
                     // discarded, as an event stream's reader discards it. A CR that ended the last
                     // line is a line end the scanner can only confirm with one byte more.
                     if (lastCr && !passThrough) {
@@ -1033,7 +1033,7 @@ public class RetryInterceptor private constructor(
             inFlight?.cancel()
             current.close()
             if (resuming) {
-                // [contract v3 X3] closing the body interrupts a resume's delay or send: aborted.
+                // [contract X3] closing the body interrupts a resume's delay or send: aborted.
                 finishStream(ABORTED, null, DecisionReason.ABORTED.wireName)
             } else {
                 finishStream(STATUS, head.code)
@@ -1097,7 +1097,7 @@ public class RetryInterceptor private constructor(
             if (length == 0) {
                 return
             }
-            // [contract v3 A5] only complete events reach the caller.
+            // [contract A5] only complete events reach the caller.
             scanner.feed(bytes, offset, length)
             lastCr = bytes[offset + length - 1] == CR
             held.write(bytes, offset, length)
@@ -1105,11 +1105,11 @@ public class RetryInterceptor private constructor(
             if (complete > moved) {
                 ready.write(held, complete - moved)
                 moved = complete
-                // [contract v3 A7] progress: the resumes are counted again from here.
+                // [contract A7] progress: the resumes are counted again from here.
                 dropRetries = 0
             }
             if (held.size > MAX_HELD_BYTES) {
-                // [contract v3 X2] an event too large to hold ends resumability for the call.
+                // [contract X2] an event too large to hold ends resumability for the call.
                 passThrough = true
                 ready.writeAll(held)
             }
@@ -1128,11 +1128,11 @@ public class RetryInterceptor private constructor(
                 end(failure, ABORTED, DecisionReason.ABORTED.wireName, null)
             }
             val timedOut = failure is InterruptedIOException
-            // [contract v3 X3] dropped, with the scanner's last event id and retry field.
+            // [contract X3] dropped, with the scanner's last event id and retry field.
             val decision = decide(loop, Outcome.Dropped, timedOut, null, dropRetries, scanner, !passThrough)
             loop.serverDelayMs = decision.serverDelayMs
             if (!decision.retry) {
-                // [contract v3 X3] refused: the caller's read fails with OkHttp's own error.
+                // [contract X3] refused: the caller's read fails with OkHttp's own error.
                 end(failure, STATUS, decision.reason.wireName)
             }
             val lastEventId = scanner.lastEventId
@@ -1143,7 +1143,7 @@ public class RetryInterceptor private constructor(
                 val response = resumed.first
                 if (response != null) {
                     if (!isStreamHead(response)) {
-                        // [contract v3 A6] any other answer ends the stream, with its status.
+                        // [contract A6] any other answer ends the stream, with its status.
                         response.close()
                         val error = StreamResumeException(response.code)
                         reason = DecisionReason.STREAM_NOT_RESUMABLE.wireName
@@ -1159,7 +1159,7 @@ public class RetryInterceptor private constructor(
                 }
                 val failed = outcomeName(outcome)
                 val resumeTimedOut = outcome == Outcome.Transport && error is InterruptedIOException
-                // [contract v3 A6] a resume's own failure before its commit is decided as any
+                // [contract A6] a resume's own failure before its commit is decided as any
                 // attempt's, its retries counted on.
                 val next = decide(loop, outcome, resumeTimedOut, null, dropRetries)
                 loop.serverDelayMs = next.serverDelayMs

@@ -872,7 +872,7 @@ class _Retrying:
             replayable=isinstance(stream, httpx.ByteStream) or _replayable(stream),
             attempt_timeout=attempt_timeout,
             read_body=read_body,
-            # [contract v3 X5] once, from the caller's headers, before any the adapter adds.
+            # [contract X5] once, from the caller's headers, before any the adapter adds.
             precondition=_has_precondition(request),
         )
 
@@ -998,7 +998,7 @@ class _Retrying:
             call.committed_status = stop.status
             if call.committed is None:
                 call.committed = response
-                # [contract v3 A7] a drop counts the resumes since the commit, or since the
+                # [contract A7] a drop counts the resumes since the commit, or since the
                 # last one that delivered an event.
                 call.retries_used = 0
             return
@@ -1012,7 +1012,7 @@ class _Retrying:
         None: refused, the finish event emitted with ``error`` (the client's own).
         """
         if feed.progress:
-            # [contract v3 A7] a response that delivered an event resets the count.
+            # [contract A7] a response that delivered an event resets the count.
             call.retries_used = 0
         decided = self._decide(
             call, Failure.DROPPED, timed_out=False, scanner=feed.scanner
@@ -1109,7 +1109,7 @@ class _Retrying:
                     problem_type=problem,
                 ),
             )
-            # [contract v3 X8] the last decision's refused server delay goes on the finish.
+            # [contract X8] the last decision's refused server delay goes on the finish.
             call.server_delay_ms = decision.server_delay_ms
             if not decision.retry:
                 return decision.reason
@@ -1128,7 +1128,7 @@ class _Retrying:
         if policy.budget_capacity == 0:
             call.released = 0
         elif decision.throttled:
-            # [contract v3 T1] a throttled retry's own cost, when the policy sets one.
+            # [contract T1] a throttled retry's own cost, when the policy sets one.
             throttling = policy.budget_throttling_cost
             call.released = (
                 policy.budget_retry_cost if throttling is None else throttling
@@ -1572,14 +1572,14 @@ class _EventFeed:
         ready = b""
         complete = self.scanner.complete_bytes - self._base
         if complete > self._released:
-            # [contract v3 X2] up to the blank line that dispatched the last event.
+            # [contract X2] up to the blank line that dispatched the last event.
             count = complete - self._released
             ready = bytes(held[:count])
             del held[:count]
             self._released = complete
             self.progress = True
         if len(held) > _MAX_PARTIAL_EVENT:
-            # [contract v3 X2] an event too large to hold: resumability ends for the call.
+            # [contract X2] an event too large to hold: resumability ends for the call.
             self.through = True
             ready += bytes(held)
             held.clear()
@@ -1643,7 +1643,7 @@ class _SyncEventStream(httpx.SyncByteStream):
                     finally:
                         self.resuming = False
                     continue
-                # [contract v3 A4] the body's clean end is the stream's.
+                # [contract A4] the body's clean end is the stream's.
                 tail = feed.tail()
                 if tail:
                     yield tail
@@ -1730,7 +1730,7 @@ class _AsyncEventStream(httpx.AsyncByteStream):
                     finally:
                         self.resuming = False
                     continue
-                # [contract v3 A4] the body's clean end is the stream's.
+                # [contract A4] the body's clean end is the stream's.
                 tail = feed.tail()
                 if tail:
                     yield tail
@@ -1937,7 +1937,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         transport = routes.default if not routes.mounts else routes.for_url(request.url)
         response = self._exchange_sync(call, transport, request)
         if call.committed is response:
-            # [contract v3 X2-X4] a resumable event stream: complete events, resumed on a drop.
+            # [contract X2-X4] a resumable event stream: complete events, resumed on a drop.
             response.stream = _SyncEventStream(self, call, transport, request, response)
         return response
 
@@ -2050,7 +2050,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                     response, _read_sync(response, PROBLEM_BODY_MAX_BYTES)
                 )
             except BaseException as error:
-                # [contract v3 X6] a problem body that cannot be read: a transport failure.
+                # [contract X6] a problem body that cannot be read: a transport failure.
                 delay = retrying.failed(call, error, body=True)
                 if delay is None:
                     raise
@@ -2087,7 +2087,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         transport = routes.default if not routes.mounts else routes.for_url(request.url)
         response = await self._exchange_async(call, transport, request)
         if call.committed is response:
-            # [contract v3 X2-X4] a resumable event stream: complete events, resumed on a drop.
+            # [contract X2-X4] a resumable event stream: complete events, resumed on a drop.
             response.stream = _AsyncEventStream(
                 self, call, transport, request, response
             )
@@ -2196,7 +2196,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                         response, PROBLEM_BODY_MAX_BYTES, left
                     )
                 except BaseException as error:
-                    # [contract v3 X6] a problem body that cannot be read: a transport failure.
+                    # [contract X6] a problem body that cannot be read: a transport failure.
                     delay = retrying.failed(
                         call,
                         error,

@@ -277,7 +277,7 @@ where
     headers.into_iter().any(|(name, value)| {
         let name = name.as_ref();
         let value = value.as_ref().trim_matches([' ', '\t']);
-        // [contract v3 H2]
+        // [contract H2]
         (name.eq_ignore_ascii_case("if-match") && !value.is_empty() && value != "*")
             || (name.eq_ignore_ascii_case("if-none-match") && value == "*")
     })
@@ -448,7 +448,7 @@ impl OperationTable {
     /// call allocates nothing (the matcher is built by the first call).
     #[must_use]
     pub fn classify(&self, method: &str, target: &str) -> Classification {
-        // [contract v3 C3] The table's class for unknown requests, its policy's.
+        // [contract C3] The table's class for unknown requests, its policy's.
         self.classify_with(self.base_path, self.unknown, method, target)
     }
 
@@ -1572,7 +1572,7 @@ impl FromStr for KeyFormat {
 pub fn idempotency_key_value(format: KeyFormat, uuid: &str) -> String {
     match format {
         KeyFormat::Uuid => uuid.to_string(),
-        // [contract v3 F1] An RFC 9651 String: a UUID's characters need no escape.
+        // [contract F1] An RFC 9651 String: a UUID's characters need no escape.
         KeyFormat::SfString => format!("\"{uuid}\""),
     }
 }
@@ -1693,7 +1693,7 @@ impl RetryPolicy {
             self.budget_success_refund,
             0..=BUDGET_MAX,
         )?;
-        // [contract v3 V1] v3's keys after v2's, in the table's order (the key format is an
+        // [contract V1] v3's keys after v2's, in the table's order (the key format is an
         // enum: its parser rejects unknown names).
         check_statuses("policy.throttling_statuses", &self.throttling_statuses)?;
         if let Some(base) = self.throttling_initial_backoff_ms {
@@ -1716,7 +1716,7 @@ impl RetryPolicy {
         if self.initial_backoff_ms > self.max_backoff_ms {
             return Err(InvalidInput::new("policy.max_backoff_ms"));
         }
-        // [contract v3 V2] The throttling base, too, is at most the largest backoff.
+        // [contract V2] The throttling base, too, is at most the largest backoff.
         if self
             .throttling_initial_backoff_ms
             .is_some_and(|base| base > self.max_backoff_ms)
@@ -1951,7 +1951,7 @@ fn check_input(policy: &RetryPolicy, input: &DecisionInput<'_>) -> Result<(), In
     if let Some(tokens) = input.budget_tokens {
         check_tokens(policy, tokens)?;
     }
-    // [contract v3 V8] `stream_retry` and `problem_type` are `&str`, always Unicode scalar
+    // [contract V8] `stream_retry` and `problem_type` are `&str`, always Unicode scalar
     // values: an SDK that holds bytes reports `input.stream_retry` or `input.problem_type` when
     // converting them.
     Ok(())
@@ -2273,7 +2273,7 @@ fn decide_valid(policy: &RetryPolicy, input: &DecisionInput<'_>) -> Decision {
         return stop(Reason::Exhausted);
     }
     let key = input.has_idempotency_key;
-    // [contract v3 H2] A precondition that a replay fails makes a keyed or non-replayable
+    // [contract H2] A precondition that a replay fails makes a keyed or non-replayable
     // request replayable: a duplicate gets 412 instead of applying twice.
     let replayable = input.class.is_replayable(key)
         || (input.has_precondition
@@ -2286,7 +2286,7 @@ fn decide_valid(policy: &RetryPolicy, input: &DecisionInput<'_>) -> Decision {
         // [contract R5]
         Outcome::Transport if replayable => (Reason::TransportFailure, None),
         Outcome::Transport => return stop(Reason::NotReplayable),
-        // [contract v3 R5a] A committed stream goes on only when declared resumable, and then
+        // [contract R5a] A committed stream goes on only when declared resumable, and then
         // either after its last event id or as a full replay of a replayable request.
         Outcome::Dropped if input.resumable && (input.has_last_event_id || replayable) => {
             (Reason::StreamResume, None)
@@ -2308,11 +2308,11 @@ fn decide_valid(policy: &RetryPolicy, input: &DecisionInput<'_>) -> Decision {
                 // [contract R6]
                 return stop(Reason::ServerSaidNo);
             } else if input.has_precondition && status == 412 && input.retries_used > 0 {
-                // [contract v3 R6a] The precondition failed on a replay: an earlier attempt
+                // [contract R6a] The precondition failed on a replay: an earlier attempt
                 // probably applied, and the SDK can read the resource instead.
                 return stop(Reason::PreconditionFailedAfterReplay);
             } else if problem.is_some_and(|t| policy.stop_problem_types.iter().any(|s| s == t)) {
-                // [contract v3 R6b] A quota needs a person, not a retry.
+                // [contract R6b] A quota needs a person, not a retry.
                 return stop(Reason::ProblemTypeStop);
             } else if key && policy.key_reused_statuses.contains(&status) {
                 // [contract R7]
@@ -2326,7 +2326,7 @@ fn decide_valid(policy: &RetryPolicy, input: &DecisionInput<'_>) -> Decision {
             } else if replayable
                 && problem.is_some_and(|t| policy.retry_problem_types.iter().any(|r| r == t))
             {
-                // [contract v3 R9a] A problem type that retries, for a replayable request only.
+                // [contract R9a] A problem type that retries, for a replayable request only.
                 Reason::ProblemTypeRetry
             } else if policy.rejected_statuses.contains(&status) {
                 // [contract R10]
@@ -2344,7 +2344,7 @@ fn decide_valid(policy: &RetryPolicy, input: &DecisionInput<'_>) -> Decision {
             (reason, Some((status, retry_after, retry_after_ms)))
         }
     };
-    // [contract v3 T1] An eligible throttling status: its own backoff base and budget cost.
+    // [contract T1] An eligible throttling status: its own backoff base and budget cost.
     let throttled =
         headers.is_some_and(|(status, ..)| policy.throttling_statuses.contains(&status));
     // [contract R13] A status outcome's server delay is in its headers.
@@ -2356,7 +2356,7 @@ fn decide_valid(policy: &RetryPolicy, input: &DecisionInput<'_>) -> Decision {
             }
             server
         }
-        // [contract v3 S9] A dropped stream's is its last `retry:` field, never a header.
+        // [contract S9] A dropped stream's is its last `retry:` field, never a header.
         None if input.outcome == Outcome::Dropped => input.stream_retry.and_then(stream_delay),
         None => None,
     };
@@ -2366,7 +2366,7 @@ fn decide_valid(policy: &RetryPolicy, input: &DecisionInput<'_>) -> Decision {
         // [contract R14]
         Some(ServerDelay::Millis(ms)) if ms <= cap => ms,
         Some(asked) if policy.retry_after_over_cap == OverCapMode::Refuse => {
-            // [contract v3 R14] The refused wait is reported, so the SDK can raise its "retry
+            // [contract R14] The refused wait is reported, so the SDK can raise its "retry
             // after" error with it.
             let asked = match asked {
                 ServerDelay::Millis(ms) => ms.min(MAX_COUNTER.unsigned_abs()),
@@ -2426,7 +2426,7 @@ fn decide_valid(policy: &RetryPolicy, input: &DecisionInput<'_>) -> Decision {
     clippy::cast_sign_loss
 )]
 fn backoff_ms(policy: &RetryPolicy, input: &DecisionInput<'_>, throttled: bool) -> u64 {
-    // [contract v3 T1] A throttled retry grows from the throttling base, when there is one (B5's
+    // [contract T1] A throttled retry grows from the throttling base, when there is one (B5's
     // first delay too).
     let initial = match policy.throttling_initial_backoff_ms {
         Some(base) if throttled => base,
@@ -2777,7 +2777,7 @@ fn acquire(policy: &RetryPolicy, tokens: i64, kind: BudgetKind) -> (bool, i64) {
     let cost = match kind {
         BudgetKind::Retry => policy.budget_retry_cost,
         BudgetKind::Timeout => policy.budget_timeout_cost,
-        // [contract v3 K2]
+        // [contract K2]
         BudgetKind::Throttling => policy
             .budget_throttling_cost
             .unwrap_or(policy.budget_retry_cost),
@@ -3090,7 +3090,7 @@ pub fn problem_type_of(content_type: Option<&str>, body: &[u8], complete: bool) 
     scanner.space();
     scanner.object(1, Some(&mut types))?;
     scanner.space();
-    // [contract v3 Q2] One JSON object and nothing after it; exactly one `type`, a string.
+    // [contract Q2] One JSON object and nothing after it; exactly one `type`, a string.
     if scanner.at != scanner.data.len() || types.count != 1 {
         return None;
     }
@@ -3397,7 +3397,7 @@ impl EventStreamScanner {
     fn scan(&mut self, b: u8) {
         self.consumed += 1;
         if !self.started {
-            // [contract v3 E2] A leading byte order mark is skipped, matched as its bytes
+            // [contract E2] A leading byte order mark is skipped, matched as its bytes
             // arrive; a partial one starts a line (that can be no field of ours).
             if b == BYTE_ORDER_MARK[self.bom] {
                 self.bom += 1;

@@ -394,7 +394,7 @@ export function retryingFetch<F extends FetchLike>(
   const { onRetry, onFinish } = options;
   const send = fetch as unknown as Send;
   const keyFormat = policy.idempotencyKeyFormat ?? "uuid";
-  // [contract v3 Q1] problem bodies are read only when some problem type can change a decision.
+  // [contract Q1] problem bodies are read only when some problem type can change a decision.
   // (An omitted stopProblemTypes holds the two defaults.)
   const readProblems =
     (policy.stopProblemTypes?.length ?? 2) > 0 ||
@@ -491,7 +491,7 @@ export function retryingFetch<F extends FetchLike>(
       hasKey = hasIdempotencyKey(operation, headerPairs(callerHeaders));
       if (!hasKey && mintKeys && replayClass === "keyed") {
         const keyed = new host.Headers(callerHeaders);
-        // [contract v3 X7] written as the policy's idempotencyKeyFormat says.
+        // [contract X7] written as the policy's idempotencyKeyFormat says.
         keyed.set(
           keyHeader,
           idempotencyKeyValue(keyFormat, newIdempotencyKey()),
@@ -500,7 +500,7 @@ export function retryingFetch<F extends FetchLike>(
         hasKey = true;
       }
     }
-    // [contract v3 X5] once per request, passed to every decision.
+    // [contract X5] once per request, passed to every decision.
     const precondition =
       callerHeaders !== undefined &&
       hasPrecondition(headerPairs(callerHeaders));
@@ -532,7 +532,7 @@ export function retryingFetch<F extends FetchLike>(
     let totalDelayMs = 0;
     let released = 0;
     let redirects = 0;
-    // [contract v3 X8] the last decision's refused server delay, for the finish event.
+    // [contract X8] the last decision's refused server delay, for the finish event.
     let serverDelay: number | null = null;
     const finish = (
       reason: FinishReason,
@@ -561,7 +561,7 @@ export function retryingFetch<F extends FetchLike>(
     };
 
     /**
-     * [contract v3 X2-X4] The response handed over for a resumable event stream: a new response
+     * [contract X2-X4] The response handed over for a resumable event stream: a new response
      * of the same class whose body passes the server's bytes through the event scanner and
      * releases complete events only, resuming a dropped stream with `Last-Event-ID`; the finish
      * event comes when the stream ends for the caller. `null` where the platform cannot build
@@ -584,7 +584,7 @@ export function retryingFetch<F extends FetchLike>(
         return null;
       }
       let reader = (body as BodyStream).getReader();
-      // [contract v3 X3] from the caller's own Last-Event-ID (an SDK resuming a stream itself):
+      // [contract X3] from the caller's own Last-Event-ID (an SDK resuming a stream itself):
       // a drop before the first event resumes from there.
       let scanner = new EventStreamScanner(lastEventIdOf(callerHeaders) ?? "");
       let status = committed.status;
@@ -618,7 +618,7 @@ export function retryingFetch<F extends FetchLike>(
       }
       let wrapped: ResponseLike | null = null;
       /**
-       * [contract v3 X4] The finish of the stream: outcome `status` with the committed
+       * [contract X4] The finish of the stream: outcome `status` with the committed
        * response's status (the call returned a response), the reason telling why it ended.
        */
       // A resume waits or is sent: the caller ending the call now ends it aborted (X4).
@@ -882,7 +882,7 @@ export function retryingFetch<F extends FetchLike>(
             const before = heldAt;
             hand(controller, complete);
             if (heldBytes > MAX_EVENT_BYTES) {
-              // [contract v3 X2] an event too long to hold: passed on as it comes, and a later
+              // [contract X2] an event too long to hold: passed on as it comes, and a later
               // drop reaches the caller.
               resumable = false;
               hand(controller, heldAt + heldBytes);
@@ -1048,7 +1048,7 @@ export function retryingFetch<F extends FetchLike>(
         const statusOutcome = new StatusOutcome(response, policy);
         outcome = statusOutcome;
         if (problemsOf(response)) {
-          // [contract v3 Q1] the problem type, from at most the body's first 64 KiB, read
+          // [contract Q1] the problem type, from at most the body's first 64 KiB, read
           // through a clone: the response keeps its whole body.
           const read = await readProblem(response);
           const fired = sent.fired?.() ?? false;

@@ -874,7 +874,7 @@ namespace Example.Sandbox.Retry
                 }
             }
 
-            // [contract v3 H2] X5: a precondition that fails on a replay, read once from the caller's headers.
+            // [contract H2] X5: a precondition that fails on a replay, read once from the caller's headers.
             bool hasPrecondition = HasPrecondition(request);
 
             // 3. The body: replayable, made replayable by buffering it once, or sent once.
@@ -989,7 +989,7 @@ namespace Example.Sandbox.Retry
                     // 5-6. Decide, with the budget of this handler (only a replayable request takes from it).
                     status = response == null ? 0 : (int)response.StatusCode;
 
-                    // [contract v3 Q1] X6: the problem type of an error status, from at most 64 KiB of its body read
+                    // [contract Q1] X6: the problem type of an error status, from at most 64 KiB of its body read
                     // under the attempt's limits; the body is handed over whole. A read that fails is this attempt's failure.
                     string problemType = null;
                     if (response != null && status >= 400 && replayClass != ReplayClass.NoRetry && ReadsProblem(decided, response, method))
@@ -1051,7 +1051,7 @@ namespace Example.Sandbox.Retry
                     {
                         if (operation != null && operation.Resumable && decision != null && !decision.Retry && status >= 200 && status < 300 && IsEventStream(response, method))
                         {
-                            // [contract v3 A5] X2-X4: the caller reads complete events, a drop is resumed, and the
+                            // [contract A5] X2-X4: the caller reads complete events, a drop is resumed, and the
                             // finish (and the budget's success) come when the stream ends for the caller.
                             var stream = new ResumableStream(response, attempt)
                             {
@@ -1819,7 +1819,7 @@ namespace Example.Sandbox.Retry
         }
 
         /// <summary>
-        /// [contract v3 Q1] Whether the problem type of a response is read before deciding: the policy names problem
+        /// [contract Q1] Whether the problem type of a response is read before deciding: the policy names problem
         /// types, and the body is <c>application/problem+json</c> (the caller checks the status and the class).
         /// </summary>
         private static bool ReadsProblem(RetryPolicy policy, HttpResponseMessage response, string method)
@@ -1833,7 +1833,7 @@ namespace Example.Sandbox.Retry
             return type != null && string.Equals(type.MediaType, "application/problem+json", StringComparison.OrdinalIgnoreCase);
         }
 
-        /// <summary>[contract v3 H2] The request's precondition, from its <c>If-Match</c> and <c>If-None-Match</c> fields.</summary>
+        /// <summary>[contract H2] The request's precondition, from its <c>If-Match</c> and <c>If-None-Match</c> fields.</summary>
         private static bool HasPrecondition(HttpRequestMessage request)
         {
             HttpRequestHeaders headers = request.Headers;
@@ -1857,7 +1857,7 @@ namespace Example.Sandbox.Retry
             return RetryRuntime.HasPrecondition(fields);
         }
 
-        /// <summary>[contract v3 R17] What a granted retry took from the budget: the throttling cost for a throttled one (T1).</summary>
+        /// <summary>[contract R17] What a granted retry took from the budget: the throttling cost for a throttled one (T1).</summary>
         private long RetryCost(Decision decision, bool timedOut)
         {
             if (policy.BudgetCapacity == 0)
@@ -2231,7 +2231,7 @@ namespace Example.Sandbox.Retry
                     }
                     catch (Exception e) when (!closed.IsCancellationRequested && !cancellationToken.IsCancellationRequested && IsExchangeFailure(e))
                     {
-                        // [contract v3 A4] A drop: the read failed before the body's clean end.
+                        // [contract A4] A drop: the read failed before the body's clean end.
                         await ResumeAsync(e, cancellationToken, isAsync).ConfigureAwait(false);
                         continue;
                     }
@@ -2260,7 +2260,7 @@ namespace Example.Sandbox.Retry
                         passThrough = true;
                     }
 
-                    // [contract v3 A7] A complete event (not a lone byte order mark) resets the count of resumes.
+                    // [contract A7] A complete event (not a lone byte order mark) resets the count of resumes.
                     if (!passThrough && (scanner.CompleteBytes > 3 || (scanner.CompleteBytes > 0 && firstByte != 0xEF)))
                     {
                         RetriesUsed = 0;
@@ -2290,7 +2290,7 @@ namespace Example.Sandbox.Retry
             }
 
             /// <summary>
-            /// [contract v3 A6, X3] After a drop: decide, and while the decision grants, sleep and send the request again
+            /// [contract A6, X3] After a drop: decide, and while the decision grants, sleep and send the request again
             /// with <c>Last-Event-ID</c> until a 2xx event stream answers (then return: the caller reads on). Throws the
             /// drop's error when it is refused, the last failure when a resume's own attempts are refused, a
             /// <see cref="RetryStreamException"/> when a resume is answered with anything else.
@@ -2311,7 +2311,7 @@ namespace Example.Sandbox.Retry
                     ExceptionDispatchInfo.Capture(error).Throw();
                 }
 
-                // [contract v3 A5] The bytes of an event the drop cut are discarded.
+                // [contract A5] The bytes of an event the drop cut are discarded.
                 Release();
                 while (true)
                 {
@@ -2389,7 +2389,7 @@ namespace Example.Sandbox.Retry
                                 limit.CancelAfter(Timeout.Value);
                             }
 
-                            // [contract v3 A3] The attempt timeout ends at this resume's commit, its head.
+                            // [contract A3] The attempt timeout ends at this resume's commit, its head.
                             response = await Handler.SendInnerAsync(message, limit.Token, isAsync).ConfigureAwait(false);
                         }
                         catch (Exception e) when (IsExchangeFailure(e) || limit.IsCancellationRequested)
@@ -2426,7 +2426,7 @@ namespace Example.Sandbox.Retry
 
                     if (response == null)
                     {
-                        // [contract v3 A6] A resume's own failure before its commit is decided as any attempt's.
+                        // [contract A6] A resume's own failure before its commit is decided as any attempt's.
                         continue;
                     }
 

@@ -679,7 +679,7 @@ func (t *roundTripper) prepare(r *request) error {
 		if err != nil {
 			return err
 		}
-		// [contract v3 X7] Written as the policy's idempotency_key_format says.
+		// [contract X7] Written as the policy's idempotency_key_format says.
 		key, err := IdempotencyKeyValue(r.policy.IdempotencyKeyFormat, uuid)
 		if err != nil {
 			return err
@@ -694,7 +694,7 @@ func (t *roundTripper) prepare(r *request) error {
 		r.header.Set(op.IdempotencyHeader, key)
 	}
 	r.hasKey = op.HasIdempotencyKey(r.header)
-	// [contract v3 X5] Computed once, before the attempt header and Last-Event-ID are added.
+	// [contract X5] Computed once, before the attempt header and Last-Event-ID are added.
 	r.hasPrecondition = HasPrecondition(r.header)
 	r.prepareBody(t.next)
 	if deadline, ok := r.ctx.Deadline(); ok {

@@ -583,7 +583,7 @@ func newAPI(rows []OperationRow) *api {
 			IdempotencyHeader: row.IdempotencyHeader,
 			Pattern:           safePattern(segments),
 			Streaming:         row.Streaming,
-			// [contract v3 A2] A no_retry operation is never resumable.
+			// [contract A2] A no_retry operation is never resumable.
 			Resumable: row.Resumable && row.Streaming && row.Class != ClassNoRetry,
 		}
 		if _, taken := a.byID[row.OperationID]; row.HasOperationID && !taken {
@@ -1208,7 +1208,7 @@ func IdempotencyKeyValue(format KeyFormat, uuid string) (string, error) {
 	case KeyFormatUUID:
 		return uuid, nil
 	case KeyFormatSFString:
-		// [contract v3 F1] An RFC 9651 String: the UUID's characters need no escape.
+		// [contract F1] An RFC 9651 String: the UUID's characters need no escape.
 		return `"` + uuid + `"`, nil
 	}
 	return "", invalid("policy.idempotency_key_format")
@@ -1451,7 +1451,7 @@ func (p Policy) Validate() error {
 		return invalid("policy.budget_timeout_cost")
 	case !inRange(p.BudgetSuccessRefund, 0, budgetMax):
 		return invalid("policy.budget_success_refund")
-	// [contract v3 V1] Contract v3's keys, after v2's, in the policy table's order.
+	// [contract V1] Contract v3's keys, after v2's, in the policy table's order.
 	case !validStatuses(p.ThrottlingStatuses):
 		return invalid("policy.throttling_statuses")
 	case p.HasThrottlingInitialBackoff && !inRange(p.ThrottlingInitialBackoffMs, 1, msPerDay) ||
@@ -1469,7 +1469,7 @@ func (p Policy) Validate() error {
 	// [contract V2] The backoff range must not be empty.
 	case p.InitialBackoffMs > p.MaxBackoffMs:
 		return invalid("policy.max_backoff_ms")
-	// [contract v3 V2] Nor the throttling one.
+	// [contract V2] Nor the throttling one.
 	case p.HasThrottlingInitialBackoff && p.ThrottlingInitialBackoffMs > p.MaxBackoffMs:
 		return invalid("policy.max_backoff_ms")
 	}
@@ -1560,7 +1560,7 @@ func (in Input) validate(p Policy) error {
 			return err
 		}
 	}
-	// [contract v3 V8] The stream's retry field and the problem type are valid UTF-8.
+	// [contract V8] The stream's retry field and the problem type are valid UTF-8.
 	if !utf8.ValidString(in.StreamRetry) {
 		return invalid("input.stream_retry")
 	}
@@ -1671,7 +1671,7 @@ func decide(p Policy, in Input) Decision {
 		return stop
 	}
 	key := in.HasIdempotencyKey
-	// [contract v3 H2] A precondition a replay fails makes a keyed or non_replayable request
+	// [contract H2] A precondition a replay fails makes a keyed or non_replayable request
 	// replayable: a duplicate gets 412 rather than applying twice.
 	replayable := in.Class == ClassIdempotent || in.Class == ClassKeyed && key ||
 		in.HasPrecondition && (in.Class == ClassKeyed || in.Class == ClassNonReplayable)
@@ -1696,7 +1696,7 @@ func decide(p Policy, in Input) Decision {
 	case failure == FailureTransport:
 		reason = ReasonTransportFailure
 	case failure == FailureDropped && !(in.Resumable && (in.HasLastEventID || replayable)):
-		// [contract v3 R5a] A committed stream goes on only when declared resumable, and either
+		// [contract R5a] A committed stream goes on only when declared resumable, and either
 		// continues after its last event id or may be replayed whole.
 		stop.Reason = ReasonStreamNotResumable
 		return stop
@@ -1707,12 +1707,12 @@ func decide(p Policy, in Input) Decision {
 		stop.Reason = ReasonServerSaidNo
 		return stop
 	case in.HasPrecondition && status == 412 && in.RetriesUsed > 0:
-		// [contract v3 R6a] The precondition failed on a replay: an earlier attempt probably
+		// [contract R6a] The precondition failed on a replay: an earlier attempt probably
 		// applied, so the SDK can read the resource rather than report a conflict.
 		stop.Reason = ReasonPreconditionFailedAfterReplay
 		return stop
 	case problem != "" && slices.Contains(p.StopProblemTypes, problem):
-		// [contract v3 R6b] A problem type that needs a person, not a retry.
+		// [contract R6b] A problem type that needs a person, not a retry.
 		stop.Reason = ReasonProblemTypeStop
 		return stop
 	case key && containsStatus(p.KeyReusedStatuses, status):
@@ -1726,7 +1726,7 @@ func decide(p Policy, in Input) Decision {
 		// [contract R9] The server's yes, for a replayable request only.
 		reason = ReasonServerSaidYes
 	case problem != "" && replayable && slices.Contains(p.RetryProblemTypes, problem):
-		// [contract v3 R9a] A problem type that retries, for a replayable request only.
+		// [contract R9a] A problem type that retries, for a replayable request only.
 		reason = ReasonProblemTypeRetry
 	case containsStatus(p.RejectedStatuses, status):
 		// [contract R10] The API returns the status before doing anything.
@@ -1742,14 +1742,14 @@ func decide(p Policy, in Input) Decision {
 		stop.Reason = ReasonStatusNotRetryable
 		return stop
 	}
-	// [contract v3 T1] An eligible throttling status: its own backoff base and budget cost.
+	// [contract T1] An eligible throttling status: its own backoff base and budget cost.
 	throttled := failure == "" && containsStatus(p.ThrottlingStatuses, status)
 	delay := int64(-1)
 	if failure == "" || failure == FailureDropped {
 		var ms int64
 		var kind delayKind
 		if failure == FailureDropped {
-			// [contract v3 S9] A dropped stream's server delay is its last retry: field, and
+			// [contract S9] A dropped stream's server delay is its last retry: field, and
 			// never a response header.
 			ms, kind = streamDelay(in.StreamRetry)
 		} else {
@@ -1764,7 +1764,7 @@ func decide(p Policy, in Input) Decision {
 		if kind == delayTooLarge || kind == delayGiven && ms > p.RetryAfterCapMs {
 			if p.RetryAfterOverCap != OverCapClamp {
 				stop.Reason = ReasonRetryAfterOverCap
-				// [contract v3 R14] The refused wait is reported, so that the SDK can say how
+				// [contract R14] The refused wait is reported, so that the SDK can say how
 				// long the server asked for.
 				stop.ServerDelayMs = maxCounter
 				if kind == delayGiven {
@@ -1780,7 +1780,7 @@ func decide(p Policy, in Input) Decision {
 	}
 	// [contract R15] Without a server delay, the backoff.
 	if delay < 0 {
-		// [contract v3 T1] A throttled retry's backoff grows from the throttling base (p is
+		// [contract T1] A throttled retry's backoff grows from the throttling base (p is
 		// this call's copy).
 		if throttled && p.HasThrottlingInitialBackoff {
 			p.InitialBackoffMs = p.ThrottlingInitialBackoffMs
@@ -1798,7 +1798,7 @@ func decide(p Policy, in Input) Decision {
 		if in.TimedOut {
 			kind = BudgetTimeout
 		}
-		// [contract v3 R17] A throttled retry pays the throttling cost, timed out or not.
+		// [contract R17] A throttled retry pays the throttling cost, timed out or not.
 		if throttled {
 			kind = BudgetThrottling
 		}
@@ -2173,7 +2173,7 @@ func budgetAcquire(p Policy, tokens int64, kind BudgetKind) (bool, int64) {
 	if kind == BudgetTimeout {
 		cost = p.BudgetTimeoutCost
 	}
-	// [contract v3 K2] A throttled retry costs the throttling cost, when the policy has one.
+	// [contract K2] A throttled retry costs the throttling cost, when the policy has one.
 	if kind == BudgetThrottling && p.HasBudgetThrottlingCost {
 		cost = p.BudgetThrottlingCost
 	}

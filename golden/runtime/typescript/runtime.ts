@@ -479,7 +479,7 @@ export function checkPolicy(policy: RetryPolicy): void {
     0,
     BUDGET_MAX,
   );
-  // [contract v3 V1] v3's keys, after v2's, in the table's order; an omitted
+  // [contract V1] v3's keys, after v2's, in the table's order; an omitted
   // key is its default.
   if (policy.throttlingStatuses !== undefined) {
     checkStatuses("policy.throttling_statuses", policy.throttlingStatuses);
@@ -502,7 +502,7 @@ export function checkPolicy(policy: RetryPolicy): void {
   if (policy.initialBackoffMs > policy.maxBackoffMs) {
     throw new RetryInputError("policy.max_backoff_ms");
   }
-  // [contract v3 V2] nor may the throttling base exceed the cap.
+  // [contract V2] nor may the throttling base exceed the cap.
   if (throttlingBase !== null && throttlingBase > policy.maxBackoffMs) {
     throw new RetryInputError("policy.max_backoff_ms");
   }
@@ -573,7 +573,7 @@ function checkInput(policy: RetryPolicy, input: DecisionInput): void {
   if (tokens !== null && tokens !== undefined) {
     checkTokens(policy, tokens);
   }
-  // [contract v3 V8] the stream's retry field and the problem type.
+  // [contract V8] the stream's retry field and the problem type.
   checkOptionalText("input.stream_retry", input.streamRetry);
   checkOptionalText("input.problem_type", input.problemType);
 }
@@ -862,7 +862,7 @@ export function retryTables(data: TablesData): RetryTables {
   const basePath = data.basePath;
   const policy = data.policy;
   Object.freeze(operations);
-  // [contract v3 C3] every classifier, the module's own included, gives an
+  // [contract C3] every classifier, the module's own included, gives an
   // unknown request the class the policy's unknownOperationClass says.
   const newClassifier = (
     base: string | null = null,
@@ -2039,7 +2039,7 @@ export function decide(policy: RetryPolicy, input: DecisionInput): Decision {
   }
   const key = input.hasIdempotencyKey === true;
   const cls = input.replayClass;
-  // [contract v3 H2] a precondition a replay fails makes a keyed or
+  // [contract H2] a precondition a replay fails makes a keyed or
   // non_replayable request replayable: a duplicate gets 412, not applied twice.
   const replayable =
     cls === "idempotent" ||
@@ -2057,7 +2057,7 @@ export function decide(policy: RetryPolicy, input: DecisionInput): Decision {
       : stop("not_replayable", tokens);
   }
   if (outcome.kind === "dropped") {
-    // [contract v3 R5a] a committed stream goes on only when resumable, and
+    // [contract R5a] a committed stream goes on only when resumable, and
     // either continues after its last event id or may be replayed whole.
     if (
       input.resumable !== true ||
@@ -2065,7 +2065,7 @@ export function decide(policy: RetryPolicy, input: DecisionInput): Decision {
     ) {
       return stop("stream_not_resumable", tokens);
     }
-    // [contract v3 S9] its server delay is the stream's `retry:` field,
+    // [contract S9] its server delay is the stream's `retry:` field,
     // never a response header.
     const server = streamDelayMs(input.streamRetry);
     return capped(policy, input, "stream_resume", server, tokens, false);
@@ -2077,7 +2077,7 @@ export function decide(policy: RetryPolicy, input: DecisionInput): Decision {
   if (directive === false) {
     return stop("server_said_no", tokens);
   }
-  // [contract v3 R6a] the precondition failed on a replay: an earlier attempt
+  // [contract R6a] the precondition failed on a replay: an earlier attempt
   // probably applied, so the SDK can read the resource instead.
   if (
     status === 412 &&
@@ -2086,7 +2086,7 @@ export function decide(policy: RetryPolicy, input: DecisionInput): Decision {
   ) {
     return stop("precondition_failed_after_replay", tokens);
   }
-  // [contract v3 R6b] a problem type that needs a person, not a retry.
+  // [contract R6b] a problem type that needs a person, not a retry.
   if (
     problem !== null &&
     (policy.stopProblemTypes ?? DEFAULT_STOP_PROBLEM_TYPES).includes(problem)
@@ -2109,7 +2109,7 @@ export function decide(policy: RetryPolicy, input: DecisionInput): Decision {
     replayable &&
     (policy.retryProblemTypes ?? NO_PROBLEM_TYPES).includes(problem)
   ) {
-    // [contract v3 R9a] a problem type that retries, replayable requests only.
+    // [contract R9a] a problem type that retries, replayable requests only.
     reason = "problem_type_retry";
   } else if (policy.rejectedStatuses.includes(status)) {
     // [contract R10]
@@ -2124,7 +2124,7 @@ export function decide(policy: RetryPolicy, input: DecisionInput): Decision {
     // [contract R12]
     return stop("status_not_retryable", tokens);
   }
-  // [contract v3 T1] an eligible throttling status: its own backoff base and
+  // [contract T1] an eligible throttling status: its own backoff base and
   // budget cost.
   const throttled = (
     policy.throttlingStatuses ?? DEFAULT_THROTTLING_STATUSES
@@ -2153,7 +2153,7 @@ function capped(
   // [contract R14]
   if (server !== null && server > policy.retryAfterCapMs) {
     if (policy.retryAfterOverCap === "refuse") {
-      // [contract v3 R14] the server's wait is reported, at most 2^53 - 1.
+      // [contract R14] the server's wait is reported, at most 2^53 - 1.
       return stop(
         "retry_after_over_cap",
         tokens,
@@ -2196,7 +2196,7 @@ function wait(
   // [contract R17]
   let after = tokens;
   if (tokens !== null) {
-    // [contract v3 R17] kind `throttling` for a throttled retry.
+    // [contract R17] kind `throttling` for a throttled retry.
     after = acquire(
       policy,
       tokens,
@@ -2620,7 +2620,7 @@ function acquire(
   if (kind === "timeout") {
     cost = policy.budgetTimeoutCost;
   } else if (kind === "throttling") {
-    // [contract v3 K2] the throttling cost, when the policy has one.
+    // [contract K2] the throttling cost, when the policy has one.
     cost = policy.budgetThrottlingCost ?? cost;
   }
   return tokens < cost ? -1 : tokens - cost;
@@ -2795,7 +2795,7 @@ export function hasPrecondition(
   headers: Iterable<readonly [name: string, value: string]>,
 ): boolean {
   for (const [name, value] of headers) {
-    // [contract v3 H2]
+    // [contract H2]
     if (equalsAsciiIgnoreCase(name, "if-match")) {
       const v = trimSpaces(value);
       if (v !== "" && v !== "*") {
@@ -2849,7 +2849,7 @@ export function problemTypeOf(
   ) {
     return null;
   }
-  // [contract v3 Q2]
+  // [contract Q2]
   return new ProblemScanner(body).problemType();
 }
 
@@ -3274,7 +3274,7 @@ export class EventStreamScanner {
   #scan(b: number): void {
     this.#consumed++;
     if (!this.#started) {
-      // [contract v3 E2] a leading BOM is skipped, matched as bytes arrive;
+      // [contract E2] a leading BOM is skipped, matched as bytes arrive;
       // a partial one is the start of a line.
       if (b === BYTE_ORDER_MARK[this.#bom]) {
         this.#bom++;
@@ -3409,7 +3409,7 @@ export function idempotencyKeyValue(
     case "uuid":
       return uuid;
     case "sf-string":
-      // [contract v3 F1] an RFC 9651 String: a UUID's characters need no escape.
+      // [contract F1] an RFC 9651 String: a UUID's characters need no escape.
       return '"' + uuid + '"';
     default:
       throw new RetryInputError("policy.idempotency_key_format");

@@ -1717,7 +1717,7 @@ private fun streamExchange(
     }
 }
 
-/** [contract v3 X4] a resumable stream's one finish, reported when the stream ended for the caller. */
+/** [contract X4] a resumable stream's one finish, reported when the stream ended for the caller. */
 private fun expectStreamFinish(
     what: String,
     streamed: Streamed,
