@@ -455,6 +455,7 @@ async fn stream(
                 events,
                 drop_after,
                 retry_ms,
+                hold_after,
             } => {
                 let (chunks, drop) =
                     super::sse_plan(last_event_id.as_deref(), events, drop_after, retry_ms);
@@ -465,7 +466,14 @@ async fn stream(
                     .body(())
                     .expect("a valid head");
                 let mut send = respond.send_response(head, false)?;
-                for event in chunks {
+                for (sent, event) in chunks.into_iter().enumerate() {
+                    if hold_after.is_some_and(|n| n as usize == sent) {
+                        tokio::select! {
+                            () = tokio::time::sleep(MAX_STALL) => {}
+                            // The client cancelled the stream: nobody to send the rest to.
+                            _ = std::future::poll_fn(|cx| send.poll_reset(cx)) => return Ok(()),
+                        }
+                    }
                     send.send_data(Bytes::from(event), false)?;
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }

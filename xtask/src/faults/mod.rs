@@ -58,6 +58,11 @@ pub struct Scenario {
     attempt_timeout_ms: Option<u64>,
     #[serde(default)]
     abort_after_ms: Option<u64>,
+    /// The runner reads the event stream until it holds this many complete events (blank-line
+    /// ended), then closes the body its language's way (contract v3 X4: the caller ends a
+    /// stream while reading it).
+    #[serde(default)]
+    close_after_events: Option<u32>,
     #[serde(default)]
     warm: bool,
     /// The warm-up asks the server to close its connection right after answering (a stale pooled
@@ -237,6 +242,11 @@ pub enum Action {
         drop_after: Option<u32>,
         #[serde(default)]
         retry_ms: Option<u64>,
+        /// After this many events of the response, the server holds the stream open (at most
+        /// 10 s) until the client goes away, then sends the rest: a caller that closes its body
+        /// mid-stream is seen by the adapter while reading, never as the stream's end.
+        #[serde(default)]
+        hold_after: Option<u32>,
     },
     /// HTTP/2 only: RST_STREAM with this code (`PROTOCOL_ERROR`, ...) after the whole request.
     RstStream {

@@ -675,6 +675,7 @@ fn serve<C: Conn>(
                     events,
                     drop_after,
                     retry_ms,
+                    hold_after,
                 } => {
                     let (chunks, drop) = super::sse_plan(
                         request.header("last-event-id"),
@@ -685,7 +686,12 @@ fn serve<C: Conn>(
                     conn.write_all(
                         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n",
                     )?;
-                    for event in chunks {
+                    for (sent, event) in chunks.into_iter().enumerate() {
+                        if hold_after.is_some_and(|n| n as usize == sent)
+                            && !wait_while_silent(conn.tcp(), Instant::now() + MAX_STALL)?
+                        {
+                            return Ok(());
+                        }
                         write!(conn, "{:x}\r\n{event}\r\n", event.len())?;
                         conn.flush()?;
                         thread::sleep(Duration::from_millis(5));
@@ -729,6 +735,30 @@ fn wait_while_open(stream: &TcpStream, until: Instant) -> io::Result<bool> {
         match stream.peek(&mut probe) {
             Ok(0) => break false,
             Ok(_) => thread::sleep(Duration::from_millis(10)),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break false,
+        }
+    };
+    stream.set_read_timeout(Some(IDLE))?;
+    Ok(open)
+}
+
+/// Waits until `until` while the client keeps the connection open and sends nothing; false when
+/// it went away. A client sends nothing while it reads an HTTP/1.1 response, so any byte means it
+/// is leaving (TLS's `close_notify` comes before the FIN and would hide it from a peek).
+fn wait_while_silent(stream: &TcpStream, until: Instant) -> io::Result<bool> {
+    stream.set_read_timeout(Some(Duration::from_millis(10)))?;
+    let mut probe = [0u8; 1];
+    let open = loop {
+        if Instant::now() >= until {
+            break true;
+        }
+        match stream.peek(&mut probe) {
+            Ok(_) => break false,
             Err(e)
                 if matches!(
                     e.kind(),
