@@ -62,6 +62,8 @@ interface Scenario {
   readonly read_body_max_bytes?: number;
   /** Contract v3: policy keys replaced in the module's default policy for this client. */
   readonly policy?: { readonly idempotency_key_format?: "uuid" | "sf-string" };
+  /** Read this many complete events of the body, then close it (contract X4). */
+  readonly close_after_events?: number;
 }
 
 interface SoakPlan {
@@ -221,6 +223,28 @@ async function warmUp(
   await warm.text();
 }
 
+/**
+ * Reads the body until the text read holds `count` complete events (each ends with a blank
+ * line), then closes it the fetch way, cancelling the reader; returns exactly the text read.
+ */
+async function readEvents(response: Response, count: number): Promise<string> {
+  if (response.body === null) {
+    return "";
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  while (text.split("\n\n").length - 1 < count) {
+    const { done, value } = await reader.read();
+    if (done) {
+      break;
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+  await reader.cancel();
+  return text + decoder.decode();
+}
+
 /** Sends one request of a scenario or the soak and prints its line. */
 async function request(
   s: Scenario,
@@ -271,7 +295,10 @@ async function request(
     const response = await client(url, withDispatcher(init));
     status = response.status;
     try {
-      body = await response.text();
+      body =
+        s.close_after_events === undefined
+          ? await response.text()
+          : await readEvents(response, s.close_after_events);
     } catch (error) {
       bodyError = true;
       // A resumable stream's failure carries its finish (contract v3 X4).
