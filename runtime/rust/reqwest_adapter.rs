@@ -2091,10 +2091,18 @@ impl Drop for EventStream {
         if std::thread::panicking() {
             return;
         }
-        // The caller closed the body: while it was read, the call ends as committed; during a
-        // resume's sleep or send, it is aborted.
+        // The caller closed the body (dropped it, or the future reading it) before its end
+        // (contract X4): while it was read, the call keeps the committed response's outcome and
+        // status, its reason `aborted`; during a resume's sleep or send, it is aborted (no
+        // status). Nothing more is sent either way.
         match state.phase {
-            Phase::Reading(_) => state.finish_committed(),
+            Phase::Reading(_) => {
+                let ended = Ended {
+                    timed_out: false,
+                    ..state.committed.1
+                };
+                state.finish(FinishReason::Decision(Reason::Aborted), ended);
+            }
             Phase::Done => {}
             Phase::Sleeping(..) | Phase::Sending { .. } => state.finish(
                 FinishReason::Decision(Reason::Aborted),

@@ -363,9 +363,12 @@ async fn send_one(
                 .extensions()
                 .get::<FinishEvent<'static>>()
                 .map(finish_json);
-            // A resumable event stream's call finishes when its body ends (contract v3 X4).
+            // A resumable event stream's call finishes when its body ends (contract X4).
             let stream = response.extensions().get::<StreamFinish>().cloned();
-            let text = response.text().await;
+            let text = match scenario["close_after_events"].as_u64() {
+                Some(events) => read_events_then_close(response, events).await,
+                None => response.text().await,
+            };
             let from_result = from_result.or_else(|| stream?.get().map(finish_json));
             match text {
                 Ok(text) => (Some(status), false, None, Some(text), false, from_result),
@@ -406,6 +409,25 @@ async fn send_one(
         line["finish_from_result"] = from_result;
     }
     line
+}
+
+/// Reads `response`'s body until the text read holds `events` complete events (a blank line
+/// ends each: `\n\n` in the matrix's streams) or ends, then closes the body (Rust's way: the
+/// response is dropped) and returns exactly the text read.
+async fn read_events_then_close(
+    mut response: reqwest::Response,
+    events: u64,
+) -> Result<String, reqwest::Error> {
+    let mut read = Vec::new();
+    let complete = |read: &[u8]| read.windows(2).filter(|pair| pair == b"\n\n").count();
+    while u64::try_from(complete(&read)).unwrap_or(u64::MAX) < events {
+        match response.chunk().await? {
+            Some(bytes) => read.extend_from_slice(&bytes),
+            None => break,
+        }
+    }
+    drop(response);
+    Ok(String::from_utf8_lossy(&read).into_owned())
 }
 
 async fn run_scenario(env: &Env, scenario: &Value) -> Value {

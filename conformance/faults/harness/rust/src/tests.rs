@@ -2480,28 +2480,133 @@ fn the_attempt_timeout_of_a_stream_ends_at_its_commit() {
     }
 }
 
-#[test]
-fn closing_a_resumable_stream_finishes_the_call() {
-    let server = Server::start(&[Step::Sse {
-        events: 50,
-        drop_after: None,
+/// [`Step::Sse`] with `events` events, `pause` before each (a stream still going when the
+/// caller closes it), dropped after `drop_after` of them when given.
+const fn slow_sse(events: u32, drop_after: Option<u32>, pause: Duration) -> Step {
+    Step::Sse {
+        events,
+        drop_after,
         retry_ms: None,
         cut: false,
-        pause: Duration::from_millis(20),
-    }]);
+        pause,
+    }
+}
+
+/// Reads `response`'s body chunk by chunk until it holds `events` complete events (or ends).
+async fn read_until_events(response: &mut reqwest::Response, events: usize) -> String {
+    let mut text = String::new();
+    while text.matches("\n\n").count() < events {
+        match response.chunk().await.unwrap() {
+            Some(bytes) => text += std::str::from_utf8(&bytes).unwrap(),
+            None => break,
+        }
+    }
+    text
+}
+
+/// The finish of a resumable call the caller ended while reading its stream (contract X4):
+/// outcome `status` with the committed response's status, reason `aborted`.
+fn closed_while_reading(attempts: i64) -> (i64, FinishReason, FinishOutcome, Option<u16>, bool) {
+    finish(
+        attempts,
+        decided(Reason::Aborted),
+        FinishOutcome::Status,
+        Some(200),
+        false,
+    )
+}
+
+#[test]
+fn closing_a_resumable_stream_while_reading_finishes_the_call_aborted_with_its_status() {
+    let server = Server::start(&[slow_sse(50, None, Duration::from_millis(20))]);
     let (client, seen, _) = new_client(&server.base(), |b| b);
-    let first = block_on(async {
+    let (read, from_response) = block_on(async {
         let mut response = client
             .get(format!("{}/sandboxes/sb-1/events", server.base()))
             .send()
             .await
             .unwrap();
         assert!(seen.lock().unwrap().finished.is_empty());
-        let first = response.chunk().await.unwrap().unwrap();
+        let from_response = response.extensions().get::<StreamFinish>().cloned();
+        let read = read_until_events(&mut response, 2).await;
+        assert!(seen.lock().unwrap().finished.is_empty());
         drop(response);
-        first
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        (read, from_response)
     });
-    assert_eq!(first, events(1, 1).as_bytes());
+    assert_eq!(read, events(1, 2));
+    assert_eq!(summary(&finished(&seen)), closed_while_reading(1));
+    // P5 reads the same finish; nothing was sent after the close.
+    assert_eq!(
+        from_response.unwrap().get(),
+        seen.lock().unwrap().events.first()
+    );
+    assert_eq!(server.arrivals().len(), 1);
+}
+
+#[test]
+fn closing_a_resumed_stream_while_reading_counts_the_resume_and_sends_nothing_more() {
+    let server = Server::start(&[
+        sse_drop(50, 2),
+        slow_sse(50, None, Duration::from_millis(20)),
+    ]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    let read = block_on(async {
+        let mut response = client
+            .get(format!("{}/sandboxes/sb-1/events", server.base()))
+            .send()
+            .await
+            .unwrap();
+        // Events 1-2 of the first response, 3 of the resumed one.
+        let read = read_until_events(&mut response, 3).await;
+        drop(response);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        read
+    });
+    assert_eq!(read, events(1, 3));
+    assert_eq!(seen.lock().unwrap().retries, [(1, Reason::StreamResume, 1)]);
+    assert_eq!(summary(&finished(&seen)), closed_while_reading(2));
+    assert_eq!(server.arrivals().len(), 2);
+}
+
+#[test]
+fn cancelling_the_read_of_a_resumable_stream_finishes_the_call_aborted_with_its_status() {
+    // The caller's cancellation in Rust: the future reading the body is dropped (here by a
+    // timeout), and the body with it.
+    let server = Server::start(&[slow_sse(50, None, Duration::from_millis(20))]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    block_on(async {
+        let response = client
+            .get(format!("{}/sandboxes/sb-1/events", server.base()))
+            .send()
+            .await
+            .unwrap();
+        let read = tokio::time::timeout(Duration::from_millis(150), response.text()).await;
+        assert!(read.is_err());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    });
+    assert_eq!(summary(&finished(&seen)), closed_while_reading(1));
+    assert_eq!(server.arrivals().len(), 1);
+}
+
+#[test]
+fn closing_a_stream_after_its_end_gives_no_second_finish() {
+    let server = Server::start(&[sse(3)]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    block_on(async {
+        let mut response = client
+            .get(format!("{}/sandboxes/sb-1/events", server.base()))
+            .send()
+            .await
+            .unwrap();
+        let mut read = String::new();
+        while let Some(bytes) = response.chunk().await.unwrap() {
+            read += std::str::from_utf8(&bytes).unwrap();
+        }
+        assert_eq!(read, events(1, 3));
+        drop(response);
+    });
+    // The clean end's finish, once: the last decision's reason.
     assert_eq!(
         summary(&finished(&seen)),
         finish(
@@ -2512,6 +2617,35 @@ fn closing_a_resumable_stream_finishes_the_call() {
             false
         )
     );
+}
+
+#[test]
+fn closing_a_stream_that_is_not_resumable_changes_nothing() {
+    // streamMetrics: finished at the commit (v2); the close comes after.
+    let server = Server::start(&[slow_sse(50, None, Duration::from_millis(20))]);
+    let (client, seen, _) = new_client(&server.base(), |b| b);
+    block_on(async {
+        let mut response = client
+            .get(format!("{}/sandboxes/sb-1/metrics", server.base()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(finished(&seen).reason, decided(Reason::StatusNotRetryable));
+        assert_eq!(read_until_events(&mut response, 2).await, events(1, 2));
+        drop(response);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    });
+    assert_eq!(
+        summary(&finished(&seen)),
+        finish(
+            1,
+            decided(Reason::StatusNotRetryable),
+            FinishOutcome::Status,
+            Some(200),
+            false
+        )
+    );
+    assert_eq!(server.arrivals().len(), 1);
 }
 
 #[test]
