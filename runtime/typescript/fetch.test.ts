@@ -84,11 +84,13 @@ type Step =
     }
   /**
    * A 200 `text/event-stream`: each chunk written `tickMs` apart (default 1), then the end or,
-   * with `drop`, the connection closed before the body's last chunk (a drop).
+   * with `drop`, the connection closed before the body's last chunk (a drop), or with `hold`
+   * nothing more until the client goes away.
    */
   | {
       readonly events: readonly string[];
       readonly drop?: boolean;
+      readonly hold?: boolean;
       readonly tickMs?: number;
     }
   /** Resets the connection without a byte of response. */
@@ -101,6 +103,8 @@ interface Arrival {
   readonly url: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: string;
+  /** Settles when the response's connection is gone (the client closed it, say). */
+  readonly gone: Promise<void>;
 }
 
 const cases = new Map<string, { script: Step[]; arrivals: Arrival[] }>();
@@ -111,7 +115,12 @@ let closedOrigin = "";
 function answer(res: ServerResponse, step: Step): void {
   if (typeof step === "object" && "events" in step) {
     res.writeHead(200, { "content-type": "text/event-stream" });
-    writeEvents(res, step.events, step.drop === true, step.tickMs ?? 1);
+    writeEvents(
+      res,
+      step.events,
+      step.hold === true ? "hold" : step.drop === true ? "drop" : "end",
+      step.tickMs ?? 1,
+    );
     return;
   }
   if (typeof step === "object" && step.delayMs !== undefined) {
@@ -135,24 +144,24 @@ function answer(res: ServerResponse, step: Step): void {
   }
 }
 
-/** Writes `chunks` `tickMs` apart, then ends the body or, with `drop`, closes the connection. */
+/** Writes `chunks` `tickMs` apart, then ends the body, closes the connection or holds it. */
 function writeEvents(
   res: ServerResponse,
   chunks: readonly string[],
-  drop: boolean,
+  then: "end" | "drop" | "hold",
   tickMs: number,
 ): void {
   const [next, ...rest] = chunks;
   if (next === undefined) {
-    if (drop) {
+    if (then === "drop") {
       res.socket?.destroy();
-    } else {
+    } else if (then === "end") {
       res.end();
     }
     return;
   }
   res.write(next, () => {
-    setTimeout(() => writeEvents(res, rest, drop, tickMs), tickMs);
+    setTimeout(() => writeEvents(res, rest, then, tickMs), tickMs);
   });
 }
 
@@ -174,6 +183,7 @@ before(async () => {
         url: req.url ?? "",
         headers: req.headers,
         body: Buffer.concat(chunks).toString(),
+        gone: new Promise((resolve) => res.on("close", () => resolve())),
       });
       answer(res, step ?? "reset");
     });
@@ -2119,6 +2129,148 @@ test("v3 X4: closing the body finishes the call; a close during the wait sends n
   assert.equal(c.finishes[1]?.status, null);
 });
 
+/** Reads `reader` until the text read holds `count` complete events. */
+async function readEvents(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  count: number,
+): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = "";
+  while (text.split("\n\n").length - 1 < count) {
+    const { done, value } = await reader.read();
+    if (done) {
+      break;
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+  return text;
+}
+
+test("v3 X4: closing a resumable stream while reading it finishes with its status, reason aborted; nothing more is sent", async () => {
+  const c = streams();
+  // A drop after event 1, resumed; the resume's answer holds the stream open after event 2.
+  const { name, arrivals } = serve(
+    { events: [event(1)], drop: true },
+    { events: [event(2)], hold: true },
+  );
+  const response = await c.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": name },
+  });
+  const reader = response.body!.getReader();
+  assert.equal(await readEvents(reader, 2), event(1) + event(2));
+  assert.equal(c.finishes.length, 0);
+  await reader.cancel();
+  const finish = {
+    attempts: 2,
+    reason: "aborted",
+    outcome: "status",
+    status: 200,
+    timedOut: false,
+    redirects: 0,
+    method: "GET",
+    pathTemplate: "/items/{id}/events",
+    operationId: "itemEvents",
+    totalDelayMs: 1,
+    serverDelayMs: null,
+  };
+  assert.deepEqual(c.finishes, [finish]);
+  assert.equal(finishOf(response), c.finishes[0]);
+  // The close reaches the server: the held response's connection goes away, no resume follows.
+  await arrivals[1]?.gone;
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(arrivals.length, 2);
+  assert.equal(c.retries.length, 1);
+  assert.equal(c.finishes.length, 1);
+  // After the end: closing the body or aborting gives no second finish.
+  const controller = new AbortController();
+  const clean = serve({ events: [event(1)] });
+  const ended = await c.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": clean.name },
+    signal: controller.signal,
+  });
+  const done = ended.body!.getReader();
+  assert.equal(await readEvents(done, 2), event(1));
+  await done.cancel();
+  controller.abort();
+  assert.equal(c.finishes.length, 2);
+  assert.equal(c.finishes[1]?.reason, "status_not_retryable");
+  assert.equal(c.finishes[1]?.outcome, "status");
+});
+
+test("v3 X4: the caller's abort between reads finishes the stream at once with its status, reason aborted", async () => {
+  const c = streams();
+  const controller = new AbortController();
+  const { name, arrivals } = serve({ events: [event(1)], hold: true });
+  const response = await c.fetch(`${origin}/v1/items/1/events`, {
+    headers: { "x-case": name },
+    signal: controller.signal,
+  });
+  const reader = response.body!.getReader();
+  assert.equal(await readEvents(reader, 1), event(1));
+  const why = new Error("the caller stops");
+  // No read waits: the finish comes with the abort, not with a later read.
+  controller.abort(why);
+  assert.deepEqual(c.finishes, [
+    {
+      attempts: 1,
+      reason: "aborted",
+      outcome: "status",
+      status: 200,
+      timedOut: false,
+      redirects: 0,
+      method: "GET",
+      pathTemplate: "/items/{id}/events",
+      operationId: "itemEvents",
+      totalDelayMs: 0,
+      serverDelayMs: null,
+    },
+  ]);
+  assert.equal(finishOf(response), c.finishes[0]);
+  assert.equal(await rejection(reader.read()), why);
+  await arrivals[0]?.gone;
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(arrivals.length, 1);
+  assert.equal(c.finishes.length, 1);
+});
+
+test("v3 X4: the caller's abort while a resume waits or is sent ends the call aborted, no status", async () => {
+  const c = streams();
+  const cases = [
+    // The resume waits 5 s (retry: 5000).
+    serve(
+      { events: [event(1, "retry: 5000\n")], drop: true },
+      { events: [event(2)] },
+    ),
+    // The resume is sent and never answered.
+    serve({ events: [event(1)], drop: true }, "stall"),
+  ];
+  const first = [event(1, "retry: 5000\n"), event(1)];
+  for (const [i, { name, arrivals }] of cases.entries()) {
+    const controller = new AbortController();
+    const response = await c.fetch(`${origin}/v1/items/1/events`, {
+      headers: { "x-case": name },
+      signal: controller.signal,
+    });
+    const reader = response.body!.getReader();
+    assert.equal(await readEvents(reader, 1), first[i]);
+    const pending = reader.read();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(c.retries.length, i + 1);
+    assert.equal(arrivals.length, i + 1);
+    const why = new Error("the caller stops");
+    controller.abort(why);
+    assert.equal(await rejection(pending), why);
+    assert.equal(c.finishes.length, i + 1);
+    assert.equal(c.finishes[i]?.outcome, "aborted");
+    assert.equal(c.finishes[i]?.reason, "aborted");
+    assert.equal(c.finishes[i]?.status, null);
+    assert.equal(c.finishes[i]?.attempts, i + 1);
+    assert.equal(finishOf(response), c.finishes[i]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(arrivals.length, i + 1);
+  }
+});
+
 test("v3 X4: the caller's abort ends a stream as aborted", async () => {
   const c = streams();
   const controller = new AbortController();
@@ -2132,12 +2284,18 @@ test("v3 X4: the caller's abort ends a stream as aborted", async () => {
   });
   const reader = response.body!.getReader();
   await reader.read();
+  // A read waits when the abort comes: it fails, the call finishes with its status.
+  const pending = reader.read();
   controller.abort();
-  await rejection(reader.read());
+  await rejection(pending);
   assert.equal(arrivals.length, 1);
   assert.equal(c.finishes.length, 1);
   assert.equal(c.finishes[0]?.outcome, "status");
+  assert.equal(c.finishes[0]?.status, 200);
   assert.equal(c.finishes[0]?.reason, "aborted");
+  assert.equal(c.finishes[0]?.attempts, 1);
+  assert.equal(c.finishes[0]?.timedOut, false);
+  assert.equal(finishOf(response), c.finishes[0]);
 });
 
 test("v3 X1: a stream outlives the attempt timeout; a stream that is not resumable keeps v2's body and finish", async () => {

@@ -303,6 +303,7 @@ interface StreamController {
 
 /** The source of the body handed over for a resumable stream. */
 interface StreamSource {
+  start(controller: StreamController): void;
   pull(controller: StreamController): Promise<void>;
   cancel(reason: unknown): void;
 }
@@ -605,10 +606,29 @@ export function retryingFetch<F extends FetchLike>(
       // What the last granted resume took from the budget (K3 gives it back on success).
       let cost = 0;
       let ended = false;
+      // The caller's body, from the stream's start: the caller's abort errors it.
+      let control: StreamController | null = null;
       // Aborted by the caller's signal or when the caller closes the body: ends a wait or a
       // resume in flight.
       const closer = new host.AbortController();
-      const abort = (): void => closer.abort(signal?.reason);
+      const abort = (): void => {
+        const why = signal?.reason;
+        closer.abort(why);
+        if (ended || control === null) {
+          return;
+        }
+        // [contract X4] The call ends at the abort, not at a later read: while the caller
+        // reads with the committed status, while a resume waits or is sent aborted (`end`
+        // tells which); nothing more is sent and the caller's read fails with the reason.
+        reader.cancel(why).catch(ignore);
+        try {
+          end("aborted", why);
+        } catch (error) {
+          control.error(error);
+          return;
+        }
+        control.error(why);
+      };
       if (signal !== null) {
         if (signal.aborted) {
           abort();
@@ -835,6 +855,9 @@ export function retryingFetch<F extends FetchLike>(
         }
       };
       const source: StreamSource = {
+        start: (controller: StreamController): void => {
+          control = controller;
+        },
         pull: async (controller: StreamController): Promise<void> => {
           for (;;) {
             let read: { readonly done: boolean; readonly value?: unknown };
