@@ -625,12 +625,13 @@ pub fn base_path_of(base: &str) -> String {
 }
 
 impl Api {
-    /// docs/contract.md section 2 with the spec's base path and the method default for requests
-    /// that match no operation; `target` is a path or a full URL.
+    /// docs/contract.md section 2 as the generated module-level `classify` does it: the spec's
+    /// base path, and for a request that matches no operation the class the spec's policy's
+    /// `unknown_operation_class` gives (C3); `target` is a path or a full URL.
     pub fn classify(&self, method: &str, target: &str) -> Classification {
         self.classify_with(
             &self.base_path,
-            policy::UnknownClass::MethodDefault,
+            self.policy.unknown_operation_class,
             method,
             target,
         )
@@ -752,6 +753,28 @@ paths:
             api.classify("QUERY", "/nowhere").class,
             ReplayClass::Idempotent
         );
+    }
+
+    /// C3: the module-level classify gives an unknown request the class the spec's policy names,
+    /// as every generated module does; a matched operation keeps its own.
+    #[test]
+    fn classify_reads_the_specs_unknown_operation_class() {
+        let mut api = api(
+            r#"
+openapi: 3.0.3
+x-retry-policy:
+  unknown_operation_class: no_retry
+paths:
+  /items:
+    get:
+      operationId: listItems
+      responses: {"200": {description: ok}}
+"#,
+        );
+        assert_eq!(api.classify("GET", "/nowhere").class, ReplayClass::NoRetry);
+        assert_eq!(api.classify("GET", "/items").class, ReplayClass::Idempotent);
+        api.policy.unknown_operation_class = policy::UnknownClass::MethodDefault;
+        assert_eq!(api.classify("GET", "/nowhere").class, ReplayClass::Idempotent);
     }
 
     /// docs/contract.md section 2 step 7, decoded by the one decoder the reader resolves `$ref`s

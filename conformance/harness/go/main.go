@@ -82,7 +82,7 @@ func runCase(out *bufio.Writer, f []string) error {
 	case "K":
 		err = budget(out, name, f)
 	case "C":
-		err = classify(out, "C", name, "-", "method_default", f[2], f[3])
+		err = classifyModule(out, name, f[2], f[3])
 	case "C2":
 		err = classify(out, "C2", name, f[2], f[3], f[4], f[5])
 	case "I":
@@ -500,6 +500,26 @@ func classify(out *bufio.Writer, kind, name, base, unknown, method, target strin
 		id = hexOf(result.Operation.OperationID)
 	}
 	fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", kind, name, result.Class, id)
+	return nil
+}
+
+// classifyModule answers a C probe with the module-level Classify: the spec's base and
+// DefaultPolicy's unknown_operation_class (contract C3), as an SDK calling it gets.
+func classifyModule(out *bufio.Writer, name, method, target string) error {
+	var r fields
+	m, t := r.raw(method), r.raw(target)
+	if r.err != nil {
+		return r.err
+	}
+	result, err := retrypolicy.Classify(m, t)
+	if err != nil {
+		return err
+	}
+	id := "-"
+	if result.Matched && result.Operation.HasOperationID {
+		id = hexOf(result.Operation.OperationID)
+	}
+	fmt.Fprintf(out, "C\t%s\t%s\t%s\n", name, result.Class, id)
 	return nil
 }
 

@@ -18,7 +18,7 @@ namespace Retrygen.Generated
         /// <summary>The value <see cref="ServerDelayMs"/> returns for a delay larger than any cap.</summary>
         public const long BeyondAnyCapMs = RetryRuntime.BeyondAnyCapMs;
 
-        private static readonly OperationTable Table = new OperationTable(BasePath, LoadOperations(), UnknownOperationClass.MethodDefault);
+        private static readonly OperationTable Table = new OperationTable(BasePath, LoadOperations(), UnknownOperationClass.NonReplayable);
 
         /// <summary>Gets every operation of the API, sorted by path, then method.</summary>
         public static IReadOnlyList<Operation> Operations => Table.Operations;
@@ -39,7 +39,7 @@ namespace Retrygen.Generated
         public static Classification Classify(string method, string path) => Table.Classify(method, path);
 
         /// <inheritdoc cref="OperationTable.CreateClassifier"/>
-        public static Classifier CreateClassifier(string baseUrl, UnknownOperationClass unknownOperationClass = UnknownOperationClass.MethodDefault) => Table.CreateClassifier(baseUrl, unknownOperationClass);
+        public static Classifier CreateClassifier(string baseUrl, UnknownOperationClass unknownOperationClass = UnknownOperationClass.NonReplayable) => Table.CreateClassifier(baseUrl, unknownOperationClass);
 
         /// <inheritdoc cref="OperationTable.OperationById"/>
         public static Operation OperationById(string id) => Table.OperationById(id);
@@ -102,7 +102,7 @@ namespace Retrygen.Generated
             keyReusedStatuses: new int[] {422},
             serverDirectiveHeaders: new string[] {"x-should-retry"},
             retryAfterOverCap: OverCapMode.Refuse,
-            unknownOperationClass: UnknownOperationClass.MethodDefault,
+            unknownOperationClass: UnknownOperationClass.NonReplayable,
             budgetCapacity: 500,
             budgetRetryCost: 14,
             budgetTimeoutCost: 14,

@@ -35,7 +35,7 @@ func DefaultPolicy() retrypolicy.Policy {
 		KeyReusedStatuses:        []int{422},
 		ServerDirectiveHeaders:   []string{"x-should-retry"},
 		RetryAfterOverCap:        retrypolicy.OverCapRefuse,
-		UnknownOperationClass:    retrypolicy.UnknownMethodDefault,
+		UnknownOperationClass:    retrypolicy.UnknownNonReplayable,
 		BudgetCapacity:           500,
 		BudgetRetryCost:          14,
 		BudgetTimeoutCost:        14,
@@ -88,7 +88,7 @@ func DefaultClassifier(unknown retrypolicy.UnknownClass) (retrypolicy.Classifier
 // Classify finds the operation a request is for and its replay class, with BasePath; a request
 // no operation matches gets DefaultPolicy's unknown_operation_class (contract v3, C3).
 func Classify(method, target string) (retrypolicy.Classification, error) {
-	classifier, err := tables.DefaultClassifier(retrypolicy.UnknownMethodDefault)
+	classifier, err := tables.DefaultClassifier(retrypolicy.UnknownNonReplayable)
 	if err != nil {
 		return retrypolicy.Classification{}, err
 	}

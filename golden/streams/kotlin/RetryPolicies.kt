@@ -36,7 +36,7 @@ public object RetryPolicies {
         keyReusedStatuses = RetryRuntime.statusSet(422),
         serverDirectiveHeaders = RetryRuntime.headerList("x-should-retry"),
         retryAfterOverCap = OverCapMode.REFUSE,
-        unknownOperationClass = UnknownOperationClass.METHOD_DEFAULT,
+        unknownOperationClass = UnknownOperationClass.NON_REPLAYABLE,
         budgetCapacity = 500,
         budgetRetryCost = 14,
         budgetTimeoutCost = 14,

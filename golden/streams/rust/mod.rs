@@ -42,7 +42,7 @@ pub static OPERATIONS: [Operation; 8] = [
 /// [`OPERATIONS`] and the matcher [`classify`] walks, built on first use; a request that
 /// matches no operation gets the class the API's policy gives it (its `unknown_operation_class`).
 #[rustfmt::skip]
-pub static OPERATION_TABLE: OperationTable = OperationTable::new(BASE_PATH, &OPERATIONS).with_unknown_operation_class(UnknownOperationClass::MethodDefault);
+pub static OPERATION_TABLE: OperationTable = OperationTable::new(BASE_PATH, &OPERATIONS).with_unknown_operation_class(UnknownOperationClass::NonReplayable);
 
 /// The safe list (contract L1-L2): every `non_replayable` and `keyed` operation as a
 /// [`SafeListEntry`] (method, [`Operation::safe_pattern`], idempotency header), in table order,
@@ -89,7 +89,7 @@ pub fn default_policy() -> RetryPolicy {
         key_reused_statuses: vec![422],
         server_directive_headers: vec!["x-should-retry".to_string()],
         retry_after_over_cap: OverCapMode::Refuse,
-        unknown_operation_class: UnknownOperationClass::MethodDefault,
+        unknown_operation_class: UnknownOperationClass::NonReplayable,
         budget_capacity: 500,
         budget_retry_cost: 14,
         budget_timeout_cost: 14,

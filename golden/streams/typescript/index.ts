@@ -124,7 +124,7 @@ const POLICY: RetryPolicy = {
   keyReusedStatuses: [422],
   serverDirectiveHeaders: ["x-should-retry"],
   retryAfterOverCap: "refuse",
-  unknownOperationClass: "method_default",
+  unknownOperationClass: "non_replayable",
   budgetCapacity: 500,
   budgetRetryCost: 14,
   budgetTimeoutCost: 14,
