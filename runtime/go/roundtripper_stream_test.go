@@ -453,3 +453,130 @@ func TestTheCallersCancellationEndsAStreamWithoutResume(t *testing.T) {
 		t.Errorf("finish %+v, %d retries", finish, len(e.retries))
 	}
 }
+
+// heldStream answers a chunked text/event-stream with the pieces, then holds it open until the
+// client goes away (at most 10 s), as the fault server's sse_events with hold_after does: only
+// the caller's close or cancellation ends the read.
+func heldStream(pieces ...string) step {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		writeStream(buf, true, 0, pieces...)
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.Copy(io.Discard, conn)
+	}
+}
+
+// readEvents reads body until it holds n complete events and returns what it read.
+func readEvents(t *testing.T, body io.Reader, n int) string {
+	t.Helper()
+	var got []byte
+	buf := make([]byte, 1024)
+	for strings.Count(string(got), "\n\n") < n {
+		k, err := body.Read(buf)
+		got = append(got, buf[:k]...)
+		if err != nil {
+			t.Fatalf("read %q, then %v", got, err)
+		}
+	}
+	return string(got)
+}
+
+// endedWhileReading checks the finish of a resumable stream the caller ended while reading it
+// (X4): the committed response's status with the reason aborted, one send, no resume, the same
+// finish on the response (P5), and only once.
+func endedWhileReading(t *testing.T, s *server, e *events, resp *http.Response) {
+	t.Helper()
+	if _, err := resp.Body.Read(make([]byte, 16)); err == nil {
+		t.Error("a read after the end succeeded")
+	}
+	_ = resp.Body.Close()
+	want := FinishEvent{Attempts: 1, Reason: ReasonAborted, Status: 200, Method: "GET", PathTemplate: "/sandboxes/{sandboxID}/events", OperationID: "streamEvents", HasOperationID: true}
+	if finish := e.finish(t); finish != want {
+		t.Errorf("finish %+v, want %+v", finish, want)
+	}
+	if finish, ok := FinishOf(resp, nil); !ok || finish != want {
+		t.Errorf("FinishOf %+v %v", finish, ok)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if len(s.arrivals()) != 1 || len(e.retries) != 0 {
+		t.Errorf("%d arrivals, events %s", len(s.arrivals()), e.reasons())
+	}
+}
+
+func TestClosingAStreamWhileReadingEndsItAborted(t *testing.T) {
+	s := newServer(t, heldStream(eventText(1), eventText(2)), sse(5, 0))
+	var e events
+	c, _ := client(t, &e)
+	resp, err := c.Do(newRequest(t, context.Background(), "GET", s.URL+"/v1/sandboxes/sb-1/events", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readEvents(t, resp.Body, 2); got != eventsText(1, 2) {
+		t.Fatalf("read %q", got)
+	}
+	// No Read under way: Close itself ends the stream.
+	start := time.Now()
+	_ = resp.Body.Close()
+	if time.Since(start) > time.Second {
+		t.Error("Close waited for the held stream")
+	}
+	endedWhileReading(t, s, &e, resp)
+}
+
+func TestClosingAStreamDuringAReadEndsItAborted(t *testing.T) {
+	s := newServer(t, heldStream(eventText(1), eventText(2)), sse(5, 0))
+	var e events
+	c, _ := client(t, &e)
+	resp, err := c.Do(newRequest(t, context.Background(), "GET", s.URL+"/v1/sandboxes/sb-1/events", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readEvents(t, resp.Body, 2)
+	done := make(chan error, 1)
+	go func() {
+		_, err := resp.Body.Read(make([]byte, 1024))
+		done <- err
+	}()
+	// The Read waits on the held stream; Close ends it there.
+	time.Sleep(100 * time.Millisecond)
+	_ = resp.Body.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("the read ended without an error")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not end the Read under way")
+	}
+	endedWhileReading(t, s, &e, resp)
+}
+
+func TestCancellingAStreamWhileReadingEndsItAborted(t *testing.T) {
+	for _, during := range []bool{false, true} {
+		s := newServer(t, heldStream(eventText(1), eventText(2)), sse(5, 0))
+		var e events
+		c, _ := client(t, &e)
+		ctx, cancel := context.WithCancel(context.Background())
+		resp, err := c.Do(newRequest(t, ctx, "GET", s.URL+"/v1/sandboxes/sb-1/events", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readEvents(t, resp.Body, 2)
+		if during {
+			// The Read waits on the held stream when the context ends: the client's error, not
+			// a drop to resume.
+			time.AfterFunc(100*time.Millisecond, cancel)
+			if _, err := io.ReadAll(resp.Body); !errors.Is(err, context.Canceled) {
+				t.Errorf("read error %v", err)
+			}
+		} else {
+			cancel()
+		}
+		endedWhileReading(t, s, &e, resp)
+		cancel()
+	}
+}

@@ -1593,7 +1593,7 @@ func (b *streamBody) Read(p []byte) (int, error) {
 		b.mu.Unlock()
 		if closed {
 			// Close came while this Read was under way: the finish is reported here.
-			b.finish()
+			b.finish(true)
 		}
 	}()
 	for len(b.ready) == 0 {
@@ -1631,15 +1631,18 @@ func (b *streamBody) fill() {
 		// [A4] The body's clean end is the stream's: an unfinished event is the caller's.
 		b.ready = append(b.ready, b.held...)
 		b.held = nil
-		b.end(io.EOF)
+		b.end(io.EOF, false)
 	case closed:
-		b.end(errStreamClosed)
-	case b.passThrough || b.r.ctx.Err() != nil:
-		// Not resumable any more, or the caller's context ended: the client's error.
-		b.end(err)
+		b.end(errStreamClosed, true)
+	case b.r.ctx.Err() != nil:
+		// The caller's context ended while it read: the client's error, not a drop to resume.
+		b.end(err, true)
+	case b.passThrough:
+		// Not resumable any more: the client's error.
+		b.end(err, false)
 	default:
 		if err := b.resume(err); err != nil {
-			b.end(err)
+			b.end(err, false)
 		}
 	}
 }
@@ -1750,8 +1753,10 @@ func (b *streamBody) resume(drop error) error {
 		t.recordSuccess(b.cost)
 		b.mu.Lock()
 		if b.closed {
+			// Closed while the resume was sent: aborted, as between attempts (X4).
 			b.mu.Unlock()
 			discard(a.resp.Body)
+			b.reason = ReasonAborted
 			return errStreamClosed
 		}
 		b.cur = a.resp.Body
@@ -1816,28 +1821,36 @@ func withLastEventID(header http.Header, id string) http.Header {
 	return clone
 }
 
-// end ends the stream for the caller with err and reports the finish event.
-func (b *streamBody) end(err error) {
+// end ends the stream for the caller with err and reports the finish event; byCaller: the
+// caller closed the body or ended its context while reading.
+func (b *streamBody) end(err error, byCaller bool) {
 	b.err = err
 	b.mu.Lock()
 	cur := b.cur
 	b.mu.Unlock()
 	_ = cur.Close()
-	b.finish()
+	b.finish(byCaller)
 }
 
 // finish reports the stream's finish event once (X4): attempts counts every send, resumes
-// included.
-func (b *streamBody) finish() {
+// included. byCaller: the caller closed the body or ended its context, which did not end the
+// stream first.
+func (b *streamBody) finish(byCaller bool) {
 	b.once.Do(func() {
 		b.cancel(nil)
-		ended := attempt{resp: b.resp}
-		if b.reason == ReasonAborted {
+		ended, reason := attempt{resp: b.resp}, b.reason
+		switch {
+		case b.reason == ReasonAborted:
 			// The caller closed the body or ended its context while a resume waited or was
 			// sent: the call ends aborted, as a cancellation between attempts does (X4).
 			ended = attempt{failure: FailureAborted}
+		case byCaller:
+			// [contract X4] Ended while the caller read the committed stream: the call did
+			// return that response, so the outcome stays its status, and the reason says the
+			// caller ended it; nothing more is sent.
+			reason = ReasonAborted
 		}
-		event := finishEvent(b.r, b.r.sent, b.reason, ended)
+		event := finishEvent(b.r, b.r.sent, reason, ended)
 		b.event.Store(&event)
 		if b.t.onFinish != nil {
 			b.t.onFinish(b.r.caller, event)
@@ -1859,7 +1872,8 @@ func (b *streamBody) Close() error {
 	b.cancel(errStreamClosed)
 	err := cur.Close()
 	if !reading {
-		b.finish()
+		// Not in a Read, so not in a resume: the caller closed the committed stream it read.
+		b.finish(true)
 	}
 	return err
 }

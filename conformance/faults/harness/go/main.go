@@ -62,6 +62,9 @@ type scenario struct {
 	// Policy replaces keys of the module's default policy for the scenario's client (contract
 	// v3).
 	Policy *policyKeys `json:"policy"`
+	// CloseAfterEvents: the runner closes the body once it read that many complete events
+	// (contract X4, a caller closing a stream while reading it).
+	CloseAfterEvents int `json:"close_after_events"`
 }
 
 // policyKeys are the policy keys a scenario may replace.
@@ -446,7 +449,13 @@ func send(client *http.Client, rec *recorder, s scenario, target string) line {
 	if err == nil {
 		status := resp.StatusCode
 		out.Status = &status
-		text, readErr := io.ReadAll(resp.Body)
+		var text []byte
+		var readErr error
+		if s.CloseAfterEvents > 0 {
+			text, readErr = readEvents(resp.Body, s.CloseAfterEvents)
+		} else {
+			text, readErr = io.ReadAll(resp.Body)
+		}
 		_ = resp.Body.Close()
 		if readErr != nil {
 			out.BodyError = true
@@ -498,6 +507,25 @@ func send(client *http.Client, rec *recorder, s scenario, target string) line {
 		out.ErrorType = &name
 	}
 	return out
+}
+
+// readEvents reads body until the text read holds n complete events (n blank lines ending an
+// event), and returns exactly that text; the caller then closes the body while the stream goes
+// on.
+func readEvents(body io.Reader, n int) ([]byte, error) {
+	var text []byte
+	buf := make([]byte, 4096)
+	for bytes.Count(text, []byte("\n\n")) < n {
+		k, err := body.Read(buf)
+		text = append(text, buf[:k]...)
+		if err == io.EOF && bytes.Count(text, []byte("\n\n")) < n {
+			return text, io.ErrUnexpectedEOF
+		}
+		if err != nil && err != io.EOF {
+			return text, err
+		}
+	}
+	return text, nil
 }
 
 // resources are the process's open descriptors and resident memory, from /proc/self.
