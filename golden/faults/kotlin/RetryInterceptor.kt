@@ -74,8 +74,9 @@ public fun interface FinishListener {
  * @property outcome what the last attempt ended with: `status`, `connect`, `transport`,
  *   `certificate` or `aborted` (also for a cancellation during the delay before a retry). A
  *   resumable event stream's (contract v3 X4) is its response's `status` however the stream ended
- *   ([reason] tells a drop that was not resumed), or `aborted` when the caller closed the body or
- *   cancelled the call while a resume waited or was sent.
+ *   ([reason] tells a drop that was not resumed, and is `aborted` when the caller closed the body
+ *   or cancelled the call while reading it), or `aborted` (no status) when the caller closed the
+ *   body or cancelled the call while a resume waited or was sent.
  * @property status the returned response's status, or null when the request failed; for an event
  *   stream a resume's answer ended, that answer's status.
  * @property timedOut whether the last attempt ended by a timeout after connecting.
@@ -317,7 +318,7 @@ private class StreamBody(
  * [RetryAttempt] tag (P2) and, with [Builder.attemptHeader], the header (P3); the returned
  * response's request carries the [RetryFinish] ([finishOf], P5).
  *
- * Event streams (contract v3, docs/contract-v3.md section 9): a streaming operation's call is
+ * Event streams (contract v3, docs/contract.md section 12): a streaming operation's call is
  * committed when its response is returned; before that it is retried as any request of its class,
  * and its attempt timeout ends there (its body is read with the client's own read timeout). The
  * body of a resumable operation's `2xx` event stream passes the server's bytes on one complete
@@ -325,7 +326,8 @@ private class StreamBody(
  * the same key and body) with `Last-Event-ID` if the policy grants it, and the caller goes on
  * reading the new response's events from the same body. The request's finish event then comes
  * when the stream ends for the caller (its end, a failure not resumed: OkHttp's own exception, or
- * [StreamResumeException] for a resume answered otherwise; the caller closing the body). Another
+ * [StreamResumeException] for a resume answered otherwise; the caller closing the body or
+ * cancelling the call while reading it: outcome `status`, reason `aborted`, nothing resumed). Another
  * streaming operation's body is OkHttp's, untouched, and its finish comes with the response.
  */
 public class RetryInterceptor private constructor(
@@ -671,8 +673,8 @@ public class RetryInterceptor private constructor(
             var timedOut = outcome == Outcome.Transport && failure is InterruptedIOException
             var problemType: String? = null
             if (response != null && readsProblems && isProblem(response, classification)) {
-                // [contract X6, Q1] the problem type decides: its body is read first, and a read
-                // that fails is this attempt's transport failure, as with P6.
+                // [contract X6] the problem type decides: its body is read first, and a read that
+                // fails is this attempt's transport failure, as with P6.
                 val problem = readProblem(response)
                 if (problem.failure != null) {
                     val cut = problem.failure
@@ -997,6 +999,12 @@ public class RetryInterceptor private constructor(
                 if (endedCleanly) {
                     return -1
                 }
+                if (current !== head && call.isCanceled()) {
+                    // [contract X4] Call.cancel() does not reach a resume's own call: the next read
+                    // ends the stream as a cancellation while reading does.
+                    current.close()
+                    end(IOException("Canceled"), STATUS, DecisionReason.ABORTED.wireName)
+                }
                 val read =
                     try {
                         upstream.read(chunk, READ_BYTES)
@@ -1036,7 +1044,9 @@ public class RetryInterceptor private constructor(
                 // [contract X3] closing the body interrupts a resume's delay or send: aborted.
                 finishStream(ABORTED, null, DecisionReason.ABORTED.wireName)
             } else {
-                finishStream(STATUS, head.code)
+                // [contract X4] closed while reading: the call did return its response, so the
+                // outcome is its status; the reason says the caller ended it. Nothing is resumed.
+                finishStream(STATUS, head.code, DecisionReason.ABORTED.wireName)
             }
         }
 
@@ -1125,7 +1135,9 @@ public class RetryInterceptor private constructor(
                 throw failure
             }
             if (call.isCanceled() || Thread.currentThread().isInterrupted) {
-                end(failure, ABORTED, DecisionReason.ABORTED.wireName, null)
+                // [contract X4] cancelled while reading, as a close: the response's status, reason
+                // aborted, no resume.
+                end(failure, STATUS, DecisionReason.ABORTED.wireName)
             }
             val timedOut = failure is InterruptedIOException
             // [contract X3] dropped, with the scanner's last event id and retry field.
@@ -1141,6 +1153,12 @@ public class RetryInterceptor private constructor(
             while (true) {
                 val resumed = resume(lastEventId)
                 val response = resumed.first
+                if (call.isCanceled() || Thread.currentThread().isInterrupted) {
+                    // [contract X3] cancelled while the resume was sent (OkHttp cannot interrupt
+                    // the resume's own call from the caller's): it ends aborted, unread.
+                    response?.close()
+                    end(resumed.second ?: IOException("Canceled"), ABORTED, DecisionReason.ABORTED.wireName, null)
+                }
                 if (response != null) {
                     if (!isStreamHead(response)) {
                         // [contract A6] any other answer ends the stream, with its status.
@@ -1344,6 +1362,7 @@ public class RetryInterceptor private constructor(
         }
         return try {
             val source = body.source()
+            // [contract Q1] at most 65536 bytes, buffered in the body: the caller still reads them.
             if (source.request(RetryRuntime.PROBLEM_BODY_MAX_BYTES + 1L)) {
                 Problem(null, null)
             } else {
@@ -1471,6 +1490,7 @@ public class RetryInterceptor private constructor(
             operation?.operationId,
             loop.attempt.redirects,
             loop.sleptMs,
+            // [contract X8] the wait the last decision refused, so that the SDK can say how long.
             loop.serverDelayMs,
         )
     }

@@ -143,6 +143,8 @@ private class Step(
     // An event stream: these chunks (each after [ms]), then the end, or a reset when [drop].
     val sse: List<String>? = null,
     val drop: Boolean = false,
+    // Milliseconds the stream is held open after its chunks, before its end.
+    val hold: Long = 0,
 )
 
 /**
@@ -260,6 +262,9 @@ private class TestServer(
             output.write(bytes)
             output.write("\r\n".toByteArray())
             output.flush()
+        }
+        if (step.hold > 0) {
+            Thread.sleep(step.hold)
         }
         if (step.drop) {
             // Time for the client to read what was sent: a reset discards what it has not read.
@@ -1664,6 +1669,9 @@ private fun setupTests() {
 /** What a streamed call gave: the finish before and after the body, the body or its read error. */
 private class Streamed {
     val run: Run = Run()
+
+    // The call, for a reader that cancels it.
+    var call: Call? = null
     var finishBeforeBody: RetryFinish? = null
     var finishAfterBody: RetryFinish? = null
     var bodyError: IOException? = null
@@ -1703,7 +1711,9 @@ private fun streamExchange(
         headers.forEach { (name, value) -> request.header(name, value) }
         val started = System.nanoTime()
         try {
-            val response = client.newCall(request.build()).execute()
+            val call = client.newCall(request.build())
+            streamed.call = call
+            val response = call.execute()
             run.status = response.code
             streamed.finishBeforeBody = RetryInterceptor.finishOf(response)
             response.use { read(it, streamed) }
@@ -1856,18 +1866,98 @@ private fun streamTests() {
         expect("not resumable: finish at the commit", streamed.finishBeforeBody, run.finish)
         expect("not resumable: reason", run.finish?.reason, "status_not_retryable")
     }
-    // [X4] The caller closing the body ends the stream: its finish then.
-    val open = listOf(Step(sse = listOf(event(1), event(2)), ms = 100))
-    val readOne: (Response, Streamed) -> Unit = { response, streamed ->
-        val body: ResponseBody? = response.body
-        val source = body?.source()
-        streamed.run.body = source?.readUtf8Line()
-        expect("closed by the caller: no finish while open", streamed.run.finishes.size, 0)
+    // [X4] The caller closing the body while reading (the server holds the stream open after two
+    // events) ends the stream at once: outcome status 200, reason aborted, nothing resumed.
+    val held = listOf(Step(sse = listOf(event(1), event(2)), hold = 3000), Step(sse = listOf(event(3))))
+    val readTwoThenClose: (Response, Streamed) -> Unit = { response, streamed ->
+        val nullable: ResponseBody? = response.body
+        val body = checkNotNull(nullable)
+        streamed.run.body = List(6) { body.source().readUtf8Line() }.joinToString("\n")
+        expect("closed while reading: no finish while open", streamed.run.finishes.size, 0)
+        body.close()
+        // A second close (response.use's) gives no second finish.
     }
-    streamExchange(open, "GET", "/items/7/events", read = readOne) { streamed, server ->
-        expect("closed by the caller: arrivals", server.arrivals.size, 1)
-        expect("closed by the caller: first line", streamed.run.body, "id: 1")
-        expectStreamFinish("closed by the caller", streamed, 1, "status_not_retryable", "status")
+    streamExchange(held, "GET", "/items/7/events", read = readTwoThenClose) { streamed, server ->
+        expect("closed while reading: arrivals", server.arrivals.size, 1)
+        expect("closed while reading: what was read", streamed.run.body, "id: 1\ndata: line 1\n\nid: 2\ndata: line 2\n")
+        expect("closed while reading: no retry event", streamed.run.events.size, 0)
+        expectStreamFinish("closed while reading", streamed, 1, "aborted", "status")
+        expectTrue("closed while reading: not held, ${streamed.run.elapsedMs} ms", streamed.run.elapsedMs < 2000)
+    }
+    // [X4] Call.cancel() while reading ends it the same way; the caller's read fails, the finish on it.
+    val cancelWhileReading: (Response, Streamed) -> Unit = { response, streamed ->
+        val nullable: ResponseBody? = response.body
+        val source = checkNotNull(nullable).source()
+        streamed.run.body = source.readUtf8Line()
+        val canceller = Executors.newSingleThreadScheduledExecutor()
+        // The read after event 2 waits on the held stream when the cancel comes.
+        canceller.schedule({ streamed.call?.cancel() }, 300, TimeUnit.MILLISECONDS)
+        try {
+            while (source.readUtf8Line() != null) {
+                // Reads on until the cancel fails the read.
+            }
+        } catch (e: IOException) {
+            streamed.bodyError = e
+        }
+        canceller.shutdown()
+        canceller.awaitTermination(5, TimeUnit.SECONDS)
+    }
+    streamExchange(held, "GET", "/items/7/events", read = cancelWhileReading) { streamed, server ->
+        expect("cancelled while reading: arrivals", server.arrivals.size, 1)
+        expectTrue("cancelled while reading: the read fails", streamed.bodyError != null)
+        expectStreamFinish("cancelled while reading", streamed, 1, "aborted", "status")
+        expect("cancelled while reading: the finish on the error", streamed.bodyError?.let(RetryInterceptor::finishOf), streamed.run.finish)
+        expectTrue("cancelled while reading: not held, ${streamed.run.elapsedMs} ms", streamed.run.elapsedMs < 2000)
+    }
+    // [X4] ... and while reading a resumed response, whose call (a clone) the cancel does not
+    // reach: the next read ends the stream, with the two sends counted.
+    val resumedSlow = listOf(Step(sse = listOf(event(1)), drop = true), Step(sse = listOf(event(2), event(3), event(4)), ms = 300))
+    val cancelAfterResume: (Response, Streamed) -> Unit = { response, streamed ->
+        val nullable: ResponseBody? = response.body
+        val source = checkNotNull(nullable).source()
+        val lines = ArrayList<String>()
+        try {
+            while (true) {
+                val line = source.readUtf8Line() ?: break
+                lines += line
+                if (line == "id: 2") {
+                    streamed.call?.cancel()
+                }
+            }
+        } catch (e: IOException) {
+            streamed.bodyError = e
+        }
+        streamed.run.body = lines.joinToString("\n")
+    }
+    streamExchange(resumedSlow, "GET", "/items/7/events", read = cancelAfterResume) { streamed, server ->
+        expect("cancelled after a resume: arrivals", server.arrivals.size, 2)
+        expect("cancelled after a resume: read up to event 2", streamed.run.body, "id: 1\ndata: line 1\n\nid: 2\ndata: line 2\n")
+        expectTrue("cancelled after a resume: the read fails", streamed.bodyError != null)
+        expectStreamFinish("cancelled after a resume", streamed, 2, "aborted", "status")
+    }
+    // [X3] Call.cancel() while a resume is sent (its answer late): the call ends aborted, the
+    // answer unread.
+    val lateResume = listOf(Step(sse = listOf(event(1)), drop = true), Step(action = "stall", ms = 800, sse = listOf(event(2))))
+    streamExchange(lateResume, "GET", "/items/7/events", read = { response, streamed ->
+        val nullable: ResponseBody? = response.body
+        val source = checkNotNull(nullable).source()
+        streamed.run.body = source.readUtf8Line()
+        val canceller = Executors.newSingleThreadScheduledExecutor()
+        // The drop comes 150 ms after event 1, the resume at once; its answer 800 ms later.
+        canceller.schedule({ streamed.call?.cancel() }, 450, TimeUnit.MILLISECONDS)
+        try {
+            while (source.readUtf8Line() != null) {
+                // Reads on until the cancel fails the read.
+            }
+        } catch (e: IOException) {
+            streamed.bodyError = e
+        }
+        canceller.shutdown()
+        canceller.awaitTermination(5, TimeUnit.SECONDS)
+    }) { streamed, server ->
+        expect("cancelled during a resume's send: arrivals", server.arrivals.size, 2)
+        expectTrue("cancelled during a resume's send: the read fails", streamed.bodyError != null)
+        expectStreamFinish("cancelled during a resume's send", streamed, 2, "aborted", "aborted", null)
     }
     // [X3] The caller closing the body during a resume's delay ends the call aborted, unsent.
     val slowResume = listOf(Step(sse = listOf("retry: 1000\n" + event(1)), drop = true), rest)
