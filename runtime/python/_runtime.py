@@ -1607,7 +1607,7 @@ def decide(policy: RetryPolicy, inputs: DecisionInput) -> Decision:
         # resumable, after its last event id or as a full replay of a replayable request
         if not (inputs.resumable and (inputs.has_last_event_id or replayable)):
             return _stop(DecisionReason.STREAM_NOT_RESUMABLE, tokens)
-        # [contract S9] its server delay is its last retry field, never a header
+        # Its server delay is its last retry field, never a header (S9: _stream_delay_ms)
         server = _stream_delay_ms(inputs.stream_retry)
         return _capped(policy, inputs, DecisionReason.STREAM_RESUME, server)
     status = outcome.status
@@ -1816,6 +1816,8 @@ def _stream_delay_ms(retry: str | None) -> int | None:
     """
     if retry is None:
         return None
+    # [contract S8] [contract S9] digits only (no sign, no fraction), in
+    # milliseconds; past 15 digits, above any cap
     return _parse_number(_STREAM_MILLISECONDS, retry)
 
 

@@ -681,7 +681,7 @@ class _Call:
         self.slept_ms = 0
         self.released = 0
         self.server_delay_ms: int | None = None
-        # A resumable event stream handed to the caller (contract v3 X2-X4): its response,
+        # A resumable event stream handed to the caller (contract v3 X2 to X4): its response,
         # the status of the response it reads from, the last decision's reason.
         self.committed: httpx.Response | None = None
         self.committed_status = 0
@@ -811,8 +811,8 @@ class _Retrying:
             return True
         if not self._mint or classification.replay_class != ReplayClass.KEYED:
             return False
-        # Replaces a blank value in any case of the name; every attempt sends this one, written
-        # as the policy's idempotency_key_format says (contract v3 X7).
+        # Replaces a blank value in any case of the name; every attempt sends this one.
+        # [contract X7] written as the policy's idempotency_key_format says (F1).
         headers[operation.idempotency_header] = idempotency_key_value(
             self._policy.idempotency_key_format, str(uuid.uuid4())
         )
@@ -949,6 +949,7 @@ class _Retrying:
         A status of 400 or more with an ``application/problem+json`` body, an
         operation that is not ``no_retry``, and problem types in the policy.
         """
+        # [contract Q1] only such an answer's body is read before deciding.
         if response.status_code < 400 or call.foreign:
             return False
         policy = call.policy
@@ -1011,6 +1012,8 @@ class _Retrying:
 
         None: refused, the finish event emitted with ``error`` (the client's own).
         """
+        # [contract X3] decided with the scanner's last event id and retry field, the
+        # budget as any retry; the caller's read fails with ``error`` when refused.
         if feed.progress:
             # [contract A7] a response that delivered an event resets the count.
             call.retries_used = 0
@@ -1026,6 +1029,15 @@ class _Retrying:
     def end_stream(self, call: _Call, error: BaseException | None = None) -> None:
         """End a committed stream for the caller: its finish event, once (contract v3 X4)."""
         self._finish(call, call.reason, "status", None, error=error)
+
+    def left(self, call: _Call, error: BaseException | None) -> None:
+        """End a committed stream the caller closed or cancelled while reading it.
+
+        [contract X4] The call did return its response: outcome ``status`` with
+        the committed status, reason ``aborted``; nothing more is sent.
+        """
+        call.reason = DecisionReason.ABORTED
+        self._finish(call, DecisionReason.ABORTED, "status", None, error=error)
 
     def failed(
         self,
@@ -1182,9 +1194,12 @@ class _Retrying:
             return
         call.finished = True
         if call.committed is not None:
-            # The caller holds the stream's response, whatever ended it (contract v3 X4).
-            outcome, status, timed_out = "status", call.committed_status, False
+            # [contract X4] The caller holds the stream's response: the finish goes on it, and
+            # the call ends with its status unless it was aborted while a resume waited or
+            # was sent (no response of that attempt, as between any attempts).
             response = call.committed
+            if outcome != "aborted":
+                outcome, status, timed_out = "status", call.committed_status, False
         operation = call.classification.operation
         # A request answered at its first attempt ends as every such request of its operation
         # with that status and reason: the event is immutable, so one is made per kind.
@@ -1293,6 +1308,7 @@ def _readable(response: httpx.Response) -> bool:
     if response.status_code < 200:
         return False
     media: str = response.headers.get("content-type", "").partition(";")[0]
+    # [contract X1] an event stream is the caller's to read, never the loop's.
     return media.strip().lower() != "text/event-stream"
 
 
@@ -1441,6 +1457,8 @@ def _capped_timeouts(request: httpx.Request, limit: float | None) -> Iterator[No
     try:
         yield
     finally:
+        # [contract X1] the attempt ends at the head handed over: the caller's reads of
+        # a streaming body are not capped.
         if had:
             extensions["timeout"] = timeout
         else:
@@ -1466,7 +1484,7 @@ async def _read_async_within(
     return body
 
 
-# Contract v3's resumable event streams (X2-X4).
+# Contract v3's resumable event streams (X2 to X4).
 
 _MAX_PARTIAL_EVENT: Final = 1 << 20
 """The most bytes of an event not yet complete a stream's body holds (contract v3 X2)."""
@@ -1593,7 +1611,7 @@ class _EventFeed:
 
 
 class _SyncEventStream(httpx.SyncByteStream):
-    """The body of a committed resumable event stream on the sync side (X2-X4)."""
+    """The body of a committed resumable event stream on the sync side (X2 to X4)."""
 
     def __init__(
         self,
@@ -1648,31 +1666,45 @@ class _SyncEventStream(httpx.SyncByteStream):
                 if tail:
                     yield tail
                 return
-        except BaseException as error:
+        except Exception as error:
             self._end(error)
             raise
+        except BaseException as error:
+            # [contract X4] GeneratorExit, KeyboardInterrupt: the caller left while reading.
+            self._end(error, left=True)
+            raise
         finally:
-            self._end(None)
+            # Closed with no finish yet: between a resume's answer and its first read.
+            self._end(None, left=self.closed)
 
-    def _end(self, error: BaseException | None) -> None:
+    def _end(self, error: BaseException | None, *, left: bool = False) -> None:
+        retrying = self.adapter._retrying
         try:
-            self.adapter._retrying.end_stream(self.call, error)
+            if left:
+                retrying.left(self.call, error)
+            else:
+                retrying.end_stream(self.call, error)
         finally:
             with contextlib.suppress(httpx.TransportError, OSError):
                 self.inner.close()
 
     def close(self) -> None:
-        """End the stream for the caller: a resume's sleep stops, the finish is emitted."""
+        """End the stream for the caller: a resume's sleep stops, the finish is emitted.
+
+        [contract X4] Closed while reading: the call ends ``aborted`` with its
+        response's status; during a resume, the resume ends it (``aborted``, no
+        status); after the end, nothing more.
+        """
         if self.closed:
             return
         self.closed = True
         self.wake.set()
         if not self.resuming:
-            self._end(None)
+            self._end(None, left=True)
 
 
 class _AsyncEventStream(httpx.AsyncByteStream):
-    """The body of a committed resumable event stream on the async side (X2-X4)."""
+    """The body of a committed resumable event stream on the async side (X2 to X4)."""
 
     def __init__(
         self,
@@ -1735,29 +1767,38 @@ class _AsyncEventStream(httpx.AsyncByteStream):
                 if tail:
                     yield tail
                 return
-        except BaseException as error:
+        except Exception as error:
             await self._end(error)
             raise
+        except BaseException as error:
+            # [contract X4] the task cancelled (or the generator closed) while reading.
+            await self._end(error, left=True)
+            raise
         finally:
-            await self._end(None)
+            # Closed with no finish yet: between a resume's answer and its first read.
+            await self._end(None, left=self.closed)
 
-    async def _end(self, error: BaseException | None) -> None:
+    async def _end(self, error: BaseException | None, *, left: bool = False) -> None:
         # The finish first: a cancelled task (trio) may not get past the await.
+        retrying = self.adapter._retrying
         try:
-            self.adapter._retrying.end_stream(self.call, error)
+            if left:
+                retrying.left(self.call, error)
+            else:
+                retrying.end_stream(self.call, error)
         finally:
             with contextlib.suppress(httpx.TransportError, OSError):
                 await self.inner.aclose()
 
     async def aclose(self) -> None:
-        """End the stream for the caller: a resume's sleep stops, the finish is emitted."""
+        """End the stream for the caller (see ``_SyncEventStream.close``)."""
         if self.closed:
             return
         self.closed = True
         if self._wake is not None:
             self._wake.set()
         if not self.resuming:
-            await self._end(None)
+            await self._end(None, left=True)
 
 
 class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
@@ -1937,7 +1978,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         transport = routes.default if not routes.mounts else routes.for_url(request.url)
         response = self._exchange_sync(call, transport, request)
         if call.committed is response:
-            # [contract X2-X4] a resumable event stream: complete events, resumed on a drop.
+            # [contract X2] [contract X3] [contract X4] a resumable event stream: complete
+            # events, resumed on a drop, finished when it ends for the caller.
             response.stream = _SyncEventStream(self, call, transport, request, response)
         return response
 
@@ -2029,6 +2071,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if body.closed or not _event_stream(response):
             _discard(response)
             if body.closed:
+                # Closed while the resume was sent: ended as between attempts.
+                self._retrying.aborted(call, None)
                 return False
             error = StreamResumeError(response, request)
             self._retrying.end_stream(call, error)
@@ -2087,7 +2131,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         transport = routes.default if not routes.mounts else routes.for_url(request.url)
         response = await self._exchange_async(call, transport, request)
         if call.committed is response:
-            # [contract X2-X4] a resumable event stream: complete events, resumed on a drop.
+            # [contract X2] [contract X3] [contract X4] a resumable event stream: complete
+            # events, resumed on a drop, finished when it ends for the caller.
             response.stream = _AsyncEventStream(
                 self, call, transport, request, response
             )
@@ -2154,6 +2199,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if body.closed or not _event_stream(response):
             await _discard_async(response)
             if body.closed:
+                # Closed while the resume was sent: ended as between attempts.
+                self._retrying.aborted(call, None)
                 return False
             error = StreamResumeError(response, request)
             self._retrying.end_stream(call, error)
@@ -2249,6 +2296,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         extensions["trace"] = watch
         try:
             response = None
+            # [contract X1] the attempt timeout ends at the head: a streaming body is
+            # read by the caller without it.
             with anyio.move_on_after(limit) as scope:
                 response = await transport.handle_async_request(request)
             if response is not None and not scope.cancelled_caught:

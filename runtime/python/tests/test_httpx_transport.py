@@ -115,6 +115,8 @@ class Sse:
     drop: bool = False
     pause: float = 0
     """Seconds waited before the last piece."""
+    hold: bool = False
+    """After the pieces, keep the stream open until the client goes away (at most 10 s)."""
 
 
 Step = Reply | Reset | Stall | ReplyThenClose | CutBody | Sse
@@ -231,6 +233,9 @@ class Server:
                         if k and k == len(step.pieces) - 1:
                             time.sleep(step.pause)
                         connection.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    if step.hold:
+                        self._stall(connection, Stall(10))
+                        return
                     if step.drop:
                         connection.shutdown(socket.SHUT_WR)
                         return
@@ -2395,14 +2400,65 @@ class StreamTest(unittest.TestCase):
         self.assertEqual(events.reasons(), [(1, "stream_resume", 1)])
         self.assertEqual(events.finish.attempts, 2)
 
-    def test_closing_the_body_finishes_the_call_once(self) -> None:
+    def test_closing_the_body_while_reading_ends_it_aborted_with_its_status(
+        self,
+    ) -> None:
+        # [X4] The server holds the stream open: only the caller's close ends it, once.
+        server = self.serve(Sse((ONE,), drop=True), Sse((TWO,), hold=True))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        with client.stream("GET", EVENTS) as response:
+            chunks = response.iter_raw()
+            self.assertEqual([next(chunks), next(chunks)], [ONE, TWO])
+            self.assertEqual(events.finishes, [])
+        response.close()
+        finish = events.finish
+        self.assertEqual(
+            (finish.outcome, finish.status, finish.reason),
+            ("status", 200, DecisionReason.ABORTED),
+        )
+        self.assertEqual((finish.attempts, finish.timed_out), (2, False))
+        self.assertIs(finish_of(response), finish)
+        time.sleep(0.05)
+        self.assertEqual(len(server.arrivals), 2)
+
+    def test_closing_the_body_after_its_end_gives_no_second_finish(self) -> None:
         server = self.serve(Sse((ONE, TWO)))
         events = Events()
         client, _ = self.client(server.url, events)
         with client.stream("GET", EVENTS) as response:
-            self.assertEqual(next(response.iter_raw()), ONE)
-        self.assertEqual(events.finish.attempts, 1)
-        self.assertIs(finish_of(response), events.finish)
+            self.assertEqual(b"".join(response.iter_raw()), ONE + TWO)
+            self.assertEqual(len(events.finishes), 1)
+        response.close()
+        self.assertEqual(
+            (events.finish.reason, events.finish.outcome, events.finish.status),
+            (DecisionReason.STATUS_NOT_RETRYABLE, "status", 200),
+        )
+
+    def test_closing_the_body_during_a_resumes_sleep_ends_it_aborted(self) -> None:
+        server = self.serve(Sse((b"retry: 5000\n" + ONE,), drop=True), Sse((TWO,)))
+        events = Events()
+        client, _ = self.client(server.url, events)
+        response = client.send(client.build_request("GET", EVENTS), stream=True)
+        chunks = response.iter_raw()
+        self.assertEqual(next(chunks), b"retry: 5000\n" + ONE)
+        rest: list[bytes] = []
+        reader = threading.Thread(target=lambda: rest.extend(chunks))
+        reader.start()
+        while not events.retries:
+            time.sleep(0.01)
+        started = time.monotonic()
+        response.close()
+        reader.join(timeout=5)
+        self.assertFalse(reader.is_alive())
+        self.assertLess(time.monotonic() - started, 2)
+        self.assertEqual((rest, len(server.arrivals)), ([], 1))
+        finish = events.finish
+        self.assertEqual(
+            (finish.outcome, finish.status, finish.reason, finish.attempts),
+            ("aborted", None, DecisionReason.ABORTED, 1),
+        )
+        self.assertIs(finish_of(response), finish)
 
     def test_the_attempt_timeout_ends_at_the_commit(self) -> None:
         # [X1] The second event comes after the attempt timeout: the stream runs on.
@@ -2506,9 +2562,68 @@ class AsyncStreamTest(unittest.IsolatedAsyncioTestCase):
         self.assertLess(time.monotonic() - started, 2)
         self.assertEqual(len(server.arrivals), 1)
         self.assertEqual(
-            (events.finish.reason, events.finish.attempts),
-            (DecisionReason.ABORTED, 1),
+            (
+                events.finish.outcome,
+                events.finish.status,
+                events.finish.reason,
+                events.finish.attempts,
+            ),
+            ("aborted", None, DecisionReason.ABORTED, 1),
         )
+
+    async def test_closing_the_body_while_reading_ends_it_aborted_with_its_status(
+        self,
+    ) -> None:
+        # [X4] The server holds the stream open: only the caller's close ends it, once.
+        server = self.serve(Sse((ONE,), drop=True), Sse((TWO,), hold=True))
+        events = Events()
+        client = await self.client(server.url, events)
+        async with client.stream("GET", EVENTS) as response:
+            chunks = response.aiter_raw()
+            self.assertEqual(
+                [await chunks.__anext__(), await chunks.__anext__()], [ONE, TWO]
+            )
+            self.assertEqual(events.finishes, [])
+        await response.aclose()
+        finish = events.finish
+        self.assertEqual(
+            (finish.outcome, finish.status, finish.reason),
+            ("status", 200, DecisionReason.ABORTED),
+        )
+        self.assertEqual((finish.attempts, finish.timed_out), (2, False))
+        self.assertIs(finish_of(response), finish)
+        await asyncio.sleep(0.05)
+        self.assertEqual(len(server.arrivals), 2)
+
+    async def test_cancelling_the_task_while_reading_ends_it_aborted_with_its_status(
+        self,
+    ) -> None:
+        server = self.serve(Sse((ONE, TWO), hold=True))
+        events = Events()
+        client = await self.client(server.url, events)
+        read = bytearray()
+        holding: list[httpx.Response] = []
+
+        async def reader() -> None:
+            async with client.stream("GET", EVENTS) as response:
+                holding.append(response)
+                async for chunk in response.aiter_raw():
+                    read.extend(chunk)
+
+        task = asyncio.ensure_future(reader())
+        while read != ONE + TWO:
+            await asyncio.sleep(0.01)
+        self.assertEqual(events.finishes, [])
+        task.cancel()
+        with self.assertRaises(asyncio.CancelledError):
+            await task
+        finish = events.finish
+        self.assertEqual(
+            (finish.outcome, finish.status, finish.reason, finish.attempts),
+            ("status", 200, DecisionReason.ABORTED, 1),
+        )
+        self.assertIs(finish_of(holding[0]), finish)
+        self.assertEqual(len(server.arrivals), 1)
 
 
 if __name__ == "__main__":

@@ -1268,21 +1268,34 @@ class KeyAndEventTest(unittest.TestCase):
             )
 
 
-ANCHORS = {"V": 8, "R": 18, "S": 8, "B": 6, "K": 4}
+def _family(letter: str, count: int, extra: dict[int, tuple[str, ...]]) -> list[str]:
+    return [
+        anchor
+        for i in range(1, count + 1)
+        for anchor in (f"{letter}{i}", *(f"{letter}{i}{x}" for x in extra.get(i, ())))
+    ]
+
+
+# docs/contract.md section 3's anchors in contract order, per family (R5a after R5...).
+ANCHORS = {
+    "V": _family("V", 8, {}),
+    "R": _family("R", 18, {5: ("a",), 6: ("a", "b"), 9: ("a",)}),
+    "S": _family("S", 9, {}),
+    "B": _family("B", 6, {}),
+    "K": _family("K", 4, {}),
+}
 
 
 class AnchorTest(unittest.TestCase):
     def test_every_contract_anchor_in_order(self) -> None:
         source = RUNTIME.read_text(encoding="utf-8")
-        firsts: dict[str, list[int]] = {family: [] for family in ANCHORS}
-        seen: set[str] = set()
-        for m in re.finditer(r"\[contract ([VRSBK])([0-9]+)\]", source):
+        firsts: dict[str, list[str]] = {family: [] for family in ANCHORS}
+        for m in re.finditer(r"\[contract ([VRSBK])([0-9]+[a-z]?)\]", source):
             anchor = m.group(1) + m.group(2)
-            if anchor not in seen:
-                seen.add(anchor)
-                firsts[m.group(1)].append(int(m.group(2)))
-        for family, count in ANCHORS.items():
-            self.assertEqual(firsts[family], list(range(1, count + 1)), family)
+            if anchor not in firsts[m.group(1)]:
+                firsts[m.group(1)].append(anchor)
+        for family, anchors in ANCHORS.items():
+            self.assertEqual(firsts[family], anchors, family)
 
 
 if __name__ == "__main__":

@@ -328,6 +328,44 @@ def body_text(scenario: Json) -> bytes | None:
     return None if body is None else str(body["text"]).encode()
 
 
+EVENT_END = b"\n\n"
+"""The blank line that ends an event in the fault server's streams."""
+
+
+async def read_events_async(response: httpx.Response, count: int) -> bytes:
+    """Read ``response``'s body until it holds ``count`` complete events (or ends)."""
+    text = b""
+    async for chunk in response.aiter_bytes():
+        text += chunk
+        if text.count(EVENT_END) >= count:
+            break
+    return text
+
+
+def read_events_sync(response: httpx.Response, count: int) -> bytes:
+    """Read ``response``'s body until it holds ``count`` complete events (or ends)."""
+    text = b""
+    for chunk in response.iter_bytes():
+        text += chunk
+        if text.count(EVENT_END) >= count:
+            break
+    return text
+
+
+async def read_body_async(response: httpx.Response, scenario: Json) -> bytes:
+    """Read the whole body, or up to ``close_after_events`` events of it."""
+    count = scenario.get("close_after_events")
+    if count is None:
+        return await response.aread()
+    return await read_events_async(response, count)
+
+
+def read_body_sync(response: httpx.Response, scenario: Json) -> bytes:
+    """Read the whole body, or up to ``close_after_events`` events of it."""
+    count = scenario.get("close_after_events")
+    return response.read() if count is None else read_events_sync(response, count)
+
+
 def is_stream(scenario: Json) -> bool:
     """Tell whether the request's body must be sent as a one-shot stream."""
     body = scenario.get("body")
@@ -409,10 +447,12 @@ async def send_async(
         file.check_version(response)
         result.status = response.status_code
         try:
-            result.body = (await response.aread()).decode("utf-8", "replace")
+            body = await read_body_async(response, scenario)
+            result.body = body.decode("utf-8", "replace")
         except httpx.HTTPError:
             result.body_error = True
         finally:
+            # With close_after_events: the caller closing the stream while reading it.
             await response.aclose()
             # A resumable stream's finish comes when its body ends (contract v3 X4).
             result.finish = finish_of(response)
@@ -542,10 +582,11 @@ def send_sync(
         file.check_version(response)
         result.status = response.status_code
         try:
-            result.body = response.read().decode("utf-8", "replace")
+            result.body = read_body_sync(response, scenario).decode("utf-8", "replace")
         except httpx.HTTPError:
             result.body_error = True
         finally:
+            # With close_after_events: the caller closing the stream while reading it.
             response.close()
             # A resumable stream's finish comes when its body ends (contract v3 X4).
             result.finish = finish_of(response)
