@@ -1628,7 +1628,7 @@ test("the result is an F: assignable to a fetch type with extra members, which i
   assert.equal(typeof node, "function");
 });
 
-// Contract v3 (docs/contract-v3.md, X5-X8).
+// Contract v3 (docs/contract.md section 12, X5-X8).
 
 test("v3 X5: a precondition makes a non-replayable request replayable; a 412 after a replay stops", async () => {
   const c = client();

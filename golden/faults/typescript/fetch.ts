@@ -533,7 +533,7 @@ export function retryingFetch<F extends FetchLike>(
     let totalDelayMs = 0;
     let released = 0;
     let redirects = 0;
-    // [contract X8] the last decision's refused server delay, for the finish event.
+    // The last decision's refused server delay, for the finish event (X8).
     let serverDelay: number | null = null;
     const finish = (
       reason: FinishReason,
@@ -554,6 +554,8 @@ export function retryingFetch<F extends FetchLike>(
         pathTemplate: operation?.path ?? null,
         operationId: operation?.operationId ?? null,
         totalDelayMs,
+        // [contract X8] the over-cap delay the last decision refused, so the SDK can raise
+        // a typed "retry after" error.
         serverDelayMs: serverDelay,
       });
       remember(result, event);
@@ -899,10 +901,11 @@ export function retryingFetch<F extends FetchLike>(
             fed += chunk.byteLength;
             const complete = scanner.completeBytes;
             if (complete > Math.max(heldAt, lead)) {
-              // A complete event: progress (contract v3 A7).
+              // A complete event: progress (contract A7).
               sinceProgress = 0;
             }
             const before = heldAt;
+            // [contract X2] complete events only: a partial one is held until it ends.
             hand(controller, complete);
             if (heldBytes > MAX_EVENT_BYTES) {
               // [contract X2] an event too long to hold: passed on as it comes, and a later
@@ -1073,6 +1076,8 @@ export function retryingFetch<F extends FetchLike>(
         if (problemsOf(response)) {
           // [contract Q1] the problem type, from at most the body's first 64 KiB, read
           // through a clone: the response keeps its whole body.
+          // [contract X6] Read before deciding; a read that fails, or that the attempt timeout
+          // ends, is this attempt's transport failure.
           const read = await readProblem(response);
           const fired = sent.fired?.() ?? false;
           if (read.error !== undefined || fired) {
@@ -1404,8 +1409,9 @@ async function sendWithTimeout(
   try {
     const response = await send(input, withMember(init, "signal", signal));
     const read = readBound > 0 && readable(response);
-    // The timer goes on over a body read inside the loop (P6, Q1); else it ends with the head,
-    // the commit of a stream (contract v3 X1).
+    // The timer goes on over a body read inside the loop (P6, Q1); else it ends with the head.
+    // [contract X1] An event stream is never read here (`readable`), so its attempt timeout
+    // ends at the commit: a stream may outlive it.
     keep = read || problems(response);
     if (!weak) {
       unfollow?.();
