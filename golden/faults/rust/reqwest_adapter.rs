@@ -224,7 +224,8 @@ impl RetryMiddleware {
         let settings = self.settings(foreign, extensions);
         let has_idempotency_key =
             !foreign && self.idempotency_key(&classification, request.headers_mut());
-        // X5: computed once, for every decision of the request.
+        // [contract X5] H2 computed once from the caller's headers, for every decision of the
+        // request.
         let has_precondition = !foreign
             && has_precondition(
                 request
@@ -279,6 +280,8 @@ impl RetryMiddleware {
                     total: &run.redirects,
                 };
                 let mut result = match deadline {
+                    // [contract X1] The attempt timeout covers the send up to the response head
+                    // (the commit): an event stream's body, read by the caller, is outside it.
                     // The elapsed timer drops the attempt, which closes its connection.
                     Some((at, limit)) => tokio::time::timeout_at(at, sent)
                         .await
@@ -292,8 +295,8 @@ impl RetryMiddleware {
                     let finish = run.finish(FinishReason::ForeignOrigin, ended);
                     return attach(result, finish);
                 }
-                // X6 (contract v3 Q1): a problem body's type is read before deciding; the
-                // response keeps its whole body. Boxed: only problem responses pay for it.
+                // [contract X6] [contract Q1] A problem body's type is read before deciding;
+                // the response keeps its whole body. Boxed: only problem responses pay for it.
                 let mut problem = None;
                 if matches!(&result, Ok(response) if run.reads_problem(response)) {
                     (result, problem) = Box::pin(read_problem(result, deadline)).await;
@@ -324,7 +327,7 @@ impl RetryMiddleware {
                         }
                     }
                 }
-                // X8: the server's refused wait, for the finish event.
+                // [contract X8] The server's refused wait, for the finish event.
                 run.server_delay_ms = decision.and_then(|d| d.server_delay_ms);
                 let decision = match decision {
                     Some(decision) if decision.retry && held.is_some() => decision,
@@ -337,8 +340,9 @@ impl RetryMiddleware {
                             // range): it is not retried.
                             None => FinishReason::Decision(Reason::StatusNotRetryable),
                         };
-                        // X2-X4: the event stream of a resumable operation is handed over event
-                        // by event and resumed after a drop; the call finishes when it ends.
+                        // X2-X4 (contract section 12): the event stream of a resumable operation
+                        // is handed over event by event and resumed after a drop; the call
+                        // finishes when it ends for the caller, not here.
                         let streams = run.classification.is_resumable()
                             && held.is_some()
                             && self.resume_client.is_some()
@@ -428,7 +432,7 @@ impl RetryMiddleware {
         let mut buffer = uuid::Uuid::encode_buffer();
         // Uuid::new_v4 draws from the operating system's secure random source (getrandom).
         let uuid = uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buffer);
-        // X7 (contract v3 F1): written as the policy's `idempotency_key_format` says.
+        // [contract X7] Written as the policy's `idempotency_key_format` says (F1).
         let key = idempotency_key_value(self.policy().idempotency_key_format, uuid);
         let Ok(value) = HeaderValue::from_str(&key) else {
             return false;
@@ -1037,6 +1041,7 @@ async fn read_body(
     max_bytes: usize,
     deadline: Option<(tokio::time::Instant, Duration)>,
 ) -> reqwest_middleware::Result<Response> {
+    // [contract X1] Never an event stream: its body is the caller's to read after the commit.
     if is_event_stream(&response) {
         return Ok(response);
     }
@@ -1045,7 +1050,7 @@ async fn read_body(
         .map(|(response, _, _)| response)
 }
 
-/// X6 (contract v3 Q1): reads at most [`PROBLEM_BODY_MAX_BYTES`] of a problem response's body
+/// X6 (contract Q1): reads at most [`PROBLEM_BODY_MAX_BYTES`] of a problem response's body
 /// before the deadline of the attempt: the response with its body intact and the problem type,
 /// when the bytes read are the whole body and name one; a failed read is the attempt's failure.
 async fn read_problem(
@@ -1868,7 +1873,8 @@ impl StreamState {
                     }) {
                         Poll::Ready(result) => result.map_err(reqwest_middleware::Error::Reqwest),
                         Poll::Pending => match deadline {
-                            // The attempt timeout ends at the response head (X1).
+                            // [contract X1] The resume's attempt timeout ends at its response
+                            // head.
                             Some((timer, limit)) => {
                                 if timer.as_mut().poll(cx).is_pending() {
                                     return Poll::Pending;
@@ -1891,6 +1897,8 @@ impl StreamState {
         if !self.resumable {
             return Some(data.clone());
         }
+        // [contract X2] The caller gets complete events only: a partial one is held until the
+        // scanner (E2) sees its end, so a drop never hands over half an event.
         self.scanner.feed(data);
         self.held.extend_from_slice(data);
         let complete = usize::try_from(self.scanner.complete_bytes() - self.released)
@@ -1931,6 +1939,8 @@ impl StreamState {
         let failed = reqwest_middleware::Error::Reqwest(error);
         let (_, timed_out) = failure_of(&failed);
         let run = &self.run;
+        // [contract X3] The drop decided with the scanner's facts and the resumes since the last
+        // progress, the budget cell as any retry.
         let input = DecisionInput {
             class: run.classification.class,
             has_idempotency_key: run.has_idempotency_key,
@@ -2046,6 +2056,7 @@ impl StreamState {
         if let Some(name) = &self.attempt_header {
             headers.insert(name.clone(), HeaderValue::from(self.run.attempts - 1));
         }
+        // [contract X3] The resume asks for what follows the last complete event.
         let id = self.scanner.last_event_id();
         if !id.is_empty() {
             if let Ok(value) = HeaderValue::from_str(id) {
@@ -2091,10 +2102,18 @@ impl Drop for EventStream {
         if std::thread::panicking() {
             return;
         }
-        // The caller closed the body: while it was read, the call ends as committed; during a
-        // resume's sleep or send, it is aborted.
+        // [contract X4] The caller closed the body (dropped it, or the future reading it) before
+        // its end: while it was read, the call keeps the committed response's outcome and
+        // status, its reason `aborted`; during a resume's sleep or send, it is aborted (no
+        // status). Nothing more is sent either way.
         match state.phase {
-            Phase::Reading(_) => state.finish_committed(),
+            Phase::Reading(_) => {
+                let ended = Ended {
+                    timed_out: false,
+                    ..state.committed.1
+                };
+                state.finish(FinishReason::Decision(Reason::Aborted), ended);
+            }
             Phase::Done => {}
             Phase::Sleeping(..) | Phase::Sending { .. } => state.finish(
                 FinishReason::Decision(Reason::Aborted),

@@ -1956,7 +1956,7 @@ fn the_retry_future_holds_one_request() {
     );
 }
 
-// Contract v3 (docs/contract-v3.md section 9): X5-X8.
+// Contract v3 (docs/contract.md section 12): X5-X8.
 
 #[test]
 fn a_conditional_request_is_replayed_and_a_412_after_the_replay_stops() {

@@ -1,4 +1,4 @@
-//! Contract v3 (draft, docs/contract-v3.md) where the vectors cannot look: the event scanner
+//! Contract v3 (docs/contract.md) where the vectors cannot look: the event scanner
 //! fed in pieces, a throttled decision's backoff and budget, a dropped stream, and the
 //! module-level class of unknown requests.
 
