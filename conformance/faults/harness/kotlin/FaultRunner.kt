@@ -20,6 +20,7 @@ import okhttp3.RequestBody
 import okhttp3.RequestBody.Companion.toRequestBody
 import okhttp3.Response
 import okhttp3.ResponseBody
+import okio.Buffer
 import okio.BufferedSink
 import retrygen.generated.IdempotencyKeyFormat
 import retrygen.generated.RetryEvent
@@ -183,6 +184,41 @@ private fun readBody(response: Response): String {
     return body?.string() ?: ""
 }
 
+/**
+ * Reads [response]'s body as it comes until the text read holds [events] complete events (each
+ * ended by a blank line, "\n\n" in the matrix's streams), then closes the body, as a caller that
+ * stops listening does (contract v3 X4): the text read, exactly.
+ */
+private fun readEvents(
+    response: Response,
+    events: Int,
+): String {
+    // Nullable in OkHttp 4, not in 5: this compiles on both.
+    val nullable: ResponseBody? = response.body
+    val body = nullable ?: return ""
+    val source = body.source()
+    val read = Buffer()
+    var text = ""
+    while (eventEnds(text) < events && source.read(read, READ_CHUNK) != -1L) {
+        text = read.snapshot().utf8()
+    }
+    body.close()
+    return text
+}
+
+/** How many times a blank line ("\n\n") ends an event in [text]. */
+private fun eventEnds(text: String): Int {
+    var count = 0
+    var at = text.indexOf("\n\n")
+    while (at >= 0) {
+        count++
+        at = text.indexOf("\n\n", at + 2)
+    }
+    return count
+}
+
+private const val READ_CHUNK = 8192L
+
 private fun warmUp(
     recorder: Recorder,
     url: String,
@@ -279,6 +315,8 @@ private fun request(
         (given["read_body_max_bytes"] as Long?)?.let { overrides.readBodyMaxBytes(it) }
         builder.tag(RetryOverrides::class.java, overrides.build())
     }
+    // [contract X4] a caller that closes a stream while reading it, after this many events.
+    val closeAfterEvents = (scenario["close_after_events"] as Long?)?.toInt()
     val call = recorder.client.newCall(builder.build())
     val canceller = Executors.newSingleThreadScheduledExecutor()
     (scenario["abort_after_ms"] as Long?)?.let { canceller.schedule({ call.cancel() }, it, TimeUnit.MILLISECONDS) }
@@ -293,7 +331,7 @@ private fun request(
         response.use {
             status = it.code
             try {
-                read = readBody(it)
+                read = if (closeAfterEvents != null) readEvents(it, closeAfterEvents) else readBody(it)
             } catch (e: IOException) {
                 bodyError = true
             }
