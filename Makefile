@@ -48,9 +48,9 @@ conformance: toolchains
 	$(CARGO) xtask conformance-v3
 
 # One mutant per anchored contract rule in each language's runtime; the vectors must kill each
-# (v2's on v2's vectors in every language, the v3 draft's on v3's in each language implementing it).
+# (v2's on v2's vectors, v3's on v3's, in every language).
 # `make test` runs one or more rules of every v2 family (V, R, S, B, K) in every language and three
-# v3 anchors (a rule of the decision, the problem scanner, the precondition check) in each v3
+# v3 anchors (a rule of the decision, the problem scanner, the precondition check) in every
 # language (a few minutes); `make mutation-full` runs them all and rewrites docs/mutation.md.
 MUTATION_SAMPLE ?= V4,R3,R7,R9,S3,B3,K2,H2,R5a,Q2
 mutation: toolchains

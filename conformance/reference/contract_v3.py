@@ -1,4 +1,4 @@
-"""Contract v3 (docs/contract-v3.md), read from its text: decide_v3 with the stream, precondition,
+"""Contract v3 (docs/contract.md, its v3 rules), read from its text: decide_v3 with the stream, precondition,
 throttling and problem-type rules, the throttling budget kind, has_precondition (H2), the
 problem-type scanner (Q2), the event-stream scanner (E2) and the key format (F1).
 

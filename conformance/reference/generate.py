@@ -1258,7 +1258,7 @@ def main(argv):
         outputs = [(DECIDE_JSON, render(build_decide())), (CLASSIFY_JSON, render(build_classify()))]
         for file_name, doc in generate_v2.build_all(TABLES):
             outputs.append((os.path.join(ROOT, "conformance", "vectors", file_name), render(doc)))
-        # Contract v3 (draft): its own folder, which `cargo xtask conformance` does not read yet.
+        # Contract v3: its own folder, which `cargo xtask conformance-v3` reads.
         for file_name, doc in generate_v3.build_all():
             outputs.append((os.path.join(ROOT, "conformance", "vectors", "v3", file_name), render(doc)))
     except (Failure, generate_v2.Failure, generate_v3.Failure) as e:

@@ -118,7 +118,7 @@ record! {
         budget_retry_cost: u64,
         budget_timeout_cost: u64,
         budget_success_refund: u64,
-        // Contract v3 (draft), section 4.
+        // Contract v3: docs/contract.md section 3's policy table.
         throttling_statuses: Vec<u16>,
         /// None when throttled retries use `initial_backoff_ms`.
         throttling_initial_backoff_ms: Option<u64>,

@@ -132,7 +132,7 @@ pub struct Policy {
     pub budget_retry_cost: u64,
     pub budget_timeout_cost: u64,
     pub budget_success_refund: u64,
-    // Contract v3 (draft), section 4.
+    // Contract v3: docs/contract.md section 3's policy table.
     pub throttling_statuses: Vec<u16>,
     /// None: `initial_backoff_ms` applies to throttled retries too.
     pub throttling_initial_backoff_ms: Option<u64>,
@@ -204,7 +204,7 @@ pub const KEYS: [&str; 19] = [
     "budget_success_refund",
 ];
 
-/// Contract v3's policy keys (docs/contract-v3.md section 4), in the table's order: validated
+/// Contract v3's policy keys (docs/contract.md section 3's policy table), in the table's order: validated
 /// after [`KEYS`] (V1 extended).
 pub const V3_KEYS: [&str; 6] = [
     "throttling_statuses",
@@ -539,7 +539,7 @@ impl Policy {
     pub fn apply_spec(&mut self, policy: &RawPolicy, diagnostics: &mut Diagnostics) {
         let help = |key: &str| {
             if key == PRESET_KEY || V3_KEYS.contains(&key) {
-                "see contract v3's policy keys and presets in docs/contract-v3.md section 4"
+                "see the policy keys in docs/contract.md section 3 and the preset in section 8"
             } else {
                 "see the policy table in docs/contract.md"
             }

@@ -48,6 +48,15 @@ pub fn defined_anchors() -> Vec<String> {
     anchors
 }
 
+/// Contract v2's anchors, whose mutants are `conformance/mutants/<language>.toml`'s: section 3's
+/// families without v3's rules among them (R5a, R6a, R6b, R9a, S9: their mutants are v3's).
+pub fn v2_anchors() -> Vec<String> {
+    contract_anchors()
+        .into_iter()
+        .filter(|a| !crate::conformance_v3::ANCHORS.contains(&a.as_str()))
+        .collect()
+}
+
 /// The anchors of section 3's families in contract order: V1..V8, R1..R18 with v3's R5a, R6a,
 /// R6b and R9a in between, S1..S9, B1..B6, K1..K4.
 pub fn contract_anchors() -> Vec<String> {
@@ -70,12 +79,24 @@ pub fn runtime_sources(language: &str) -> Result<Vec<(&'static str, &'static str
         .collect())
 }
 
-/// The problems of one runtime: missing anchors, and families out of contract order (by first
-/// occurrence).
+/// The files whose markers count: the runtime's, then its HTTP client adapters' (Q1 and X1-X8
+/// are the adapter's work), as the backend embeds them.
+fn marked_sources(language: &str) -> Result<Vec<(&'static str, &'static str)>> {
+    let backend =
+        retrygen::emit::backend(language).ok_or_else(|| anyhow!("unknown language {language}"))?;
+    let mut sources = runtime_sources(language)?;
+    for adapter in backend.adapters() {
+        sources.extend(adapter.files.iter().map(|f| (f.name, f.source)));
+    }
+    Ok(sources)
+}
+
+/// The problems of one runtime and its adapters: missing anchors, markers naming no anchor of the
+/// contract, and families out of contract order (by first occurrence).
 pub fn problems(language: &str, expected: &[String]) -> Result<Vec<String>> {
     let marker = Regex::new(r"\[contract ([A-Z]\d+[a-z]?)\]").expect("valid regex");
     let defined = defined_anchors();
-    let sources = runtime_sources(language)?;
+    let sources = marked_sources(language)?;
     if sources.is_empty() {
         return Ok(vec![format!("{language}: no runtime files")]);
     }

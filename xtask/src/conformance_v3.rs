@@ -1,4 +1,4 @@
-//! Contract v3 (draft, docs/contract-v3.md) case lines: the vector kinds of
+//! Contract v3 (docs/contract.md) case lines: the vector kinds of
 //! `conformance/vectors/v3/` (`decide3`, `invalid`, `budget`, `precondition`, `problem`, `sse`,
 //! `key_format`) as the lines `D3`, `K3`, `HP`, `Q`, `SE` and `F` of conformance/README.md
 //! ("Contract v3 lines").
@@ -24,8 +24,8 @@ pub fn implemented() -> Vec<&'static str> {
     retrygen::BACKENDS.iter().map(|b| b.name()).collect()
 }
 
-/// The anchors of docs/contract-v3.md whose rules the v3 vectors check, in the contract's order
-/// (R6a, defined with the preconditions in section 2, in its place among section 3's rules):
+/// The v3 anchors of docs/contract.md whose rules the v3 vectors check: the precondition (H2),
+/// then the others in the contract's order:
 /// each runtime marks them `[contract H2]` (and so on), and `cargo xtask mutation` changes
 /// each in every implementing runtime (conformance/mutants/v3/). The contract's other anchors
 /// are the adapters' (A, Q1, X), retrygen's (T2), classify's (C3, which the v3 vectors do not
@@ -67,7 +67,7 @@ const QUOTA_EXCEEDED: &str = "https://iana.org/assignments/http-problem-types#qu
 const ABNORMAL_USAGE: &str =
     "https://iana.org/assignments/http-problem-types#abnormal-usage-detected";
 
-/// The v3 defaults (docs/contract-v3.md, the policy tables of contract.md and section 4).
+/// The v3 defaults (docs/contract.md, section 3's policy table).
 fn default_policy() -> Map<String, Value> {
     let v = serde_json::json!({
         "max_retries": 3, "initial_backoff_ms": 500, "max_backoff_ms": 30000, "multiplier": 2.0,
@@ -362,7 +362,7 @@ pub fn main(args: &[String]) -> Result<()> {
         .find(|l| !implemented.contains(&l.as_str()))
     {
         bail!(
-            "--lang {l}: no runtime of that name implements contract v3 (docs/contract-v3.md; \
+            "--lang {l}: no runtime of that name implements contract v3 (docs/contract.md; \
              implemented: {})",
             implemented.join(", ")
         );
@@ -408,19 +408,21 @@ mod tests {
 
     #[test]
     fn the_contract_defines_every_anchor_in_order() {
-        let text = std::fs::read_to_string(root().join("docs/contract-v3.md")).unwrap();
-        // Where each anchor is listed last (`- **R6a** ...`): its place in the rules' order.
-        let places: Vec<usize> = ANCHORS
-            .iter()
-            .map(|a| {
-                text.rfind(&format!("\n- **{a}**"))
-                    .unwrap_or_else(|| panic!("docs/contract-v3.md lists no `- **{a}**`"))
-            })
-            .collect();
+        let text = std::fs::read_to_string(root().join("docs/contract.md")).unwrap();
+        // Where each anchor is defined (`- **R6a** ...`): the decision's rules (R5a..S9) in the
+        // rules' order, then the pure functions in their sections' order (H2, the precondition,
+        // comes first here as the mutant files list it; its section follows the rules').
+        let place = |a: &str| {
+            text.find(&format!("\n- **{a}**"))
+                .unwrap_or_else(|| panic!("docs/contract.md lists no `- **{a}**`"))
+        };
+        let rules: Vec<usize> = ANCHORS[1..].iter().map(|a| place(a)).collect();
         assert!(
-            places.windows(2).all(|w| w[0] < w[1]),
-            "{ANCHORS:?} are not in the contract's order"
+            rules.windows(2).all(|w| w[0] < w[1]),
+            "{:?} are not in the contract's order",
+            &ANCHORS[1..]
         );
+        assert!(place("H2") > place("S9"));
     }
 
     #[test]

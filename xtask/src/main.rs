@@ -65,7 +65,7 @@ cargo xtask <command>
         any difference from the expected values or between languages
 
   conformance-v3 [--lang L[,L...]|none]
-        contract v3 (draft, docs/contract-v3.md): every case of conformance/vectors/v3/ as a line
+        contract v3 (docs/contract.md): every case of conformance/vectors/v3/ as a line
         (conformance/README.md, section Contract v3 lines), answered by the reference implementation's
         harness, then by the module of every language whose runtime implements v3 (all six: rust,
         typescript, python, go, kotlin and csharp), or of those --lang names; --lang none: the

@@ -305,7 +305,7 @@ namespace Retrygen.Conformance
                 decision.BudgetTokens.HasValue ? Decimal(decision.BudgetTokens.Value) : "-");
         }
 
-        /// <summary>A contract v3 decision (docs/contract-v3.md): the 25 policy fields, then the input.</summary>
+        /// <summary>A contract v3 decision (docs/contract.md): the 25 policy fields, then the input.</summary>
         private static void Decide3Case(string[] f, StringBuilder output)
         {
             ExpectFields(f, 46);
@@ -431,7 +431,7 @@ namespace Retrygen.Conformance
         /// </summary>
         private static readonly int[] ContractThrottlingStatuses = { 429 };
 
-        /// <summary>The contract's default <c>stop_problem_types</c> (docs/contract-v3.md, section 5).</summary>
+        /// <summary>The contract's default <c>stop_problem_types</c> (docs/contract.md, section 9).</summary>
         private static readonly string[] ContractStopProblemTypes =
         {
             "https://iana.org/assignments/http-problem-types#quota-exceeded",

@@ -2,7 +2,7 @@
 // package (operations.go and runtime.go), which the build places in the retrypolicy folder of
 // this module. It reads the contract v2 lines (D, C, I, D2, K, C2, L, H, E, O, T2) and N,
 // answered from the safe list's entries without an idempotency header (the non_replayable
-// operations), and the contract v3 draft's lines (D3, K3, HP, Q, SE, F: conformance/README.md,
+// operations), and contract v3's lines (D3, K3, HP, Q, SE, F: conformance/README.md,
 // "Contract v3 lines"); the v1 table dump T is retired (its v2 form is T2).
 package main
 

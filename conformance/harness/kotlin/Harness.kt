@@ -186,7 +186,7 @@ private fun decide2Case(f: List<String>, out: StringBuilder) {
     )
 }
 
-/** A contract v3 decision (docs/contract-v3.md): the 25 policy fields, then the input. */
+/** A contract v3 decision (docs/contract.md): the 25 policy fields, then the input. */
 private fun decide3Case(f: List<String>, out: StringBuilder) {
     expectFields(f, 46)
     val policy = policy3(f, 2)

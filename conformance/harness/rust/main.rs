@@ -1,5 +1,5 @@
 //! Runs the conformance cases of conformance/README.md (v1 lines, the contract v2 lines and the
-//! contract v3 draft's `D3`, `K3`, `HP`, `Q`, `SE` and `F`) against the generated Rust module, which the build places beside this file as the folder
+//! contract v3's `D3`, `K3`, `HP`, `Q`, `SE` and `F`) against the generated Rust module, which the build places beside this file as the folder
 //! `retry_policy/` (`mod.rs` and `runtime.rs`).
 
 // The harness does not exercise every public item of the module.

@@ -2,7 +2,7 @@
 // prints one result line per case. Compiled by `cargo xtask` next to the generated index.ts and
 // runtime.ts. It reads the contract v2 lines (D, C, I, D2, K, C2, L, H, E, T2, O) and N, answered
 // from the safe list's entries without an idempotency header (v1's non_replayable list), and the
-// contract v3 draft's lines (D3, K3, HP, Q, SE, F: conformance/README.md, "Contract v3 lines");
+// contract v3's lines (D3, K3, HP, Q, SE, F: conformance/README.md, "Contract v3 lines");
 // the v1 table dump T is retired (its v2 form is T2). A RetryInputError prints `X name key`.
 
 import { readFileSync } from "node:fs";
