@@ -867,14 +867,15 @@ namespace Retrygen.Generated
                 hasKey = HasIdempotencyKey(request, operation);
                 if (!hasKey && mintKeys && replayClass == ReplayClass.Keyed)
                 {
-                    // A blank value the caller set is replaced, never kept beside the key.
+                    // A blank value the caller set is replaced, never kept beside the key. [contract X7] The minted key is
+                    // written in the policy's format (F1); a caller's own key stays as written.
                     request.Headers.Remove(operation.IdempotencyHeader);
                     request.Headers.TryAddWithoutValidation(operation.IdempotencyHeader, RetryRuntime.IdempotencyKeyValue(decided.IdempotencyKeyFormat, NewIdempotencyKey()));
                     hasKey = HasIdempotencyKey(request, operation);
                 }
             }
 
-            // [contract H2] X5: a precondition that fails on a replay, read once from the caller's headers.
+            // [contract X5] A precondition that fails on a replay (H2), read once from the caller's headers for every decision.
             bool hasPrecondition = HasPrecondition(request);
 
             // 3. The body: replayable, made replayable by buffering it once, or sent once.
@@ -989,8 +990,9 @@ namespace Retrygen.Generated
                     // 5-6. Decide, with the budget of this handler (only a replayable request takes from it).
                     status = response == null ? 0 : (int)response.StatusCode;
 
-                    // [contract Q1] X6: the problem type of an error status, from at most 64 KiB of its body read
-                    // under the attempt's limits; the body is handed over whole. A read that fails is this attempt's failure.
+                    // [contract Q1] [contract X6] The problem type of an error status, from at most 64 KiB of its body read
+                    // under the attempt's limits, before deciding; the body is handed over whole. A read that fails is
+                    // this attempt's failure.
                     string problemType = null;
                     if (response != null && status >= 400 && replayClass != ReplayClass.NoRetry && ReadsProblem(decided, response, method))
                     {
@@ -1035,6 +1037,8 @@ namespace Retrygen.Generated
                 }
                 finally
                 {
+                    // [contract X1] The attempt timeout ends here, before the head is handed over: a streaming call is
+                    // committed, and its stream runs as long as the server sends (P6 never reads an event stream).
                     if (limit != null)
                     {
                         limit.Dispose();
@@ -1046,6 +1050,7 @@ namespace Retrygen.Generated
                 {
                     DecisionReason reason = decision == null ? DecisionReason.StatusNotRetryable : decision.Reason;
                     string reasonName = decision != null && decision.Retry ? "body_not_replayable" : reason.ToWireName();
+                    // [contract X8] The server's refused wait goes on the finish, for the SDK's typed "retry after" error.
                     long? serverDelayMs = decision == null || decision.Retry ? null : decision.ServerDelayMs;
                     if (response != null)
                     {
@@ -1986,14 +1991,66 @@ namespace Retrygen.Generated
         }
 
         /// <summary>
+        /// A body read once from start to end: what the two streams the handler hands over in place of the client's
+        /// (<see cref="ResumableStream"/>, <see cref="PrefixedStream"/>) cannot do is said here, once.
+        /// </summary>
+        private abstract class ReadOnlyForwardStream : Stream
+        {
+            public override bool CanRead
+            {
+                get { return true; }
+            }
+
+            public override bool CanSeek
+            {
+                get { return false; }
+            }
+
+            public override bool CanWrite
+            {
+                get { return false; }
+            }
+
+            public override long Length
+            {
+                get { throw new NotSupportedException(); }
+            }
+
+            public override long Position
+            {
+                get { throw new NotSupportedException(); }
+                set { throw new NotSupportedException(); }
+            }
+
+            public override void Flush()
+            {
+            }
+
+            public override long Seek(long offset, SeekOrigin origin)
+            {
+                throw new NotSupportedException();
+            }
+
+            public override void SetLength(long value)
+            {
+                throw new NotSupportedException();
+            }
+
+            public override void Write(byte[] buffer, int offset, int count)
+            {
+                throw new NotSupportedException();
+            }
+        }
+
+        /// <summary>
         /// The body of a resumable event stream (contract v3, X2-X4): the server's bytes pass through the event scanner
         /// and the caller reads complete events only (a partial one is held, at most <see cref="MaxHeldEventBytes"/>:
         /// beyond that the stream is passed through and no longer resumed). A read that fails before the body's clean
         /// end is a drop, decided with <c>dropped</c>; a granted resume sends the request again with
         /// <c>Last-Event-ID</c> and goes on reading the new response. The finish event comes when the stream ends for
-        /// the caller: its clean end, a failure not resumed, or the caller disposing it.
+        /// the caller: its clean end, a failure not resumed, or the caller disposing it or cancelling a read.
         /// </summary>
-        private sealed class ResumableStream : Stream
+        private sealed class ResumableStream : ReadOnlyForwardStream
         {
             /// <summary>The largest partial event held back (X2).</summary>
             private const int MaxHeldEventBytes = 1 << 20;
@@ -2023,38 +2080,18 @@ namespace Retrygen.Generated
             private bool passThrough;
             private int finished;
 
+            /// <summary>Set from a drop until a resume's event stream is read: closing the body then aborts the call.</summary>
+            private volatile bool resuming;
+
+            /// <summary>Set when a read was cancelled: the stream ended there, and its response was released.</summary>
+            private bool cancelled;
+
             internal ResumableStream(HttpResponseMessage response, HttpRequestMessage message)
             {
                 returned = response;
                 current = response;
                 firstContent = currentContent = response.Content;
                 currentMessage = message;
-            }
-
-            public override bool CanRead
-            {
-                get { return true; }
-            }
-
-            public override bool CanSeek
-            {
-                get { return false; }
-            }
-
-            public override bool CanWrite
-            {
-                get { return false; }
-            }
-
-            public override long Length
-            {
-                get { throw new NotSupportedException(); }
-            }
-
-            public override long Position
-            {
-                get { throw new NotSupportedException(); }
-                set { throw new NotSupportedException(); }
             }
 
             internal RetryHandler Handler { get; set; }
@@ -2134,25 +2171,6 @@ namespace Retrygen.Generated
                 return ReadCoreAsync(buffer, offset, count, cancellationToken, true);
             }
 
-            public override void Flush()
-            {
-            }
-
-            public override long Seek(long offset, SeekOrigin origin)
-            {
-                throw new NotSupportedException();
-            }
-
-            public override void SetLength(long value)
-            {
-                throw new NotSupportedException();
-            }
-
-            public override void Write(byte[] buffer, int offset, int count)
-            {
-                throw new NotSupportedException();
-            }
-
             protected override void Dispose(bool disposing)
             {
                 if (disposing)
@@ -2161,12 +2179,16 @@ namespace Retrygen.Generated
                     closed.Cancel();
                     try
                     {
-                        if (Volatile.Read(ref finished) == 0)
+                        if (resuming)
                         {
-                            Handler.budget.RecordSuccess(LastRetryCost);
+                            // [contract X4] While a resume waits or is sent: aborted, as a cancellation between attempts.
+                            End(DecisionReason.Aborted, DecisionReason.Aborted.ToWireName(), null, FailureKind.Aborted, false, null);
                         }
-
-                        End(LastReason, LastReason.ToWireName(), (int)current.StatusCode, null, false, null);
+                        else
+                        {
+                            // [contract X4] While reading the committed stream (a finish already given stays the only one).
+                            EndWhileReading(null);
+                        }
                     }
                     finally
                     {
@@ -2184,8 +2206,14 @@ namespace Retrygen.Generated
                     throw new ObjectDisposedException(nameof(ResumableStream));
                 }
 
+                if (cancelled)
+                {
+                    throw new OperationCanceledException("A read of this stream was cancelled, which ended it.");
+                }
+
                 while (true)
                 {
+                    // [contract X2] Complete events only; all that is held once the body ended or an event outgrew the bound.
                     int ready = passThrough || innerEnded ? holdEnd - holdStart : (int)(scanner.CompleteBytes - delivered);
                     if (ready > 0)
                     {
@@ -2198,13 +2226,8 @@ namespace Retrygen.Generated
 
                     if (innerEnded)
                     {
-                        // The clean end: the stream ends for the caller, a success.
-                        if (Volatile.Read(ref finished) == 0)
-                        {
-                            Handler.budget.RecordSuccess(LastRetryCost);
-                        }
-
-                        End(LastReason, LastReason.ToWireName(), (int)current.StatusCode, null, false, null);
+                        // [contract X4] The clean end: the stream ends for the caller, a success with the last decision's reason.
+                        End(LastReason, LastReason.ToWireName(), (int)current.StatusCode, null, false, null, null, true);
                         return 0;
                     }
 
@@ -2227,7 +2250,35 @@ namespace Retrygen.Generated
 
                         MakeRoom();
                         int want = Math.Min(ReadSize, hold.Length - holdEnd);
-                        got = isAsync ? await inner.ReadAsync(hold, holdEnd, want, cancellationToken).ConfigureAwait(false) : inner.Read(hold, holdEnd, want);
+                        cancellationToken.ThrowIfCancellationRequested();
+
+                        // A read that does not watch the token ends when its stream is disposed.
+                        using (cancellationToken.CanBeCanceled ? cancellationToken.Register(s => ((Stream)s).Dispose(), inner) : default(CancellationTokenRegistration))
+                        {
+                            got = isAsync ? await inner.ReadAsync(hold, holdEnd, want, cancellationToken).ConfigureAwait(false) : inner.Read(hold, holdEnd, want);
+                        }
+                    }
+                    catch (Exception e) when (!closed.IsCancellationRequested && cancellationToken.IsCancellationRequested)
+                    {
+                        // [contract X4] The caller cancelled while reading the committed stream: the call ends here with
+                        // its response's status, reason aborted; nothing more is sent, and the connection is let go.
+                        OperationCanceledException canceled = e as OperationCanceledException ?? new OperationCanceledException("The read was cancelled.", e, cancellationToken);
+                        cancelled = true;
+                        try
+                        {
+                            EndWhileReading(canceled);
+                        }
+                        finally
+                        {
+                            Release();
+                        }
+
+                        if (ReferenceEquals(canceled, e))
+                        {
+                            throw;
+                        }
+
+                        throw canceled;
                     }
                     catch (Exception e) when (!closed.IsCancellationRequested && !cancellationToken.IsCancellationRequested && IsExchangeFailure(e))
                     {
@@ -2290,13 +2341,14 @@ namespace Retrygen.Generated
             }
 
             /// <summary>
-            /// [contract A6, X3] After a drop: decide, and while the decision grants, sleep and send the request again
+            /// [contract X3] After a drop: decide, and while the decision grants, sleep and send the request again
             /// with <c>Last-Event-ID</c> until a 2xx event stream answers (then return: the caller reads on). Throws the
             /// drop's error when it is refused, the last failure when a resume's own attempts are refused, a
             /// <see cref="RetryStreamException"/> when a resume is answered with anything else.
             /// </summary>
             private async Task ResumeAsync(Exception dropped, CancellationToken cancellationToken, bool isAsync)
             {
+                resuming = true;
                 Exception error = dropped;
                 FailureKind failure = FailureKind.Dropped;
                 bool timedOut = false;
@@ -2441,6 +2493,7 @@ namespace Retrygen.Generated
                         read = delivered = 0;
                         firstByte = -1;
                         LastReason = PlainStatusStop(Decided, Classification.ReplayClass, RetriesUsed).Reason;
+                        resuming = false;
                         return;
                     }
 
@@ -2454,12 +2507,29 @@ namespace Retrygen.Generated
                 }
             }
 
-            /// <summary>The finish event, once: on the returned response (P5) and, for a failure, on its exception.</summary>
-            private void End(DecisionReason reason, string reasonName, int? status, FailureKind? failure, bool timedOut, Exception error, long? serverDelayMs = null)
+            /// <summary>
+            /// The call ended by the caller while it read the committed stream (closing the body, cancelling a read): the
+            /// call returned its response, so the outcome is that status, and the reason says the caller ended it.
+            /// </summary>
+            private void EndWhileReading(Exception error)
+            {
+                End(DecisionReason.Aborted, DecisionReason.Aborted.ToWireName(), (int)current.StatusCode, null, false, error, null, true);
+            }
+
+            /// <summary>
+            /// The finish event, once: on the returned response (P5) and, for a failure, on its exception. With
+            /// <paramref name="success"/> the budget gets back what the last retry took (K3), by the one call that finishes.
+            /// </summary>
+            private void End(DecisionReason reason, string reasonName, int? status, FailureKind? failure, bool timedOut, Exception error, long? serverDelayMs = null, bool success = false)
             {
                 if (Interlocked.Exchange(ref finished, 1) != 0)
                 {
                     return;
+                }
+
+                if (success)
+                {
+                    Handler.budget.RecordSuccess(LastRetryCost);
                 }
 
                 RetryFinishEvent finish = Handler.Finish(Classification, Method, Sends, reason, reasonName, status, failure, timedOut, Redirects, TotalDelayMs, returned, currentMessage, null, serverDelayMs);
@@ -2492,7 +2562,7 @@ namespace Retrygen.Generated
         }
 
         /// <summary>The bytes read inside the loop, then the rest of the body (P6); disposing it releases the original content.</summary>
-        private sealed class PrefixedStream : Stream
+        private sealed class PrefixedStream : ReadOnlyForwardStream
         {
             private readonly byte[] prefix;
             private readonly Stream rest;
@@ -2504,32 +2574,6 @@ namespace Retrygen.Generated
                 this.prefix = prefix;
                 this.rest = rest;
                 this.original = original;
-            }
-
-            public override bool CanRead
-            {
-                get { return true; }
-            }
-
-            public override bool CanSeek
-            {
-                get { return false; }
-            }
-
-            public override bool CanWrite
-            {
-                get { return false; }
-            }
-
-            public override long Length
-            {
-                get { throw new NotSupportedException(); }
-            }
-
-            public override long Position
-            {
-                get { throw new NotSupportedException(); }
-                set { throw new NotSupportedException(); }
             }
 
             public override int Read(byte[] buffer, int offset, int count)
@@ -2550,25 +2594,6 @@ namespace Retrygen.Generated
                 }
 
                 return rest.ReadAsync(buffer, offset, count, cancellationToken);
-            }
-
-            public override void Flush()
-            {
-            }
-
-            public override long Seek(long offset, SeekOrigin origin)
-            {
-                throw new NotSupportedException();
-            }
-
-            public override void SetLength(long value)
-            {
-                throw new NotSupportedException();
-            }
-
-            public override void Write(byte[] buffer, int offset, int count)
-            {
-                throw new NotSupportedException();
             }
 
             protected override void Dispose(bool disposing)

@@ -969,6 +969,9 @@ namespace Retrygen.Generated
 
             root.Freeze();
             safeList = new Lazy<ReadOnlyCollection<SafeListEntry>>(ListSafe, LazyThreadSafetyMode.ExecutionAndPublication);
+
+            // [contract C3] The module-level Classify is this classifier's: an unknown request gets the class the spec's
+            // policy names (the tables pass its unknown_operation_class), not the method default whatever it says.
             defaultClassifier = new Classifier(this, basePath, unknownOperationClass);
         }
 
@@ -3073,7 +3076,7 @@ namespace Retrygen.Generated
 
                 reason = DecisionReason.StreamResume;
 
-                // [contract S9] The stream's retry field is its server delay.
+                // Its server delay is the stream's retry field (S9), never a header; R14 caps it like Retry-After.
                 serverDelay = StreamDelayMs(input.StreamRetry);
             }
             else
@@ -3305,6 +3308,7 @@ namespace Retrygen.Generated
                 return null;
             }
 
+            // Digits and nothing else (no sign, no fraction, no spaces); anything else is ignored.
             foreach (char c in streamRetry)
             {
                 if (!IsAsciiDigit(c))
@@ -3313,7 +3317,7 @@ namespace Retrygen.Generated
                 }
             }
 
-            return streamRetry.Length > MaxDigits ? BeyondAnyCapMs : long.Parse(streamRetry, CultureInfo.InvariantCulture);
+            return ParseNumber(streamRetry, false);
         }
 
         /// <summary>
@@ -3337,6 +3341,7 @@ namespace Retrygen.Generated
                     continue;
                 }
 
+                // [contract H2] If-Match: * and If-Unmodified-Since hold again on a replay; these two cannot.
                 string value = TrimSpacesAndTabs(field.Value);
                 if (Operation.AsciiEqualsIgnoreCase(field.Key, "If-Match") && value.Length > 0 && value != "*")
                 {
@@ -3372,6 +3377,7 @@ namespace Retrygen.Generated
                 return null;
             }
 
+            // [contract Q1] Only application/problem+json (any case, parameters ignored) carries a problem type.
             int semicolon = contentType.IndexOf(';');
             string media = TrimSpacesAndTabs(semicolon < 0 ? contentType : contentType.Substring(0, semicolon));
             if (!Operation.AsciiEqualsIgnoreCase(media, "application/problem+json"))
@@ -3388,6 +3394,7 @@ namespace Retrygen.Generated
         /// <returns>The header value.</returns>
         public static string IdempotencyKeyValue(IdempotencyKeyFormat format, string uuid)
         {
+            // [contract F1] The bare UUID (v2's form), or an RFC 9651 String as the IETF Idempotency-Key draft requires.
             switch (format)
             {
                 case IdempotencyKeyFormat.Uuid: return uuid;
@@ -3592,7 +3599,8 @@ namespace Retrygen.Generated
                 return 0;
             }
 
-            // [contract S8] More than 15 digits: larger than any cap.
+            // [contract S8] More than 15 digits: larger than any cap. [contract S9] So for a stream's retry field too,
+            // which StreamDelayMs reads here once it holds digits only: that many milliseconds.
             if (end - start > MaxDigits)
             {
                 return BeyondAnyCapMs;
@@ -4222,6 +4230,7 @@ namespace Retrygen.Generated
                 return null;
             }
 
+            // [contract Q2] Exactly one member named type, a string: a repeated or missing one gives no problem type.
             return found == 1 && types.Count == 1 ? types[0] : null;
         }
 
@@ -4519,7 +4528,7 @@ namespace Retrygen.Generated
     }
 
     /// <summary>
-    /// The event-stream scanner of contract v3 (E2), after the HTML standard's interpretation of
+    /// The event-stream scanner (docs/contract.md, E2), after the HTML standard's interpretation of
     /// <c>text/event-stream</c>: it follows a stream as its bytes arrive and says how many of them are complete events
     /// (up to the blank line that dispatches each), and the last event id and reconnection time as of the last complete
     /// event. An adapter hands the caller only complete events and resumes with <c>Last-Event-ID</c>.
@@ -4642,7 +4651,8 @@ namespace Retrygen.Generated
             line.Clear();
             if (text.Length == 0)
             {
-                // Dispatch: what this event's fields set becomes the stream's.
+                // [contract E2] A blank line dispatches: what this event's id and retry fields set becomes the stream's,
+                // so an event cut by a drop sets nothing.
                 if (pendingId != null)
                 {
                     LastEventId = pendingId;

@@ -89,7 +89,8 @@ namespace Retrygen.Generated.Tests
                 Test("v3 X8 the finish carries the refused server delay; T1 a throttled retry's cost", ServerDelayAndThrottling),
                 Test("v3 X2-X4 a dropped stream is resumed with Last-Event-ID; complete events only; the finish at its end", StreamResumed),
                 Test("v3 X3 resumes refused: no id for a POST, no progress, another answer, an event over 1 MiB", StreamResumesRefused),
-                Test("v3 X1/X4 the attempt timeout ends at the commit; a closed body finishes; a non-resumable stream is untouched", StreamCommit),
+                Test("v3 X1/X4 the attempt timeout ends at the commit; a non-resumable stream is untouched", StreamCommit),
+                Test("v3 X4 a caller closing or cancelling a resumable stream while reading it: its status, aborted", StreamEndedByCaller),
             };
             int failed = 0;
             foreach (KeyValuePair<string, Action> test in tests)
@@ -1708,25 +1709,6 @@ namespace Retrygen.Generated.Tests
                 Equal("status_not_retryable 2 status 200 False GET /events streamEvents", client.FinishText, "finish");
             }
 
-            // The caller closing the body ends the stream: one finish, then.
-            using (var server = new Server(Step.Sse(5, ms: 200)))
-            {
-                var client = new Client(server, FastPolicy());
-                var request = new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/events");
-                using (var http = new HttpClient(client.Handler, false))
-                {
-                    HttpResponseMessage response = http.SendAsync(request, HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult();
-                    Stream body = response.Content.ReadAsStreamAsync().GetAwaiter().GetResult();
-                    var buffer = new byte[100];
-                    True(body.Read(buffer, 0, buffer.Length) > 0, "the first event");
-                    Equal(null, client.Finish, "not finished while open");
-                    response.Dispose();
-                    Equal("status_not_retryable 1 status 200 False GET /events streamEvents", client.FinishText, "finished when closed");
-                    response.Dispose();
-                    Equal(1, client.Finishes, "once");
-                }
-            }
-
             // The read's token ends a resume's sleep (the retry field asks for 1500 ms): aborted, at once.
             using (var server = new Server(Step.Sse(4, 2, retryMs: 1500), Step.Sse(4)))
             using (var cancel = new CancellationTokenSource())
@@ -1784,6 +1766,156 @@ namespace Retrygen.Generated.Tests
 
                 Equal(1, server.Arrivals.Count, "one arrival");
             }
+        }
+
+        private static void StreamEndedByCaller()
+        {
+            // Closed after two events while the server holds the stream open: the call returned its 200 and the caller
+            // ended it: outcome status, reason aborted, one send; no resume, and the connection is let go.
+            using (var server = new Server(Step.SseHeld(5, 2), Step.Sse(5)))
+            {
+                var client = new Client(server, FastPolicy());
+                using (var http = new HttpClient(client.Handler, false))
+                {
+                    HttpResponseMessage response = http.SendAsync(new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/events"), HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult();
+                    Stream body = response.Content.ReadAsStreamAsync().GetAwaiter().GetResult();
+                    Equal(EventsText(1, 2), ReadEvents(body, 2, CancellationToken.None), "two events");
+                    Equal(null, client.Finish, "not finished while open");
+                    response.Dispose();
+                    Equal("aborted 1 status 200 False GET /events streamEvents", client.FinishText, "closed while reading");
+                    Equal("status", client.Finish.Outcome, "outcome");
+                    True(ReferenceEquals(client.Finish, response.GetRetryFinish()), "the finish on the response (P5)");
+                    response.Dispose();
+                    Equal(1, client.Finishes, "once");
+                }
+
+                Equal(string.Empty, client.EventList, "no retry event");
+                True(ClientLeft(server), "the connection let go: " + string.Join(",", server.Held));
+                Equal(1, server.Arrivals.Count, "nothing sent again");
+                Equal(500L, client.Handler.Budget.Tokens, "the budget as after a success");
+            }
+
+            // A read's token cancelled while it waits for the third event: the same finish, on the exception too.
+            using (var server = new Server(Step.SseHeld(5, 2), Step.Sse(5)))
+            using (var cancel = new CancellationTokenSource())
+            {
+                var client = new Client(server, FastPolicy());
+                using (var http = new HttpClient(client.Handler, false))
+                using (HttpResponseMessage response = http.SendAsync(new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/events"), HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult())
+                {
+                    Stream body = response.Content.ReadAsStreamAsync().GetAwaiter().GetResult();
+                    Equal(EventsText(1, 2), ReadEvents(body, 2, cancel.Token), "two events");
+                    var buffer = new byte[4096];
+                    cancel.CancelAfter(200);
+                    var clock = Stopwatch.StartNew();
+                    Exception failed = null;
+                    try
+                    {
+                        body.ReadAsync(buffer, 0, buffer.Length, cancel.Token).GetAwaiter().GetResult();
+                    }
+                    catch (Exception e)
+                    {
+                        failed = e;
+                    }
+
+                    True(failed is OperationCanceledException, "the read cancelled: " + failed);
+                    True(clock.ElapsedMilliseconds < 2000, "at once: " + clock.ElapsedMilliseconds);
+                    Equal("aborted 1 status 200 False GET /events streamEvents", client.FinishText, "cancelled while reading");
+                    True(ReferenceEquals(client.Finish, failed.GetRetryFinish()), "the finish on the exception (P5)");
+                    True(ReferenceEquals(client.Finish, response.GetRetryFinish()), "the finish on the response (P5)");
+                    Throws<OperationCanceledException>(() => body.Read(buffer, 0, buffer.Length), "the stream ended with the cancelled read");
+                }
+
+                Equal(1, client.Finishes, "once, the close after it included");
+                Equal(string.Empty, client.EventList, "no retry event");
+                True(ClientLeft(server), "the connection let go: " + string.Join(",", server.Held));
+                Equal(1, server.Arrivals.Count, "nothing sent again");
+            }
+
+            // Closed while a resume waits (the retry field asks for 1500 ms): aborted, no status, as between attempts.
+            using (var server = new Server(Step.Sse(4, 2, retryMs: 1500), Step.Sse(4)))
+            {
+                var client = new Client(server, FastPolicy());
+                using (var http = new HttpClient(client.Handler, false))
+                {
+                    HttpResponseMessage response = http.SendAsync(new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/events"), HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult();
+                    Stream body = response.Content.ReadAsStreamAsync().GetAwaiter().GetResult();
+                    Equal("retry: 1500\n" + EventsText(1, 2), ReadEvents(body, 2, CancellationToken.None), "two events");
+                    Task<int> pending = body.ReadAsync(new byte[4096], 0, 4096);
+                    var clock = Stopwatch.StartNew();
+                    while (client.Events.Count == 0 && clock.ElapsedMilliseconds < 1000)
+                    {
+                        Thread.Sleep(10);
+                    }
+
+                    Equal("stream_resume:1:1500", client.EventList, "the resume granted");
+                    response.Dispose();
+                    Equal("aborted 1 aborted - False GET /events streamEvents", client.FinishText, "closed while the resume waits");
+                    try
+                    {
+                        pending.Wait(2000);
+                    }
+                    catch (AggregateException)
+                    {
+                    }
+
+                    True(pending.IsFaulted || pending.IsCanceled, "the pending read ends with an error: " + pending.Status);
+                    Equal(1, client.Finishes, "once");
+                }
+
+                Equal(1, server.Arrivals.Count, "no resume sent");
+            }
+
+            // Not resumable: the finish at the commit (v2), and closing the client's body changes nothing.
+            using (var server = new Server(Step.SseHeld(5, 2), Step.Sse(5)))
+            {
+                var client = new Client(server, FastPolicy());
+                using (var http = new HttpClient(client.Handler, false))
+                {
+                    HttpResponseMessage response = http.SendAsync(new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/metrics"), HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult();
+                    Equal("status_not_retryable 1 status 200 False GET /metrics streamMetrics", client.FinishText, "the finish at the commit");
+                    Stream body = response.Content.ReadAsStreamAsync().GetAwaiter().GetResult();
+                    Equal(EventsText(1, 2), ReadEvents(body, 2, CancellationToken.None), "two events");
+                    response.Dispose();
+                    Equal("status_not_retryable 1 status 200 False GET /metrics streamMetrics", client.FinishText, "unchanged by the close");
+                    Equal(1, client.Finishes, "once");
+                }
+
+                True(ClientLeft(server), "the connection let go: " + string.Join(",", server.Held));
+                Equal(1, server.Arrivals.Count, "one arrival");
+            }
+        }
+
+        /// <summary>Reads <paramref name="body"/> until the text holds <paramref name="events"/> complete events (blank lines), then returns it.</summary>
+        private static string ReadEvents(Stream body, int events, CancellationToken token)
+        {
+            var text = new StringBuilder();
+            var buffer = new byte[4096];
+            while (Regex.Matches(text.ToString(), "\n\n").Count < events)
+            {
+                int n = body.ReadAsync(buffer, 0, buffer.Length, token).GetAwaiter().GetResult();
+                if (n <= 0)
+                {
+                    break;
+                }
+
+                text.Append(Encoding.UTF8.GetString(buffer, 0, n));
+            }
+
+            return text.ToString();
+        }
+
+        /// <summary>Whether the client closed the held stream's connection within 5 s (the server's wait is up to 10 s).</summary>
+        private static bool ClientLeft(Server server)
+        {
+            var clock = Stopwatch.StartNew();
+            while (server.Held.Count == 0 && clock.ElapsedMilliseconds < 10500)
+            {
+                Thread.Sleep(10);
+            }
+
+            List<long> held = server.Held;
+            return held.Count == 1 && held[0] >= 0 && held[0] < 5000;
         }
 
         /// <summary>A body that never comes and ignores cancellation: a read ends only when the stream is disposed.</summary>
@@ -2302,7 +2434,15 @@ namespace Retrygen.Generated.Tests
             /// </summary>
             internal static Step Sse(int events, int dropAfter = -1, int? retryMs = null, int ms = 0, string tail = null) => new Step("sse", events, ms, null) { DropAfter = dropAfter, RetryMs = retryMs, Text = tail };
 
+            /// <summary>
+            /// As <see cref="Sse"/>, but after <paramref name="holdAfter"/> events the stream is held open until the client goes
+            /// away (at most 10 s); <see cref="Server.Held"/> records how long that took.
+            /// </summary>
+            internal static Step SseHeld(int events, int holdAfter) => new Step("sse", events, 0, null) { DropAfter = -1, HoldAfter = holdAfter };
+
             internal int DropAfter { get; private set; }
+
+            internal int HoldAfter { get; private set; } = -1;
 
             internal int? RetryMs { get; private set; }
 
@@ -2369,6 +2509,7 @@ namespace Retrygen.Generated.Tests
             private readonly Step[] steps;
             private readonly List<Arrival> arrivals = new List<Arrival>();
             private readonly List<TcpClient> connections = new List<TcpClient>();
+            private readonly List<long> held = new List<long>();
             private volatile bool stopped;
 
             internal Server(params Step[] steps)
@@ -2389,6 +2530,21 @@ namespace Retrygen.Generated.Tests
                     lock (arrivals)
                     {
                         return new List<Arrival>(arrivals);
+                    }
+                }
+            }
+
+            /// <summary>
+            /// Gets, for each stream held open (<see cref="Step.SseHeld"/>), the milliseconds until the client went away, or
+            /// -1 when it stayed the whole 10 s.
+            /// </summary>
+            internal List<long> Held
+            {
+                get
+                {
+                    lock (held)
+                    {
+                        return new List<long>(held);
                     }
                 }
             }
@@ -2488,14 +2644,48 @@ namespace Retrygen.Generated.Tests
                 }
             }
 
-            /// <summary>The <see cref="Step.Sse"/> answer; <c>false</c> when it ended with a reset.</summary>
-            private static bool Sse(Stream stream, TcpClient connection, Step step, string lastEventId)
+            /// <summary>Waits until the client closes the connection (a read gives 0 or fails), at most 10 s: the milliseconds, or -1.</summary>
+            private static long UntilClientLeaves(Stream stream, TcpClient connection)
+            {
+                var clock = Stopwatch.StartNew();
+                connection.ReceiveTimeout = 10000;
+                try
+                {
+                    // The client sends nothing more on this connection while the stream is open.
+                    while (stream.Read(new byte[1], 0, 1) > 0)
+                    {
+                    }
+                }
+                catch (IOException) when (clock.ElapsedMilliseconds < 9900)
+                {
+                }
+                catch (IOException)
+                {
+                    return -1;
+                }
+
+                return clock.ElapsedMilliseconds;
+            }
+
+            /// <summary>The <see cref="Step.Sse"/> answer; <c>false</c> when it ended with a reset or was held until the client left.</summary>
+            private bool Sse(Stream stream, TcpClient connection, Step step, string lastEventId)
             {
                 Write(stream, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
                 int first = lastEventId == null ? 1 : int.Parse(lastEventId) + 1;
                 int sent = 0;
                 for (int i = first; i <= step.StatusCode; i++)
                 {
+                    if (step.HoldAfter >= 0 && sent == step.HoldAfter)
+                    {
+                        long ms = UntilClientLeaves(stream, connection);
+                        lock (held)
+                        {
+                            held.Add(ms);
+                        }
+
+                        return false;
+                    }
+
                     if (step.DropAfter >= 0 && sent == step.DropAfter)
                     {
                         if (step.Text != null)

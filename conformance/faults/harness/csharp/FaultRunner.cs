@@ -544,20 +544,24 @@ namespace Retrygen.Faults
                 }
 
                 RetryFinishEvent fromResult = response != null || error == null ? null : error.GetRetryFinish();
+                object closeAfter = Get<object>(scenario, "close_after_events");
                 if (response != null)
                 {
                     try
                     {
-                        text = await response.Content.ReadAsStringAsync().ConfigureAwait(false);
+                        text = closeAfter == null
+                            ? await response.Content.ReadAsStringAsync().ConfigureAwait(false)
+                            : await ReadEventsAsync(response.Content, Convert.ToInt32(closeAfter, CultureInfo.InvariantCulture)).ConfigureAwait(false);
                     }
                     catch (Exception)
                     {
                         bodyError = true;
                     }
 
+                    // With close_after_events this is the caller closing the body while reading it (contract X4).
                     response.Dispose();
 
-                    // P5: the finish read back from the response, once its stream ended (contract v3 X4).
+                    // P5: the finish read back from the response, once its stream ended (contract X4).
                     fromResult = response.GetRetryFinish();
                 }
 
@@ -589,6 +593,46 @@ namespace Retrygen.Faults
                 line.Field("elapsed_ms", elapsed);
                 return line.ToString();
             }
+        }
+
+        /// <summary>
+        /// Reads a body until the text read holds <paramref name="events"/> complete events (that many <c>\n\n</c>, the
+        /// blank line that ends an event), and returns exactly the text read; the caller then closes the body.
+        /// </summary>
+        private static async Task<string> ReadEventsAsync(HttpContent content, int events)
+        {
+            Stream body = await content.ReadAsStreamAsync().ConfigureAwait(false);
+            var read = new MemoryStream();
+            var buffer = new byte[4096];
+            while (BlankLines(read) < events)
+            {
+                int n = await body.ReadAsync(buffer, 0, buffer.Length).ConfigureAwait(false);
+                if (n <= 0)
+                {
+                    break;
+                }
+
+                read.Write(buffer, 0, n);
+            }
+
+            return Encoding.UTF8.GetString(read.ToArray());
+        }
+
+        /// <summary>How many times <c>\n\n</c> occurs in the bytes (without overlap); a blank line may straddle two reads.</summary>
+        private static int BlankLines(MemoryStream read)
+        {
+            byte[] bytes = read.GetBuffer();
+            int count = 0;
+            for (long i = 0; i + 1 < read.Length; i++)
+            {
+                if (bytes[i] == (byte)'\n' && bytes[i + 1] == (byte)'\n')
+                {
+                    count++;
+                    i++;
+                }
+            }
+
+            return count;
         }
 
         /// <summary>A body the client can send only once: not seekable, no length.</summary>
