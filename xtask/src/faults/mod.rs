@@ -410,6 +410,16 @@ fn load() -> Result<ScenarioFile> {
                 bail!("scenario {}: protocols must be some of {PROTOCOLS:?}", s.id);
             }
         }
+        // The runner stops after that many events and reports what it read: the expectation must
+        // say what that is, or a runner reading the whole stream would pass.
+        if s.close_after_events.is_some()
+            && (s.close_after_events == Some(0) || s.expect.body_text.is_none())
+        {
+            bail!(
+                "scenario {}: close_after_events must be at least 1 and needs expect.body_text",
+                s.id
+            );
+        }
         if (s.warm_close || s.warm_pause_ms.is_some()) && !s.warm {
             bail!("scenario {}: warm_close and warm_pause_ms need warm", s.id);
         }

@@ -1043,6 +1043,41 @@ mod tests {
         assert_eq!(server.arrivals("a", "rst").len(), 1);
     }
 
+    /// `hold_after`: the server sends that many events, then holds the stream open while the
+    /// client stays, and stops when it goes away (a caller closing its body mid-stream).
+    #[test]
+    fn sse_events_hold_after_waits_for_the_client() {
+        let server = Server::start(
+            vec![scenario(
+                "held",
+                r#"[{"action": "sse_events", "events": 5, "hold_after": 2}]"#,
+            )],
+            Duration::from_secs(60),
+        )
+        .expect("binds");
+        let mut stream = TcpStream::connect(server.addr).expect("connects");
+        stream
+            .write_all(b"GET /v1/s HTTP/1.1\r\nHost: h\r\nx-fault-run: a\r\nx-fault-scenario: held\r\n\r\n")
+            .unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Everything the server sends within 300 ms of silence: the head and two events.
+        while let Ok(n) = stream.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        let seen = String::from_utf8_lossy(&seen);
+        assert!(seen.contains("id: 2\ndata: line 2\n\n"), "{seen}");
+        assert!(!seen.contains("id: 3"), "held after two events: {seen}");
+        drop(stream);
+        assert_eq!(server.arrivals("a", "held").len(), 1);
+    }
+
     /// Contract v3's steps over HTTP/1.1: `sse_events` drops after `drop_after` events and
     /// resumes after the request's `Last-Event-ID`; a status step's `body` and `Content-Type`
     /// are answered as written.
