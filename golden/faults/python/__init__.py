@@ -8,7 +8,7 @@
 - ``decide(policy, inputs)`` says whether to retry an attempt that failed, after
   how long, and why; ``has_precondition``, ``problem_type_of``,
   ``EventStreamScanner`` and ``idempotency_key_value`` give it the inputs of
-  the contract v3 draft (docs/contract-v3.md).
+  contract v3 (docs/contract.md).
 
 Both follow retrygen's retry contract (docs/contract.md) to the letter. This
 file holds the API's tables; the code is ``_runtime.py``, the same in every

@@ -1963,7 +1963,7 @@ class AsyncControlTest(unittest.IsolatedAsyncioTestCase):
         )
 
 
-# Contract v3 (docs/contract-v3.md section 9).
+# Contract v3 (docs/contract.md section 12).
 
 PROBLEM = (("Content-Type", "application/problem+json; charset=utf-8"),)
 QUOTA = b'{"type": "' + PROBLEM_TYPE_QUOTA_EXCEEDED.encode() + b'", "status": 429}'

@@ -1,4 +1,4 @@
-"""Unit tests of the contract v3 draft (docs/contract-v3.md) in the runtime.
+"""Unit tests of contract v3 (docs/contract.md sections 3 and 6-11) in the runtime.
 
 Beyond what the v3 vectors show: decisions read whole (every output field at
 once), the event scanner fed in pieces of every size, the problem scanner's
