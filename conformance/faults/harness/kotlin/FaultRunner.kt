@@ -351,11 +351,8 @@ private fun request(
     val error =
         when {
             finish == null -> "mismatch"
-
             (failure != null) != (finish.outcome != "status") -> "mismatch"
-
             failure != null -> finish.outcome
-
             else -> null
         }
     val out = StringBuilder("{")
