@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// The contract v3 draft (docs/contract-v3.md) beyond what its vectors show: the scanner fed in
-// any pieces, and decisions read whole (every output field at once).
+// Contract v3 (docs/contract.md sections 3 and 6 to 11) beyond what its vectors show: the
+// scanner fed in any pieces, and decisions read whole (every output field at once).
 
 // scanAll feeds stream to a new scanner in pieces of size bytes (all at once when size is 0).
 func scanAll(stream string, size int) (int64, string, string, bool) {

@@ -39,7 +39,8 @@ func DefaultPolicy() Policy {
 		BudgetTimeoutCost:        10,
 		BudgetSuccessRefund:      1,
 
-		// Contract v3 (draft): its defaults, which keep every v2 decision.
+		// Contract v3 (docs/contract.md sections 8, 9 and 11): its defaults, which keep every v2
+		// decision.
 		ThrottlingStatuses:   []int{429},
 		StopProblemTypes:     []string{ProblemTypeQuotaExceeded, ProblemTypeAbnormalUsageDetected},
 		RetryProblemTypes:    []string{},

@@ -834,7 +834,8 @@ func (t *roundTripper) send(r *request, body io.ReadCloser) attempt {
 	}
 	// [P6] A response whose body the loop may read keeps its attempt timeout running, as does
 	// a problem response whose type the loop reads before deciding (X6); any other ends it
-	// here, at the response head: the commit of a stream (X1).
+	// here, at the response head. [contract X1] So a stream's attempt timeout ends at its
+	// commit: a stream does not end, and the read-body option never reads text/event-stream.
 	read := err == nil && r.readBody > 0 && readable(resp)
 	keep := read || err == nil && t.wantsProblem(r, resp)
 	expired := timer != nil && !keep && !timer.Stop()
@@ -953,6 +954,8 @@ func readFailed(r *request, a attempt, err error, expired bool) attempt {
 // (contract v3, Q1): a status of 400 or more with an application/problem+json body, for an
 // operation that is not no_retry, with problem types in the policy.
 func (t *roundTripper) wantsProblem(r *request, resp *http.Response) bool {
+	// [contract Q1] Only these responses are read before deciding: any other is decided on
+	// its head, with no problem type.
 	if resp.StatusCode < 400 || resp.Body == nil || resp.Body == http.NoBody || r.classification.Class == ClassNoRetry || r.foreign {
 		return false
 	}
@@ -970,6 +973,8 @@ func (t *roundTripper) readProblem(r *request, a attempt) attempt {
 	if a.failure != "" || !t.wantsProblem(r, a.resp) {
 		return a
 	}
+	// [contract X6] The body's first bytes are read before deciding, under the attempt
+	// timeout; the response handed over gets them back in front of the rest.
 	body := a.resp.Body
 	buf, err := readPrefix(body, ProblemBodyMaxBytes, a.resp.ContentLength)
 	complete := err == nil && len(buf) <= ProblemBodyMaxBytes
@@ -1165,6 +1170,8 @@ func (t *roundTripper) report(r *request, attempts int64, reason Reason, a attem
 
 // finishEvent is the finish event of a request that ends with a.
 func finishEvent(r *request, attempts int64, reason Reason, a attempt) FinishEvent {
+	// [contract X8] The delay the last decision refused as over the cap, so that the SDK can
+	// raise its "retry after" error with it.
 	event := FinishEvent{Attempts: attempts, Reason: reason, Failure: a.failure, TimedOut: a.timedOut, TotalDelayMs: r.slept, ServerDelayMs: r.serverDelay}
 	if a.resp != nil {
 		event.Status = a.resp.StatusCode
@@ -1668,14 +1675,14 @@ func (b *streamBody) take(data []byte) {
 	_, _ = b.scan.Write(data)
 	b.held = append(b.held, data...)
 	if complete := b.scan.CompleteBytes() - b.base; complete > b.released {
-		// [X2] Complete events, up to the blank line that dispatched the last one.
+		// [contract X2] Complete events, up to the blank line that dispatched the last one.
 		k := complete - b.released
 		b.ready = append(b.ready, b.held[:k]...)
 		b.held = append(b.held[:0], b.held[k:]...)
 		b.released, b.progress = complete, true
 	}
 	if len(b.held) > maxPartialEvent {
-		// [X2] An event too large to hold: resumability ends for the call.
+		// [contract X2] An event too large to hold: resumability ends for the call.
 		b.passThrough = true
 		b.ready = append(b.ready, b.held...)
 		b.held = nil
@@ -1696,6 +1703,8 @@ func (b *streamBody) resume(drop error) error {
 	}
 	id := b.scan.LastEventID()
 	retry, hasRetry := b.scan.Retry()
+	// [contract X3] The drop is decided with what the scanner kept (the last event id, the
+	// retry: field) and the retries since the last response that delivered an event.
 	a := attempt{err: drop, failure: FailureDropped, hasLastEventID: id != "", streamRetry: retry}
 	d := t.decide(r, a, b.retries, b.previous)
 	b.reason, r.serverDelay = d.Reason, d.ServerDelayMs
@@ -1746,7 +1755,7 @@ func (b *streamBody) resume(drop error) error {
 			return a.err
 		}
 		if !isEventStream(a.resp) {
-			// [X3] Any other answer ends the stream for the caller, with its status.
+			// [contract X3] Any other answer ends the stream for the caller, with its status.
 			discard(a.resp.Body)
 			return &StreamStatusError{StatusCode: a.resp.StatusCode, Status: a.resp.Status}
 		}

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Event streams under contract v3 (docs/contract-v3.md X1-X4): the commit, complete events
+// Event streams under contract v3 (docs/contract.md section 12, X1-X4): the commit, complete events
 // through the scanner, the resume with Last-Event-ID and the finish at the stream's end,
 // against real servers on 127.0.0.1 through a real http.Transport. The stand-in's streams:
 // GET /sandboxes/{sandboxID}/events (idempotent, resumable), POST /sandboxes/{sandboxID}/runs

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Contract v3's adapter parts (docs/contract-v3.md X5-X8), against real servers on 127.0.0.1
+// Contract v3's adapter parts (docs/contract.md section 12, X5-X8), against real servers on 127.0.0.1
 // through a real http.Transport; the streams (X1-X4) are in roundtripper_stream_test.go.
 
 // respond answers code with the Content-Type and the body given.

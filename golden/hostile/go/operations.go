@@ -41,7 +41,8 @@ func DefaultPolicy() retrypolicy.Policy {
 		BudgetTimeoutCost:        10,
 		BudgetSuccessRefund:      1,
 
-		// Contract v3 (draft), section 4.
+		// Contract v3: throttling, problem types and the key's format (docs/contract.md sections 8,
+		// 9 and 11).
 		ThrottlingStatuses:          []int{429},
 		ThrottlingInitialBackoffMs:  0,
 		HasThrottlingInitialBackoff: false,
