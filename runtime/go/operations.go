@@ -80,8 +80,8 @@ func DefaultClassifier(unknown UnknownClass) (Classifier, error) {
 	return tables.DefaultClassifier(unknown)
 }
 
-// Classify finds the operation a request is for and its replay class, with BasePath and the
-// method's default class for unknown requests.
+// Classify finds the operation a request is for and its replay class, with BasePath; a request
+// no operation matches gets DefaultPolicy's unknown_operation_class (contract v3, C3).
 func Classify(method, target string) (Classification, error) {
 	return tables.Classify(method, target)
 }

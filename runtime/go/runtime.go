@@ -389,10 +389,11 @@ func lowerASCII(s string) string {
 	return string(b)
 }
 
-// Classify is the classification of DefaultClassifier(UnknownMethodDefault): the API
-// document's base path, and the method's default class for unknown requests.
+// Classify is the classification of the default classifier: the API document's base path, and
+// for a request no operation matches the class DefaultPolicy's UnknownOperationClass names
+// ([contract C3]: every classify reads the policy, the module-level one included).
 func (a *API) Classify(method, target string) (Classification, error) {
-	return Classifier{api: a, basePath: a.basePath, unknown: UnknownMethodDefault}.Classify(method, target)
+	return Classifier{api: a, basePath: a.basePath, unknown: a.policy.UnknownOperationClass}.Classify(method, target)
 }
 
 // NonReplayableRoute is one entry of the safe list: the method and path pattern of an

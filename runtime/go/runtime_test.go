@@ -967,6 +967,23 @@ func TestInScope(t *testing.T) {
 	}
 }
 
+// C3: an API's Classify gives a request no operation matches the class its policy's
+// UnknownOperationClass names, as the module-level Classify of generated tables does.
+func TestAPIClassifyReadsThePolicysUnknownClass(t *testing.T) {
+	policy := DefaultPolicy()
+	policy.UnknownOperationClass = UnknownNonReplayable
+	api := NewAPI("/vol", policy, []OperationRow{row("GET", "/items", "listItems", ClassIdempotent)})
+	if c, err := api.Classify("GET", "/vol/nowhere"); err != nil || c.Matched || c.Class != ClassNonReplayable {
+		t.Errorf("unknown GET: %+v %v, want non_replayable", c, err)
+	}
+	if c, _ := api.Classify("GET", "/vol/items"); c.Class != ClassIdempotent {
+		t.Errorf("a matched operation keeps its class: %+v", c)
+	}
+	if c, _ := Classify("GET", "/v1/nowhere"); c.Class != ClassIdempotent {
+		t.Errorf("the package's policy says method_default: %+v", c)
+	}
+}
+
 // A runtime serves any number of APIs: each *API classifies with its own rows, base path and
 // policy, the package's tables (Tables) among them, and the zero Classifier knows no operations.
 func TestAPIsAreValues(t *testing.T) {

@@ -87,11 +87,7 @@ func DefaultClassifier(unknown UnknownClass) (Classifier, error) {
 // Classify finds the operation a request is for and its replay class, with BasePath; a request
 // no operation matches gets DefaultPolicy's unknown_operation_class (contract v3, C3).
 func Classify(method, target string) (Classification, error) {
-	classifier, err := tables.DefaultClassifier(UnknownMethodDefault)
-	if err != nil {
-		return Classification{}, err
-	}
-	return classifier.Classify(method, target)
+	return tables.Classify(method, target)
 }
 
 // NonReplayableOperations is the API's safe list: every operation that must not be replayed

@@ -89,11 +89,7 @@ func DefaultClassifier(unknown retrypolicy.UnknownClass) (retrypolicy.Classifier
 // Classify finds the operation a request is for and its replay class, with BasePath; a request
 // no operation matches gets DefaultPolicy's unknown_operation_class (contract v3, C3).
 func Classify(method, target string) (retrypolicy.Classification, error) {
-	classifier, err := tables.DefaultClassifier(retrypolicy.UnknownMethodDefault)
-	if err != nil {
-		return retrypolicy.Classification{}, err
-	}
-	return classifier.Classify(method, target)
+	return tables.Classify(method, target)
 }
 
 // NonReplayableOperations is the API's safe list: every operation that must not be replayed
