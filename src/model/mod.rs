@@ -759,8 +759,7 @@ paths:
     /// as every generated module does; a matched operation keeps its own.
     #[test]
     fn classify_reads_the_specs_unknown_operation_class() {
-        let mut api = api(
-            r#"
+        let mut api = api(r#"
 openapi: 3.0.3
 x-retry-policy:
   unknown_operation_class: no_retry
@@ -769,12 +768,14 @@ paths:
     get:
       operationId: listItems
       responses: {"200": {description: ok}}
-"#,
-        );
+"#);
         assert_eq!(api.classify("GET", "/nowhere").class, ReplayClass::NoRetry);
         assert_eq!(api.classify("GET", "/items").class, ReplayClass::Idempotent);
         api.policy.unknown_operation_class = policy::UnknownClass::MethodDefault;
-        assert_eq!(api.classify("GET", "/nowhere").class, ReplayClass::Idempotent);
+        assert_eq!(
+            api.classify("GET", "/nowhere").class,
+            ReplayClass::Idempotent
+        );
     }
 
     /// docs/contract.md section 2 step 7, decoded by the one decoder the reader resolves `$ref`s
