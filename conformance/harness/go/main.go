@@ -495,12 +495,17 @@ func classify(out *bufio.Writer, kind, name, base, unknown, method, target strin
 	if err != nil {
 		return err
 	}
+	printClassification(out, kind, name, result)
+	return nil
+}
+
+// printClassification writes a C or C2 answer: the class and the operationId (hex, "-" for none).
+func printClassification(out *bufio.Writer, kind, name string, result retrypolicy.Classification) {
 	id := "-"
 	if result.Matched && result.Operation.HasOperationID {
 		id = hexOf(result.Operation.OperationID)
 	}
 	fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", kind, name, result.Class, id)
-	return nil
 }
 
 // classifyModule answers a C probe with the module-level Classify: the spec's base and
@@ -515,11 +520,7 @@ func classifyModule(out *bufio.Writer, name, method, target string) error {
 	if err != nil {
 		return err
 	}
-	id := "-"
-	if result.Matched && result.Operation.HasOperationID {
-		id = hexOf(result.Operation.OperationID)
-	}
-	fmt.Fprintf(out, "C\t%s\t%s\t%s\n", name, result.Class, id)
+	printClassification(out, "C", name, result)
 	return nil
 }
 

@@ -726,6 +726,19 @@ fn serve<C: Conn>(
 
 /// Waits until `until` while the client keeps the connection open; false when it went away.
 fn wait_while_open(stream: &TcpStream, until: Instant) -> io::Result<bool> {
+    wait_for_client(stream, until, false)
+}
+
+/// Waits until `until` while the client keeps the connection open and sends nothing; false when
+/// it went away. A client sends nothing while it reads an HTTP/1.1 response, so any byte means it
+/// is leaving (TLS's `close_notify` comes before the FIN and would hide it from a peek).
+fn wait_while_silent(stream: &TcpStream, until: Instant) -> io::Result<bool> {
+    wait_for_client(stream, until, true)
+}
+
+/// Peeks every 10 ms until `until`: false once the client closed or reset the connection, or,
+/// with `bytes_mean_gone`, sent anything.
+fn wait_for_client(stream: &TcpStream, until: Instant, bytes_mean_gone: bool) -> io::Result<bool> {
     stream.set_read_timeout(Some(Duration::from_millis(10)))?;
     let mut probe = [0u8; 1];
     let open = loop {
@@ -734,31 +747,8 @@ fn wait_while_open(stream: &TcpStream, until: Instant) -> io::Result<bool> {
         }
         match stream.peek(&mut probe) {
             Ok(0) => break false,
+            Ok(_) if bytes_mean_gone => break false,
             Ok(_) => thread::sleep(Duration::from_millis(10)),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => break false,
-        }
-    };
-    stream.set_read_timeout(Some(IDLE))?;
-    Ok(open)
-}
-
-/// Waits until `until` while the client keeps the connection open and sends nothing; false when
-/// it went away. A client sends nothing while it reads an HTTP/1.1 response, so any byte means it
-/// is leaving (TLS's `close_notify` comes before the FIN and would hide it from a peek).
-fn wait_while_silent(stream: &TcpStream, until: Instant) -> io::Result<bool> {
-    stream.set_read_timeout(Some(Duration::from_millis(10)))?;
-    let mut probe = [0u8; 1];
-    let open = loop {
-        if Instant::now() >= until {
-            break true;
-        }
-        match stream.peek(&mut probe) {
-            Ok(_) => break false,
             Err(e)
                 if matches!(
                     e.kind(),
