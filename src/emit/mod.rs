@@ -613,7 +613,7 @@ mod tests {
             (
                 "go",
                 &[
-                    "tables.DefaultClassifier(UnknownNoRetry)",
+                    "UnknownOperationClass:    UnknownNoRetry,",
                     "ThrottlingInitialBackoffMs:  1234",
                     r#"RetryProblemTypes:           []string{"urn:\"x\""}"#,
                 ],
