@@ -5,6 +5,7 @@
 
 use crate::decide::{decide, DecisionInput, Outcome};
 use crate::diag::Location;
+use crate::model::policy::UnknownClass;
 use crate::model::{Api, ReplayClass, Resume, Source};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -90,6 +91,17 @@ pub fn explain(api: &Api, method: &str, url: &str) -> Explanation {
             op.decided_by.at.clone(),
             op.idempotency_header.clone(),
             op.decided_by.key_at.clone(),
+        ),
+        // C3: a request no operation matches takes the policy's unknown_operation_class.
+        None if api.policy.unknown_operation_class != UnknownClass::MethodDefault => (
+            format!(
+                "no operation matches; the policy's unknown_operation_class makes it {}",
+                c.class.name()
+            ),
+            Source::UnknownOperationClass,
+            None,
+            None,
+            None,
         ),
         None => (
             format!(
@@ -325,5 +337,21 @@ mod tests {
         assert!(e.operation.is_none());
         assert_eq!(e.class, ReplayClass::NonReplayable);
         assert_eq!(e.decided_by, Source::MethodDefault);
+    }
+
+    #[test]
+    fn unmatched_requests_take_the_policys_unknown_class() {
+        let mut api = api();
+        api.policy.unknown_operation_class = UnknownClass::NoRetry;
+        let e = explain(&api, "GET", "/nowhere");
+        assert!(e.operation.is_none());
+        assert_eq!(e.class, ReplayClass::NoRetry);
+        assert_eq!(e.decided_by, Source::UnknownOperationClass);
+        assert!(
+            e.reason
+                .contains("unknown_operation_class makes it no_retry"),
+            "{}",
+            e.reason
+        );
     }
 }

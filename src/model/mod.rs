@@ -111,6 +111,8 @@ pub enum Source {
     XIdempotentRoot,
     /// No annotation: RFC 9110 method semantics.
     MethodDefault,
+    /// No operation matches and the policy names the class (`unknown_operation_class`, C3).
+    UnknownOperationClass,
 }
 
 impl Source {
@@ -122,6 +124,7 @@ impl Source {
             Source::XIdempotentPathItem => "x-idempotent on the path item",
             Source::XIdempotentRoot => "x-idempotent on the document root",
             Source::MethodDefault => "method default (RFC 9110)",
+            Source::UnknownOperationClass => "x-retry-policy's unknown_operation_class",
         }
     }
 
