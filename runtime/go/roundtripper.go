@@ -595,6 +595,8 @@ func (t *roundTripper) roundTrip(req *http.Request) (*http.Response, error) {
 		r.serverDelay = decision.ServerDelayMs
 		if !decision.Retry {
 			if a.failure == "" && a.resp.StatusCode < 400 {
+				// A success, for a stream too (X3): its commit is counted when it arrives, and
+				// the stream's end records nothing more.
 				t.recordSuccess(released)
 			}
 			if a.failure == "" && r.classification.Operation.Resumable && isEventStream(a.resp) {
@@ -1759,6 +1761,8 @@ func (b *streamBody) resume(drop error) error {
 			discard(a.resp.Body)
 			return &StreamStatusError{StatusCode: a.resp.StatusCode, Status: a.resp.Status}
 		}
+		// [contract X3] The resume's event stream is a success when it arrives: the resume's
+		// cost comes back, as any retry's.
 		t.recordSuccess(b.cost)
 		b.mu.Lock()
 		if b.closed {

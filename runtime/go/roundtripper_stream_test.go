@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -578,5 +579,85 @@ func TestCancellingAStreamWhileReadingEndsItAborted(t *testing.T) {
 		}
 		endedWhileReading(t, s, &e, resp)
 		cancel()
+	}
+}
+
+// TestAStreamsBudgetCountsEachEventStreamAnswer pins the budget of a resumable stream (contract
+// X3, K3): each 2xx event-stream answer is a success when it arrives (the commit's with the
+// cost of the last retry before it, the refund without one; each resume's with that resume's
+// cost), and the stream's end, clean or the caller's close, records nothing more.
+func TestAStreamsBudgetCountsEachEventStreamAnswer(t *testing.T) {
+	for _, closeAfter := range []bool{false, true} {
+		resumed := rawStream(false, eventText(2))
+		if closeAfter {
+			resumed = heldStream(eventText(2))
+		}
+		s := newServer(t, status(503), status(503), status(503), status(503), rawStream(true, eventText(1)), resumed)
+		p := fastPolicy()
+		p.MaxBackoffMs, p.MaxRetries = 1, 3
+		p.BudgetCapacity, p.BudgetRetryCost, p.BudgetTimeoutCost, p.BudgetSuccessRefund = 20, 5, 10, 1
+		var (
+			e                 events
+			rt                *RoundTripper
+			mu                sync.Mutex
+			granted, finished []int64
+			last              FinishEvent
+		)
+		c, rt := client(t, &e, WithPolicy(p),
+			WithOnRetry(func(*http.Request, RetryEvent) {
+				mu.Lock()
+				defer mu.Unlock()
+				granted = append(granted, rt.Budget().Tokens())
+			}),
+			WithOnFinish(func(_ *http.Request, ev FinishEvent) {
+				mu.Lock()
+				defer mu.Unlock()
+				finished, last = append(finished, rt.Budget().Tokens()), ev
+			}))
+		// [K3] Three retries granted (20, 15, 10, 5), then a 503: not a success, nothing back.
+		resp, _, err := do(t, c, newRequest(t, context.Background(), "GET", s.URL+"/v1/sandboxes/sb-1", nil))
+		if err != nil || resp.StatusCode != 503 || rt.Budget().Tokens() != 5 {
+			t.Fatalf("got %v %v, budget %d, want 503 and 5", resp, err, rt.Budget().Tokens())
+		}
+		resp, err = c.Do(newRequest(t, context.Background(), "GET", s.URL+"/v1/sandboxes/sb-1/events", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// [X3] The commit's answer, not retried: the refund.
+		if got := rt.Budget().Tokens(); got != 6 {
+			t.Errorf("close %v: budget %d after the commit, want 6", closeAfter, got)
+		}
+		// The drop after event 1 is resumed (5 taken), and the resume's answer gives the 5 back
+		// before its event 2 reaches the caller.
+		if got := readEvents(t, resp.Body, 2); got != eventsText(1, 2) {
+			t.Fatalf("read %q", got)
+		}
+		if got := rt.Budget().Tokens(); got != 6 {
+			t.Errorf("close %v: budget %d after the resume's answer, want 6", closeAfter, got)
+		}
+		if !closeAfter {
+			if rest, err := io.ReadAll(resp.Body); err != nil || len(rest) != 0 {
+				t.Errorf("after event 2: %q, %v", rest, err)
+			}
+		}
+		_ = resp.Body.Close()
+		// The budget as each retry was granted (the resume's 5 taken: 1) and at each finish (the
+		// 503's, then the stream's).
+		mu.Lock()
+		if got := fmt.Sprint(granted, finished); got != "[15 10 5 1] [5 6]" {
+			t.Errorf("close %v: budget at the retries and the finishes %s, want [15 10 5 1] [5 6]", closeAfter, got)
+		}
+		reason := ReasonStatusNotRetryable
+		if closeAfter {
+			reason = ReasonAborted
+		}
+		if last.Status != 200 || last.Attempts != 2 || last.Reason != reason {
+			t.Errorf("close %v: the stream's finish %+v", closeAfter, last)
+		}
+		mu.Unlock()
+		// [X3] The stream's end recorded nothing more.
+		if got := rt.Budget().Tokens(); got != 6 {
+			t.Errorf("close %v: budget %d at the end, want 6", closeAfter, got)
+		}
 	}
 }
