@@ -1057,7 +1057,10 @@ namespace Example.Sandbox.Retry
                         if (operation != null && operation.Resumable && decision != null && !decision.Retry && status >= 200 && status < 300 && IsEventStream(response, method))
                         {
                             // [contract A5] X2-X4: the caller reads complete events, a drop is resumed, and the
-                            // finish (and the budget's success) come when the stream ends for the caller.
+                            // finish comes when the stream ends for the caller.
+                            // [contract X3] The budget (K3) counts the commit's 2xx event stream as a success now,
+                            // with what the last retry took (or the refund); the stream's end records nothing.
+                            budget.RecordSuccess(lastRetryCost);
                             var stream = new ResumableStream(response, attempt)
                             {
                                 Handler = this,
@@ -1075,7 +1078,6 @@ namespace Example.Sandbox.Retry
                                 RetriesUsed = retriesUsed,
                                 PreviousDelayMs = previousDelayMs,
                                 TotalDelayMs = totalDelayMs,
-                                LastRetryCost = lastRetryCost,
                                 Redirects = redirects,
                                 LastReason = reason,
                             };
@@ -2126,6 +2128,7 @@ namespace Example.Sandbox.Retry
 
             internal long TotalDelayMs { get; set; }
 
+            /// <summary>Gets or sets what the last resume granted took from the budget, given back when its answer is a 2xx event stream.</summary>
             internal long LastRetryCost { get; set; }
 
             internal long Redirects { get; set; }
@@ -2227,7 +2230,7 @@ namespace Example.Sandbox.Retry
                     if (innerEnded)
                     {
                         // [contract X4] The clean end: the stream ends for the caller, a success with the last decision's reason.
-                        End(LastReason, LastReason.ToWireName(), (int)current.StatusCode, null, false, null, null, true);
+                        End(LastReason, LastReason.ToWireName(), (int)current.StatusCode, null, false, null);
                         return 0;
                     }
 
@@ -2485,7 +2488,10 @@ namespace Example.Sandbox.Retry
                     status = (int)response.StatusCode;
                     if (status >= 200 && status < 300 && IsEventStream(response, Method))
                     {
-                        // The caller reads on from the new response, the last event id and reconnection time kept.
+                        // [contract X3] The resume's 2xx event stream is a success (K3) when it arrives: the budget
+                        // gets back what this resume took. The caller reads on from the new response, the last event
+                        // id and reconnection time kept.
+                        Handler.budget.RecordSuccess(LastRetryCost);
                         current = response;
                         currentContent = response.Content;
                         inner = null;
@@ -2513,23 +2519,18 @@ namespace Example.Sandbox.Retry
             /// </summary>
             private void EndWhileReading(Exception error)
             {
-                End(DecisionReason.Aborted, DecisionReason.Aborted.ToWireName(), (int)current.StatusCode, null, false, error, null, true);
+                End(DecisionReason.Aborted, DecisionReason.Aborted.ToWireName(), (int)current.StatusCode, null, false, error);
             }
 
             /// <summary>
-            /// The finish event, once: on the returned response (P5) and, for a failure, on its exception. With
-            /// <paramref name="success"/> the budget gets back what the last retry took (K3), by the one call that finishes.
+            /// The finish event, once: on the returned response (P5) and, for a failure, on its exception. The budget is
+            /// left as it is: its successes were recorded as the 2xx event streams arrived (X3).
             /// </summary>
-            private void End(DecisionReason reason, string reasonName, int? status, FailureKind? failure, bool timedOut, Exception error, long? serverDelayMs = null, bool success = false)
+            private void End(DecisionReason reason, string reasonName, int? status, FailureKind? failure, bool timedOut, Exception error, long? serverDelayMs = null)
             {
                 if (Interlocked.Exchange(ref finished, 1) != 0)
                 {
                     return;
-                }
-
-                if (success)
-                {
-                    Handler.budget.RecordSuccess(LastRetryCost);
                 }
 
                 RetryFinishEvent finish = Handler.Finish(Classification, Method, Sends, reason, reasonName, status, failure, timedOut, Redirects, TotalDelayMs, returned, currentMessage, null, serverDelayMs);

@@ -91,6 +91,7 @@ namespace Retrygen.Generated.Tests
                 Test("v3 X3 resumes refused: no id for a POST, no progress, another answer, an event over 1 MiB", StreamResumesRefused),
                 Test("v3 X1/X4 the attempt timeout ends at the commit; a non-resumable stream is untouched", StreamCommit),
                 Test("v3 X4 a caller closing or cancelling a resumable stream while reading it: its status, aborted", StreamEndedByCaller),
+                Test("v3 X3 the budget counts each 2xx event stream when it arrives (the commit's, each resume's), not the stream's end", StreamBudget),
             };
             int failed = 0;
             foreach (KeyValuePair<string, Action> test in tests)
@@ -1883,6 +1884,69 @@ namespace Retrygen.Generated.Tests
 
                 True(ClientLeft(server), "the connection let go: " + string.Join(",", server.Held));
                 Equal(1, server.Arrivals.Count, "one arrival");
+            }
+        }
+
+        private static void StreamBudget()
+        {
+            // One handler (one budget cell) of 20 tokens: a GET answered 503 four times takes three retries (20 -> 15 -> 10
+            // -> 5) and ends with its 503 (no success). Then a resumable stream: its commit's 200 event stream gives the
+            // refund back (6), the resume takes 5 when granted (1) and gets them back when its 200 event stream arrives (6);
+            // the stream's end, clean or the caller's, records nothing more.
+            var policy = new RetryPolicy(maxRetries: 3, initialBackoffMs: 1, maxBackoffMs: 1, jitter: Jitter.None, budgetCapacity: 20, budgetRetryCost: 5, budgetTimeoutCost: 10, budgetSuccessRefund: 1);
+            foreach (bool callerCloses in new[] { false, true })
+            {
+                string variant = callerCloses ? "closed by the caller: " : "clean end: ";
+                Step resume = callerCloses ? Step.SseHeld(3, 1) : Step.Sse(2);
+                int events = callerCloses ? 3 : 2;
+                using (var server = new Server(Step.Status(503), Step.Status(503), Step.Status(503), Step.Status(503), Step.Sse(events, 1), resume))
+                {
+                    var granted = new List<long>();
+                    Client client = null;
+                    client = new Client(server.Url, policy, configure: o =>
+                    {
+                        Action<RetryEvent> record = o.OnRetry;
+                        o.OnRetry = e =>
+                        {
+                            record(e);
+                            granted.Add(client.Handler.Budget.Tokens);
+                        };
+                    });
+                    Result failed = client.Send(HttpMethod.Get, "/api/users/me");
+                    Equal(503, failed.Status, variant + "the 503 returned");
+                    Equal("15,10,5", string.Join(",", granted), variant + "three retries granted");
+                    Equal(5L, client.Handler.Budget.Tokens, variant + "no success for the 503");
+
+                    granted.Clear();
+                    using (var http = new HttpClient(client.Handler, false))
+                    {
+                        HttpResponseMessage response = http.SendAsync(new HttpRequestMessage(HttpMethod.Get, server.Url + "/api/events"), HttpCompletionOption.ResponseHeadersRead).GetAwaiter().GetResult();
+                        Equal(6L, client.Handler.Budget.Tokens, variant + "the commit's event stream is a success: the refund");
+                        Stream body = response.Content.ReadAsStreamAsync().GetAwaiter().GetResult();
+                        Equal(EventsText(1, 2), ReadEvents(body, 2, CancellationToken.None), variant + "events 1-2");
+                        Equal("1", string.Join(",", granted), variant + "the resume took its cost when granted");
+                        Equal(6L, client.Handler.Budget.Tokens, variant + "the resume's event stream gave it back");
+                        Equal(1, client.Finishes, variant + "no finish of the stream yet");
+                        Equal(null, response.GetRetryFinish(), variant + "none on the response yet");
+                        if (callerCloses)
+                        {
+                            response.Dispose();
+                            Equal("aborted 2 status 200 False GET /events streamEvents", client.FinishText, variant + "finish");
+                        }
+                        else
+                        {
+                            Equal(string.Empty, ReadEvents(body, 1, CancellationToken.None), variant + "the clean end");
+                            Equal("status_not_retryable 2 status 200 False GET /events streamEvents", client.FinishText, variant + "finish");
+                            response.Dispose();
+                        }
+
+                        Equal(2, client.Finishes, variant + "one finish of the stream");
+                    }
+
+                    Equal(6L, client.Handler.Budget.Tokens, variant + "the stream's end records nothing");
+                    Equal("1", server.Arrivals[5].Header("last-event-id"), variant + "resumed from 1");
+                    Equal(6, server.Arrivals.Count, variant + "arrivals");
+                }
             }
         }
 
