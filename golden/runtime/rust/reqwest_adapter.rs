@@ -1216,6 +1216,9 @@ struct Run {
     total_delay_ms: u64,
     /// The cost the last granted retry took from the budget (contract K3).
     released: i64,
+    /// True once a resumable event stream was handed over: its `2xx` event-stream answers were
+    /// counted as successes when they arrived (X3), so its finish counts nothing.
+    streamed: bool,
     /// The last decision's refused server delay (X8).
     server_delay_ms: Option<u64>,
     finished: bool,
@@ -1245,6 +1248,7 @@ impl Run {
             previous_delay_ms: 0,
             total_delay_ms: 0,
             released: 0,
+            streamed: false,
             server_delay_ms: None,
             finished: false,
         }
@@ -1449,18 +1453,27 @@ impl Run {
         self.previous_delay_ms = i64::try_from(decision.delay_ms).unwrap_or(MAX_COUNTER);
     }
 
-    /// Ends the request: the budget's refund for a status below 400 (contract K3), then the
-    /// finish event, once, handed to the callback and returned (P5).
-    fn finish(&mut self, reason: FinishReason, ended: Ended) -> FinishEvent<'static> {
-        self.finished = true;
+    /// The budget's refund for a response counted as a success (contract K3): the cost of the
+    /// last granted retry, or the policy's refund when none was granted.
+    fn record_success(&self) {
         // A foreign request neither read nor spent the budget.
-        if !self.foreign && ended.status.is_some_and(|status| status < 400) {
+        if !self.foreign {
             // The cell refuses no refund under a valid policy, and the response is the result
             // either way.
             let _ = self
                 .shared
                 .budget
                 .record_success_valid(self.policy(), self.released);
+        }
+    }
+
+    /// Ends the request: the budget's refund for a status below 400 (contract K3; a resumable
+    /// stream's came with its answers), then the finish event, once, handed to the callback and
+    /// returned (P5).
+    fn finish(&mut self, reason: FinishReason, ended: Ended) -> FinishEvent<'static> {
+        self.finished = true;
+        if !self.streamed && ended.status.is_some_and(|status| status < 400) {
+            self.record_success();
         }
         let operation = self.classification.operation;
         let reason = if self.foreign {
@@ -1751,13 +1764,17 @@ impl EventStream {
     /// through an [`EventStream`]; the call finishes when that body ends.
     fn hand_over(
         response: Response,
-        run: Run,
+        mut run: Run,
         request: Request,
         client: reqwest::Client,
         settings: &Settings<'_>,
         committed: (FinishReason, Ended),
         attempt_started: Instant,
     ) -> Response {
+        // [contract X3] The committed answer is a success when it arrives, with the cost of the
+        // last retry before it (the refund without one); the stream's end counts nothing more.
+        run.record_success();
+        run.streamed = true;
         let url = response.url().clone();
         let (mut parts, body) = http::Response::<reqwest::Body>::from(response).into_parts();
         let finish = StreamFinish::default();
@@ -2000,6 +2017,9 @@ impl StreamState {
                     _ => FinishReason::Decision(Reason::StatusNotRetryable),
                 };
                 self.committed = (reason, ended);
+                // A resume's answer is a success when it arrives, earning back the resume's
+                // cost (X3, K3), whatever ends the stream later.
+                self.run.record_success();
                 if let Ok(response) = result {
                     self.scanner = self.scanner.reconnected();
                     self.released = 0;

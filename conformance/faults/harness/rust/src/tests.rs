@@ -11,7 +11,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -2750,4 +2750,147 @@ fn closing_the_body_during_a_resumes_sleep_ends_the_call_aborted() {
             false
         )
     );
+}
+
+/// The token counts of [`budget_of_a_resumed_stream`]: at each retry event, after the stream's
+/// commit, after its event 2 (the resume's first) and at its finish.
+#[derive(Debug, PartialEq, Eq)]
+struct StreamBudget {
+    at_retries: Vec<i64>,
+    committed: i64,
+    after_event_2: i64,
+    finished: i64,
+}
+
+/// One client (one budget: 20 tokens, a retry costs 5, a timeout 10, a success without retries
+/// gives 1 back, three retries, backoffs of 1 ms): a `GET` answered 503 four times, then a
+/// resumable event stream dropped after event 1 and resumed, whose resume answers with event 2
+/// and more. `close` closes the body after event 2 (the resume still streaming); else the body
+/// is read to its clean end after event 2. Also returns the text read and the stream's finish.
+fn budget_of_a_resumed_stream(close: bool) -> (StreamBudget, String, Finished) {
+    let resumed = if close {
+        slow_sse(50, None, Duration::from_millis(20))
+    } else {
+        sse(2)
+    };
+    let server = Server::start(&[
+        Step::Status(503, &[]),
+        Step::Status(503, &[]),
+        Step::Status(503, &[]),
+        Step::Status(503, &[]),
+        sse_drop(2, 1),
+        resumed,
+    ]);
+    let policy = RetryPolicy {
+        max_retries: 3,
+        initial_backoff_ms: 1,
+        max_backoff_ms: 1,
+        // The spec's throttled base (3 ms) would be over the cap.
+        throttling_initial_backoff_ms: None,
+        budget_capacity: 20,
+        budget_retry_cost: 5,
+        budget_timeout_cost: 10,
+        budget_success_refund: 1,
+        ..RetryPolicy::default()
+    };
+    // The retry callback reads the budget just after each grant took its tokens.
+    let middleware_cell: Arc<OnceLock<Weak<RetryMiddleware>>> = Arc::new(OnceLock::new());
+    let at_retries = Arc::new(Mutex::new(Vec::new()));
+    let (client, seen, middleware) = new_client(&server.base(), |b| {
+        let (cell, at_retries) = (Arc::clone(&middleware_cell), Arc::clone(&at_retries));
+        b.policy(policy).on_retry(move |_| {
+            if let Some(middleware) = cell.get().and_then(Weak::upgrade) {
+                at_retries
+                    .lock()
+                    .unwrap()
+                    .push(middleware.budget().tokens());
+            }
+        })
+    });
+    middleware_cell
+        .set(Arc::downgrade(&middleware))
+        .expect("set once");
+    let tokens = || middleware.budget().tokens();
+    let (committed, after_event_2, read) = block_on(async {
+        let status = client
+            .get(format!("{}/sandboxes/sb-1", server.base()))
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 503);
+        // Three retries granted (20, 15, 10, 5), the last 503 is no success: 5 left.
+        assert_eq!(tokens(), 5);
+        let mut response = client
+            .get(format!("{}/sandboxes/sb-1/events", server.base()))
+            .send()
+            .await
+            .unwrap();
+        let committed = tokens();
+        // Event 1 of the first answer, event 2 of the resume's.
+        let mut read = read_until_events(&mut response, 2).await;
+        let after_event_2 = tokens();
+        if close {
+            drop(response);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        } else {
+            while let Some(bytes) = response.chunk().await.unwrap() {
+                read += std::str::from_utf8(&bytes).unwrap();
+            }
+        }
+        (committed, after_event_2, read)
+    });
+    assert_eq!(server.arrivals().len(), 6);
+    assert_eq!(
+        server.arrivals()[5].header("last-event-id"),
+        ["1"],
+        "the resume"
+    );
+    let at_retries = at_retries.lock().unwrap().clone();
+    let budget = StreamBudget {
+        at_retries,
+        committed,
+        after_event_2,
+        finished: tokens(),
+    };
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.finished.len(), 2, "{:?}", seen.finished);
+    (budget, read, seen.finished[1].clone())
+}
+
+/// Contract X3's budget: three retries of the `GET` (20 -> 15 -> 10 -> 5), the commit's answer
+/// earns the refund (5 -> 6), the resume takes its cost when granted (6 -> 1) and earns it back
+/// when its answer arrives (1 -> 6); the stream's end records nothing more.
+fn resumed_stream_budget() -> StreamBudget {
+    StreamBudget {
+        at_retries: vec![15, 10, 5, 1],
+        committed: 6,
+        after_event_2: 6,
+        finished: 6,
+    }
+}
+
+#[test]
+fn a_resumable_streams_answers_are_successes_of_the_budget_when_they_arrive() {
+    let (budget, read, finish_event) = budget_of_a_resumed_stream(false);
+    assert_eq!(read, events(1, 2));
+    assert_eq!(budget, resumed_stream_budget());
+    assert_eq!(
+        summary(&finish_event),
+        finish(
+            2,
+            decided(Reason::StatusNotRetryable),
+            FinishOutcome::Status,
+            Some(200),
+            false
+        )
+    );
+}
+
+#[test]
+fn closing_a_resumed_stream_records_nothing_more_in_the_budget() {
+    let (budget, read, finish_event) = budget_of_a_resumed_stream(true);
+    assert_eq!(read, events(1, 2));
+    assert_eq!(budget, resumed_stream_budget());
+    assert_eq!(summary(&finish_event), closed_while_reading(2));
 }
