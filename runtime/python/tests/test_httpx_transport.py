@@ -117,6 +117,8 @@ class Sse:
     """Seconds waited before the last piece."""
     hold: bool = False
     """After the pieces, keep the stream open until the client goes away (at most 10 s)."""
+    reset: bool = False
+    """After the pieces and 50 ms, reset the connection (RST) before the last chunk."""
 
 
 Step = Reply | Reset | Stall | ReplyThenClose | CutBody | Sse
@@ -235,6 +237,13 @@ class Server:
                         connection.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
                     if step.hold:
                         self._stall(connection, Stall(10))
+                        return
+                    if step.reset:
+                        # The pieces reach the client first; the close then sends RST.
+                        time.sleep(0.05)
+                        connection.setsockopt(
+                            socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                        )
                         return
                     if step.drop:
                         connection.shutdown(socket.SHUT_WR)
@@ -2201,6 +2210,59 @@ TWO = b"id: 2\ndata: b\n\n"
 THREE = b"id: 3\ndata: c\n\n"
 
 
+# [contract X3, K3] The budget sequence every language's runtime tests run: 20 tokens, a retry
+# costs 5, a timeout 10, a success without retries gives 1 back, 3 retries, 1 ms backoffs.
+BUDGET = dataclasses.replace(
+    POLICY,
+    max_retries=3,
+    initial_backoff_ms=1,
+    max_backoff_ms=1,
+    budget_capacity=20,
+    budget_retry_cost=5,
+    budget_timeout_cost=10,
+    budget_success_refund=1,
+)
+
+
+def _budget_script(*, close: bool) -> tuple[Step, ...]:
+    """Script a GET answered 503 four times, then a stream reset after event 1, resumed.
+
+    The resume sends event 2 and ends, or holds the stream open for the caller to
+    close (``close``).
+    """
+    return (
+        Reply(503),
+        Reply(503),
+        Reply(503),
+        Reply(503),
+        Sse((ONE,), reset=True),
+        Sse((TWO,), hold=close),
+    )
+
+
+def _budget_adapter(
+    transport: httpx.BaseTransport | httpx.AsyncBaseTransport,
+    server_url: str,
+    events: Events,
+    granted: list[int],
+) -> RetryTransport:
+    """Build an adapter on ``BUDGET`` whose ``on_retry`` notes the tokens each grant left."""
+    adapter: RetryTransport
+
+    def on_retry(event: RetryEvent) -> None:
+        events.retries.append(event)
+        granted.append(adapter.budget_tokens)
+
+    adapter = RetryTransport(
+        transport,
+        tables=Tables(BUDGET),
+        base_url=server_url + "/v1",
+        on_retry=on_retry,
+        on_finish=events.finishes.append,
+    )
+    return adapter
+
+
 class StreamTest(unittest.TestCase):
     """X1-X4 on the sync side: resumable event streams."""
 
@@ -2460,6 +2522,58 @@ class StreamTest(unittest.TestCase):
         )
         self.assertIs(finish_of(response), finish)
 
+    def test_the_budget_counts_each_event_stream_answer_when_it_arrives(self) -> None:
+        # [contract X3, K3] The commit's 2xx event stream is a success at once (the refund:
+        # no retry before it), the resume's with the resume's cost; the stream's end, clean
+        # or the caller's close, records nothing.
+        for close in (False, True):
+            with self.subTest(close=close):
+                server = self.serve(*_budget_script(close=close))
+                events = Events()
+                granted: list[int] = []
+                adapter = _budget_adapter(
+                    httpx.HTTPTransport(verify=TLS), server.url, events, granted
+                )
+                client = httpx.Client(transport=adapter, base_url=server.url + "/v1")
+                self.addCleanup(client.close)
+                # Three retries granted (20 -> 15 -> 10 -> 5); the last 503 is no success.
+                self.assertEqual(client.get("/items/7").status_code, 503)
+                self.assertEqual((granted, adapter.budget_tokens), ([15, 10, 5], 5))
+                with client.stream("GET", EVENTS) as response:
+                    self.assertEqual(adapter.budget_tokens, 6)
+                    chunks = response.iter_raw()
+                    self.assertEqual(next(chunks), ONE)
+                    self.assertEqual(adapter.budget_tokens, 6)
+                    self.assertEqual(next(chunks), TWO)
+                    # The resume was granted at 1 token; its answer gave its 5 back.
+                    self.assertEqual(granted, [15, 10, 5, 1])
+                    self.assertEqual(adapter.budget_tokens, 6)
+                    if not close:
+                        self.assertEqual(list(chunks), [])
+                        self.assertEqual(len(events.finishes), 2)
+                    self.assertEqual(adapter.budget_tokens, 6)
+                response.close()
+                self.assertEqual(adapter.budget_tokens, 6)
+                self.assertEqual(events.reasons()[3:], [(1, "stream_resume", 1)])
+                finish = events.finishes[1]
+                self.assertEqual(
+                    (finish.attempts, finish.outcome, finish.status, finish.reason),
+                    (
+                        2,
+                        "status",
+                        200,
+                        (
+                            DecisionReason.ABORTED
+                            if close
+                            else DecisionReason.STATUS_NOT_RETRYABLE
+                        ),
+                    ),
+                )
+                self.assertEqual(
+                    [a.headers.get("last-event-id") for a in server.arrivals[4:]],
+                    [None, "1"],
+                )
+
     def test_the_attempt_timeout_ends_at_the_commit(self) -> None:
         # [X1] The second event comes after the attempt timeout: the stream runs on.
         server = self.serve(Sse((ONE, TWO), pause=0.5))
@@ -2537,6 +2651,50 @@ class AsyncStreamTest(unittest.IsolatedAsyncioTestCase):
             (events.finish.attempts, events.finish.reason),
             (2, DecisionReason.EXHAUSTED),
         )
+
+    async def test_the_budget_counts_each_event_stream_answer_when_it_arrives(
+        self,
+    ) -> None:
+        # [contract X3, K3] StreamTest's sequence on the async side.
+        for close in (False, True):
+            with self.subTest(close=close):
+                server = self.serve(*_budget_script(close=close))
+                events = Events()
+                granted: list[int] = []
+                adapter = _budget_adapter(
+                    httpx.AsyncHTTPTransport(verify=TLS), server.url, events, granted
+                )
+                client = httpx.AsyncClient(
+                    transport=adapter, base_url=server.url + "/v1"
+                )
+                self.addAsyncCleanup(client.aclose)
+                self.assertEqual((await client.get("/items/7")).status_code, 503)
+                self.assertEqual((granted, adapter.budget_tokens), ([15, 10, 5], 5))
+                async with client.stream("GET", EVENTS) as response:
+                    self.assertEqual(adapter.budget_tokens, 6)
+                    chunks = response.aiter_raw()
+                    self.assertEqual(await chunks.__anext__(), ONE)
+                    self.assertEqual(adapter.budget_tokens, 6)
+                    self.assertEqual(await chunks.__anext__(), TWO)
+                    self.assertEqual(granted, [15, 10, 5, 1])
+                    self.assertEqual(adapter.budget_tokens, 6)
+                    if not close:
+                        self.assertEqual([chunk async for chunk in chunks], [])
+                        self.assertEqual(len(events.finishes), 2)
+                    self.assertEqual(adapter.budget_tokens, 6)
+                await response.aclose()
+                self.assertEqual(adapter.budget_tokens, 6)
+                self.assertEqual(
+                    (events.finishes[1].attempts, events.finishes[1].reason),
+                    (
+                        2,
+                        (
+                            DecisionReason.ABORTED
+                            if close
+                            else DecisionReason.STATUS_NOT_RETRYABLE
+                        ),
+                    ),
+                )
 
     async def test_the_attempt_timeout_ends_at_the_commit(self) -> None:
         server = self.serve(Sse((ONE, TWO), pause=0.5))
