@@ -81,17 +81,25 @@ type Step =
       readonly cut?: boolean;
       /** Waits this long before answering. */
       readonly delayMs?: number;
+      /** Answers once this settles. */
+      readonly gate?: Promise<unknown>;
     }
   /**
    * A 200 `text/event-stream`: each chunk written `tickMs` apart (default 1), then the end or,
-   * with `drop`, the connection closed before the body's last chunk (a drop), or with `hold`
-   * nothing more until the client goes away.
+   * with `drop`, the connection closed before the body's last chunk (a drop; with `reset`, reset),
+   * or with `hold` nothing more until the client goes away.
    */
   | {
       readonly events: readonly string[];
       readonly drop?: boolean;
+      /** A drop by a connection reset (TCP RST) rather than a close. */
+      readonly reset?: boolean;
       readonly hold?: boolean;
       readonly tickMs?: number;
+      /** Answers once this settles. */
+      readonly gate?: Promise<unknown>;
+      /** After the events, ends, drops or holds once this settles. */
+      readonly until?: Promise<unknown>;
     }
   /** Resets the connection without a byte of response. */
   | "reset"
@@ -113,13 +121,25 @@ let origin = "";
 let closedOrigin = "";
 
 function answer(res: ServerResponse, step: Step): void {
+  if (typeof step === "object" && step.gate !== undefined) {
+    const { gate, ...now } = step;
+    void gate.then(() => answer(res, now));
+    return;
+  }
   if (typeof step === "object" && "events" in step) {
     res.writeHead(200, { "content-type": "text/event-stream" });
     writeEvents(
       res,
       step.events,
-      step.hold === true ? "hold" : step.drop === true ? "drop" : "end",
+      step.hold === true
+        ? "hold"
+        : step.reset === true
+          ? "reset"
+          : step.drop === true
+            ? "drop"
+            : "end",
       step.tickMs ?? 1,
+      step.until,
     );
     return;
   }
@@ -144,24 +164,32 @@ function answer(res: ServerResponse, step: Step): void {
   }
 }
 
-/** Writes `chunks` `tickMs` apart, then ends the body, closes the connection or holds it. */
+/**
+ * Writes `chunks` `tickMs` apart, then (once `until` settles) ends the body, closes the
+ * connection or holds it.
+ */
 function writeEvents(
   res: ServerResponse,
   chunks: readonly string[],
-  then: "end" | "drop" | "hold",
+  then: "end" | "drop" | "reset" | "hold",
   tickMs: number,
+  until?: Promise<unknown>,
 ): void {
   const [next, ...rest] = chunks;
   if (next === undefined) {
-    if (then === "drop") {
+    if (until !== undefined) {
+      void until.then(() => writeEvents(res, [], then, tickMs));
+    } else if (then === "drop") {
       res.socket?.destroy();
+    } else if (then === "reset") {
+      res.socket?.resetAndDestroy();
     } else if (then === "end") {
       res.end();
     }
     return;
   }
   res.write(next, () => {
-    setTimeout(() => writeEvents(res, rest, then, tickMs), tickMs);
+    setTimeout(() => writeEvents(res, rest, then, tickMs, until), tickMs);
   });
 }
 
@@ -2422,4 +2450,121 @@ test("v3 X3: the scanner starts from the caller's own Last-Event-ID; an emptied 
     emptied.arrivals.map((a) => a.headers["last-event-id"]),
     ["7", undefined],
   );
+});
+
+/** A promise and the function that settles it. */
+function gate(): {
+  readonly promise: Promise<void>;
+  readonly open: () => void;
+} {
+  let open = (): void => {};
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
+
+/**
+ * The tokens in the budget cell of `c` (a policy with retry cost 5, refund 1), read by what they
+ * pay for and put back: a GET answered 503 until refused takes tokens / 5 retries, leaving
+ * tokens % 5; then successes without retries give 1 back each until a 503 gets a retry again
+ * (the n-th: tokens % 5 was 5 - n), which empties the cell; as many successes as were read fill
+ * it again.
+ */
+async function tokensOf(c: ReturnType<typeof client>): Promise<number> {
+  const retriesOf = async (
+    maxRetries: number,
+    ...script: Step[]
+  ): Promise<number> => {
+    const { name, arrivals } = serve(...script);
+    const response = await c.fetch(`${origin}/v1/items/1`, {
+      headers: { "x-case": name },
+      retry: { maxRetries },
+    });
+    await response.arrayBuffer();
+    return arrivals.length - 1;
+  };
+  let tokens = 5 * (await retriesOf(100, { status: 503 }));
+  for (let n = 1; ; n += 1) {
+    assert.ok(n <= 5);
+    assert.equal(await retriesOf(0, { status: 200 }), 0);
+    if ((await retriesOf(1, { status: 503 })) === 1) {
+      tokens += 5 - n;
+      break;
+    }
+  }
+  for (let n = 0; n < tokens; n += 1) {
+    await retriesOf(0, { status: 200 });
+  }
+  return tokens;
+}
+
+test("v3 X3: a resumable stream's budget counts each 2xx event-stream answer when it arrives, its end nothing", async () => {
+  for (const ending of ["end", "close"] as const) {
+    const c = streams({
+      policy: {
+        ...POLICY,
+        maxRetries: 3,
+        initialBackoffMs: 1,
+        maxBackoffMs: 1,
+        budgetCapacity: 20,
+        budgetRetryCost: 5,
+        budgetTimeoutCost: 10,
+        budgetSuccessRefund: 1,
+      },
+    });
+    // Three retries granted (20 -> 15 -> 10 -> 5), then a 503: not a success (no K3).
+    const failing = serve({ status: 503 });
+    const failed = await c.fetch(`${origin}/v1/items/1`, {
+      headers: { "x-case": failing.name },
+    });
+    assert.equal(failed.status, 503);
+    await failed.arrayBuffer();
+    assert.equal(failing.arrivals.length, 4);
+    assert.equal(await tokensOf(c), 5);
+    // Event 1, a drop (reset) once `dropped` opens; the resume is answered once `answered`
+    // opens, with event 2, then the end once `ended` opens (or nothing more until the close).
+    const dropped = gate();
+    const answered = gate();
+    const ended = gate();
+    const { name, arrivals } = serve(
+      { events: [event(1)], reset: true, until: dropped.promise },
+      ending === "end"
+        ? { events: [event(2)], gate: answered.promise, until: ended.promise }
+        : { events: [event(2)], gate: answered.promise, hold: true },
+    );
+    const response = await c.fetch(`${origin}/v1/items/1/events`, {
+      headers: { "x-case": name },
+    });
+    const reader = response.body!.getReader();
+    assert.equal(await readEvents(reader, 1), event(1));
+    // The commit's answer, a success without a retry: the refund (5 + 1).
+    assert.equal(await tokensOf(c), 6);
+    const second = readEvents(reader, 1);
+    dropped.open();
+    while (arrivals.length < 2) {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    // The resume, granted: it costs 5 (6 - 5).
+    assert.equal(arrivals[1]?.headers["last-event-id"], "1");
+    assert.deepEqual(reasons(c.retries.slice(-1)), [["stream_resume", 1]]);
+    assert.equal(await tokensOf(c), 1);
+    answered.open();
+    assert.equal(await second, event(2));
+    // The resume's answer: its cost comes back (1 + 5).
+    assert.equal(await tokensOf(c), 6);
+    assert.equal(finishOf(response), undefined);
+    if (ending === "end") {
+      ended.open();
+      assert.equal(await readEvents(reader, 1), "");
+      assert.equal(finishOf(response)?.reason, "status_not_retryable");
+    } else {
+      await reader.cancel();
+      assert.equal(finishOf(response)?.reason, "aborted");
+    }
+    assert.equal(finishOf(response)?.attempts, 2);
+    // The stream's end, whatever ends it, records nothing more.
+    assert.equal(await tokensOf(c), 6);
+    assert.equal(arrivals.length, 2);
+  }
 });
