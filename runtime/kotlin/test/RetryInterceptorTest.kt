@@ -2006,6 +2006,87 @@ private fun streamTests() {
     }
 }
 
+/**
+ * [contract X3, K3] A resumable stream's budget: the commit's 2xx event stream is a success when it
+ * arrives (the refund, no retry before it), the resume is paid for when granted and earned back
+ * when its 2xx event stream arrives, and the stream's end (clean, or the caller closing the body)
+ * records nothing more. One client, so one budget cell, after a GET that spent three retries.
+ */
+private fun streamBudgetTest() {
+    val budgeted =
+        policy
+            .newBuilder()
+            .budgetCapacity(20)
+            .budgetRetryCost(5)
+            .budgetTimeoutCost(10)
+            .budgetSuccessRefund(1)
+            .maxRetries(3)
+            .initialBackoffMs(1)
+            .maxBackoffMs(1)
+            .build()
+    for (closeAfterEvent2 in listOf(false, true)) {
+        val what = if (closeAfterEvent2) "stream budget, closed after event 2" else "stream budget"
+        // The resume's answer ends cleanly, or is held open while the caller closes the body.
+        val resumed = Step(sse = listOf(event(2)), hold = if (closeAfterEvent2) 3000 else 0)
+        val script = List(4) { Step(503) } + Step(sse = listOf(event(1)), drop = true) + resumed
+        TestServer(script).use { server ->
+            val run = Run()
+            val tokensAtRetry = Collections.synchronizedList(ArrayList<Long>())
+            lateinit var retries: RetryInterceptor
+            retries =
+                RetryInterceptor
+                    .builder(table, budgeted)
+                    .baseUrl("${server.url}/v1")
+                    .onRetry {
+                        run.events += it
+                        tokensAtRetry += retries.budgetTokens
+                    }.onFinish { run.finishes += it }
+                    .build()
+            val client = retries.install(OkHttpClient.Builder()).build()
+            // 1. 503 four times: three retries granted (20 -> 15 -> 10 -> 5), no success.
+            client.newCall(Request.Builder().url("${server.url}/v1/items/7").build()).execute().use {
+                expect("$what: the GET's status", it.code, 503)
+            }
+            expect("$what: the GET's retries paid", tokensAtRetry.toList(), listOf(15L, 10L, 5L))
+            expect("$what: after the GET", retries.budgetTokens, 5L)
+            // 2. The resumable stream on the same client.
+            val response = client.newCall(Request.Builder().url("${server.url}/v1/items/7/events").build()).execute()
+            expect("$what: after the commit (the refund)", retries.budgetTokens, 6L)
+            val nullable: ResponseBody? = response.body
+            val body = checkNotNull(nullable)
+            val source = body.source()
+            val lines = ArrayList<String>()
+            try {
+                while (true) {
+                    val line = source.readUtf8Line() ?: break
+                    lines += line
+                    if (line == "id: 2") {
+                        expect("$what: after the resume's answer", retries.budgetTokens, 6L)
+                        if (closeAfterEvent2) {
+                            lines += checkNotNull(source.readUtf8Line())
+                            lines += checkNotNull(source.readUtf8Line())
+                            body.close()
+                            break
+                        }
+                    }
+                }
+            } catch (e: IOException) {
+                failures += "$what: the read failed: $e"
+            }
+            response.close()
+            expect("$what: events read", lines.joinToString("\n", postfix = "\n"), event(1) + event(2))
+            expect("$what: the resume granted at 1", tokensAtRetry.toList(), listOf(15L, 10L, 5L, 1L))
+            expect("$what: Last-Event-ID", server.arrivals.map { it.headers["last-event-id"] }, listOf(null, null, null, null, null, "1"))
+            expect("$what: finishes", run.finishes.size, 2)
+            val finish = run.finishes.lastOrNull()
+            expect("$what: the stream's finish", finish?.reason, if (closeAfterEvent2) "aborted" else "status_not_retryable")
+            expect("$what: the stream's attempts", finish?.attempts, 2)
+            expect("$what: after the stream's end and its finish", retries.budgetTokens, 6L)
+            client.connectionPool.evictAll()
+        }
+    }
+}
+
 private const val QUOTA = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 
 /** Contract v3 X5-X8: preconditions, problem types, the key's format, the server's refused wait. */
@@ -2101,6 +2182,7 @@ private fun v3RequestTests() {
 public fun main() {
     v3RequestTests()
     streamTests()
+    streamBudgetTest()
     statusTests()
     failureTests()
     connectTimeoutTest()
