@@ -11,6 +11,7 @@ import { createServer } from "node:http";
 import type { IncomingHttpHeaders, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
+  budgetTokensOf,
   finishOf,
   isCertificateError,
   isConnectError,
@@ -1456,6 +1457,32 @@ test("P4: retry events carry the failure; the finish event the delays slept", as
   assert.equal(refused.finishes[0]?.totalDelayMs, 1 + 2 + 4);
 });
 
+test("budgetTokensOf reads the client's budget cell: full when created, lower after a granted retry", async () => {
+  const c = client({
+    policy: { ...POLICY, budgetCapacity: 20, budgetRetryCost: 5 },
+  });
+  assert.equal(budgetTokensOf(c.fetch), 20);
+  // One retry granted (20 -> 15); the last answer, a 503, is no success: nothing comes back.
+  const { name, arrivals } = serve({ status: 503 }, { status: 503 });
+  const response = await c.fetch(`${origin}/v1/items/1`, {
+    headers: { "x-case": name },
+    retry: { maxRetries: 1 },
+  });
+  await response.arrayBuffer();
+  assert.equal(arrivals.length, 2);
+  assert.equal(budgetTokensOf(c.fetch), 15);
+  // Each client has its own cell; nothing is added to the function.
+  assert.equal(budgetTokensOf(client().fetch), POLICY.budgetCapacity);
+  assert.deepEqual(Object.keys(c.fetch), []);
+  assert.equal(budgetTokensOf(fetch), undefined);
+  assert.equal(
+    budgetTokensOf(() => undefined),
+    undefined,
+  );
+  assert.equal(budgetTokensOf({}), undefined);
+  assert.equal(budgetTokensOf(undefined), undefined);
+});
+
 test("P5: finishOf gives the finish event from the response and from the error", async () => {
   const c = client();
   const { name } = serve({ status: 503 }, { status: 200 });
@@ -2464,41 +2491,6 @@ function gate(): {
   return { promise, open };
 }
 
-/**
- * The tokens in the budget cell of `c` (a policy with retry cost 5, refund 1), read by what they
- * pay for and put back: a GET answered 503 until refused takes tokens / 5 retries, leaving
- * tokens % 5; then successes without retries give 1 back each until a 503 gets a retry again
- * (the n-th: tokens % 5 was 5 - n), which empties the cell; as many successes as were read fill
- * it again.
- */
-async function tokensOf(c: ReturnType<typeof client>): Promise<number> {
-  const retriesOf = async (
-    maxRetries: number,
-    ...script: Step[]
-  ): Promise<number> => {
-    const { name, arrivals } = serve(...script);
-    const response = await c.fetch(`${origin}/v1/items/1`, {
-      headers: { "x-case": name },
-      retry: { maxRetries },
-    });
-    await response.arrayBuffer();
-    return arrivals.length - 1;
-  };
-  let tokens = 5 * (await retriesOf(100, { status: 503 }));
-  for (let n = 1; ; n += 1) {
-    assert.ok(n <= 5);
-    assert.equal(await retriesOf(0, { status: 200 }), 0);
-    if ((await retriesOf(1, { status: 503 })) === 1) {
-      tokens += 5 - n;
-      break;
-    }
-  }
-  for (let n = 0; n < tokens; n += 1) {
-    await retriesOf(0, { status: 200 });
-  }
-  return tokens;
-}
-
 test("v3 X3: a resumable stream's budget counts each 2xx event-stream answer when it arrives, its end nothing", async () => {
   for (const ending of ["end", "close"] as const) {
     const c = streams({
@@ -2521,7 +2513,7 @@ test("v3 X3: a resumable stream's budget counts each 2xx event-stream answer whe
     assert.equal(failed.status, 503);
     await failed.arrayBuffer();
     assert.equal(failing.arrivals.length, 4);
-    assert.equal(await tokensOf(c), 5);
+    assert.equal(budgetTokensOf(c.fetch), 5);
     // Event 1, a drop (reset) once `dropped` opens; the resume is answered once `answered`
     // opens, with event 2, then the end once `ended` opens (or nothing more until the close).
     const dropped = gate();
@@ -2539,7 +2531,7 @@ test("v3 X3: a resumable stream's budget counts each 2xx event-stream answer whe
     const reader = response.body!.getReader();
     assert.equal(await readEvents(reader, 1), event(1));
     // The commit's answer, a success without a retry: the refund (5 + 1).
-    assert.equal(await tokensOf(c), 6);
+    assert.equal(budgetTokensOf(c.fetch), 6);
     const second = readEvents(reader, 1);
     dropped.open();
     while (arrivals.length < 2) {
@@ -2548,11 +2540,11 @@ test("v3 X3: a resumable stream's budget counts each 2xx event-stream answer whe
     // The resume, granted: it costs 5 (6 - 5).
     assert.equal(arrivals[1]?.headers["last-event-id"], "1");
     assert.deepEqual(reasons(c.retries.slice(-1)), [["stream_resume", 1]]);
-    assert.equal(await tokensOf(c), 1);
+    assert.equal(budgetTokensOf(c.fetch), 1);
     answered.open();
     assert.equal(await second, event(2));
     // The resume's answer: its cost comes back (1 + 5).
-    assert.equal(await tokensOf(c), 6);
+    assert.equal(budgetTokensOf(c.fetch), 6);
     assert.equal(finishOf(response), undefined);
     if (ending === "end") {
       ended.open();
@@ -2564,7 +2556,7 @@ test("v3 X3: a resumable stream's budget counts each 2xx event-stream answer whe
     }
     assert.equal(finishOf(response)?.attempts, 2);
     // The stream's end, whatever ends it, records nothing more.
-    assert.equal(await tokensOf(c), 6);
+    assert.equal(budgetTokensOf(c.fetch), 6);
     assert.equal(arrivals.length, 2);
   }
 });

@@ -362,7 +362,8 @@ const MAX_TIMER_MS = 2147483647;
  * a failure rethrows what `fetch` threw on the last attempt (its `cause`
  * chain kept), or the caller's abort reason when the caller aborts during a
  * wait. `finishOf(response)` and `finishOf(error)` give the request's finish
- * event. Throws `RetryInputError` for an invalid policy and a `RangeError`
+ * event, `budgetTokensOf(result)` the tokens left in the client's budget.
+ * Throws `RetryInputError` for an invalid policy and a `RangeError`
  * for an invalid `attemptTimeoutMs`, `attemptHeader` or `readBodyMaxBytes`;
  * a request whose `init.retry` is out of range rejects with a `RangeError`
  * before anything is sent.
@@ -1226,8 +1227,31 @@ export function retryingFetch<F extends FetchLike>(
     }
   };
   carryOver(fetch, retrying);
+  BUDGETS.set(retrying, () => tokens);
   return retrying as unknown as RetryingFetch<F>;
 }
+
+/**
+ * The tokens now in the retry budget of `fetchWithRetries`, a function
+ * `retryingFetch` returned (contract K1-K4: one cell per client, from
+ * `budgetCapacity` when created down to 0); `undefined` for anything else
+ * (the platform's `fetch`, a value that is not a function). For telemetry and
+ * tests: it reads the cell and changes nothing. Kept in a `WeakMap`: nothing is
+ * added to the function, whose own members are those of the `fetch` it wraps.
+ *
+ * ```ts
+ * const fetchWithRetries = retryingFetch(fetch, { tables: RETRY_TABLES, baseUrl });
+ * gauge.record(budgetTokensOf(fetchWithRetries) ?? 0);
+ * ```
+ */
+export function budgetTokensOf(fetchWithRetries: unknown): number | undefined {
+  return typeof fetchWithRetries === "function"
+    ? BUDGETS.get(fetchWithRetries)?.()
+    : undefined;
+}
+
+/** The budget cell of each function `retryingFetch` returned, read through its closure. */
+const BUDGETS = new WeakMap<object, () => number>();
 
 /**
  * The finish event of the request that returned `response` or threw `error`

@@ -64,6 +64,7 @@ export type {
 } from "../../runtime/typescript/runtime.js";
 export {
   StreamResumeError,
+  budgetTokensOf,
   finishOf,
   isCertificateError,
   isConnectError,
